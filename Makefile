@@ -1,0 +1,57 @@
+# e1kbox — thin wrappers over go commands. `make run` boots the box, `make test` tests all of it.
+SHELL := /bin/bash
+GO ?= go
+OUT ?= build
+DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools squashfs-tools gdisk \
+	iproute2 iputils-ping iperf3 dnsmasq tcpdump nftables netsniff-ng isc-dhcp-client traceroute curl ethtool chromium
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v /qemu-test)
+
+.PHONY: all image run vm test unit qemu-test bench bench-firmware lint deps clean
+
+all: image
+
+# deps installs the Debian packages the build, the VM and the tests need (root, apt).
+deps:
+	@missing=$$(for p in $(DEBIAN_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "missing Debian packages: $$missing"; echo "run: sudo apt-get install -y $$missing"; exit 1; fi; \
+		echo "installing: $$missing"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	fi
+
+image: deps
+	$(GO) run ./firmware build -out $(OUT)
+
+# run builds the image and boots it in QEMU with three e1000e NICs, printing the
+# dashboard and gokrazy UI URLs and the password.
+run: image
+	$(GO) run ./firmware vm -out $(OUT)
+
+vm:
+	$(GO) run ./firmware vm -out $(OUT)
+
+# test runs every test: unit, fuzz seeds, netns integration, browser and QEMU.
+test: deps unit qemu-test
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -timeout 20m $(UNIT_PKGS)
+
+qemu-test:
+	$(GO) test -timeout 45m -v -count=1 ./qemu-test/
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./rules/ ./appliance/dataplane/...
+
+# bench-firmware measures build time (cold-ish and warm), boot to a healthy
+# appliance under TCG and an OTA round trip, and prints them.
+bench-firmware: deps
+	E1KBOX_BENCH_FIRMWARE=1 $(GO) test -timeout 30m -v -count=1 -run TestBenchFirmware ./qemu-test/
+
+lint:
+	gofmt -l . | (! grep .) || (echo "gofmt needed"; exit 1)
+	$(GO) vet ./...
+	@if command -v staticcheck >/dev/null || [ -x $$HOME/go/bin/staticcheck ]; then PATH=$$PATH:$$HOME/go/bin staticcheck ./...; else echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"; fi
+
+clean:
+	rm -rf $(OUT)

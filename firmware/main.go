@@ -1,0 +1,222 @@
+// Command firmware builds, flashes, boots and updates e1kbox images.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"e1kbox/firmware/build"
+	"e1kbox/firmware/flash"
+	"e1kbox/firmware/ota"
+	"e1kbox/firmware/vm"
+)
+
+const usage = `usage: go run ./firmware <command> [flags]
+
+commands:
+  build            build the disk image and update pieces from config.json
+  flash DEVICE     write the image to a block device (needs --yes)
+  update           update a running box over the air (health-gated test boot)
+  vm               boot the built image in QEMU with three e1000e NICs
+
+Run "go run ./firmware <command> -h" for a command's flags.
+`
+
+func main() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "firmware:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errors.New("no command given")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "build":
+		return cmdBuild(args[1:])
+	case "flash":
+		return cmdFlash(args[1:])
+	case "update":
+		return cmdUpdate(ctx, args[1:])
+	case "vm":
+		return cmdVM(ctx, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprint(os.Stdout, usage)
+		return nil
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func cmdBuild(args []string) error {
+	fs := flag.NewFlagSet("build", flag.ExitOnError)
+	config := fs.String("config", "config.json", "gokrazy instance config")
+	out := fs.String("out", "build", "output directory")
+	src := fs.String("src", "", "Go module to build the packages in (default: the config's directory)")
+	size := fs.Int64("size", 2<<30, "disk image size in bytes")
+	testboot := fs.Duration("testboot-timeout", 120*time.Second, "how long an updated build may run unconfirmed before the box reverts by itself")
+	noImage := fs.Bool("no-image", false, "only build the update pieces (boot.img, root.img, mbr.img)")
+	fs.Parse(args)
+	m, err := build.Run(build.Options{
+		ConfigPath: *config, SourceDir: *src, OutDir: *out, DiskBytes: *size,
+		TestbootTimeout: *testboot, NoDiskImage: *noImage,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("build %s ready in %s: image %s (boot %s, root %s, mbr %s)\n", m.BuildTimestamp, m.Steps["total"], m.Image, m.Boot, m.Root, m.MBR)
+	return nil
+}
+
+func cmdFlash(args []string) error {
+	fs := flag.NewFlagSet("flash", flag.ExitOnError)
+	out := fs.String("out", "build", "build directory (from firmware build)")
+	yes := fs.Bool("yes", false, "really overwrite DEVICE")
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		return errors.New("usage: firmware flash [--yes] DEVICE")
+	}
+	m, err := readManifest(*out)
+	if err != nil {
+		return err
+	}
+	return flash.Flash(fs.Arg(0), m, *yes)
+}
+
+func cmdUpdate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("update", flag.ExitOnError)
+	out := fs.String("out", "build", "build directory (from firmware build)")
+	host := fs.String("host", "", "box address host[:port] of the gokrazy UI (default: Hostname from the build, port 80)")
+	dash := fs.String("dashboard", "", "box address host:port of the dashboard (default: the --host host, the built dashboard port)")
+	health := fs.Duration("health-timeout", 90*time.Second, "how long the test-booted build has to become healthy")
+	fs.Parse(args)
+	m, err := readManifest(*out)
+	if err != nil {
+		return err
+	}
+	h := *host
+	if h == "" {
+		h = m.Hostname
+	}
+	if !strings.Contains(h, ":") {
+		h += ":" + m.HTTPPort
+	}
+	d := *dash
+	if d == "" {
+		d = strings.Split(h, ":")[0] + ":" + m.DashboardPort
+	}
+	base := (&url.URL{Scheme: "http", User: url.UserPassword("gokrazy", m.Password), Host: h, Path: "/"}).String()
+	rep, err := ota.Update(ctx, ota.Options{
+		BaseURL: base, HealthURL: "http://" + d + "/healthz",
+		Boot: m.Boot, Root: m.Root, MBR: m.MBR, BuildTimestamp: m.BuildTimestamp,
+		HealthTimeout: *health,
+	})
+	fmt.Print(rep)
+	return err
+}
+
+func cmdVM(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("vm", flag.ExitOnError)
+	out := fs.String("out", "build", "build directory (from firmware build)")
+	uefi := fs.Bool("uefi", false, "boot with UEFI (OVMF + systemd-boot) instead of BIOS")
+	httpPort := fs.Int("http-port", 18080, "host port for the gokrazy UI (127.0.0.1)")
+	dashPort := fs.Int("dashboard-port", 18081, "host port for the dashboard (127.0.0.1)")
+	taps := fs.String("taps", "e1k-tap1,e1k-tap2", "host tap devices for eth1,eth2 (created if missing; needs root); empty for none")
+	fs.Parse(args)
+	m, err := readManifest(*out)
+	if err != nil {
+		return err
+	}
+	if m.Image == "" {
+		return errors.New("the build has no disk image (built with --no-image)")
+	}
+	var tapNames [2]string
+	if *taps != "" {
+		names := strings.Split(*taps, ",")
+		if len(names) != 2 {
+			return errors.New("--taps wants two names, for eth1 and eth2")
+		}
+		if os.Geteuid() != 0 {
+			slog.Warn("not root: eth1/eth2 get no tap devices (no data-port traffic); run as root for taps")
+		} else {
+			for i, n := range names {
+				if err := ensureTap(n); err != nil {
+					return err
+				}
+				tapNames[i] = n
+			}
+		}
+	}
+	v, err := vm.Start(ctx, vm.Options{
+		Image: m.Image, UEFI: *uefi, HTTPPort: *httpPort, DashboardPort: *dashPort,
+		DataTaps: tapNames, Console: os.Stdout,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, `
+e1kbox is booting in QEMU (TCG; about 20-40 s). Serial console below; Ctrl-C stops the VM.
+  dashboard:  http://%s/            (user gokrazy, password %s)
+  gokrazy UI: http://gokrazy:%s@%s/
+  data ports: eth1 = %s, eth2 = %s on the host
+  update:     go run ./firmware build && go run ./firmware update --host %s --dashboard %s
+
+`, v.DashboardAddr(), m.Password, m.Password, v.HTTPAddr(), orNone(tapNames[0]), orNone(tapNames[1]), v.HTTPAddr(), v.DashboardAddr())
+	select {
+	case <-v.Done():
+		return v.Err()
+	case <-ctx.Done():
+		v.Kill()
+		return nil
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return "tap " + s
+}
+
+func ensureTap(name string) error {
+	if _, err := os.Stat(filepath.Join("/sys/class/net", name)); err == nil {
+		return nil
+	}
+	if out, err := exec.Command("ip", "tuntap", "add", "dev", name, "mode", "tap").CombinedOutput(); err != nil {
+		return fmt.Errorf("creating tap %s: %v: %s", name, err, out)
+	}
+	if out, err := exec.Command("ip", "link", "set", name, "up").CombinedOutput(); err != nil {
+		return fmt.Errorf("bringing up tap %s: %v: %s", name, err, out)
+	}
+	return nil
+}
+
+func readManifest(dir string) (*build.Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, fmt.Errorf("no build in %s (run `go run ./firmware build` first): %w", dir, err)
+	}
+	var m build.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("reading %s/manifest.json: %w", dir, err)
+	}
+	return &m, nil
+}
