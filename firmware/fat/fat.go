@@ -103,9 +103,6 @@ func New(totalSectors uint32, label string, modTime time.Time) (*FS, error) {
 // and !#$%&'()-@^_`{}~, and must not start or end with '.'. Names are unique
 // case-insensitively.
 func (f *FS) AddFile(p string, data []byte) error {
-	if int64(len(data)) > int64(f.clusters)*clusterSize {
-		return fmt.Errorf("fat: add %s: %w", p, ErrNoSpace)
-	}
 	return f.add(p, data, false)
 }
 
@@ -223,10 +220,12 @@ func clustersFor(bytes int64) int { return int((bytes + clusterSize - 1) / clust
 
 func lfnSlots(name string) int { return (len(name) + 12) / 13 }
 
+func (d *node) dirClusters() int { return clustersFor(int64(d.slots) * dirEntrySize) }
+
 func (f *FS) usedClusters() int {
 	n := f.fileClusters
 	for _, d := range f.dirs {
-		n += clustersFor(int64(d.slots) * dirEntrySize)
+		n += d.dirClusters()
 	}
 	return n
 }
@@ -257,15 +256,19 @@ func (f *FS) Len() int64 { return f.dataStart() + int64(f.usedClusters())*cluste
 // Bytes from Len to Size are zero.
 func (f *FS) Size() int64 { return int64(f.totalSectors) * sectorSize }
 
-type countWriter struct {
-	w io.Writer
-	n int64
+// stickyWriter counts bytes and keeps the first error.
+type stickyWriter struct {
+	w   io.Writer
+	n   int64
+	err error
 }
 
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+func (s *stickyWriter) write(b []byte) {
+	if s.err == nil {
+		var n int
+		n, s.err = s.w.Write(b)
+		s.n += int64(n)
+	}
 }
 
 var zeroCluster [clusterSize]byte
@@ -277,17 +280,13 @@ func (f *FS) WriteTo(w io.Writer) (int64, error) {
 	next := uint16(2 + f.fileClusters)
 	for _, d := range f.dirs {
 		d.cluster = next
-		next += uint16(clustersFor(int64(d.slots) * dirEntrySize))
-	}
-	cw := &countWriter{w: w}
-	if _, err := cw.Write(f.bootSector()); err != nil {
-		return cw.n, fmt.Errorf("fat: writing boot sector: %w", err)
+		next += uint16(d.dirClusters())
 	}
 	fat := make([]byte, f.fatSectors*sectorSize)
 	binary.LittleEndian.PutUint16(fat[0:], 0xFFF8) // media descriptor
 	binary.LittleEndian.PutUint16(fat[2:], 0xFFFF) // clean, no errors
-	chain := func(first uint16, size int64) {
-		for i, n := 0, clustersFor(size); i < n; i++ {
+	chain := func(first uint16, n int) {
+		for i := 0; i < n; i++ {
 			v := uint16(endOfChain)
 			if i < n-1 {
 				v = first + uint16(i) + 1
@@ -296,34 +295,26 @@ func (f *FS) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	for _, n := range f.files {
-		chain(n.cluster, int64(len(n.data)))
+		chain(n.cluster, clustersFor(int64(len(n.data))))
 	}
 	for _, d := range f.dirs {
-		chain(d.cluster, int64(d.slots)*dirEntrySize)
+		chain(d.cluster, d.dirClusters())
 	}
-	if _, err := cw.Write(fat); err != nil {
-		return cw.n, fmt.Errorf("fat: writing FAT: %w", err)
-	}
-	if _, err := cw.Write(f.dirBytes(f.root, rootDirSectors*sectorSize)); err != nil {
-		return cw.n, fmt.Errorf("fat: writing root directory: %w", err)
-	}
+	sw := &stickyWriter{w: w}
+	sw.write(f.bootSector())
+	sw.write(fat)
+	sw.write(f.dirBytes(f.root, rootDirSectors*sectorSize))
 	for _, n := range f.files {
-		if _, err := cw.Write(n.data); err != nil {
-			return cw.n, fmt.Errorf("fat: writing %s: %w", n.name, err)
-		}
-		if pad := int64(clustersFor(int64(len(n.data))))*clusterSize - int64(len(n.data)); pad > 0 {
-			if _, err := cw.Write(zeroCluster[:pad]); err != nil {
-				return cw.n, fmt.Errorf("fat: writing %s: %w", n.name, err)
-			}
-		}
+		sw.write(n.data)
+		sw.write(zeroCluster[:(clusterSize-len(n.data)%clusterSize)%clusterSize])
 	}
 	for _, d := range f.dirs {
-		size := clustersFor(int64(d.slots)*dirEntrySize) * clusterSize
-		if _, err := cw.Write(f.dirBytes(d, size)); err != nil {
-			return cw.n, fmt.Errorf("fat: writing directory %s: %w", d.name, err)
-		}
+		sw.write(f.dirBytes(d, d.dirClusters()*clusterSize))
 	}
-	return cw.n, nil
+	if sw.err != nil {
+		return sw.n, fmt.Errorf("fat: writing image: %w", sw.err)
+	}
+	return sw.n, nil
 }
 
 func (f *FS) bootSector() []byte {

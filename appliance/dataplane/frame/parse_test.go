@@ -1,0 +1,751 @@
+package frame
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func u16(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }
+
+type parseCase struct {
+	name  string
+	b     []byte
+	tag   *VLANTag // ParseWithTag when set
+	want  Frame
+	inner *Inner // ParseEmbedded result when set
+}
+
+// bootp returns a DHCPDISCOVER body as dhclient sends it (300 bytes).
+func bootp(chaddr mac, xid uint32) []byte {
+	b := make([]byte, 236)
+	b[0], b[1], b[2] = 1, 1, 6 // BOOTREQUEST, Ethernet, hlen 6
+	binary.BigEndian.PutUint32(b[4:], xid)
+	copy(b[28:], chaddr[:])
+	b = append(b, 0x63, 0x82, 0x53, 0x63) // magic cookie
+	b = append(b, 53, 1, 1)               // DHCPDISCOVER
+	b = append(b, 55, 4, 1, 3, 6, 15)     // parameter request list
+	b = append(b, 255)
+	for len(b) < 300 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func arpBody(op uint16, smac mac, sip [4]byte, tmac mac, tip [4]byte) []byte {
+	b := slices.Concat(be16(1), be16(EtherTypeIPv4), []byte{6, 4}, be16(op))
+	return slices.Concat(b, smac[:], sip[:], tmac[:], tip[:])
+}
+
+// synOpts are the options of a Linux SYN: MSS, SACK permitted, timestamps,
+// NOP, window scale.
+var synOpts = []byte{2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0x00, 0x6e, 0x2d, 0x41, 0, 0, 0, 0, 1, 3, 3, 7}
+
+func parseCases() []parseCase {
+	var cs []parseCase
+
+	{ // DHCPDISCOVER: 0.0.0.0:68 -> 255.255.255.255:67, broadcast
+		ip := v4{src: ip4Zero, dst: ip4Bcast, proto: ProtoUDP, ttl: 64, tos: 0x10}
+		b := slices.Concat(eth(macBcast, macA, EtherTypeIPv4), ip.build(ip.udp(68, 67, bootp(macA, 0x3903f326))))
+		cs = append(cs, parseCase{name: "dhcp discover", b: b, want: Frame{
+			Dst: macBcast, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 342,
+			IPv4:  IPv4{IHL: 5, TOS: 0x10, TotalLen: 328, TTL: 64, Protocol: ProtoUDP, Checksum: u16(b, 24), Src: ip4Zero, Dst: ip4Bcast},
+			Proto: ProtoUDP, L4Off: 34, PayloadOff: 42,
+			UDP: UDP{SrcPort: 68, DstPort: 67, Length: 308, Checksum: u16(b, 40)},
+		}})
+	}
+	{ // ARP request, padded to the Ethernet minimum
+		b := pad(slices.Concat(eth(macBcast, macA, EtherTypeARP), arpBody(1, macA, ip4A, mac{}, ip4B)))
+		cs = append(cs, parseCase{name: "arp request", b: b, want: Frame{
+			Dst: macBcast, Src: macA, EtherType: EtherTypeARP, L3Off: 14, L3End: 42,
+			ARP: ARP{Op: 1, SenderMAC: macA, SenderIP: ip4A, TargetIP: ip4B},
+		}})
+	}
+	{ // ARP reply
+		b := pad(slices.Concat(eth(macA, macB, EtherTypeARP), arpBody(2, macB, ip4B, macA, ip4A)))
+		cs = append(cs, parseCase{name: "arp reply", b: b, want: Frame{
+			Dst: macA, Src: macB, EtherType: EtherTypeARP, L3Off: 14, L3End: 42,
+			ARP: ARP{Op: 2, SenderMAC: macB, SenderIP: ip4B, TargetMAC: macA, TargetIP: ip4A},
+		}})
+	}
+	{ // ICMP echo request as ping sends it (56 data bytes)
+		ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64, id: 0x1c46, df: true}
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPEchoRequest, 0, 0x1234<<16|1, payloadBytes(56))))
+		cs = append(cs, parseCase{name: "icmp echo request", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 98,
+			IPv4:  IPv4{IHL: 5, TotalLen: 84, ID: 0x1c46, DF: true, TTL: 64, Protocol: ProtoICMP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
+			Proto: ProtoICMP, L4Off: 34, PayloadOff: 42,
+			ICMP: ICMP{Type: ICMPEchoRequest, Checksum: u16(b, 36), ID: 0x1234, Seq: 1},
+		}})
+	}
+	{ // ICMP echo reply without data: Ethernet padding is not part of the packet
+		ip := v4{src: ip4B, dst: ip4A, proto: ProtoICMP, ttl: 64, id: 7}
+		b := pad(slices.Concat(eth(macA, macB, EtherTypeIPv4), ip.build(icmp4(ICMPEchoReply, 0, 0x1234<<16|9, nil))))
+		cs = append(cs, parseCase{name: "icmp echo reply padded", b: b, want: Frame{
+			Dst: macA, Src: macB, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 42,
+			IPv4:  IPv4{IHL: 5, TotalLen: 28, ID: 7, TTL: 64, Protocol: ProtoICMP, Checksum: u16(b, 24), Src: ip4B, Dst: ip4A},
+			Proto: ProtoICMP, L4Off: 34, PayloadOff: 42,
+			ICMP: ICMP{Type: ICMPEchoReply, Checksum: u16(b, 36), ID: 0x1234, Seq: 9},
+		}})
+	}
+	{ // TCP SYN with the options Linux sends
+		ip := v4{src: ip4A, dst: ip4B, proto: ProtoTCP, ttl: 64, id: 0xbeef, df: true}
+		t := tcpH{sport: 43210, dport: 80, seq: 0x9a3b1c2d, flags: TCPSyn, win: 64240, opts: synOpts}
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(ip.tcp(t, nil)))
+		cs = append(cs, parseCase{name: "tcp syn with options", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 74,
+			IPv4:  IPv4{IHL: 5, TotalLen: 60, ID: 0xbeef, DF: true, TTL: 64, Protocol: ProtoTCP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
+			Proto: ProtoTCP, L4Off: 34, PayloadOff: 74,
+			TCP: TCP{SrcPort: 43210, DstPort: 80, Seq: 0x9a3b1c2d, DataOff: 10, Flags: TCPSyn, Window: 64240, Checksum: u16(b, 50)},
+		}})
+	}
+	{ // IPv6 neighbour solicitation with a source link-layer address option
+		ip := v6{src: ip6LLA, dst: ip6SolB, nh: ProtoICMPv6, hop: 255}
+		body := slices.Concat(ip6B[:], []byte{1, 1}, macA[:])
+		dst := mac{0x33, 0x33, 0xff, 0x00, 0x00, 0x0b}
+		b := slices.Concat(eth(dst, macA, EtherTypeIPv6), ip.build(ip.icmp(135, 0, 0, body)))
+		cs = append(cs, parseCase{name: "ipv6 neighbour solicitation", b: b, want: Frame{
+			Dst: dst, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 86,
+			IPv6:  IPv6{PayloadLen: 32, NextHeader: ProtoICMPv6, HopLimit: 255, Src: ip6LLA, Dst: ip6SolB},
+			Proto: ProtoICMPv6, L4Off: 54, PayloadOff: 62,
+			ICMP: ICMP{Type: 135, Checksum: u16(b, 56)},
+		}})
+	}
+	{ // ICMPv6 echo request with traffic class and flow label
+		ip := v6{src: ip6A, dst: ip6B, nh: ProtoICMPv6, hop: 64, tc: 0xb8, flow: 0x12345}
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(ip.icmp(ICMPv6EchoRequest, 0, 0x0042<<16|3, payloadBytes(56))))
+		cs = append(cs, parseCase{name: "icmpv6 echo request", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 118,
+			IPv6:  IPv6{TrafficClass: 0xb8, FlowLabel: 0x12345, PayloadLen: 64, NextHeader: ProtoICMPv6, HopLimit: 64, Src: ip6A, Dst: ip6B},
+			Proto: ProtoICMPv6, L4Off: 54, PayloadOff: 62,
+			ICMP: ICMP{Type: ICMPv6EchoRequest, Checksum: u16(b, 56), ID: 0x42, Seq: 3},
+		}})
+	}
+	{ // IPv6 hop-by-hop (router alert) + fragment header, first fragment of UDP
+		ip := v6{src: ip6A, dst: ip6B, nh: ProtoHopByHop, hop: 64}
+		dgram := ip.udp(5000, 6000, payloadBytes(1000)) // 1008 bytes in all
+		payload := slices.Concat(ext6(ProtoFragment, []byte{5, 2, 0, 0, 1, 0}), frag6(ProtoUDP, 0, true, 0xdeadbeef), dgram[:520])
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(payload))
+		cs = append(cs, parseCase{name: "ipv6 hop-by-hop + first fragment", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 590,
+			IPv6: IPv6{PayloadLen: 536, NextHeader: ProtoHopByHop, HopLimit: 64, Src: ip6A, Dst: ip6B,
+				Exts: ExtHopByHop | ExtFragment, MF: true, FragID: 0xdeadbeef},
+			Proto: ProtoUDP, Fragment: true, L4Off: 70, PayloadOff: 78,
+			UDP: UDP{SrcPort: 5000, DstPort: 6000, Length: 1008, Checksum: u16(dgram, 6)},
+		}})
+		ip.nh = ProtoFragment
+		b = slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(slices.Concat(frag6(ProtoUDP, 65, false, 0xdeadbeef), dgram[520:])))
+		cs = append(cs, parseCase{name: "ipv6 later fragment", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 550,
+			IPv6: IPv6{PayloadLen: 496, NextHeader: ProtoFragment, HopLimit: 64, Src: ip6A, Dst: ip6B,
+				Exts: ExtFragment, FragOff: 65, FragID: 0xdeadbeef},
+			Proto: ProtoUDP, Fragment: true, LaterFragment: true, PayloadOff: 62,
+		}})
+	}
+	{ // IPv6 atomic fragment (offset 0, M clear) is a whole packet
+		ip := v6{src: ip6A, dst: ip6B, nh: ProtoFragment, hop: 64}
+		seg := ip.udp(53, 53000, payloadBytes(20))
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(slices.Concat(frag6(ProtoUDP, 0, false, 1), seg)))
+		cs = append(cs, parseCase{name: "ipv6 atomic fragment", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 90,
+			IPv6:  IPv6{PayloadLen: 36, NextHeader: ProtoFragment, HopLimit: 64, Src: ip6A, Dst: ip6B, Exts: ExtFragment, FragID: 1},
+			Proto: ProtoUDP, L4Off: 62, PayloadOff: 70,
+			UDP: UDP{SrcPort: 53, DstPort: 53000, Length: 28, Checksum: u16(seg, 6)},
+		}})
+	}
+	{ // IPv6 destination options + routing + AH + TCP
+		ip := v6{src: ip6A, dst: ip6B, nh: ProtoDestOpts, hop: 64}
+		seg := ip.tcp(tcpH{sport: 22, dport: 50000, seq: 1, ack: 2, flags: TCPAck | TCPPsh, win: 501}, payloadBytes(10))
+		payload := slices.Concat(ext6(ProtoRouting, []byte{1, 4, 0, 0, 0, 0}),
+			ext6(ProtoAH, slices.Concat([]byte{4, 0, 0, 0, 0, 0}, ip6B[:])), ah6(ProtoTCP, 0x100, 5), seg)
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(payload))
+		l4 := 14 + 40 + 8 + 24 + 24
+		cs = append(cs, parseCase{name: "ipv6 destopts routing ah tcp", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: l4 + 30,
+			IPv6:  IPv6{PayloadLen: uint16(len(payload)), NextHeader: ProtoDestOpts, HopLimit: 64, Src: ip6A, Dst: ip6B, Exts: ExtDestOpts | ExtRouting | ExtAH},
+			Proto: ProtoTCP, L4Off: l4, PayloadOff: l4 + 20,
+			TCP: TCP{SrcPort: 22, DstPort: 50000, Seq: 1, Ack: 2, DataOff: 5, Flags: TCPAck | TCPPsh, Window: 501, Checksum: u16(seg, 16)},
+		}})
+	}
+	{ // IPv6 ESP ends the chain
+		ip := v6{src: ip6A, dst: ip6B, nh: ProtoESP, hop: 64}
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(slices.Concat(be32(0x1001), be32(1), payloadBytes(40))))
+		cs = append(cs, parseCase{name: "ipv6 esp", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 102,
+			IPv6:  IPv6{PayloadLen: 48, NextHeader: ProtoESP, HopLimit: 64, Src: ip6A, Dst: ip6B},
+			Proto: ProtoESP, L4Off: 54,
+		}})
+	}
+	{ // IPv6 hop-by-hop then no next header
+		ip := v6{src: ip6A, dst: ip6B, nh: ProtoHopByHop, hop: 1}
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(ext6(ProtoNoNext, []byte{1, 4})))
+		cs = append(cs, parseCase{name: "ipv6 no next header", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 62,
+			IPv6:  IPv6{PayloadLen: 8, NextHeader: ProtoHopByHop, HopLimit: 1, Src: ip6A, Dst: ip6B, Exts: ExtHopByHop},
+			Proto: ProtoNoNext,
+		}})
+	}
+	{ // QinQ: 802.1ad outer (PCP 3, VID 100) + 802.1Q inner (VID 200), UDP
+		ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 255, id: 1}
+		outer := VLANTag{TPID: EtherTypeQinQ, TCI: 3<<13 | 100}
+		inner := VLANTag{TPID: EtherTypeVLAN, TCI: 0x1000 | 200} // DEI set
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv4, outer, inner), ip.build(ip.udp(5353, 5353, payloadBytes(12))))
+		cs = append(cs, parseCase{name: "qinq udp", b: b, want: Frame{
+			Dst: macB, Src: macA, Tags: [2]VLANTag{outer, inner}, NTags: 2, EtherType: EtherTypeIPv4, L3Off: 22, L3End: 62,
+			IPv4:  IPv4{IHL: 5, TotalLen: 40, ID: 1, TTL: 255, Protocol: ProtoUDP, Checksum: u16(b, 32), Src: ip4A, Dst: ip4B},
+			Proto: ProtoUDP, L4Off: 42, PayloadOff: 50,
+			UDP: UDP{SrcPort: 5353, DstPort: 5353, Length: 20, Checksum: u16(b, 48)},
+		}})
+	}
+	{ // 802.1Q (PCP 5, VID 10) TCP over IPv6 with a timestamp option
+		ip := v6{src: ip6B, dst: ip6A, nh: ProtoTCP, hop: 63}
+		tag := VLANTag{TPID: EtherTypeVLAN, TCI: 5<<13 | 10}
+		seg := ip.tcp(tcpH{sport: 443, dport: 40000, seq: 1000, ack: 2000, flags: TCPAck, win: 1024,
+			opts: []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}, payloadBytes(100))
+		b := slices.Concat(eth(macA, macB, EtherTypeIPv6, tag), ip.build(seg))
+		cs = append(cs, parseCase{name: "vlan tcp ipv6", b: b, want: Frame{
+			Dst: macA, Src: macB, Tags: [2]VLANTag{tag}, NTags: 1, EtherType: EtherTypeIPv6, L3Off: 18, L3End: 190,
+			IPv6:  IPv6{PayloadLen: 132, NextHeader: ProtoTCP, HopLimit: 63, Src: ip6B, Dst: ip6A},
+			Proto: ProtoTCP, L4Off: 58, PayloadOff: 90,
+			TCP: TCP{SrcPort: 443, DstPort: 40000, Seq: 1000, Ack: 2000, DataOff: 8, Flags: TCPAck, Window: 1024, Checksum: u16(seg, 16)},
+		}})
+	}
+	{ // IPv4 with a router alert option: IGMPv2 membership report, padded
+		ip := v4{src: ip4A, dst: ip4IGMPv2, proto: 2, ttl: 1, tos: 0xc0, opts: []byte{0x94, 4, 0, 0}}
+		igmp := withCsum(slices.Concat([]byte{0x16, 0, 0, 0}, ip4IGMPv2[:]), 2, nil)
+		dst := mac{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb}
+		b := pad(slices.Concat(eth(dst, macA, EtherTypeIPv4), ip.build(igmp)))
+		cs = append(cs, parseCase{name: "ipv4 options igmp", b: b, want: Frame{
+			Dst: dst, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 46,
+			IPv4:  IPv4{IHL: 6, TOS: 0xc0, TotalLen: 32, TTL: 1, Protocol: 2, Checksum: u16(b, 24), Src: ip4A, Dst: ip4IGMPv2},
+			Proto: 2, L4Off: 38,
+		}})
+	}
+	{ // IPv4 with options (NOPs + timestamp) carrying UDP
+		ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64, opts: []byte{1, 1, 1, 0x44, 12, 5, 0, 0, 0, 0, 0, 0}}
+		seg := ip.udp(1000, 2000, payloadBytes(5))
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(seg))
+		cs = append(cs, parseCase{name: "ipv4 options udp", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 59,
+			IPv4:  IPv4{IHL: 8, TotalLen: 45, TTL: 64, Protocol: ProtoUDP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
+			Proto: ProtoUDP, L4Off: 46, PayloadOff: 54,
+			UDP: UDP{SrcPort: 1000, DstPort: 2000, Length: 13, Checksum: u16(seg, 6)},
+		}})
+	}
+	{ // IPv4 first and later fragment of a 2008-byte UDP datagram
+		ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64, id: 0x4242, mf: true}
+		dgram := ip.udp(7000, 8000, payloadBytes(2000))
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(dgram[:1480]))
+		cs = append(cs, parseCase{name: "ipv4 first fragment", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 1514,
+			IPv4:  IPv4{IHL: 5, TotalLen: 1500, ID: 0x4242, MF: true, TTL: 64, Protocol: ProtoUDP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
+			Proto: ProtoUDP, Fragment: true, L4Off: 34, PayloadOff: 42,
+			UDP: UDP{SrcPort: 7000, DstPort: 8000, Length: 2008, Checksum: u16(dgram, 6)},
+		}})
+		ip.mf, ip.fragOff = false, 185
+		b = slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(dgram[1480:]))
+		cs = append(cs, parseCase{name: "ipv4 later fragment", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 562,
+			IPv4:  IPv4{IHL: 5, TotalLen: 548, ID: 0x4242, FragOff: 185, TTL: 64, Protocol: ProtoUDP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
+			Proto: ProtoUDP, Fragment: true, LaterFragment: true, PayloadOff: 34,
+		}})
+	}
+	{ // ICMP port unreachable quoting the IPv4 + UDP header
+		orig := v4{src: ip4B, dst: ip4A, proto: ProtoUDP, ttl: 64, id: 0x77}
+		quoted := orig.build(orig.udp(40001, 33434, payloadBytes(32)))
+		ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64, tos: 0xc0, id: 0x99}
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPDestUnreach, 3, 0, quoted[:28])))
+		cs = append(cs, parseCase{name: "icmp port unreachable", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 70,
+			IPv4:  IPv4{IHL: 5, TOS: 0xc0, TotalLen: 56, ID: 0x99, TTL: 64, Protocol: ProtoICMP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
+			Proto: ProtoICMP, L4Off: 34, PayloadOff: 42,
+			ICMP: ICMP{Type: ICMPDestUnreach, Code: 3, Checksum: u16(b, 36), EmbeddedOff: 42},
+		}, inner: &Inner{
+			L3Off: 42,
+			IPv4:  IPv4{IHL: 5, TotalLen: 60, ID: 0x77, TTL: 64, Protocol: ProtoUDP, Checksum: u16(quoted, 10), Src: ip4B, Dst: ip4A},
+			Proto: ProtoUDP, L4Off: 62, SrcPort: 40001, DstPort: 33434,
+		}})
+	}
+	{ // ICMP time exceeded quoting an ICMP echo request
+		orig := v4{src: ip4B, dst: ip4A, proto: ProtoICMP, ttl: 1, id: 5}
+		quoted := orig.build(icmp4(ICMPEchoRequest, 0, 0xabcd<<16|2, payloadBytes(8)))
+		ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64}
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPTimeExceeded, 0, 0, quoted)))
+		cs = append(cs, parseCase{name: "icmp time exceeded quoting echo", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 78,
+			IPv4:  IPv4{IHL: 5, TotalLen: 64, TTL: 64, Protocol: ProtoICMP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
+			Proto: ProtoICMP, L4Off: 34, PayloadOff: 42,
+			ICMP: ICMP{Type: ICMPTimeExceeded, Checksum: u16(b, 36), EmbeddedOff: 42},
+		}, inner: &Inner{
+			L3Off: 42,
+			IPv4:  IPv4{IHL: 5, TotalLen: 36, ID: 5, TTL: 1, Protocol: ProtoICMP, Checksum: u16(quoted, 10), Src: ip4B, Dst: ip4A},
+			Proto: ProtoICMP, L4Off: 62, ICMPType: ICMPEchoRequest, ICMPID: 0xabcd,
+		}})
+	}
+	{ // ICMPv6 port unreachable quoting IPv6 + UDP
+		orig := v6{src: ip6B, dst: ip6A, nh: ProtoUDP, hop: 64}
+		quoted := orig.build(orig.udp(40002, 33435, payloadBytes(100)))
+		ip := v6{src: ip6A, dst: ip6B, nh: ProtoICMPv6, hop: 64}
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(ip.icmp(ICMPv6DestUnreach, 4, 0, quoted)))
+		cs = append(cs, parseCase{name: "icmpv6 port unreachable", b: b, want: Frame{
+			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 210,
+			IPv6:  IPv6{PayloadLen: 156, NextHeader: ProtoICMPv6, HopLimit: 64, Src: ip6A, Dst: ip6B},
+			Proto: ProtoICMPv6, L4Off: 54, PayloadOff: 62,
+			ICMP: ICMP{Type: ICMPv6DestUnreach, Code: 4, Checksum: u16(b, 56), EmbeddedOff: 62},
+		}, inner: &Inner{
+			L3Off: 62,
+			IPv6:  IPv6{PayloadLen: 108, NextHeader: ProtoUDP, HopLimit: 64, Src: ip6B, Dst: ip6A},
+			Proto: ProtoUDP, L4Off: 102, SrcPort: 40002, DstPort: 33435,
+		}})
+	}
+	{ // LLDP: unknown EtherType, no L3 parsing
+		b := pad(slices.Concat(eth(mac{0x01, 0x80, 0xc2, 0, 0, 0x0e}, macA, 0x88cc), []byte{2, 7, 4, 2, 0, 0, 0, 0, 0x0a}))
+		cs = append(cs, parseCase{name: "lldp", b: b, want: Frame{
+			Dst: mac{0x01, 0x80, 0xc2, 0, 0, 0x0e}, Src: macA, EtherType: 0x88cc, L3Off: 14, L3End: 60,
+		}})
+	}
+	{ // STP BPDU: 802.3 length field
+		bpdu := slices.Concat([]byte{0x42, 0x42, 0x03}, make([]byte, 35))
+		b := pad(slices.Concat(eth(mac{0x01, 0x80, 0xc2, 0, 0, 0}, macA, uint16(len(bpdu))), bpdu))
+		cs = append(cs, parseCase{name: "stp bpdu 802.3", b: b, want: Frame{
+			Dst: mac{0x01, 0x80, 0xc2, 0, 0, 0}, Src: macA, EtherType: 38, L3Off: 14, L3End: 60,
+		}})
+	}
+	{ // tag stripped by the kernel, frame untagged in the buffer
+		ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64}
+		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(ip.udp(1, 2, payloadBytes(4))))
+		cs = append(cs, parseCase{name: "stripped tag", b: b, tag: &VLANTag{TCI: 0x2064}, want: Frame{
+			Dst: macB, Src: macA, Tags: [2]VLANTag{{TPID: EtherTypeVLAN, TCI: 0x2064}}, NTags: 1, Stripped: true,
+			EtherType: EtherTypeIPv4, L3Off: 14, L3End: 46,
+			IPv4:  IPv4{IHL: 5, TotalLen: 32, TTL: 64, Protocol: ProtoUDP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
+			Proto: ProtoUDP, L4Off: 34, PayloadOff: 42,
+			UDP: UDP{SrcPort: 1, DstPort: 2, Length: 12, Checksum: u16(b, 40)},
+		}})
+		inner := VLANTag{TPID: EtherTypeVLAN, TCI: 30}
+		b = slices.Concat(eth(macB, macA, EtherTypeARP, inner), arpBody(1, macA, ip4A, mac{}, ip4B))
+		cs = append(cs, parseCase{name: "stripped service tag plus in-band tag", b: b, tag: &VLANTag{TPID: EtherTypeQinQ, TCI: 7}, want: Frame{
+			Dst: macB, Src: macA, Tags: [2]VLANTag{{TPID: EtherTypeQinQ, TCI: 7}, inner}, NTags: 2, Stripped: true,
+			EtherType: EtherTypeARP, L3Off: 18, L3End: 46,
+			ARP: ARP{Op: 1, SenderMAC: macA, SenderIP: ip4A, TargetIP: ip4B},
+		}})
+	}
+	return cs
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range parseCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			var got Frame
+			var err error
+			if tc.tag != nil {
+				err = ParseWithTag(tc.b, *tc.tag, &got)
+			} else {
+				err = Parse(tc.b, &got)
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Parse mismatch (-want +got):\n%s", diff)
+			}
+			// Every frame built here carries correct checksums.
+			if err := VerifyChecksums(tc.b, &got); err != nil {
+				t.Errorf("VerifyChecksums: %v", err)
+			}
+			var in Inner
+			err = ParseEmbedded(tc.b, &got, &in)
+			if tc.inner == nil {
+				if err == nil {
+					t.Errorf("ParseEmbedded on a frame without a quote succeeded: %+v", in)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseEmbedded: %v", err)
+			}
+			if diff := cmp.Diff(*tc.inner, in); diff != "" {
+				t.Errorf("ParseEmbedded mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTagAccessors(t *testing.T) {
+	tag := VLANTag{TPID: EtherTypeVLAN, TCI: 5<<13 | 1<<12 | 0x123}
+	got := struct {
+		VID uint16
+		PCP uint8
+		DEI bool
+	}{tag.VID(), tag.PCP(), tag.DEI()}
+	want := struct {
+		VID uint16
+		PCP uint8
+		DEI bool
+	}{0x123, 5, true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("accessors (-want +got):\n%s", diff)
+	}
+}
+
+type errCase struct {
+	name string
+	b    []byte
+	tag  *VLANTag
+	want error
+}
+
+// mutate returns a copy of b with fn applied.
+func mutate(b []byte, fn func(b []byte)) []byte {
+	b = slices.Clone(b)
+	fn(b)
+	return b
+}
+
+func errCases() []errCase {
+	udp4 := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64}
+	goodUDP4 := slices.Concat(eth(macB, macA, EtherTypeIPv4), udp4.build(udp4.udp(1, 2, payloadBytes(16))))
+	tcp4 := v4{src: ip4A, dst: ip4B, proto: ProtoTCP, ttl: 64}
+	goodTCP4 := slices.Concat(eth(macB, macA, EtherTypeIPv4), tcp4.build(tcp4.tcp(tcpH{sport: 1, dport: 2, flags: TCPSyn}, nil)))
+	udp6 := v6{src: ip6A, dst: ip6B, nh: ProtoUDP, hop: 64}
+	goodUDP6 := slices.Concat(eth(macB, macA, EtherTypeIPv6), udp6.build(udp6.udp(1, 2, payloadBytes(16))))
+	arp := slices.Concat(eth(macBcast, macA, EtherTypeARP), arpBody(1, macA, ip4A, mac{}, ip4B))
+	tag := func(vid uint16) VLANTag { return VLANTag{TPID: EtherTypeVLAN, TCI: vid} }
+	ext := func(nh uint8, exts ...[]byte) []byte {
+		ip := v6{src: ip6A, dst: ip6B, nh: nh, hop: 64}
+		return slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(slices.Concat(exts...)))
+	}
+	frag4 := func(mf bool, off uint16, proto uint8, payload []byte) []byte {
+		ip := v4{src: ip4A, dst: ip4B, proto: proto, ttl: 64, mf: mf, fragOff: off}
+		return slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(payload))
+	}
+	return []errCase{
+		{"empty", nil, nil, ErrTruncated},
+		{"short ethernet", goodUDP4[:13], nil, ErrTruncated},
+		{"truncated vlan tag", slices.Concat(eth(macB, macA, EtherTypeVLAN), []byte{0, 1}), nil, ErrTruncated},
+		{"truncated ipv4 header", goodUDP4[:33], nil, ErrTruncated},
+		{"truncated ipv6 header", goodUDP6[:53], nil, ErrTruncated},
+		{"truncated arp", arp[:41], nil, ErrTruncated},
+		{"truncated tcp header", mutate(goodTCP4[:50], func(b []byte) { b[17] = 36 }), nil, ErrTruncated},
+		{"truncated udp header", mutate(goodUDP4[:40], func(b []byte) { b[17] = 26 }), nil, ErrTruncated},
+		{"truncated icmp header", func() []byte {
+			ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64}
+			return slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build([]byte{8, 0, 0, 0}))
+		}(), nil, ErrTruncated},
+		{"truncated icmpv6 header", ext(ProtoICMPv6, []byte{128, 0, 0, 0, 0, 1}), nil, ErrTruncated},
+		{"truncated hop-by-hop", ext(ProtoHopByHop, []byte{ProtoUDP, 1, 0, 0, 0, 0, 0, 0}), nil, ErrTruncated},
+		{"truncated ah", ext(ProtoAH, ah6(ProtoTCP, 1, 1)[:20]), nil, ErrTruncated},
+		{"three vlan tags", slices.Concat(eth(macB, macA, EtherTypeIPv4, tag(1), tag(2), tag(3)), udp4.build(nil)), nil, ErrBadVLAN},
+		{"outer vid 4095", eth(macB, macA, EtherTypeARP, VLANTag{TPID: EtherTypeQinQ, TCI: 0xffff}, tag(2)), nil, ErrBadVLAN},
+		{"inner vid 4095", eth(macB, macA, EtherTypeARP, tag(1), tag(0xfff)), nil, ErrBadVLAN},
+		{"stripped tag vid 4095", goodUDP4, &VLANTag{TCI: 0x0fff}, ErrBadVLAN},
+		{"stripped tag plus two tags", eth(macB, macA, EtherTypeARP, tag(1), tag(2)), &VLANTag{TCI: 5}, ErrBadVLAN},
+		{"arp htype 6", mutate(arp, func(b []byte) { b[15] = 6 }), nil, ErrBadARP},
+		{"arp plen 16", mutate(arp, func(b []byte) { b[19] = 16 }), nil, ErrBadARP},
+		{"arp ptype ipv6", mutate(arp, func(b []byte) { b[16], b[17] = 0x86, 0xdd }), nil, ErrBadARP},
+		{"ipv4 ethertype version 6", mutate(goodUDP4, func(b []byte) { b[14] = 0x65 }), nil, ErrBadVersion},
+		{"ipv6 ethertype version 4", mutate(goodUDP6, func(b []byte) { b[14] = 0x40 }), nil, ErrBadVersion},
+		{"ihl 4", mutate(goodUDP4, func(b []byte) { b[14] = 0x44 }), nil, ErrBadIHL},
+		{"ihl 0", mutate(goodUDP4, func(b []byte) { b[14] = 0x40 }), nil, ErrBadIHL},
+		{"total length past capture", mutate(goodUDP4, func(b []byte) { b[17]++ }), nil, ErrBadLength},
+		{"total length below header", mutate(goodUDP4, func(b []byte) { b[16], b[17] = 0, 19 }), nil, ErrBadLength},
+		{"total length below ihl", mutate(goodUDP4, func(b []byte) { b[14], b[16], b[17] = 0x4f, 0, 40 }), nil, ErrBadLength},
+		{"ihl past capture", goodUDP4[:40], nil, ErrBadLength},
+		{"ipv6 payload length past capture", mutate(goodUDP6, func(b []byte) { b[19]++ }), nil, ErrBadLength},
+		{"ipv4 fragment past 65535", frag4(false, 8191, ProtoUDP, payloadBytes(16)), nil, ErrBadFragment},
+		{"ipv4 fragment with MF not multiple of 8", frag4(true, 0, ProtoUDP, udp4.udp(1, 2, payloadBytes(13))), nil, ErrBadFragment},
+		{"ipv4 tcp fragment offset 1", frag4(false, 1, ProtoTCP, payloadBytes(16)), nil, ErrBadFragment},
+		{"ipv4 tiny first tcp fragment", frag4(true, 0, ProtoTCP, payloadBytes(16)), nil, ErrBadFragment},
+		{"ipv4 first tcp fragment cutting options", frag4(true, 0, ProtoTCP, tcpH{flags: TCPSyn, opts: synOpts}.raw(nil)[:32]), nil, ErrBadFragment},
+		{"ipv6 fragment past 65535", ext(ProtoFragment, frag6(ProtoUDP, 8191, false, 1), payloadBytes(16)), nil, ErrBadFragment},
+		{"ipv6 fragment with M not multiple of 8", ext(ProtoFragment, frag6(ProtoUDP, 0, true, 1), payloadBytes(12)), nil, ErrBadFragment},
+		{"ipv6 first fragment without full chain", ext(ProtoFragment, frag6(ProtoDestOpts, 0, true, 1), []byte{ProtoUDP, 2, 0, 0, 0, 0, 0, 0}), nil, ErrBadFragment},
+		{"ipv6 hop-by-hop not first", ext(ProtoDestOpts, ext6(ProtoHopByHop, nil), ext6(ProtoUDP, nil)), nil, ErrBadExtHeader},
+		{"ipv6 two fragment headers", ext(ProtoFragment, frag6(ProtoFragment, 0, false, 1), frag6(ProtoUDP, 0, false, 1), udpRaw(1, 2, nil)), nil, ErrBadExtHeader},
+		{"ipv6 nine extension headers", ext(ProtoDestOpts, slices.Repeat(ext6(ProtoDestOpts, nil), 8), ext6(ProtoUDP, nil), udpRaw(1, 2, nil)), nil, ErrBadExtHeader},
+		{"tcp data offset 4", mutate(goodTCP4, func(b []byte) { b[46] = 4 << 4 }), nil, ErrBadTCPOffset},
+		{"tcp data offset 0", mutate(goodTCP4, func(b []byte) { b[46] = 0 }), nil, ErrBadTCPOffset},
+		{"tcp data offset past end", mutate(goodTCP4, func(b []byte) { b[46] = 6 << 4 }), nil, ErrBadTCPOffset},
+		{"udp length 7", mutate(goodUDP4, func(b []byte) { b[38], b[39] = 0, 7 }), nil, ErrBadUDPLength},
+		{"udp length past end", mutate(goodUDP4, func(b []byte) { b[39]++ }), nil, ErrBadUDPLength},
+		{"udp6 length past end", mutate(goodUDP6, func(b []byte) { b[59]++ }), nil, ErrBadUDPLength},
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range errCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			var f Frame
+			var err error
+			if tc.tag != nil {
+				err = ParseWithTag(tc.b, *tc.tag, &f)
+			} else {
+				err = Parse(tc.b, &f)
+			}
+			if err != tc.want {
+				t.Fatalf("Parse error = %v, want %v", err, tc.want)
+			}
+			if !errors.Is(err, tc.want) {
+				t.Errorf("errors.Is(%v, %v) = false", err, tc.want)
+			}
+			if got, want := ReasonOf(err), tc.want.(Reason); got != want {
+				t.Errorf("ReasonOf = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestErrCasesCoverReasons makes sure every parse drop reason has a negative case.
+func TestErrCasesCoverReasons(t *testing.T) {
+	seen := map[Reason]bool{}
+	for _, tc := range errCases() {
+		seen[ReasonOf(tc.want)] = true
+	}
+	for r := ReasonTruncated; r < NumReasons; r++ {
+		if r == ReasonBadChecksum || r == ReasonOther {
+			continue // not produced by Parse; tested in checksum_test.go / below
+		}
+		if !seen[r] {
+			t.Errorf("no negative Parse case for %v", r)
+		}
+	}
+}
+
+func TestReason(t *testing.T) {
+	names := map[string]Reason{}
+	for r := ReasonNone; r < NumReasons; r++ {
+		if prev, dup := names[r.String()]; dup {
+			t.Errorf("%d and %d share the name %q", prev, r, r.String())
+		}
+		names[r.String()] = r
+		if r.Error() == "" || r.Error() == Reason(NumReasons).Error() {
+			t.Errorf("reason %d has no message", r)
+		}
+	}
+	if got := Reason(200).String(); got != "unknown" {
+		t.Errorf("Reason(200).String() = %q", got)
+	}
+	wrapped := errors.Join(errors.New("context"), ErrBadVLAN)
+	for _, tc := range []struct {
+		err  error
+		want Reason
+	}{
+		{nil, ReasonNone},
+		{ErrTruncated, ReasonTruncated},
+		{ErrBadChecksum, ReasonBadChecksum},
+		{wrapped, ReasonBadVLAN},
+		{errors.New("elsewhere"), ReasonOther},
+	} {
+		if got := ReasonOf(tc.err); got != tc.want {
+			t.Errorf("ReasonOf(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestParseResets checks that Parse overwrites all of a reused Frame.
+func TestParseResets(t *testing.T) {
+	cs := parseCases()
+	var f Frame
+	for i := range cs {
+		prev := cs[(i+len(cs)-1)%len(cs)]
+		if prev.tag != nil {
+			_ = ParseWithTag(prev.b, *prev.tag, &f)
+		} else {
+			_ = Parse(prev.b, &f)
+		}
+		if cs[i].tag != nil {
+			continue
+		}
+		if err := Parse(cs[i].b, &f); err != nil {
+			t.Fatalf("%s: %v", cs[i].name, err)
+		}
+		if diff := cmp.Diff(cs[i].want, f); diff != "" {
+			t.Errorf("%s after %s (-want +got):\n%s", cs[i].name, prev.name, diff)
+		}
+	}
+}
+
+func TestParseEmbeddedErrors(t *testing.T) {
+	ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64}
+	mk := func(quote []byte) []byte {
+		return slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPDestUnreach, 1, 0, quote)))
+	}
+	orig := v4{src: ip4B, dst: ip4A, proto: ProtoTCP, ttl: 64}
+	quoted := orig.build(tcpH{sport: 80, dport: 1234, flags: TCPAck}.raw(nil))
+	ip6 := v6{src: ip6A, dst: ip6B, nh: ProtoICMPv6, hop: 64}
+	mk6 := func(quote []byte) []byte {
+		return slices.Concat(eth(macB, macA, EtherTypeIPv6), ip6.build(ip6.icmp(ICMPv6TimeExceeded, 0, 0, quote)))
+	}
+	orig6 := v6{src: ip6B, dst: ip6A, nh: ProtoFragment, hop: 1}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want error
+		l4   bool // quoted transport header expected
+	}{
+		{"quote shorter than ip header", mk(quoted[:12]), ErrTruncated, false},
+		{"quote with ip version 6", mk(mutate(quoted, func(b []byte) { b[0] = 0x65 })), ErrBadVersion, false},
+		{"quote with ihl 3", mk(mutate(quoted, func(b []byte) { b[0] = 0x43 })), ErrBadIHL, false},
+		{"quote with ihl past quote", mk(mutate(quoted[:28], func(b []byte) { b[0], b[3] = 0x4f, 200 })), ErrTruncated, false},
+		{"quote with total length below ihl", mk(mutate(quoted, func(b []byte) { b[3] = 10 })), ErrBadLength, false},
+		{"quote of 4 transport bytes", mk(quoted[:24]), nil, false},
+		{"quote of 8 transport bytes", mk(quoted[:28]), nil, true},
+		{"quote of later fragment", mk(mutate(quoted, func(b []byte) { b[7] = 3 })), nil, false},
+		{"icmpv6 quote of later fragment", mk6(orig6.build(slices.Concat(frag6(ProtoUDP, 3, false, 1), payloadBytes(16)))), nil, false},
+		{"icmpv6 quote with truncated ext header", mk6(v6{src: ip6B, dst: ip6A, nh: ProtoDestOpts}.build(ext6(ProtoUDP, make([]byte, 30))[:16])), ErrTruncated, false},
+		{"icmpv6 quote with ip version 4", mk6(mutate(orig6.build(nil), func(b []byte) { b[0] = 0x45 })), ErrBadVersion, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f Frame
+			if err := Parse(tc.b, &f); err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			var in Inner
+			err := ParseEmbedded(tc.b, &f, &in)
+			if err != tc.want {
+				t.Fatalf("ParseEmbedded error = %v, want %v", err, tc.want)
+			}
+			if got := in.L4Off != 0; got != tc.l4 {
+				t.Errorf("quoted transport header present = %v (L4Off %d), want %v", got, in.L4Off, tc.l4)
+			}
+			if tc.l4 && (in.SrcPort != 80 || in.DstPort != 1234) {
+				t.Errorf("quoted ports = %d, %d; want 80, 1234", in.SrcPort, in.DstPort)
+			}
+		})
+	}
+}
+
+func TestTCPValidFlags(t *testing.T) {
+	for _, tc := range []struct {
+		flags uint8
+		want  bool
+	}{
+		{TCPSyn, true},
+		{TCPSyn | TCPAck, true},
+		{TCPSyn | TCPAck | TCPEce | TCPCwr, true},
+		{TCPAck | TCPPsh, true},
+		{TCPFin | TCPAck, true},
+		{TCPRst, true},
+		{TCPRst | TCPAck, true},
+		{0, false},
+		{TCPSyn | TCPFin, false},
+		{TCPSyn | TCPRst, false},
+		{TCPFin, false},
+		{TCPFin | TCPPsh | TCPUrg, false}, // xmas without ACK
+	} {
+		tcp := TCP{Flags: tc.flags}
+		if got := tcp.ValidFlags(); got != tc.want {
+			t.Errorf("ValidFlags(%#02x) = %v, want %v", tc.flags, got, tc.want)
+		}
+	}
+}
+
+func readTestdata(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join("testdata", name))
+}
+
+// kernelSummary is what tcpdump says about a captured frame (the comment
+// above it in kernel-frames.hex), to compare with our decoding.
+type kernelSummary struct {
+	EtherType     uint16
+	Proto         uint8
+	Fragment      bool
+	LaterFragment bool
+	L4            bool
+	Exts          ExtHeaders
+	DstPort       uint16 // TCP/UDP, or the quoted one for ICMP errors
+	TCPFlags      uint8
+	TCPDataOff    uint8
+	ICMPType      uint8
+	ICMPCode      uint8
+	ARPOp         uint16
+	FragOff       uint16
+}
+
+func summarize(t *testing.T, b []byte, f *Frame) kernelSummary {
+	s := kernelSummary{EtherType: f.EtherType, Proto: f.Proto, Fragment: f.Fragment, LaterFragment: f.LaterFragment,
+		L4: f.HasL4(), Exts: f.IPv6.Exts, ARPOp: f.ARP.Op, FragOff: f.IPv4.FragOff | f.IPv6.FragOff}
+	switch {
+	case !f.HasL4():
+	case f.Proto == ProtoTCP:
+		s.DstPort, s.TCPFlags, s.TCPDataOff = f.TCP.DstPort, f.TCP.Flags, f.TCP.DataOff
+	case f.Proto == ProtoUDP:
+		s.DstPort = f.UDP.DstPort
+	case f.IsICMP():
+		s.ICMPType, s.ICMPCode = f.ICMP.Type, f.ICMP.Code
+		if f.ICMP.EmbeddedOff != 0 {
+			var in Inner
+			if err := ParseEmbedded(b, f, &in); err != nil {
+				t.Errorf("ParseEmbedded: %v", err)
+			}
+			s.DstPort = in.DstPort
+		}
+	}
+	return s
+}
+
+// TestCapturedKernelFrameFields compares our decoding of the captured frames
+// with tcpdump's (the comments in kernel-frames.hex).
+func TestCapturedKernelFrameFields(t *testing.T) {
+	const v4, v6, arp = EtherTypeIPv4, EtherTypeIPv6, EtherTypeARP
+	want := map[string]kernelSummary{
+		"ipv6-ns-dad":              {EtherType: v6, Proto: ProtoICMPv6, L4: true, ICMPType: 135},
+		"mldv2-report-hop-by-hop":  {EtherType: v6, Proto: ProtoICMPv6, L4: true, Exts: ExtHopByHop, ICMPType: 143},
+		"arp-request":              {EtherType: arp, ARPOp: 1},
+		"arp-reply":                {EtherType: arp, ARPOp: 2},
+		"icmp-echo-request":        {EtherType: v4, Proto: ProtoICMP, L4: true, ICMPType: ICMPEchoRequest},
+		"icmp-echo-reply":          {EtherType: v4, Proto: ProtoICMP, L4: true, ICMPType: ICMPEchoReply},
+		"ipv4-frag-first":          {EtherType: v4, Proto: ProtoICMP, L4: true, Fragment: true, ICMPType: ICMPEchoRequest},
+		"ipv4-frag-reply-first":    {EtherType: v4, Proto: ProtoICMP, L4: true, Fragment: true, ICMPType: ICMPEchoReply},
+		"ipv4-frag-later":          {EtherType: v4, Proto: ProtoICMP, Fragment: true, LaterFragment: true, FragOff: 1480 / 8},
+		"ipv4-frag-last":           {EtherType: v4, Proto: ProtoICMP, Fragment: true, LaterFragment: true, FragOff: 2960 / 8},
+		"ipv6-ns":                  {EtherType: v6, Proto: ProtoICMPv6, L4: true, ICMPType: 135},
+		"ipv6-na":                  {EtherType: v6, Proto: ProtoICMPv6, L4: true, ICMPType: 136},
+		"icmpv6-echo-request":      {EtherType: v6, Proto: ProtoICMPv6, L4: true, ICMPType: ICMPv6EchoRequest},
+		"icmpv6-echo-reply":        {EtherType: v6, Proto: ProtoICMPv6, L4: true, ICMPType: ICMPv6EchoReply},
+		"ipv6-frag-first":          {EtherType: v6, Proto: ProtoICMPv6, L4: true, Fragment: true, Exts: ExtFragment, ICMPType: ICMPv6EchoRequest},
+		"ipv6-frag-later":          {EtherType: v6, Proto: ProtoICMPv6, Fragment: true, LaterFragment: true, Exts: ExtFragment, FragOff: 1448 / 8},
+		"ipv6-frag-last":           {EtherType: v6, Proto: ProtoICMPv6, Fragment: true, LaterFragment: true, Exts: ExtFragment, FragOff: 2896 / 8},
+		"ipv6-router-solicitation": {EtherType: v6, Proto: ProtoICMPv6, L4: true, ICMPType: 133},
+		"udp4":                     {EtherType: v4, Proto: ProtoUDP, L4: true, DstPort: 33434},
+		"icmp-port-unreachable":    {EtherType: v4, Proto: ProtoICMP, L4: true, ICMPType: ICMPDestUnreach, ICMPCode: 3, DstPort: 33434},
+		"udp6":                     {EtherType: v6, Proto: ProtoUDP, L4: true, DstPort: 33435},
+		"icmpv6-port-unreachable":  {EtherType: v6, Proto: ProtoICMPv6, L4: true, ICMPType: ICMPv6DestUnreach, ICMPCode: 4, DstPort: 33435},
+		"tcp4-syn":                 {EtherType: v4, Proto: ProtoTCP, L4: true, DstPort: 9, TCPFlags: TCPSyn, TCPDataOff: 10},
+		"tcp4-rst-ack":             {EtherType: v4, Proto: ProtoTCP, L4: true, TCPFlags: TCPRst | TCPAck, TCPDataOff: 5},
+		"tcp6-syn":                 {EtherType: v6, Proto: ProtoTCP, L4: true, DstPort: 9, TCPFlags: TCPSyn, TCPDataOff: 10},
+		"tcp6-rst-ack":             {EtherType: v6, Proto: ProtoTCP, L4: true, TCPFlags: TCPRst | TCPAck, TCPDataOff: 5},
+		"tcp4-syn-ack":             {EtherType: v4, Proto: ProtoTCP, L4: true, TCPFlags: TCPSyn | TCPAck, TCPDataOff: 10},
+		"tcp4-ack-timestamps":      {EtherType: v4, Proto: ProtoTCP, L4: true, DstPort: 8080, TCPFlags: TCPAck, TCPDataOff: 8},
+		"tcp4-data":                {EtherType: v4, Proto: ProtoTCP, L4: true, TCPFlags: TCPAck | TCPPsh, TCPDataOff: 8},
+		"dhcp-discover":            {EtherType: v4, Proto: ProtoUDP, L4: true, DstPort: 67},
+	}
+	frames := capturedFrames(t)
+	for name, w := range want {
+		t.Run(name, func(t *testing.T) {
+			b, ok := frames[name]
+			if !ok {
+				t.Fatalf("frame %q missing from testdata", name)
+			}
+			var f Frame
+			if err := Parse(b, &f); err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			got := summarize(t, b, &f)
+			// Ports the kernel picked at random are not in the table.
+			if w.DstPort == 0 {
+				got.DstPort = 0
+			}
+			if diff := cmp.Diff(w, got); diff != "" {
+				t.Errorf("decoding differs from tcpdump's (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if len(frames) != len(want) {
+		t.Errorf("testdata has %d frames, the table %d", len(frames), len(want))
+	}
+}
