@@ -35,8 +35,8 @@ type Options struct {
 	// SourceDir is the Go module the packages are built in (default: the
 	// directory of ConfigPath).
 	SourceDir string
-	OutDir     string // where the image and update pieces go
-	DiskBytes  int64  // size of the full disk image (default 2 GiB)
+	OutDir    string // where the image and update pieces go
+	DiskBytes int64  // size of the full disk image (default 2 GiB)
 	// BuildTimestamp identifies the build (default: now, RFC 3339).
 	BuildTimestamp string
 	// TestbootTimeout is how long a test-booted update may stay
@@ -331,7 +331,16 @@ func (b *builder) buildGroup(g *buildGroup) error {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building %s failed:\n%s", strings.Join(g.pkgs, ", "), strings.TrimSpace(stderr.String()))
+		var failed []string
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if p, ok := strings.CutPrefix(line, "# "); ok {
+				failed = append(failed, p)
+			}
+		}
+		if len(failed) == 0 {
+			failed = g.pkgs
+		}
+		return fmt.Errorf("package %s does not build:\n%s", strings.Join(failed, ", "), strings.TrimSpace(stderr.String()))
 	}
 	for _, p := range g.pkgs {
 		// go build -o dir/ names each binary after the last element of the

@@ -66,7 +66,9 @@ func Flash(device string, m *build.Manifest, yes bool) error {
 	return nil
 }
 
-// CheckTarget refuses anything but an unmounted block device.
+// CheckTarget refuses anything but an unmounted, unused block device: the
+// device and its partitions (found in sysfs) must not be mounted, and
+// nothing (device mapper, loop, md) may hold them.
 func CheckTarget(device, mountinfo string) error {
 	var st unix.Stat_t
 	if err := unix.Stat(device, &st); err != nil {
@@ -75,29 +77,38 @@ func CheckTarget(device, mountinfo string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
 		return fmt.Errorf("target %s is not a block device", device)
 	}
+	sys := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev)))
+	devs := map[uint64]string{uint64(st.Rdev): device}
+	entries, _ := os.ReadDir(sys)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(sys, e.Name(), "dev"))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(sys, e.Name(), "partition")); err != nil {
+			continue
+		}
+		var maj, min uint32
+		if _, err := fmt.Sscanf(strings.TrimSpace(string(b)), "%d:%d", &maj, &min); err == nil {
+			devs[unix.Mkdev(maj, min)] = "/dev/" + e.Name()
+			if holders, _ := os.ReadDir(filepath.Join(sys, e.Name(), "holders")); len(holders) > 0 {
+				return fmt.Errorf("target %s is in use: /dev/%s is held by %s", device, e.Name(), holders[0].Name())
+			}
+		}
+	}
+	if holders, _ := os.ReadDir(filepath.Join(sys, "holders")); len(holders) > 0 {
+		return fmt.Errorf("target %s is in use: held by %s", device, holders[0].Name())
+	}
 	mounted, err := mountedDevices(mountinfo)
 	if err != nil {
 		return err
 	}
-	dev := uint64(st.Rdev)
 	for _, m := range mounted {
-		// the device itself or one of its partitions (same major, minor
-		// within the disk's range of 16 or 8 partitions)
-		if m.dev == dev || (unix.Major(m.dev) == unix.Major(dev) && m.dev > dev && m.dev-dev < 16 && sameDisk(device, m.dev)) {
-			return fmt.Errorf("target %s is in use: %s is mounted on %s", device, m.source, m.target)
+		if name, ok := devs[m.dev]; ok {
+			return fmt.Errorf("target %s is in use: %s is mounted on %s", device, name, m.target)
 		}
 	}
 	return nil
-}
-
-func sameDisk(device string, part uint64) bool {
-	base := filepath.Base(device)
-	p := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(part), unix.Minor(part))
-	target, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return true // be safe: treat as the same disk
-	}
-	return filepath.Base(filepath.Dir(target)) == base
 }
 
 type mount struct {

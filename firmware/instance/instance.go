@@ -101,6 +101,10 @@ func Parse(b []byte) (*Config, error) {
 }
 
 func describeJSONError(b []byte, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		line, _ := position(b, int64(len(b)))
+		return fmt.Errorf("line %d: the JSON ends early (missing } or \"?)", line)
+	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		line, col := position(b, se.Offset)
