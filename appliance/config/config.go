@@ -1,0 +1,388 @@
+// Package config is e1kbox's runtime configuration: schema, defaults, validation, migration and atomic persistence with commit-confirm.
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"e1kbox/rules"
+	"e1kbox/tuning"
+)
+
+// Version is the schema version this package reads and writes. Older
+// versions are migrated by Parse (see migrate.go).
+const Version = 2
+
+// Config is the runtime configuration of the box: one JSON document,
+// stored as /perm/e1kbox/config.json. Parse fills in every default, so a
+// parsed Config has no optional field left unset; the defaults are the
+// Default* constants below and are documented per field.
+type Config struct {
+	// Version is the schema version; always Version after Parse.
+	Version int `json:"version"`
+	// Mode is what the box does with the data ports: bridge or nat.
+	Mode Mode `json:"mode"`
+	// Ports are the data ports, in the order the dashboard shows them.
+	Ports []Port `json:"ports"`
+	// HostPort is the TAP device the dataplane attaches to the bridge (bridge
+	// mode) or the LAN (NAT mode), so that the kernel holds the box's own
+	// address on the data side. nil: no host port.
+	HostPort *HostPort `json:"hostPort,omitempty"`
+	// Bridge configures the L2 forwarding: the bridge in bridge mode, the
+	// LAN segment (the LAN ports and the host port) in NAT mode.
+	Bridge Bridge `json:"bridge"`
+	// NAT configures the NAT router; used in NAT mode only.
+	NAT NAT `json:"nat"`
+	// Rules is the packet filter in the rules package's JSON form. Port
+	// names in iif/oif are Port.Name (or HostPort.Name).
+	Rules rules.Ruleset `json:"rules"`
+	// Tuning is the NIC and kernel knob plan. Data ports that it does not
+	// list are tuned as tuning.DataPort (see TuningPlan).
+	Tuning tuning.Plan `json:"tuning"`
+	// Dashboard configures the web UI and API.
+	Dashboard Dashboard `json:"dashboard"`
+}
+
+// Mode selects bridge or NAT operation.
+type Mode string
+
+// The modes.
+const (
+	// ModeBridge forwards frames between all enabled ports by MAC address
+	// (a transparent, learning switch with a packet filter).
+	ModeBridge Mode = "bridge"
+	// ModeNAT routes between one WAN port and a LAN segment made of the LAN
+	// ports, masquerading LAN hosts behind the WAN address.
+	ModeNAT Mode = "nat"
+)
+
+// Role is a port's side in NAT mode.
+type Role string
+
+// The roles. Bridge mode ignores roles (any role is accepted).
+const (
+	RoleNone Role = ""
+	RoleLAN  Role = "lan"
+	RoleWAN  Role = "wan"
+)
+
+// Port is one data port: a physical interface driven by the dataplane.
+type Port struct {
+	// Name is the port's name in rules (iif/oif), static FDB entries and the
+	// dashboard: 1-15 letters, digits, '_', '.', '-'. Required, unique.
+	Name string `json:"name"`
+	// Interface is the kernel network interface, e.g. "eth1". Required,
+	// unique, and it must exist on the box (for enabled ports).
+	Interface string `json:"interface"`
+	// Role is lan or wan in NAT mode (exactly one enabled wan port, at least
+	// one lan port); bridge mode ignores it. Default "".
+	Role Role `json:"role,omitempty"`
+	// Addresses are the box's own addresses on this port, held by the
+	// dataplane (it answers ARP and ping for them; the kernel interface gets
+	// no address). NAT mode only: on the WAN port the static WAN address
+	// (its first IPv4 prefix is the masquerade address; none with
+	// nat.wanDHCP), on a LAN port the router's LAN address, the LAN hosts'
+	// gateway (the LAN ports form one segment, so one LAN port carries it).
+	// Bridge mode forwards transparently and takes no port addresses: the
+	// box's address belongs on hostPort.addresses. Default none.
+	Addresses []netip.Prefix `json:"addresses,omitempty"`
+	// MTU is the largest IP packet on the port, 68..9216. Default 1500.
+	MTU int `json:"mtu"`
+	// VLANs filters 802.1Q tags; the zero value (the default) is VLAN-unaware.
+	VLANs VLANs `json:"vlans,omitzero"`
+	// Enabled: a disabled port is not opened by the dataplane and its
+	// interface need not exist. Default true.
+	Enabled *bool `json:"enabled"`
+}
+
+// IsEnabled reports whether the port is enabled (true when unset).
+func (p *Port) IsEnabled() bool { return p.Enabled == nil || *p.Enabled }
+
+// VLANs is a port's 802.1Q setting, kept simple:
+//
+//   - zero value (no "vlans" key): VLAN-unaware; frames pass with their tags
+//     (or none) unchanged.
+//   - otherwise the port is VLAN-aware: a tagged frame passes only if its
+//     VLAN id is in Allowed, and leaves other ports tagged; an untagged frame
+//     belongs to Native and frames of Native leave this port untagged. Native
+//     0 drops untagged frames.
+type VLANs struct {
+	// Native is the VLAN of untagged frames, 1..4094, or 0 for none.
+	Native uint16 `json:"native,omitempty"`
+	// Allowed are the tagged VLAN ids, 1..4094, without Native.
+	Allowed []uint16 `json:"allowed,omitempty"`
+}
+
+// IsZero reports whether v is VLAN-unaware.
+func (v VLANs) IsZero() bool { return v.Native == 0 && len(v.Allowed) == 0 }
+
+// HostPort is a TAP device attached to the dataplane like a data port: the
+// kernel owns its addresses, so management services (dashboard, ssh, ping)
+// are reachable from the data side. The dataplane creates the TAP device.
+type HostPort struct {
+	// Name is the port's name in rules and FDB entries. Default "host".
+	Name string `json:"name"`
+	// Interface is the TAP device's name. Default "e1khost0".
+	Interface string `json:"interface"`
+	// Addresses are the kernel's addresses on the TAP device, e.g.
+	// "192.168.1.2/24". Default none.
+	Addresses []netip.Prefix `json:"addresses,omitempty"`
+}
+
+// Bridge configures MAC learning.
+type Bridge struct {
+	// FDBAging is how long a learned MAC address stays without traffic.
+	// Default 300s (like Linux bridges).
+	FDBAging Duration `json:"fdbAging"`
+	// FDBSize is the capacity of the forwarding database (learned and
+	// static entries), 16..4194304. Default 8192.
+	FDBSize int `json:"fdbSize"`
+	// Static are fixed FDB entries; they never age and are never relearned
+	// elsewhere. Default none.
+	Static []StaticFDB `json:"static,omitempty"`
+}
+
+// StaticFDB pins a MAC address to a port.
+type StaticFDB struct {
+	// MAC is a unicast Ethernet address.
+	MAC rules.MAC `json:"mac"`
+	// Port is a port name (Port.Name or HostPort.Name).
+	Port string `json:"port"`
+	// VLAN is the VLAN id the entry is for, 1..4094; 0 means untagged or a
+	// VLAN-unaware port. Default 0.
+	VLAN uint16 `json:"vlan,omitempty"`
+}
+
+// NAT configures the router of NAT mode. The WAN port is the enabled port
+// with role wan, the LAN ports are those with role lan; their addresses
+// are in Port.Addresses.
+type NAT struct {
+	// WANDHCP takes the WAN address and gateway from a DHCP server on the
+	// WAN side instead of the WAN port's addresses and Gateway. Default false.
+	WANDHCP bool `json:"wanDHCP,omitempty"`
+	// Gateway is the IPv4 default gateway on the WAN side; required with a
+	// static WAN address, and inside the WAN prefix.
+	Gateway netip.Addr `json:"gateway,omitzero"`
+	// MasqueradePorts are the WAN source ports masqueraded connections use.
+	// Default 1024-65535.
+	MasqueradePorts PortRange `json:"masqueradePorts"`
+	// Conntrack sizes the connection table and its timeouts.
+	Conntrack Conntrack `json:"conntrack"`
+	// MSSClamp lowers the TCP MSS option of SYNs crossing the router to fit
+	// the outgoing port's MTU. Default true.
+	MSSClamp *bool `json:"mssClamp"`
+	// Forwards are port forwards (DNAT) from the WAN address to LAN hosts.
+	// Default none.
+	Forwards []Forward `json:"forwards,omitempty"`
+}
+
+// MSSClampOn reports whether MSS clamping is on (true when unset).
+func (n *NAT) MSSClampOn() bool { return n.MSSClamp == nil || *n.MSSClamp }
+
+// Conntrack sizes the connection tracking table.
+type Conntrack struct {
+	// Size is the number of connections tracked, 256..16777216. Default
+	// 65536.
+	Size int `json:"size"`
+	// Timeouts are idle timeouts per protocol state.
+	Timeouts Timeouts `json:"timeouts"`
+}
+
+// Timeouts are conntrack idle timeouts. Every default is Linux's
+// (net.netfilter.nf_conntrack_*_timeout_*). Each must be 1s..30 days.
+type Timeouts struct {
+	TCPSynSent     Duration `json:"tcpSynSent"`     // default 2m
+	TCPSynRecv     Duration `json:"tcpSynRecv"`     // default 1m
+	TCPEstablished Duration `json:"tcpEstablished"` // default 5 days (120h)
+	TCPFinWait     Duration `json:"tcpFinWait"`     // default 2m
+	TCPCloseWait   Duration `json:"tcpCloseWait"`   // default 1m
+	TCPLastAck     Duration `json:"tcpLastAck"`     // default 30s
+	TCPTimeWait    Duration `json:"tcpTimeWait"`    // default 2m
+	TCPClose       Duration `json:"tcpClose"`       // default 10s
+	UDP            Duration `json:"udp"`            // default 30s (one direction seen)
+	UDPStream      Duration `json:"udpStream"`      // default 2m (both directions seen)
+	ICMP           Duration `json:"icmp"`           // default 30s
+	Generic        Duration `json:"generic"`        // default 10m (other protocols)
+}
+
+// Forward is a port forward: connections to WANPorts on the WAN address go
+// to LANHost. A range maps one to one onto LANPort, LANPort+1, ...
+type Forward struct {
+	// Proto is tcp or udp.
+	Proto string `json:"proto"`
+	// WANPorts is the port or range on the WAN address, e.g. "443" or
+	// "6000-6010".
+	WANPorts PortRange `json:"wanPorts"`
+	// LANHost is the IPv4 address of the LAN host, inside a LAN prefix.
+	LANHost netip.Addr `json:"lanHost"`
+	// LANPort is the first destination port on the LAN host. Default: the
+	// first of WANPorts.
+	LANPort uint16 `json:"lanPort"`
+	// Comment is free text for the dashboard. Default "".
+	Comment string `json:"comment,omitempty"`
+}
+
+// Dashboard configures the web UI.
+type Dashboard struct {
+	// Listen is the dashboard's TCP listen address. Default ":8080".
+	Listen string `json:"listen"`
+	// ConfirmTimeout is how long an applied change waits for confirmation
+	// before it rolls back by itself, 5s..1h. Default 60s.
+	ConfirmTimeout Duration `json:"confirmTimeout"`
+}
+
+// Defaults of optional fields.
+const (
+	DefaultMTU               = 1500
+	DefaultHostPortName      = "host"
+	DefaultHostPortInterface = "e1khost0"
+	DefaultFDBAging          = 300 * time.Second
+	DefaultFDBSize           = 8192
+	DefaultConntrackSize     = 65536
+	DefaultListen            = ":8080"
+	DefaultConfirmTimeout    = 60 * time.Second
+)
+
+// DefaultMasqueradePorts is the default NAT.MasqueradePorts.
+var DefaultMasqueradePorts = PortRange{First: 1024, Last: 65535}
+
+// DefaultTimeouts are Linux's conntrack timeouts.
+var DefaultTimeouts = Timeouts{
+	TCPSynSent:     Duration(2 * time.Minute),
+	TCPSynRecv:     Duration(time.Minute),
+	TCPEstablished: Duration(5 * 24 * time.Hour),
+	TCPFinWait:     Duration(2 * time.Minute),
+	TCPCloseWait:   Duration(time.Minute),
+	TCPLastAck:     Duration(30 * time.Second),
+	TCPTimeWait:    Duration(2 * time.Minute),
+	TCPClose:       Duration(10 * time.Second),
+	UDP:            Duration(30 * time.Second),
+	UDPStream:      Duration(2 * time.Minute),
+	ICMP:           Duration(30 * time.Second),
+	Generic:        Duration(10 * time.Minute),
+}
+
+// Duration is a time.Duration written as a Go duration string ("300s",
+// "1m30s") in JSON.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("bad duration %q (want a Go duration like \"300s\" or \"1m30s\")", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// PortRange is an inclusive range of TCP/UDP ports, written "443" or
+// "1024-65535" in JSON.
+type PortRange struct {
+	First, Last uint16
+}
+
+// Len returns the number of ports in r (0 if reversed).
+func (r PortRange) Len() int {
+	if r.Last < r.First {
+		return 0
+	}
+	return int(r.Last) - int(r.First) + 1
+}
+
+// Overlaps reports whether r and o share a port.
+func (r PortRange) Overlaps(o PortRange) bool { return r.First <= o.Last && o.First <= r.Last }
+
+func (r PortRange) String() string {
+	if r.First == r.Last {
+		return strconv.Itoa(int(r.First))
+	}
+	return strconv.Itoa(int(r.First)) + "-" + strconv.Itoa(int(r.Last))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (r PortRange) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler. Validate checks the
+// order and the zero port.
+func (r *PortRange) UnmarshalText(b []byte) error {
+	s := string(b)
+	lo, hi, isRange := strings.Cut(s, "-")
+	first, err1 := strconv.ParseUint(lo, 10, 16)
+	last, err2 := first, error(nil)
+	if isRange {
+		last, err2 = strconv.ParseUint(hi, 10, 16)
+	}
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("bad port range %q (want a port like \"443\" or a range like \"1024-65535\")", s)
+	}
+	*r = PortRange{First: uint16(first), Last: uint16(last)}
+	return nil
+}
+
+// WANPort returns the enabled port with role wan (the first, if Validate
+// would complain about several), or nil.
+func (c *Config) WANPort() *Port {
+	for i := range c.Ports {
+		if p := &c.Ports[i]; p.IsEnabled() && p.Role == RoleWAN {
+			return p
+		}
+	}
+	return nil
+}
+
+// LANPorts returns the enabled ports with role lan.
+func (c *Config) LANPorts() []*Port {
+	var lan []*Port
+	for i := range c.Ports {
+		if p := &c.Ports[i]; p.IsEnabled() && p.Role == RoleLAN {
+			lan = append(lan, p)
+		}
+	}
+	return lan
+}
+
+// Port returns the data port named name, or nil.
+func (c *Config) Port(name string) *Port {
+	for i := range c.Ports {
+		if c.Ports[i].Name == name {
+			return &c.Ports[i]
+		}
+	}
+	return nil
+}
+
+// TuningPlan returns the tuning plan to apply: Tuning, with every enabled
+// data port's interface marked Data, and a tuning.DataPort plan (offloads
+// off) added for enabled data ports that Tuning does not list.
+func (c *Config) TuningPlan() tuning.Plan {
+	p := c.Tuning
+	p.Ports = append([]tuning.PortPlan(nil), c.Tuning.Ports...)
+	for _, port := range c.Ports {
+		if !port.IsEnabled() {
+			continue
+		}
+		found := false
+		for i := range p.Ports {
+			if p.Ports[i].Name == port.Interface {
+				p.Ports[i].Data = true
+				found = true
+			}
+		}
+		if !found {
+			p.Ports = append(p.Ports, tuning.DataPort(port.Interface))
+		}
+	}
+	return p
+}

@@ -1,0 +1,96 @@
+package config
+
+import "e1kbox/rules"
+
+// ApplyDefaults fills every unset optional field (zero, nil, or an empty
+// string) with its default; see the field documentation of Config. Parse
+// calls it; it is idempotent.
+func (c *Config) ApplyDefaults() {
+	if c.Version == 0 {
+		c.Version = Version
+	}
+	if c.Mode == "" {
+		c.Mode = ModeBridge
+	}
+	if c.Ports == nil {
+		c.Ports = []Port{}
+	}
+	for i := range c.Ports {
+		p := &c.Ports[i]
+		if p.MTU == 0 {
+			p.MTU = DefaultMTU
+		}
+		if p.Enabled == nil {
+			p.Enabled = ptr(true)
+		}
+	}
+	if h := c.HostPort; h != nil {
+		if h.Name == "" {
+			h.Name = DefaultHostPortName
+		}
+		if h.Interface == "" {
+			h.Interface = DefaultHostPortInterface
+		}
+	}
+	if c.Bridge.FDBAging == 0 {
+		c.Bridge.FDBAging = Duration(DefaultFDBAging)
+	}
+	if c.Bridge.FDBSize == 0 {
+		c.Bridge.FDBSize = DefaultFDBSize
+	}
+	n := &c.NAT
+	if n.MasqueradePorts == (PortRange{}) {
+		n.MasqueradePorts = DefaultMasqueradePorts
+	}
+	if n.Conntrack.Size == 0 {
+		n.Conntrack.Size = DefaultConntrackSize
+	}
+	defaults := DefaultTimeouts.fields()
+	for i, f := range n.Conntrack.Timeouts.fields() {
+		if *f.d == 0 {
+			*f.d = *defaults[i].d
+		}
+	}
+	if n.MSSClamp == nil {
+		n.MSSClamp = ptr(true)
+	}
+	for i := range n.Forwards {
+		if f := &n.Forwards[i]; f.LANPort == 0 {
+			f.LANPort = f.WANPorts.First
+		}
+	}
+	if c.Rules.Rules == nil {
+		c.Rules.Rules = []rules.Rule{}
+	}
+	if c.Dashboard.Listen == "" {
+		c.Dashboard.Listen = DefaultListen
+	}
+	if c.Dashboard.ConfirmTimeout == 0 {
+		c.Dashboard.ConfirmTimeout = Duration(DefaultConfirmTimeout)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+type timeoutField struct {
+	name string
+	d    *Duration
+}
+
+// fields lists the timeouts with their JSON names, in declaration order.
+func (t *Timeouts) fields() []timeoutField {
+	return []timeoutField{
+		{"tcpSynSent", &t.TCPSynSent},
+		{"tcpSynRecv", &t.TCPSynRecv},
+		{"tcpEstablished", &t.TCPEstablished},
+		{"tcpFinWait", &t.TCPFinWait},
+		{"tcpCloseWait", &t.TCPCloseWait},
+		{"tcpLastAck", &t.TCPLastAck},
+		{"tcpTimeWait", &t.TCPTimeWait},
+		{"tcpClose", &t.TCPClose},
+		{"udp", &t.UDP},
+		{"udpStream", &t.UDPStream},
+		{"icmp", &t.ICMP},
+		{"generic", &t.Generic},
+	}
+}

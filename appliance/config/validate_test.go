@@ -1,0 +1,471 @@
+package config
+
+import (
+	"encoding/json"
+	"maps"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"e1kbox/rules"
+)
+
+var testEnv = Env{Interfaces: []string{"lo", "eth0", "eth1", "eth2", "eth3"}}
+
+// example returns a fresh copy of testdata/example.json.
+func example(t testing.TB) *Config {
+	t.Helper()
+	b, err := os.ReadFile("testdata/example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		t.Fatalf("Parse(example.json): %v", err)
+	}
+	return c
+}
+
+// bridgeConfig returns a small valid bridge-mode config.
+func bridgeConfig(t testing.TB) *Config {
+	t.Helper()
+	c, err := Parse([]byte(`{"version": 2, "mode": "bridge",
+		"ports": [{"name": "port1", "interface": "eth1"}, {"name": "port2", "interface": "eth2"}],
+		"hostPort": {"addresses": ["192.168.1.2/24"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func prefixes(s ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range s {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
+}
+
+func TestValidateExamples(t *testing.T) {
+	for name, c := range map[string]*Config{"example.json": example(t), "bridge": bridgeConfig(t)} {
+		if err := c.Validate(testEnv); err != nil {
+			t.Errorf("%s: Validate: %v", name, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		bridge bool // start from bridgeConfig instead of example.json
+		edit   func(c *Config)
+		// want maps each expected error path to a substring of its message.
+		want map[string]string
+	}{
+		{
+			name: "unknown interface",
+			edit: func(c *Config) { c.Ports[1].Interface = "eth9" },
+			want: map[string]string{"ports[1].interface": `unknown interface "eth9" (this box has: eth0, eth1, eth2, eth3, lo)`},
+		},
+		{
+			name: "disabled port may name a missing interface",
+			edit: func(c *Config) { c.Ports[2].Interface = "eth9" },
+		},
+		{
+			name: "duplicate port name",
+			edit: func(c *Config) { c.Ports[2].Name = "lan1" },
+			want: map[string]string{"ports[2].name": `duplicate port name "lan1" (already at ports[1].name)`},
+		},
+		{
+			name: "duplicate interface",
+			edit: func(c *Config) { c.Ports[2].Interface = "eth2" },
+			want: map[string]string{"ports[2].interface": `interface "eth2" is already used at ports[1].interface`},
+		},
+		{
+			name: "bad port names",
+			edit: func(c *Config) { c.Ports[2].Name = "lan 2"; c.Ports[1].Name = "" },
+			want: map[string]string{
+				"ports[1].name":         "missing",
+				"ports[2].name":         "characters other than",
+				"bridge.static[0].port": `unknown port "lan1"`,
+				"rules.rules[0].iif":    `unknown port "lan1"`,
+			},
+		},
+		{
+			name: "host port name collides",
+			edit: func(c *Config) { c.HostPort.Name = "wan" },
+			want: map[string]string{"hostPort.name": `duplicate port name "wan" (already at ports[0].name)`},
+		},
+		{
+			name: "host port interface collides",
+			edit: func(c *Config) { c.HostPort.Interface = "eth1" },
+			want: map[string]string{"hostPort.interface": `interface "eth1" is already used at ports[0].interface`},
+		},
+		{
+			name: "overlapping addresses on different segments",
+			edit: func(c *Config) { c.HostPort.Addresses = prefixes("203.0.113.7/24") },
+			want: map[string]string{"hostPort.addresses[0]": "203.0.113.7/24 overlaps 203.0.113.2/24 at ports[0].addresses[0], which is on another segment (wan, not lan)"},
+		},
+		{
+			name: "same address twice",
+			edit: func(c *Config) { c.HostPort.Addresses = prefixes("192.168.1.1/24") },
+			want: map[string]string{"hostPort.addresses[0]": "address 192.168.1.1 is already used at ports[1].addresses[0]"},
+		},
+		{
+			name: "network and broadcast addresses",
+			edit: func(c *Config) { c.Ports[1].Addresses = prefixes("192.168.1.0/24", "10.0.0.255/24", "::/64") },
+			want: map[string]string{
+				"ports[1].addresses[0]": "192.168.1.0 is the network address of 192.168.1.0/24; use a host address like 192.168.1.1",
+				"ports[1].addresses[1]": "broadcast address",
+				"ports[1].addresses[2]": "not a host address",
+			},
+		},
+		{
+			name: "prefix length 0 and missing prefix",
+			edit: func(c *Config) { c.HostPort.Addresses = []netip.Prefix{netip.MustParsePrefix("192.168.1.7/0"), {}} },
+			want: map[string]string{
+				"hostPort.addresses[0]": "prefix length /0",
+				"hostPort.addresses[1]": "missing",
+			},
+		},
+		{
+			name: "NAT without WAN",
+			edit: func(c *Config) { c.Ports[0].Role = RoleLAN },
+			want: map[string]string{"ports": "NAT mode needs exactly one enabled port with role wan, found none"},
+		},
+		{
+			name: "NAT with two WANs",
+			edit: func(c *Config) { c.Ports[2].Role = RoleWAN; c.Ports[2].Enabled = ptr(true) },
+			want: map[string]string{"ports[2].role": "NAT mode needs exactly one WAN port; ports[0] is already wan"},
+		},
+		{
+			name: "NAT port without role",
+			edit: func(c *Config) { c.Ports[1].Role = "" },
+			want: map[string]string{
+				"ports[1].role":         "missing; NAT mode needs every enabled port to be lan or wan",
+				"ports":                 "at least one enabled port with role lan",
+				"hostPort.addresses[0]": "on another segment",
+			},
+		},
+		{
+			name: "unknown role",
+			edit: func(c *Config) { c.Ports[2].Role = "dmz" },
+			want: map[string]string{"ports[2].role": `want lan or wan, got "dmz"`},
+		},
+		{
+			name: "NAT needs a LAN address",
+			edit: func(c *Config) { c.Ports[1].Addresses = nil },
+			want: map[string]string{"ports[1].addresses": "NAT mode needs the router's LAN address"},
+		},
+		{
+			name: "static WAN needs an address and a gateway",
+			edit: func(c *Config) { c.Ports[0].Addresses = nil; c.NAT.Gateway = netip.Addr{} },
+			want: map[string]string{
+				"ports[0].addresses": "the WAN port needs a static IPv4 address",
+				"nat.gateway":        "missing",
+			},
+		},
+		{
+			name: "gateway outside the WAN subnet",
+			edit: func(c *Config) { c.NAT.Gateway = netip.MustParseAddr("198.51.100.1") },
+			want: map[string]string{"nat.gateway": "198.51.100.1 is not in the WAN subnet 203.0.113.0/24"},
+		},
+		{
+			name: "gateway is the WAN address",
+			edit: func(c *Config) { c.NAT.Gateway = netip.MustParseAddr("203.0.113.2") },
+			want: map[string]string{"nat.gateway": "is the box's own WAN address"},
+		},
+		{
+			name: "DHCP WAN with static settings",
+			edit: func(c *Config) { c.NAT.WANDHCP = true },
+			want: map[string]string{
+				"ports[0].addresses": "nat.wanDHCP is on",
+				"nat.gateway":        "nat.wanDHCP is on",
+			},
+		},
+		{
+			name: "DHCP WAN",
+			edit: func(c *Config) { c.NAT.WANDHCP = true; c.Ports[0].Addresses = nil; c.NAT.Gateway = netip.Addr{} },
+		},
+		{
+			name: "bridge mode takes no port addresses",
+			edit: func(c *Config) { c.Mode = ModeBridge },
+			want: map[string]string{
+				"ports[0].addresses": "bridge mode forwards transparently",
+				"ports[1].addresses": "put the box's address on hostPort.addresses",
+			},
+		},
+		{
+			name: "masquerade range reversed",
+			edit: func(c *Config) { c.NAT.MasqueradePorts = PortRange{2000, 1000} },
+			want: map[string]string{"nat.masqueradePorts": "range 2000-1000 is reversed (want 1000-2000)"},
+		},
+		{
+			name: "masquerade range with port 0",
+			edit: func(c *Config) { c.NAT.MasqueradePorts = PortRange{0, 100} },
+			want: map[string]string{"nat.masqueradePorts": "port 0 is not usable"},
+		},
+		{
+			name: "forwards colliding",
+			edit: func(c *Config) {
+				c.NAT.Forwards = append(c.NAT.Forwards,
+					Forward{Proto: "tcp", WANPorts: PortRange{400, 500}, LANHost: netip.MustParseAddr("192.168.1.12")},
+					Forward{Proto: "udp", WANPorts: PortRange{443, 443}, LANHost: netip.MustParseAddr("192.168.1.12")},
+					Forward{Proto: "udp", WANPorts: PortRange{6010, 6020}, LANHost: netip.MustParseAddr("192.168.1.12")})
+			},
+			want: map[string]string{
+				"nat.forwards[2].wanPorts": "tcp 400-500 collides with nat.forwards[0] (tcp 443)",
+				"nat.forwards[4].wanPorts": "udp 6010-6020 collides with nat.forwards[1] (udp 6000-6010)",
+			},
+		},
+		{
+			name: "bad forwards",
+			edit: func(c *Config) {
+				c.NAT.Forwards = []Forward{
+					{Proto: "icmp", WANPorts: PortRange{80, 80}, LANHost: netip.MustParseAddr("10.9.9.9")},
+					{Proto: "tcp", WANPorts: PortRange{90, 80}, LANHost: netip.MustParseAddr("192.168.1.1")},
+					{Proto: "udp", WANPorts: PortRange{6000, 6010}, LANPort: 65530, LANHost: netip.MustParseAddr("2001:db8::1")},
+					{Proto: "udp", WANPorts: PortRange{7000, 7000}},
+				}
+			},
+			want: map[string]string{
+				"nat.forwards[0].proto":    `want tcp or udp, got "icmp"`,
+				"nat.forwards[0].lanHost":  "10.9.9.9 is not in the LAN (192.168.1.0/24)",
+				"nat.forwards[1].wanPorts": "range 90-80 is reversed",
+				"nat.forwards[1].lanHost":  "is the router's own LAN address",
+				"nat.forwards[2].lanPort":  "the range 65530-65540 (one port per WAN port) ends past 65535",
+				"nat.forwards[2].lanHost":  "not an IPv4 address",
+				"nat.forwards[3].lanHost":  "missing",
+			},
+		},
+		{
+			name: "VLANs out of range",
+			edit: func(c *Config) { c.Ports[1].VLANs = VLANs{Native: 4095, Allowed: []uint16{10, 0, 5000}} },
+			want: map[string]string{
+				"ports[1].vlans.native":     "VLAN 4095 out of range 1..4094",
+				"ports[1].vlans.allowed[1]": "VLAN 0 out of range 1..4094",
+				"ports[1].vlans.allowed[2]": "VLAN 5000 out of range 1..4094",
+			},
+		},
+		{
+			name: "VLAN listed twice or native",
+			edit: func(c *Config) { c.Ports[1].VLANs = VLANs{Native: 10, Allowed: []uint16{20, 20, 10}} },
+			want: map[string]string{
+				"ports[1].vlans.allowed[1]": "VLAN 20 already listed at allowed[0]",
+				"ports[1].vlans.allowed[2]": "VLAN 10 is the native VLAN",
+			},
+		},
+		{
+			name: "MTU out of range",
+			edit: func(c *Config) { c.Ports[0].MTU = 67; c.Ports[1].MTU = 9217 },
+			want: map[string]string{
+				"ports[0].mtu": "67 out of range 68..9216",
+				"ports[1].mtu": "9217 out of range 68..9216",
+			},
+		},
+		{
+			name: "MTU limits",
+			edit: func(c *Config) { c.Ports[0].MTU = 68; c.Ports[1].MTU = 9216 },
+		},
+		{
+			name: "rules errors",
+			edit: func(c *Config) {
+				c.Rules.Rules[0].DstPort = &rules.PortRange{Lo: 2000, Hi: 1000}
+				c.Rules.Rules[2].InPort = "eth7"
+				c.Rules.Policy[rules.Forward] = rules.Reject
+			},
+			want: map[string]string{
+				"rules.rules[0].dport": "reversed",
+				"rules.policy.forward": "a policy is accept or drop",
+			},
+		},
+		{
+			name: "rules name unknown ports",
+			edit: func(c *Config) { c.Rules.Rules[2].InPort = "eth7" },
+			want: map[string]string{"rules.rules[2].iif": `unknown port "eth7"`},
+		},
+		{
+			name: "tuning errors",
+			edit: func(c *Config) {
+				c.Tuning.Ports[0].RxRing = 5
+				c.Tuning.Ports = append(c.Tuning.Ports, c.Tuning.Ports[0])
+				c.Tuning.Ports[1].Name = "eth9"
+				c.Tuning.Placement = "random"
+			},
+			want: map[string]string{
+				"tuning.placement":       `"random" is not one of`,
+				"tuning.ports[0].rxRing": "5 out of range 64..4096",
+				"tuning.ports[1].rxRing": "5 out of range 64..4096",
+				"tuning.ports[1].name":   `unknown interface "eth9"`,
+			},
+		},
+		{
+			name: "static FDB entries",
+			edit: func(c *Config) {
+				c.Bridge.Static = append(c.Bridge.Static,
+					StaticFDB{MAC: rules.MAC{0x01, 0, 0x5e, 0, 0, 1}, Port: "nope", VLAN: 4095},
+					StaticFDB{Port: "host"},
+					c.Bridge.Static[0])
+			},
+			want: map[string]string{
+				"bridge.static[1].mac":  "multicast",
+				"bridge.static[1].port": `unknown port "nope" (ports: host, lan1, lan2, wan)`,
+				"bridge.static[1].vlan": "VLAN 4095 out of range",
+				"bridge.static[2].mac":  "missing",
+				"bridge.static[3]":      "duplicate entry for 02:00:5e:10:00:01 (VLAN 10), already at bridge.static[0]",
+			},
+		},
+		{
+			name: "bridge limits",
+			edit: func(c *Config) {
+				c.Bridge.FDBAging = Duration(500 * time.Millisecond)
+				c.Bridge.FDBSize = 8
+			},
+			want: map[string]string{
+				"bridge.fdbAging": "500ms out of range 1s..",
+				"bridge.fdbSize":  "8 out of range 16..4194304",
+			},
+		},
+		{
+			name: "conntrack limits",
+			edit: func(c *Config) {
+				c.NAT.Conntrack.Size = 10
+				c.NAT.Conntrack.Timeouts.TCPEstablished = Duration(-time.Second)
+				c.NAT.Conntrack.Timeouts.Generic = Duration(31 * 24 * time.Hour)
+			},
+			want: map[string]string{
+				"nat.conntrack.size":                    "10 out of range 256..16777216",
+				"nat.conntrack.timeouts.tcpEstablished": "-1s out of range",
+				"nat.conntrack.timeouts.generic":        "744h0m0s out of range 1s..720h0m0s",
+			},
+		},
+		{
+			name: "dashboard",
+			edit: func(c *Config) {
+				c.Dashboard.Listen = "8080"
+				c.Dashboard.ConfirmTimeout = Duration(time.Second)
+			},
+			want: map[string]string{
+				"dashboard.listen":         `"8080" is not a listen address`,
+				"dashboard.confirmTimeout": "1s out of range 5s..1h0m0s",
+			},
+		},
+		{
+			name: "dashboard host and port",
+			edit: func(c *Config) { c.Dashboard.Listen = "example.com:99999" },
+			want: map[string]string{"dashboard.listen": `port "99999": want a number 1..65535`},
+		},
+		{
+			name: "version and mode",
+			edit: func(c *Config) { c.Version = 3; c.Mode = "router" },
+			want: map[string]string{
+				"version": "is 3; want 2",
+				"mode":    `want bridge or nat, got "router"`,
+			},
+		},
+		{
+			name:   "no enabled port",
+			bridge: true,
+			edit: func(c *Config) {
+				for i := range c.Ports {
+					c.Ports[i].Enabled = ptr(false)
+				}
+			},
+			want: map[string]string{"ports": "no enabled port"},
+		},
+		{
+			name:   "bridge ignores roles and the NAT section",
+			bridge: true,
+			edit: func(c *Config) {
+				c.Ports[0].Role = RoleWAN
+				c.Ports[1].Role = RoleWAN
+				c.NAT.Forwards = []Forward{{Proto: "sctp"}}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := example(t)
+			if tt.bridge {
+				c = bridgeConfig(t)
+			}
+			tt.edit(c)
+			err := c.Validate(testEnv)
+			got := map[string]string{}
+			for _, fe := range AsErrors(err) {
+				if _, dup := got[fe.Path]; dup {
+					got[fe.Path] += " | "
+				}
+				got[fe.Path] += fe.Message
+			}
+			wantPaths, gotPaths := keys(tt.want), keys(got)
+			if diff := cmp.Diff(wantPaths, gotPaths); diff != "" {
+				t.Fatalf("error paths (-want +got):\n%s\nerrors: %v", diff, err)
+			}
+			for path, sub := range tt.want {
+				if !strings.Contains(got[path], sub) {
+					t.Errorf("%s: message %q does not contain %q", path, got[path], sub)
+				}
+			}
+		})
+	}
+}
+
+func keys(m map[string]string) []string {
+	return append([]string{}, slices.Sorted(maps.Keys(m))...)
+}
+
+func TestErrorsJSON(t *testing.T) {
+	c := example(t)
+	c.Ports[0].MTU = 1
+	err := c.Validate(testEnv)
+	b, jerr := json.Marshal(err)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	want := `[{"path":"ports[0].mtu","message":"1 out of range 68..9216"}]`
+	if string(b) != want {
+		t.Errorf("json.Marshal(err) = %s, want %s", b, want)
+	}
+	if got := err.Error(); got != "ports[0].mtu: 1 out of range 68..9216" {
+		t.Errorf("Error() = %q", got)
+	}
+}
+
+func TestValidateWithoutEnv(t *testing.T) {
+	c := example(t)
+	c.Ports[0].Interface = "eth42"
+	if err := c.Validate(Env{}); err != nil {
+		t.Errorf("Validate without interface list: %v", err)
+	}
+	if err := c.Validate(testEnv); err == nil {
+		t.Error("Validate with interface list accepted an unknown interface")
+	}
+}
+
+func TestTuningPlan(t *testing.T) {
+	c := example(t)
+	p := c.TuningPlan()
+	var names []string
+	for _, pp := range p.Ports {
+		if !pp.Data {
+			t.Errorf("tuning port %s is not a data port", pp.Name)
+		}
+		names = append(names, pp.Name)
+	}
+	// eth1 is listed in tuning; eth2 is added; eth3 is disabled.
+	if diff := cmp.Diff([]string{"eth1", "eth2"}, names); diff != "" {
+		t.Errorf("TuningPlan ports (-want +got):\n%s", diff)
+	}
+	if p.Ports[1].Offloads["rx-gro"] {
+		t.Error("added data port keeps GRO on")
+	}
+	if len(c.Tuning.Ports) != 1 {
+		t.Errorf("TuningPlan modified the config: %d tuning ports", len(c.Tuning.Ports))
+	}
+}

@@ -1,0 +1,591 @@
+package rules
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// Options are what Compile needs besides the rules.
+type Options struct {
+	// Ports maps the port names used by iif/oif to the small integer ids
+	// the dataplane puts into Key.InPort/OutPort.
+	Ports map[string]uint16
+	// MaxRangePrefixes bounds how many prefixes a port range may split into
+	// to be hashed (each prefix length is one more mask, so one more
+	// subtable). Longer ranges are checked after the hash lookup instead, in
+	// a per-entry list ordered by priority. 0 means DefaultMaxRangePrefixes.
+	MaxRangePrefixes int
+}
+
+// DefaultMaxRangePrefixes is the default for Options.MaxRangePrefixes.
+const DefaultMaxRangePrefixes = 4
+
+// generation numbers tables; every compiled table has a distinct one.
+var generation atomic.Uint64
+
+// Table is a compiled, immutable rule set: tuple space search over hash
+// subtables, one per distinct mask. It is safe for concurrent lookups.
+type Table struct {
+	gen    uint64
+	rules  []Rule
+	policy [numChains]Action
+	subs   []subtable
+	// pre[i] has the most selective filter words of subs[i], kept apart
+	// so that the subtables a lookup rejects cost one small read.
+	pre []prefilter
+	// classes[c] is the range of classList holding the subtables a key of
+	// class c (see classOf) can match.
+	classes   [numClasses][2]uint32
+	classList []uint32
+}
+
+// subtable holds the entries of one mask in an open-addressing hash table
+// (linear probing). An entry is its masked key words followed by a meta
+// word: the verdict of the best rule for that key (see metaOf), or, in a
+// checked subtable, the position of its candidate list.
+type subtable struct {
+	minRule int32 // best (lowest) rule index of any entry: probe order
+	nw      uint8 // number of mask words that are not zero
+	checked  bool  // entries carry port ranges to check after the hash hit
+	widx    [8]uint8
+	mask    [8]uint64 // the non-zero mask words, compacted (widx says which)
+	// filter has, per mask word, bit fold(w) set for the word w of every
+	// entry: a lookup whose word's bit is clear skips the subtable before
+	// hashing and touching the slots. Words with few distinct values
+	// (chain, protocol, port, interface) reject most foreign keys.
+	filter [8]uint64
+	// fmask is mask without the class fields (chain, ct, ether type,
+	// protocol), which dispatch has already checked: the filter looks at
+	// the rest.
+	fmask  [8]uint64
+	forder [8]uint8 // word order for the filter check: most selective first
+	// classes has the chain, ct, family and protocol classes of the
+	// entries, for dispatch.
+	classes classSet
+	nslots  uint64
+	tags    []uint8  // per slot: 0 empty, else tagOf(hash)
+	slots   []uint64 // nslots * (nw+1)
+	cands   []candidate
+
+	full    packed // the whole mask, for Describe
+	entries int
+}
+
+// prefilter holds a subtable's two most selective filter words: packed
+// key word word[i], masked with mask[i], must have its fold bit set in
+// filter[i]. A subtable with one word repeats it.
+type prefilter struct {
+	minRule int32
+	word    [2]uint8
+	mask    [2]uint64
+	filter  [2]uint64
+}
+
+// candidate is one rule of a checked entry; the list of an entry is ordered
+// by rule index.
+type candidate struct {
+	meta               uint64
+	sLo, sHi, dLo, dHi uint16
+	// amask and aval are the address words (packed words 4..7) of the
+	// rule's exact mask when the subtable hashes shorter prefixes.
+	amask, aval [4]uint64
+}
+
+// Meta words: bits 0..31 the rule index + 1 (0 marks an empty slot),
+// 32..39 the action, 40 counter, 41 log.
+const (
+	metaCounter = 1 << 40
+	metaLog     = 1 << 41
+)
+
+func metaOf(r *Rule, i int) uint64 {
+	m := uint64(i+1) | uint64(r.Action)<<32
+	if r.Counter {
+		m |= metaCounter
+	}
+	if r.Log {
+		m |= metaLog
+	}
+	return m
+}
+
+func metaRule(m uint64) int32 { return int32(uint32(m)) - 1 }
+
+func (t *Table) verdict(m uint64, c Chain) Verdict {
+	if m == 0 {
+		if c < numChains {
+			return Verdict{Rule: -1, Action: t.policy[c]}
+		}
+		return Verdict{Rule: -1, Action: Drop}
+	}
+	return Verdict{Rule: metaRule(m), Action: Action(m >> 32), Counter: m&metaCounter != 0, Log: m&metaLog != 0}
+}
+
+// Generation is the table's unique number (flow caches use it to tell
+// tables apart).
+func (t *Table) Generation() uint64 { return t.gen }
+
+// Rules returns the table's rules; index i is Verdict.Rule i. The caller
+// must not modify them.
+func (t *Table) Rules() []Rule { return t.rules }
+
+// Policy returns the policy of chain c.
+func (t *Table) Policy(c Chain) Action {
+	if c < numChains {
+		return t.policy[c]
+	}
+	return Drop
+}
+
+// Subtables returns the number of hash subtables (distinct masks).
+func (t *Table) Subtables() int { return len(t.subs) }
+
+// Sizes of a subtable's fixed part and of a candidate, for Size.
+const (
+	subtableOverhead = 400
+	candidateSize    = 80
+)
+
+// Size returns the approximate memory the compiled structure uses, in
+// bytes, not counting the rules themselves.
+func (t *Table) Size() int {
+	n := 0
+	for i := range t.subs {
+		st := &t.subs[i]
+		n += len(st.tags) + len(st.slots)*8 + len(st.cands)*candidateSize + subtableOverhead
+	}
+	return n + len(t.pre)*48 + len(t.classList)*4 + numClasses*8
+}
+
+// Compile validates rs and builds its table. rs must not be modified
+// afterwards: the table keeps its rules. The error is an ErrorList.
+func Compile(rs *Ruleset, opts Options) (*Table, error) {
+	if err := Validate(rs); err != nil {
+		return nil, err
+	}
+	if err := checkPorts(rs, opts.Ports); err != nil {
+		return nil, err
+	}
+	maxPfx := opts.MaxRangePrefixes
+	if maxPfx <= 0 {
+		maxPfx = DefaultMaxRangePrefixes
+	}
+	t := &Table{gen: generation.Add(1), rules: rs.Rules}
+	for c := range numChains {
+		t.policy[c] = rs.PolicyFor(c)
+	}
+
+	// Pass 1: count the entries of each exact mask, then of each mask
+	// after coarsening the rare ones.
+	b := &builder{groups: map[packed]*group{}, maxPfx: maxPfx, exact: map[packed]int{}}
+	for i := range rs.Rules {
+		for _, e := range b.expand(&rs.Rules[i], opts.Ports) {
+			b.exact[e.mask]++
+		}
+	}
+	for i := range rs.Rules {
+		for _, e := range b.expand(&rs.Rules[i], opts.Ports) {
+			g := b.groups[e.mask]
+			if g == nil {
+				g = &group{mask: e.mask, minRule: int32(i)}
+				b.groups[e.mask] = g
+				b.order = append(b.order, g)
+			}
+			g.n++
+			g.checked = g.checked || e.c.checked()
+		}
+	}
+	t.subs = make([]subtable, len(b.order))
+	for gi, g := range b.order {
+		g.st = &t.subs[gi]
+		g.st.init(g)
+	}
+	// Pass 2: insert.
+	for i := range rs.Rules {
+		meta := metaOf(&rs.Rules[i], i)
+		for _, e := range b.expand(&rs.Rules[i], opts.Ports) {
+			e.c.meta = meta
+			b.groups[e.mask].insert(&e.val, &e.c)
+		}
+	}
+	for _, g := range b.order {
+		g.finish()
+	}
+	slices.SortFunc(t.subs, func(a, b subtable) int {
+		if c := cmp.Compare(a.minRule, b.minRule); c != 0 {
+			return c
+		}
+		return cmpPacked(&a.full, &b.full)
+	})
+	t.pre = make([]prefilter, len(t.subs))
+	for i := range t.subs {
+		st := &t.subs[i]
+		a, b := st.forder[0], st.forder[min(1, st.nw-1)]
+		t.pre[i] = prefilter{
+			minRule: st.minRule,
+			word:    [2]uint8{st.widx[a], st.widx[b]},
+			mask:    [2]uint64{st.fmask[a], st.fmask[b]},
+			filter:  [2]uint64{st.filter[a], st.filter[b]},
+		}
+	}
+	t.buildDispatch()
+	return t, nil
+}
+
+// checkPorts reports port names that ports does not know.
+func checkPorts(rs *Ruleset, ports map[string]uint16) error {
+	var errs ErrorList
+	check := func(r *Rule, i int, f field, name string) {
+		if _, ok := ports[name]; name != "" && !ok && len(errs) < maxErrors {
+			errs = append(errs, ruleError(r, i, f, fmt.Sprintf("%s: unknown port %q (ports: %s)",
+				fieldJSON[f], name, strings.Join(slices.Sorted(maps.Keys(ports)), ", "))))
+		}
+	}
+	for i := range rs.Rules {
+		r := &rs.Rules[i]
+		check(r, i, fInPort, r.InPort)
+		check(r, i, fOutPort, r.OutPort)
+	}
+	return errs.err()
+}
+
+type builder struct {
+	groups map[packed]*group
+	order  []*group
+	maxPfx int
+	exact  map[packed]int // entries per exact mask
+
+	// Scratch space of expand, reused from rule to rule.
+	entries []entry
+	sp, dp  []portPrefix
+}
+
+// entry is one (mask, value) pair a rule adds to the table, with the port
+// ranges left to check.
+type entry struct {
+	mask, val packed
+	c         candidate
+}
+
+// group collects the entries of one mask while the table is built.
+type group struct {
+	mask    packed
+	minRule int32
+	n       int // entries (upper bound on distinct keys)
+	checked  bool
+	st      *subtable
+
+	// Ranged groups collect candidates per slot as linked lists first.
+	pending []candidate
+	next    []int32 // next candidate of the same slot, -1 ends
+	tail    map[uint64]int32
+}
+
+func (g *group) insert(val *packed, c *candidate) {
+	st := g.st
+	var k [8]uint64
+	for j := 0; j < int(st.nw); j++ {
+		k[j] = val[st.widx[j]]
+	}
+	i, tag := st.home(&k)
+	stride := uint64(st.nw) + 1
+	for {
+		slot := st.slots[i*stride : (i+1)*stride]
+		if st.tags[i] == 0 {
+			st.tags[i] = tag
+			copy(slot, k[:st.nw])
+			break
+		}
+		if st.tags[i] == tag && slices.Equal(slot[:st.nw], k[:st.nw]) {
+			if !st.checked {
+				return // an earlier rule already decides this key
+			}
+			break
+		}
+		if i++; i == st.nslots {
+			i = 0
+		}
+	}
+	st.entries++
+	st.classes.add(st.full[0], val[0])
+	for j := 0; j < int(st.nw); j++ {
+		st.filter[j] |= 1 << fold(k[j]&st.fmask[j])
+	}
+	slot := st.slots[i*stride : (i+1)*stride]
+	if !st.checked {
+		slot[st.nw] = c.meta
+		return
+	}
+	// Ranged: append c to the slot's list; the meta word temporarily
+	// holds the index of the list's first candidate + 1.
+	idx := int32(len(g.pending))
+	g.pending = append(g.pending, *c)
+	g.next = append(g.next, -1)
+	if slot[st.nw] == 0 {
+		slot[st.nw] = uint64(idx) + 1
+		g.tail[i] = idx
+	} else {
+		g.next[g.tail[i]] = idx
+		g.tail[i] = idx
+		st.entries--
+	}
+}
+
+// finish orders the filter words and lays out the candidate lists of a
+// checked group contiguously.
+func (g *group) finish() {
+	st := g.st
+	order := make([]uint8, st.nw)
+	for j := range order {
+		order[j] = uint8(j)
+	}
+	// Fewer filter bits reject more keys; a word of class fields only
+	// rejects nothing.
+	score := func(j uint8) int {
+		if st.fmask[j] == 0 {
+			return 65
+		}
+		return bits.OnesCount64(st.filter[j])
+	}
+	slices.SortStableFunc(order, func(a, b uint8) int { return cmp.Compare(score(a), score(b)) })
+	copy(st.forder[:], order)
+	if !st.checked {
+		return
+	}
+	st.cands = make([]candidate, 0, len(g.pending))
+	stride := uint64(st.nw) + 1
+	for i := uint64(0); i < st.nslots; i++ {
+		m := &st.slots[i*stride+uint64(st.nw)]
+		if *m == 0 {
+			continue
+		}
+		start := len(st.cands)
+		for c := int32(*m - 1); c >= 0; c = g.next[c] {
+			st.cands = append(st.cands, g.pending[c])
+		}
+		*m = uint64(start)<<32 | uint64(len(st.cands)-start)
+	}
+	g.pending, g.next, g.tail = nil, nil, nil
+}
+
+func (st *subtable) init(g *group) {
+	st.minRule = g.minRule
+	st.full = g.mask
+	st.classes.init(&g.mask)
+	st.checked = g.checked
+	classBits := kfChain.ones() | kfCt.ones() | kfEther.ones() | kfProto.ones()
+	for w, m := range g.mask {
+		if m != 0 {
+			st.widx[st.nw] = uint8(w)
+			st.mask[st.nw] = m
+			st.fmask[st.nw] = m
+			if w == 0 {
+				st.fmask[st.nw] = m &^ classBits
+			}
+			st.nw++
+		}
+	}
+	// Load factor at most 1/2: a miss probes about 2.5 slots on average.
+	st.nslots = uint64(2*g.n + 1)
+	st.slots = make([]uint64, st.nslots*(uint64(st.nw)+1))
+	st.tags = make([]uint8, st.nslots)
+	if st.checked {
+		g.tail = map[uint64]int32{}
+	}
+}
+
+// expand returns the entries rule r adds to the table: one per connection
+// state in its set and per prefix of each hashed port range. Port ranges
+// with too many prefixes are left out of the mask and go into the
+// candidate's range instead. The result is valid until the next call.
+func (b *builder) expand(r *Rule, ports map[string]uint16) []entry {
+	var base, baseMask packed
+	m := &r.Match
+	kfChain.put(&base, &baseMask, uint64(r.Chain), 0xff)
+	if m.InPort != "" {
+		kfIIf.put(&base, &baseMask, uint64(ports[m.InPort]), 0xffff)
+	}
+	if m.OutPort != "" {
+		kfOIf.put(&base, &baseMask, uint64(ports[m.OutPort]), 0xffff)
+	}
+	if m.SrcMAC != nil {
+		kfSrcMAC.put(&base, &baseMask, mac48((*[6]byte)(m.SrcMAC)), 1<<48-1)
+	}
+	if m.DstMAC != nil {
+		kfDstMAC.put(&base, &baseMask, mac48((*[6]byte)(m.DstMAC)), 1<<48-1)
+	}
+	if e := m.effectiveEtherType(); e != 0 {
+		kfEther.put(&base, &baseMask, uint64(e), 0xffff)
+	}
+	if m.VLAN != nil {
+		kfVLAN.put(&base, &baseMask, 1<<15|uint64(*m.VLAN), 1<<15|0xfff)
+	}
+	if m.SrcIP.IsValid() {
+		putPrefix(&base, &baseMask, 4, m.SrcIP)
+	}
+	if m.DstIP.IsValid() {
+		putPrefix(&base, &baseMask, 6, m.DstIP)
+	}
+	if m.Proto != 0 {
+		kfProto.put(&base, &baseMask, uint64(m.Proto), 0xff)
+	}
+	if m.TCPFlags.Mask != 0 {
+		kfFlags.put(&base, &baseMask, uint64(m.TCPFlags.Value), uint64(m.TCPFlags.Mask))
+	}
+	if m.ICMPType != nil {
+		kfICMPType.put(&base, &baseMask, uint64(*m.ICMPType), 0xff)
+	}
+	if m.ICMPCode != nil {
+		kfICMPCode.put(&base, &baseMask, uint64(*m.ICMPCode), 0xff)
+	}
+
+	c := anyPorts
+	b.sp = append(b.sp[:0], portPrefix{})
+	b.dp = append(b.dp[:0], portPrefix{})
+	if m.SrcPort != nil {
+		if !b.portPrefixes(&b.sp, *m.SrcPort) {
+			c.sLo, c.sHi = m.SrcPort.Lo, m.SrcPort.Hi
+		}
+	}
+	if m.DstPort != nil {
+		if !b.portPrefixes(&b.dp, *m.DstPort) {
+			c.dLo, c.dHi = m.DstPort.Lo, m.DstPort.Hi
+		}
+	}
+	var states [5]CtState // the rule's states, or a single 0 for "any"
+	ns := 1
+	if m.CtState != 0 {
+		ns = 0
+		for s := CtState(1); s <= CtUntracked; s <<= 1 {
+			if m.CtState&s != 0 {
+				states[ns] = s
+				ns++
+			}
+		}
+	}
+	b.entries = b.entries[:0]
+	for _, ct := range states[:ns] {
+		for _, a := range b.sp {
+			for _, d := range b.dp {
+				e := entry{mask: baseMask, val: base, c: c}
+				if ct != 0 {
+					kfCt.put(&e.val, &e.mask, uint64(ct), 0xff)
+				}
+				kfSport.put(&e.val, &e.mask, uint64(a.val), a.mask())
+				kfDport.put(&e.val, &e.mask, uint64(d.val), d.mask())
+				if b.exact != nil && b.exact[e.mask] < coarseBelow {
+					e.coarsen()
+				}
+				b.entries = append(b.entries, e)
+			}
+		}
+	}
+	return b.entries
+}
+
+// Rare masks: a mask with fewer than coarseBelow entries does not get a
+// subtable of its own when its address prefixes are not multiples of
+// coarseStep long. Its entries go to the subtable of the mask with the
+// prefixes cut down to a multiple of coarseStep, and their exact address
+// bits are checked after the hash hit (the idea of TupleMerge). Random
+// prefix lengths would otherwise make one subtable per combination of
+// lengths; popular masks (per-host lists, blocklists) keep their exact
+// subtable and need no check.
+const (
+	coarseBelow = 64
+	coarseStep  = 8
+)
+
+// coarsen cuts e's address prefixes down to multiples of coarseStep,
+// moving the exact address mask into the candidate.
+func (e *entry) coarsen() {
+	var m, v [4]uint64
+	copy(m[:], e.mask[4:8])
+	copy(v[:], e.val[4:8])
+	changed := false
+	for _, w := range [2]int{4, 6} {
+		n := bits.OnesCount64(e.mask[w]) + bits.OnesCount64(e.mask[w+1])
+		c := n / coarseStep * coarseStep
+		if c == n {
+			continue
+		}
+		changed = true
+		hi, lo := prefixMask(c)
+		e.mask[w], e.mask[w+1] = hi, lo
+		e.val[w] &= hi
+		e.val[w+1] &= lo
+	}
+	if changed {
+		e.c.amask, e.c.aval = m, v
+	}
+}
+
+// anyPorts is the candidate range of a rule without range checks.
+var anyPorts = candidate{sLo: 0, sHi: 0xffff, dLo: 0, dHi: 0xffff}
+
+// checked reports whether c has conditions beyond its subtable's mask.
+func (c *candidate) checked() bool {
+	return c.sLo != 0 || c.sHi != 0xffff || c.dLo != 0 || c.dHi != 0xffff || c.amask != [4]uint64{}
+}
+
+// portPrefix is a block of ports sharing the top bits bits of val.
+type portPrefix struct {
+	val  uint16
+	bits uint8
+}
+
+func (p portPrefix) mask() uint64 {
+	if p.bits == 0 {
+		return 0
+	}
+	return uint64(0xffff) << (16 - p.bits) & 0xffff
+}
+
+// portPrefixes replaces *out with r split into aligned blocks and reports
+// true, or leaves *out as it is and reports false when r takes more than
+// b.maxPfx blocks.
+func (b *builder) portPrefixes(out *[]portPrefix, r PortRange) bool {
+	n := 0
+	lo, hi := uint32(r.Lo), uint32(r.Hi)
+	for l := lo; l <= hi; n++ {
+		if n == b.maxPfx {
+			return false
+		}
+		l += blockAt(l, hi)
+	}
+	*out = (*out)[:0]
+	for lo <= hi {
+		size := blockAt(lo, hi)
+		*out = append(*out, portPrefix{val: uint16(lo), bits: uint8(16 - bits.TrailingZeros32(size))})
+		lo += size
+	}
+	return true
+}
+
+// blockAt returns the size of the largest aligned block of ports that
+// starts at lo and ends at or before hi.
+func blockAt(lo, hi uint32) uint32 {
+	size := uint32(1 << 16)
+	if lo != 0 {
+		size = lo & -lo
+	}
+	for size > hi-lo+1 {
+		size >>= 1
+	}
+	return size
+}
+
+// cmpPacked orders masks for deterministic output.
+func cmpPacked(a, b *packed) int {
+	for i := range a {
+		if c := cmp.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
