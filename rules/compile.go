@@ -29,7 +29,11 @@ const DefaultMaxRangePrefixes = 4
 var generation atomic.Uint64
 
 // Table is a compiled, immutable rule set: tuple space search over hash
-// subtables, one per distinct mask. It is safe for concurrent lookups.
+// subtables, one per distinct mask (rare masks share coarser ones, see
+// coarseBelow). A lookup visits only the subtables of the key's class
+// (dispatch.go), rejects most of them with a small filter (prefilter) and
+// probes the rest in order of their best rule. It is safe for concurrent
+// lookups.
 type Table struct {
 	gen    uint64
 	rules  []Rule
@@ -51,13 +55,13 @@ type Table struct {
 type subtable struct {
 	minRule int32 // best (lowest) rule index of any entry: probe order
 	nw      uint8 // number of mask words that are not zero
-	checked  bool  // entries carry port ranges to check after the hash hit
+	checked bool  // entries carry conditions to check after the hash hit
 	widx    [8]uint8
 	mask    [8]uint64 // the non-zero mask words, compacted (widx says which)
-	// filter has, per mask word, bit fold(w) set for the word w of every
-	// entry: a lookup whose word's bit is clear skips the subtable before
-	// hashing and touching the slots. Words with few distinct values
-	// (chain, protocol, port, interface) reject most foreign keys.
+	// filter has, per mask word, bit fold(w&fmask) set for the word w of
+	// every entry: a lookup whose word's bit is clear skips the subtable
+	// before hashing and touching the slots. Words with few distinct values
+	// (a port, an interface, a small list of addresses) reject most keys.
 	filter [8]uint64
 	// fmask is mask without the class fields (chain, ct, ether type,
 	// protocol), which dispatch has already checked: the filter looks at
@@ -86,8 +90,9 @@ type prefilter struct {
 	filter  [2]uint64
 }
 
-// candidate is one rule of a checked entry; the list of an entry is ordered
-// by rule index.
+// candidate is one rule of an entry of a checked subtable, with the
+// conditions its subtable's mask does not cover: port ranges and exact
+// address bits. The list of an entry is ordered by rule index.
 type candidate struct {
 	meta               uint64
 	sLo, sHi, dLo, dHi uint16
@@ -116,10 +121,13 @@ func metaOf(r *Rule, i int) uint64 {
 
 func metaRule(m uint64) int32 { return int32(uint32(m)) - 1 }
 
-func (t *Table) verdict(m uint64, c Chain) Verdict {
+func (t *Table) verdict(m uint64, c Chain) Verdict { return metaVerdict(m, &t.policy, c) }
+
+// metaVerdict decodes a meta word, or the policy of chain c for 0.
+func metaVerdict(m uint64, policy *[numChains]Action, c Chain) Verdict {
 	if m == 0 {
 		if c < numChains {
-			return Verdict{Rule: -1, Action: t.policy[c]}
+			return Verdict{Rule: -1, Action: policy[c]}
 		}
 		return Verdict{Rule: -1, Action: Drop}
 	}
@@ -182,12 +190,14 @@ func Compile(rs *Ruleset, opts Options) (*Table, error) {
 
 	// Pass 1: count the entries of each exact mask, then of each mask
 	// after coarsening the rare ones.
-	b := &builder{groups: map[packed]*group{}, maxPfx: maxPfx, exact: map[packed]int{}}
+	b := &builder{groups: map[packed]*group{}, maxPfx: maxPfx}
+	exact := map[packed]int{}
 	for i := range rs.Rules {
 		for _, e := range b.expand(&rs.Rules[i], opts.Ports) {
-			b.exact[e.mask]++
+			exact[e.mask]++
 		}
 	}
+	b.exact = exact
 	for i := range rs.Rules {
 		for _, e := range b.expand(&rs.Rules[i], opts.Ports) {
 			g := b.groups[e.mask]
@@ -258,7 +268,7 @@ type builder struct {
 	groups map[packed]*group
 	order  []*group
 	maxPfx int
-	exact  map[packed]int // entries per exact mask
+	exact  map[packed]int // entries per exact mask; nil: do not coarsen
 
 	// Scratch space of expand, reused from rule to rule.
 	entries []entry
@@ -277,7 +287,7 @@ type group struct {
 	mask    packed
 	minRule int32
 	n       int // entries (upper bound on distinct keys)
-	checked  bool
+	checked bool
 	st      *subtable
 
 	// Ranged groups collect candidates per slot as linked lists first.

@@ -307,8 +307,8 @@ func TestCoarsening(t *testing.T) {
 	}
 	want := "rules 264, subtables 3\n" +
 		"policy input=accept forward=accept output=accept\n" +
-		"0: first rule 0, 106 entries, 401 slots, checked(200 candidates): chain ethertype saddr/24\n" +
-		"1: first rule 2, 94 entries, 401 slots, checked(94 candidates): chain ethertype saddr/16\n" +
+		"0: first rule 0, 78 entries, 193 slots, checked(96 candidates): chain ethertype saddr/16\n" +
+		"1: first rule 7, 104 entries, 209 slots, checked(104 candidates): chain ethertype saddr/24\n" +
 		"2: first rule 200, 64 entries, 129 slots, exact: chain ethertype daddr/30\n"
 	if diff := cmp.Diff(want, tab.Describe()); diff != "" {
 		t.Errorf("Describe (-want +got):\n%s", diff)

@@ -80,3 +80,31 @@ func ruleText(rs *Ruleset, i int32) string {
 	}
 	return rs.Rules[i].Chain.String() + ": " + rs.Rules[i].String()
 }
+
+// TestDifferentialShapes compares Table and Linear on the benchmark rule
+// sets: many masks (coarsened into checked subtables) and the realistic
+// mix (large exact subtables).
+func TestDifferentialShapes(t *testing.T) {
+	for _, shape := range []struct {
+		name string
+		gen  func(*rand.Rand, int) *Ruleset
+	}{{"worst", worstRuleset}, {"realistic", realisticRuleset}} {
+		r := newRand(77)
+		rs := shape.gen(r, 3000)
+		tab, err := Compile(rs, Options{Ports: testPorts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lin, err := NewLinear(rs, Options{Ports: testPorts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			for _, k := range benchKeySet(r, rs) {
+				if got, want := tab.Lookup(&k), lin.Lookup(&k); got != want {
+					t.Fatalf("%s: Lookup(%s) = %+v (%s), linear %+v (%s)", shape.name, k.String(), got, ruleText(rs, got.Rule), want, ruleText(rs, want.Rule))
+				}
+			}
+		}
+	}
+}

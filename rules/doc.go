@@ -26,11 +26,15 @@
 //     fields, which prefix lengths) into open-addressing hash subtables.
 //     Subtables are probed in the order of their best rule, and a lookup
 //     stops when the best match so far beats the next subtable's best rule,
-//     so the cost depends on the number of masks, not of rules. Each
-//     subtable also keeps a 64-bit filter per key word, which rejects most
-//     non-matching subtables before any hashing. Port ranges with many
-//     prefixes are not expanded: they are checked after the hash hit in a
-//     short list ordered by priority. Tables are immutable.
+//     so the cost depends on the number of masks, not of rules. A lookup
+//     only visits the subtables that can match its class (chain, connection
+//     state, family, L4 protocol), and each subtable keeps a 64-bit filter
+//     per key word that rejects most keys before any hashing. Port ranges
+//     with many prefixes are not expanded but checked after the hash hit,
+//     and masks with few entries and odd prefix lengths share the subtable
+//     of shorter prefixes, their exact bits checked after the hit, so that
+//     random prefix lengths do not make one subtable each. Tables are
+//     immutable.
 //   - Cache: an exact-match flow cache in front of a Table, one per worker,
 //     invalidated by the table's generation number.
 //   - Linear: the reference walk, the oracle of the differential tests.

@@ -67,14 +67,10 @@ func NewLinear(rs *Ruleset, opts Options) (*Linear, error) {
 func (l *Linear) Lookup(k *Key) Verdict {
 	for i := range l.rules {
 		if l.rules[i].matches(k) {
-			m := l.rules[i].meta
-			return Verdict{Rule: metaRule(m), Action: Action(m >> 32), Counter: m&metaCounter != 0, Log: m&metaLog != 0}
+			return metaVerdict(l.rules[i].meta, &l.policy, k.Chain)
 		}
 	}
-	if k.Chain < numChains {
-		return Verdict{Rule: -1, Action: l.policy[k.Chain]}
-	}
-	return Verdict{Rule: -1, Action: Drop}
+	return metaVerdict(0, &l.policy, k.Chain)
 }
 
 func (r *linRule) matches(k *Key) bool {

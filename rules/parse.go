@@ -467,7 +467,11 @@ func (p *lineParser) ip(t token) *Error {
 		*dst = pr
 		return nil
 	case v4 && sub.s == "protocol" || !v4 && sub.s == "nexthdr":
-		if err := p.setEther(t, map[bool]EtherType{true: EtherTypeIPv4, false: EtherTypeIPv6}[v4]); err != nil {
+		e := EtherTypeIPv6
+		if v4 {
+			e = EtherTypeIPv4
+		}
+		if err := p.setEther(t, e); err != nil {
 			return err
 		}
 		return p.protoValue(t)

@@ -440,5 +440,37 @@ func FuzzParse(f *testing.F) {
 	f.Add("chain input\nip saddr 10.0.0.1/8 drop")
 	f.Fuzz(func(t *testing.T, src string) {
 		checkRoundTrip(t, src)
+		rs, err := Parse(src)
+		if err != nil {
+			return
+		}
+		// Accepted rules compile (given their ports) and the table agrees
+		// with the linear walk.
+		ports := map[string]uint16{}
+		for _, r := range rs.Rules {
+			for _, name := range []string{r.InPort, r.OutPort} {
+				if _, ok := ports[name]; name != "" && !ok {
+					ports[name] = uint16(len(ports))
+				}
+			}
+		}
+		tab, err := Compile(rs, Options{Ports: ports})
+		if err != nil {
+			t.Fatalf("Compile(Parse(%q)): %v", src, err)
+		}
+		lin, err := NewLinear(rs, Options{Ports: ports})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRand(uint64(len(src)))
+		for i := range 2 * len(rs.Rules) {
+			k := randKey(r, &rs.Rules[i%len(rs.Rules)])
+			if ru := rs.Rules[i%len(rs.Rules)]; ru.InPort != "" || ru.OutPort != "" {
+				k.InPort, k.OutPort = ports[ru.InPort], ports[ru.OutPort]
+			}
+			if got, want := tab.Lookup(&k), lin.Lookup(&k); got != want {
+				t.Fatalf("rules %q: Lookup(%s) = %+v, linear %+v", src, k.String(), got, want)
+			}
+		}
 	})
 }
