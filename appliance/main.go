@@ -14,9 +14,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
+	"e1kbox/appliance/config"
 	"e1kbox/appliance/system"
 )
 
@@ -36,17 +38,44 @@ func run() error {
 		factoryPath = flag.String("factory", "/etc/e1kbox/factory.json", "factory runtime config (from the image)")
 		listen      = flag.String("listen", ":8080", "dashboard and API address")
 		stateDir    = flag.String("state", "/perm/e1kbox", "directory for persistent state")
+		interfaces  = flag.String("interfaces", "", "comma-separated data interfaces: run a bridge over them (ports named after them), "+
+			"overriding the config's ports; with no config file at all, a default bridge config is used")
+		tune = flag.Bool("tune", true, "apply the config's NIC and kernel tuning plan before starting the dataplane")
 	)
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	slog.SetDefault(log)
 	log.Info("e1kbox appliance starting", "build", buildTimestamp, "go", goVersion())
 
-	cfg, source, err := loadConfig(*livePath, *factoryPath)
+	_, source, _ := loadConfig(*livePath, *factoryPath)
+	env, err := config.SystemEnv()
 	if err != nil {
 		return err
 	}
-	log.Info("config loaded", "source", source, "bytes", len(cfg))
+	store := config.NewStore(config.Paths{Factory: *factoryPath, Live: *livePath}, env)
+	cfg, warnings, err := store.Load()
+	for _, w := range warnings {
+		log.Warn("config", "warning", w)
+	}
+	switch {
+	case err != nil && *interfaces == "":
+		return fmt.Errorf("config: %w", err)
+	case err != nil:
+		log.Warn("no usable config; running a default bridge over -interfaces", "err", err)
+		if cfg, err = config.Parse([]byte(`{"version": 2, "mode": "bridge"}`)); err != nil {
+			return fmt.Errorf("default config: %w", err)
+		}
+		source = "default"
+	}
+	if *interfaces != "" {
+		cfg.Mode = config.ModeBridge
+		cfg.Ports = nil
+		for _, name := range strings.Split(*interfaces, ",") {
+			cfg.Ports = append(cfg.Ports, config.Port{Name: name, Interface: name})
+		}
+		cfg.ApplyDefaults()
+	}
+	log.Info("config loaded", "source", source, "mode", cfg.Mode, "ports", len(cfg.Ports))
 
 	perm := system.CheckPerm(*stateDir)
 	if !perm.Writable {
@@ -57,6 +86,21 @@ func run() error {
 		log.Warn("boot history not saved", "err", err)
 	}
 
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	dp := &plane{log: log, tune: *tune}
+	if err := dp.Apply(ctx, cfg); err != nil {
+		// Keep serving: /healthz reports the dataplane as down.
+		log.Error("dataplane not started", "err", err)
+	}
+	defer dp.Close()
+	store.OnRollback(func(c *config.Config) {
+		if err := dp.Apply(context.Background(), c); err != nil {
+			log.Error("dataplane: rolled-back config not applied", "err", err)
+		}
+	})
+
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("dashboard listener: %w", err)
@@ -64,21 +108,48 @@ func run() error {
 	started := time.Now()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{
+		body := map[string]any{
 			"status": "ok", "build": buildTimestamp, "config_source": source,
 			"uptime_seconds": int(time.Since(started).Seconds()), "perm": perm,
-		})
+		}
+		code := http.StatusOK
+		if e, err := dp.Engine(); err != nil {
+			body["status"], body["dataplane_error"] = "degraded", err.Error()
+			code = http.StatusServiceUnavailable
+		} else {
+			h := e.Health()
+			body["dataplane"] = h
+			if !h.OK {
+				body["status"] = "degraded"
+				code = http.StatusServiceUnavailable
+			}
+		}
+		writeJSON(w, code, body)
 	})
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"build_timestamp": buildTimestamp, "go": goVersion(), "boots": boots})
+	})
+	mux.HandleFunc("GET /api/stats", func(w http.ResponseWriter, r *http.Request) {
+		e, err := dp.Engine()
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, e.Snapshot())
+	})
+	mux.HandleFunc("GET /api/fdb", func(w http.ResponseWriter, r *http.Request) {
+		e, err := dp.Engine()
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"entries": e.FDBEntries(), "agingTime": e.FDB().AgingTime().String()})
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("dashboard listening", "addr", ln.Addr().String())
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("dashboard: %w", err)
@@ -87,10 +158,15 @@ func run() error {
 	log.Info("stopping")
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	err = srv.Shutdown(sctx)
+	dp.Close()
+	log.Info("stopped")
+	return err
 }
 
-// loadConfig returns the live config if it exists, else the factory one.
+// loadConfig returns the live config if it exists, else the factory one,
+// and its path (reported as the config source; the Store may still pick a
+// saved version instead).
 func loadConfig(live, factory string) ([]byte, string, error) {
 	for _, p := range []string{live, factory} {
 		b, err := os.ReadFile(p)

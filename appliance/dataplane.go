@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"e1kbox/appliance/config"
+	"e1kbox/appliance/dataplane"
+	"e1kbox/tuning"
+)
+
+// dataplaneConfig translates the runtime config into the dataplane's.
+// cpu is the CPU plan the tuning applied (its worker CPUs pin the
+// workers). Disabled ports are left out.
+func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan) (*dataplane.Config, error) {
+	if c.Mode != config.ModeBridge {
+		return nil, fmt.Errorf("mode %q: only bridge mode is wired to the dataplane", c.Mode)
+	}
+	d := &dataplane.Config{Mode: dataplane.ModeBridge, CPU: cpu}
+	for i, p := range c.Ports {
+		if !p.IsEnabled() {
+			continue
+		}
+		if !p.VLANs.IsZero() {
+			return nil, fmt.Errorf("ports[%d].vlans: VLAN filtering is not implemented by the bridge (tags pass unchanged only on VLAN-unaware ports)", i)
+		}
+		d.Ports = append(d.Ports, dataplane.Port{Name: p.Name, Interface: p.Interface, MTU: p.MTU})
+	}
+	if h := c.HostPort; h != nil {
+		d.HostPort = &dataplane.HostPort{Name: h.Name, Interface: h.Interface, Addresses: h.Addresses}
+	}
+	d.Bridge = dataplane.Bridge{AgingTime: dataplane.Duration(c.Bridge.FDBAging), FDBSize: c.Bridge.FDBSize}
+	for _, s := range c.Bridge.Static {
+		d.Bridge.Static = append(d.Bridge.Static, dataplane.StaticEntry{MAC: [6]byte(s.MAC), VLAN: s.VLAN, Port: s.Port})
+	}
+	rs := c.Rules
+	d.Rules = &rs
+	return d, nil
+}
+
+// plane runs the dataplane engine for the appliance: it tunes the ports,
+// starts the engine from a runtime config, applies later configs (a new
+// engine when the change needs one) and stops it. It is the seam between
+// the runtime config and the dataplane for the web UI.
+type plane struct {
+	log  *slog.Logger
+	tune bool
+
+	mu     sync.Mutex
+	engine *dataplane.Engine
+	err    error // why there is no engine
+}
+
+var errNoEngine = errors.New("dataplane not running")
+
+// Apply runs cfg: it applies it to the running engine, or (re)starts the
+// engine when there is none or the change needs a restart.
+func (p *plane) Apply(ctx context.Context, cfg *config.Config) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cpu := p.tuneFor(ctx, cfg)
+	dc, err := dataplaneConfig(cfg, cpu)
+	if err != nil {
+		p.stopLocked()
+		p.err = err
+		return err
+	}
+	if p.engine != nil {
+		err := p.engine.Apply(dc)
+		if err == nil {
+			p.log.Info("dataplane config applied")
+			return nil
+		}
+		if !errors.Is(err, dataplane.ErrRestartRequired) {
+			return err
+		}
+		p.log.Info("dataplane restarting for the new config")
+		p.stopLocked()
+	}
+	e, err := dataplane.New(dc, dataplane.Options{Log: p.log})
+	if err == nil {
+		err = e.Start()
+	}
+	if err != nil {
+		if e != nil {
+			e.Close()
+		}
+		p.err = err
+		return err
+	}
+	p.engine, p.err = e, nil
+	return nil
+}
+
+// tuneFor applies the config's tuning plan (when enabled) and returns the
+// CPU plan for the workers.
+func (p *plane) tuneFor(ctx context.Context, cfg *config.Config) tuning.CPUPlan {
+	plan := cfg.TuningPlan()
+	var et tuning.Ethtool
+	if p.tune {
+		sys, err := tuning.NewEthtool()
+		if err != nil {
+			p.log.Warn("tuning: no ethtool socket", "err", err)
+		} else {
+			defer sys.Close()
+			et = sys
+		}
+	}
+	t := tuning.New("/", et)
+	t.Log = p.log
+	if p.tune && et != nil {
+		for _, r := range t.Apply(ctx, plan) {
+			if r.Status == tuning.StatusError {
+				p.log.Warn("tuning", "knob", r.Knob, "target", r.Target, "message", r.Message)
+			}
+		}
+	}
+	cpu, err := t.CPUPlan(plan)
+	if err != nil {
+		p.log.Warn("tuning: no CPU plan; workers run unpinned", "err", err)
+		return tuning.CPUPlan{}
+	}
+	return cpu
+}
+
+func (p *plane) stopLocked() {
+	if p.engine == nil {
+		return
+	}
+	if err := p.engine.Close(); err != nil {
+		p.log.Warn("dataplane close", "err", err)
+	}
+	p.engine = nil
+	p.err = errNoEngine
+}
+
+// Close stops the engine.
+func (p *plane) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopLocked()
+}
+
+// Engine returns the running engine, or nil and why there is none.
+func (p *plane) Engine() (*dataplane.Engine, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.engine == nil {
+		if p.err == nil {
+			return nil, errNoEngine
+		}
+		return nil, p.err
+	}
+	return p.engine, nil
+}

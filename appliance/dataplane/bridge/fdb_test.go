@@ -1,0 +1,480 @@
+package bridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const sec = int64(time.Second)
+
+func mac(i int) [6]byte { return [6]byte{0x02, 0, byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i)} }
+
+func newFDB(t testing.TB, o Options) *FDB {
+	t.Helper()
+	f, err := New(o)
+	if err != nil {
+		t.Fatalf("New(%+v): %v", o, err)
+	}
+	return f
+}
+
+func TestLearnLookup(t *testing.T) {
+	type step struct {
+		op   string // learn, lookup, static, delete, sweep
+		mac  int
+		vid  uint16
+		port Port
+		at   int64 // seconds
+		// want
+		learn LearnResult
+		found bool
+		wport Port
+		swept int
+		errIs error
+	}
+	tests := []struct {
+		name  string
+		opts  Options
+		steps []step
+	}{
+		{"learn then lookup", Options{}, []step{
+			{op: "lookup", mac: 1, at: 0, found: false},
+			{op: "learn", mac: 1, port: 2, at: 0, learn: Learned},
+			{op: "lookup", mac: 1, at: 1, found: true, wport: 2},
+			{op: "learn", mac: 1, port: 2, at: 0, learn: Known},
+		}},
+		{"refresh after a second", Options{}, []step{
+			{op: "learn", mac: 1, port: 2, at: 0, learn: Learned},
+			{op: "learn", mac: 1, port: 2, at: 2, learn: Refreshed},
+			{op: "learn", mac: 1, port: 2, at: 2, learn: Known},
+		}},
+		{"move to a new port", Options{}, []step{
+			{op: "learn", mac: 1, port: 2, at: 0, learn: Learned},
+			{op: "learn", mac: 1, port: 3, at: 0, learn: Moved},
+			{op: "lookup", mac: 1, at: 0, found: true, wport: 3},
+		}},
+		{"vlans are independent", Options{}, []step{
+			{op: "learn", mac: 1, vid: 10, port: 2, learn: Learned},
+			{op: "learn", mac: 1, vid: 20, port: 3, learn: Learned},
+			{op: "lookup", mac: 1, vid: 10, found: true, wport: 2},
+			{op: "lookup", mac: 1, vid: 20, found: true, wport: 3},
+			{op: "lookup", mac: 1, vid: 0, found: false},
+		}},
+		{"shared vlan learning", Options{SharedVLAN: true}, []step{
+			{op: "learn", mac: 1, vid: 10, port: 2, learn: Learned},
+			{op: "learn", mac: 1, vid: 20, port: 3, learn: Moved},
+			{op: "lookup", mac: 1, vid: 0, found: true, wport: 3},
+		}},
+		{"aging", Options{AgingTime: 10 * time.Second}, []step{
+			{op: "learn", mac: 1, port: 2, at: 0, learn: Learned},
+			{op: "lookup", mac: 1, at: 10, found: true, wport: 2},
+			{op: "lookup", mac: 1, at: 11, found: false},
+			{op: "sweep", at: 11, swept: 1},
+			{op: "learn", mac: 1, port: 3, at: 12, learn: Learned},
+		}},
+		{"refresh keeps an active station", Options{AgingTime: 10 * time.Second}, []step{
+			{op: "learn", mac: 1, port: 2, at: 0, learn: Learned},
+			{op: "learn", mac: 1, port: 2, at: 8, learn: Refreshed},
+			{op: "lookup", mac: 1, at: 15, found: true, wport: 2},
+			{op: "sweep", at: 15, swept: 0},
+		}},
+		{"an expired entry elsewhere is relearned, not moved", Options{AgingTime: 10 * time.Second}, []step{
+			{op: "learn", mac: 1, port: 2, at: 0, learn: Learned},
+			{op: "learn", mac: 1, port: 3, at: 20, learn: Learned},
+		}},
+		{"no aging", Options{AgingTime: -1}, []step{
+			{op: "learn", mac: 1, port: 2, at: 0, learn: Learned},
+			{op: "lookup", mac: 1, at: 1 << 30, found: true, wport: 2},
+		}},
+		{"static entries neither move nor age", Options{AgingTime: 10 * time.Second}, []step{
+			{op: "static", mac: 1, port: 4},
+			{op: "learn", mac: 1, port: 2, at: 0, learn: NotLearned},
+			{op: "learn", mac: 1, port: 4, at: 0, learn: Known},
+			{op: "lookup", mac: 1, at: 1000, found: true, wport: 4},
+			{op: "sweep", at: 1000, swept: 0},
+			{op: "delete", mac: 1, found: true},
+			{op: "lookup", mac: 1, at: 1000, found: false},
+			{op: "delete", mac: 1, found: false},
+		}},
+		{"static overrides a learned entry", Options{}, []step{
+			{op: "learn", mac: 1, port: 2, learn: Learned},
+			{op: "static", mac: 1, port: 3},
+			{op: "lookup", mac: 1, found: true, wport: 3},
+		}},
+		{"group and zero addresses are not learned", Options{}, []step{
+			{op: "learn", mac: -1, port: 2, learn: NotLearned},
+			{op: "learn", mac: -2, port: 2, learn: NotLearned},
+			{op: "learn", mac: 1, port: 0, learn: NotLearned},
+			{op: "static", mac: -1, port: 2, errIs: ErrInvalidMAC},
+			{op: "static", mac: 1, port: 0, errIs: ErrPort},
+		}},
+	}
+	addr := func(i int) [6]byte {
+		switch i {
+		case -1:
+			return [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		case -2:
+			return [6]byte{}
+		}
+		return mac(i)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFDB(t, tt.opts)
+			for i, s := range tt.steps {
+				m := addr(s.mac)
+				at := s.at * sec
+				switch s.op {
+				case "learn":
+					if got := f.Learn(&m, s.vid, s.port, at); got != s.learn {
+						t.Errorf("step %d: Learn(%d, vid %d, port %d, %ds) = %d, want %d", i, s.mac, s.vid, s.port, s.at, got, s.learn)
+					}
+				case "lookup":
+					p, ok := f.Lookup(&m, s.vid, at)
+					if ok != s.found || p != s.wport {
+						t.Errorf("step %d: Lookup(%d, vid %d, %ds) = %d, %v, want %d, %v", i, s.mac, s.vid, s.at, p, ok, s.wport, s.found)
+					}
+				case "static":
+					err := f.AddStatic(m, s.vid, s.port)
+					if s.errIs == nil && err != nil || s.errIs != nil && !errors.Is(err, s.errIs) {
+						t.Errorf("step %d: AddStatic = %v, want %v", i, err, s.errIs)
+					}
+				case "delete":
+					if got := f.Delete(m, s.vid); got != s.found {
+						t.Errorf("step %d: Delete = %v, want %v", i, got, s.found)
+					}
+				case "sweep":
+					if got := f.Sweep(at); got != s.swept {
+						t.Errorf("step %d: Sweep(%ds) = %d, want %d", i, s.at, got, s.swept)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestStatsAndEntries(t *testing.T) {
+	f := newFDB(t, Options{AgingTime: 100 * time.Second})
+	m1, m2, m3 := mac(1), mac(2), mac(3)
+	f.Learn(&m1, 0, 1, 0)
+	f.Learn(&m2, 7, 2, 5*sec)
+	f.Learn(&m2, 7, 3, 5*sec) // move
+	if err := f.AddStatic(m3, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	f.Learn(&m3, 0, 1, 0) // conflict
+	got := f.Entries(nil, 10*sec)
+	slices.SortFunc(got, func(a, b Entry) int { return slices.Compare(a.MAC[:], b.MAC[:]) })
+	want := []Entry{
+		{MAC: m1, Port: 1, Age: 10 * time.Second},
+		{MAC: m2, VLAN: 7, Port: 3, Age: 5 * time.Second},
+		{MAC: m3, Port: 4, Static: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Entries (-want +got):\n%s", diff)
+	}
+	wantStats := Stats{Entries: 3, Static: 1, Capacity: DefaultCapacity, Learned: 2, Moves: 1, Conflicts: 1}
+	if diff := cmp.Diff(wantStats, f.Stats()); diff != "" {
+		t.Errorf("Stats (-want +got):\n%s", diff)
+	}
+	if n := f.Flush(3, false); n != 1 {
+		t.Errorf("Flush(3) = %d, want 1", n)
+	}
+	if n := f.Flush(0, false); n != 1 {
+		t.Errorf("Flush(all dynamic) = %d, want 1", n)
+	}
+	if n := f.Len(); n != 1 {
+		t.Errorf("Len after flushing dynamic entries = %d, want 1 (the static one)", n)
+	}
+	if n := f.Flush(0, true); n != 1 || f.Len() != 0 || f.Stats().Static != 0 {
+		t.Errorf("Flush(all) = %d, Len %d, Static %d; want 1, 0, 0", n, f.Len(), f.Stats().Static)
+	}
+	b, err := json.Marshal(want[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := `{"mac":"02:00:00:00:00:02","vlan":7,"port":3,"static":false,"age":5000000000}`; string(b) != w {
+		t.Errorf("JSON = %s, want %s", b, w)
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	for _, policy := range []FullPolicy{EvictOldest, Refuse} {
+		t.Run(fmt.Sprint(policy), func(t *testing.T) {
+			const capacity = 64
+			f := newFDB(t, Options{Capacity: capacity, Full: policy, AgingTime: -1})
+			learned := 0
+			for i := range 1000 {
+				m := mac(i)
+				if f.Learn(&m, 0, 1, int64(i)*int64(time.Millisecond)) == Learned {
+					learned++
+				}
+				if f.Len() > capacity {
+					t.Fatalf("after %d MACs: Len %d > capacity %d", i+1, f.Len(), capacity)
+				}
+			}
+			st := f.Stats()
+			if st.Entries != capacity {
+				t.Errorf("Entries = %d, want %d (full)", st.Entries, capacity)
+			}
+			switch policy {
+			case EvictOldest:
+				// Refusals happen only when the table is full and the
+				// MAC's bucket has nothing to evict: rare.
+				if st.Evicted == 0 || st.Refused >= st.Evicted {
+					t.Errorf("evict: Evicted %d, Refused %d; want evictions to dominate", st.Evicted, st.Refused)
+				}
+			case Refuse:
+				if st.Refused == 0 || st.Evicted != 0 || learned != capacity {
+					t.Errorf("refuse: Refused %d, Evicted %d, learned %d; want >0, 0, %d", st.Refused, st.Evicted, learned, capacity)
+				}
+				// The first MACs stay.
+				m := mac(0)
+				if _, ok := f.Lookup(&m, 0, 0); !ok {
+					t.Errorf("first MAC evicted under Refuse")
+				}
+			}
+		})
+	}
+}
+
+func TestStaticFullBucket(t *testing.T) {
+	f := newFDB(t, Options{Capacity: 1})
+	if err := f.AddStatic(mac(1), 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.AddStatic(mac(2), 0, 1); !errors.Is(err, ErrFull) {
+		t.Errorf("second static in a table of one: %v, want ErrFull", err)
+	}
+	m := mac(3)
+	if r := f.Learn(&m, 0, 2, 0); r != NotLearned {
+		t.Errorf("learning into a table full of statics = %d, want NotLearned", r)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	for _, o := range []Options{{Capacity: -1}, {Capacity: MaxCapacity + 1}, {Full: 7}} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) succeeded", o)
+		}
+	}
+}
+
+// TestModel runs random operations against the FDB and a map model with
+// a table big enough that nothing is evicted.
+func TestModel(t *testing.T) {
+	const aging = 50
+	f := newFDB(t, Options{Capacity: 4096, AgingTime: aging * time.Millisecond})
+	type ent struct {
+		port   Port
+		seen   int64
+		static bool
+	}
+	model := map[[2]int]ent{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := int64(0)
+	for i := range 20000 {
+		now += int64(rng.IntN(3)) * int64(time.Millisecond)
+		nowMs := now / int64(time.Millisecond)
+		mi, vid := rng.IntN(300), rng.IntN(3)
+		m := mac(mi)
+		k := [2]int{mi, vid}
+		e, ok := model[k]
+		live := ok && (e.static || nowMs-e.seen <= aging)
+		switch op := rng.IntN(10); {
+		case op < 6:
+			p := Port(1 + rng.IntN(4))
+			f.Learn(&m, uint16(vid), p, now)
+			switch {
+			case live && e.static:
+			case live && e.port == p:
+				// The FDB refreshes lazily (every aging/4 here).
+				if nowMs-e.seen >= aging/4 {
+					e.seen = nowMs
+				}
+				model[k] = e
+			default:
+				model[k] = ent{port: p, seen: nowMs}
+			}
+		case op < 9:
+			p, found := f.Lookup(&m, uint16(vid), now)
+			if found != live || live && p != e.port {
+				t.Fatalf("op %d: Lookup(%d, %d) at %dms = %d, %v; model %+v live %v", i, mi, vid, nowMs, p, found, e, live)
+			}
+		default:
+			if rng.IntN(2) == 0 {
+				p := Port(1 + rng.IntN(4))
+				if err := f.AddStatic(m, uint16(vid), p); err != nil {
+					t.Fatal(err)
+				}
+				model[k] = ent{port: p, static: true}
+			} else {
+				f.Delete(m, uint16(vid))
+				delete(model, k)
+			}
+		}
+	}
+}
+
+// TestConcurrent learns and looks up from several goroutines while
+// another sweeps and lists; run with -race. Every lookup must answer
+// a port that was really learned for that MAC.
+func TestConcurrent(t *testing.T) {
+	f := newFDB(t, Options{Capacity: 1024, AgingTime: time.Hour})
+	const workers, macs, rounds = 4, 200, 20000
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for i := range rounds {
+				mi := rng.IntN(macs)
+				m := mac(mi)
+				// MAC mi lives on port 1+mi%5 or 10+mi%5: both are valid.
+				p := Port(1 + mi%5)
+				if rng.IntN(2) == 0 {
+					p += 9
+				}
+				now := int64(i) * int64(time.Millisecond)
+				f.Learn(&m, 0, p, now)
+				m2 := mac(rng.IntN(macs))
+				if got, ok := f.Lookup(&m2, 0, now); ok {
+					base := 1 + (int(m2[4])<<8|int(m2[5]))%5 // m2 is mac(mi) with mi < 256
+					if int(got) != base && int(got) != base+9 {
+						t.Errorf("Lookup(%v) = %d, not a port it was learned on (%d or %d)", MAC(m2), got, base, base+9)
+						return
+					}
+				}
+			}
+		}()
+	}
+	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		var buf []Entry
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f.Sweep(0)
+			buf = f.Entries(buf[:0], 0)
+			if len(buf) > macs {
+				t.Errorf("Entries lists %d entries for %d MACs", len(buf), macs)
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	bg.Wait()
+	if n := f.Len(); n != macs {
+		t.Errorf("Len = %d, want %d", n, macs)
+	}
+}
+
+func TestZeroAllocs(t *testing.T) {
+	f := newFDB(t, Options{})
+	m1, m2 := mac(1), mac(2)
+	f.Learn(&m1, 0, 1, 0)
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		i++
+		f.Learn(&m1, 0, 1, int64(i)*int64(time.Millisecond))
+		m := mac(i)
+		f.Learn(&m, 0, 2, 0)
+		f.Lookup(&m2, 0, 0)
+		f.Lookup(&m1, 0, 0)
+	})
+	if allocs != 0 {
+		t.Errorf("Learn/Lookup allocate %v times per run", allocs)
+	}
+}
+
+func TestParseMAC(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    MAC
+		wantErr bool
+	}{
+		{"02:00:5e:10:00:01", MAC{2, 0, 0x5e, 0x10, 0, 1}, false},
+		{"FF-ff-FF-ff-FF-ff", MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, false},
+		{"02:00:5e:10:00", MAC{}, true},
+		{"02:00:5e:10:00:0g", MAC{}, true},
+		{"02:00:5e:10:00.01", MAC{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseMAC(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseMAC(%q) = %v, %v; want %v, err %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func FuzzParseMAC(f *testing.F) {
+	for _, s := range []string{"02:00:5e:10:00:01", "ff-ff-ff-ff-ff-ff", "", "zz:zz:zz:zz:zz:zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseMAC(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseMAC(m.String())
+		if err != nil || back != m {
+			t.Fatalf("round trip of %q: %v %v", s, back, err)
+		}
+	})
+}
+
+func BenchmarkLookup(b *testing.B) {
+	f := newFDB(b, Options{})
+	for i := range 1000 {
+		m := mac(i)
+		f.Learn(&m, 0, Port(1+i%4), 0)
+	}
+	m := mac(500)
+	b.ResetTimer()
+	for range b.N {
+		f.Lookup(&m, 0, 0)
+	}
+}
+
+func BenchmarkLearnKnown(b *testing.B) {
+	f := newFDB(b, Options{})
+	m := mac(7)
+	f.Learn(&m, 0, 1, 0)
+	b.ResetTimer()
+	for range b.N {
+		f.Learn(&m, 0, 1, 0)
+	}
+}
+
+func BenchmarkParallelLearnLookup(b *testing.B) {
+	f := newFDB(b, Options{})
+	for i := range 1000 {
+		m := mac(i)
+		f.Learn(&m, 0, Port(1+i%4), 0)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			m := mac(i % 1000)
+			f.Learn(&m, 0, Port(1+(i%1000)%4), 0)
+			d := mac((i * 7) % 1000)
+			f.Lookup(&d, 0, 0)
+		}
+	})
+}

@@ -1,0 +1,283 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"e1kbox/appliance/dataplane/bridge"
+	"e1kbox/rules"
+	"e1kbox/tuning"
+)
+
+// Mode is what the dataplane does with frames.
+type Mode string
+
+// Modes. Only bridge mode is implemented by this package's engine.
+const (
+	ModeBridge Mode = "bridge"
+)
+
+// MaxPorts bounds the number of ports (data ports plus the host port).
+const MaxPorts = 32
+
+// Defaults.
+const (
+	DefaultHostPortName = "host"
+	DefaultTxFrames     = 512 // per (worker, out port) TX-only socket
+	DefaultReplyFrames  = 64  // the ingress socket's own TX ring (rejects)
+)
+
+// Config is the dataplane's configuration. An Engine keeps it as an
+// immutable snapshot behind an atomic pointer: workers read it once per
+// batch, and Apply replaces it without stopping them. Treat a Config as
+// read-only once it was handed to New or Apply.
+type Config struct {
+	Mode Mode `json:"mode"`
+	// Ports are the data ports; their ids (rules.Key.InPort/OutPort, FDB
+	// ports) are 1..len(Ports) in this order, the host port's is
+	// len(Ports)+1.
+	Ports []Port `json:"ports"`
+	// HostPort, if set, attaches the box's own stack to the bridge.
+	HostPort *HostPort `json:"hostPort,omitempty"`
+	Bridge   Bridge    `json:"bridge,omitzero"`
+	// Rules is the filter; nil accepts everything.
+	Rules *rules.Ruleset `json:"rules,omitempty"`
+	// CPU is the plan that pins workers (tuning.CPUPlan.WorkerCPU by
+	// interface name); ports it does not name run unpinned.
+	CPU  tuning.CPUPlan `json:"cpu,omitzero"`
+	Ring Ring           `json:"ring,omitzero"`
+}
+
+// Port is one data port.
+type Port struct {
+	// Name is the port's name in rules (iif/oif) and the dashboard;
+	// default: the interface name.
+	Name string `json:"name,omitempty"`
+	// Interface is the kernel interface, e.g. "eth1".
+	Interface string `json:"interface"`
+	// MTU is the largest L2 payload forwarded to or accepted from the
+	// port; 0 uses the interface MTU.
+	MTU int `json:"mtu,omitempty"`
+	// Workers is the number of RX rings (PACKET_FANOUT_HASH members, each
+	// with its own worker); 0 means 1.
+	Workers int `json:"workers,omitempty"`
+	// NoLearn stops learning source addresses on the port; NoFlood stops
+	// flooding (broadcast, multicast, unknown unicast) to it.
+	NoLearn bool `json:"noLearn,omitempty"`
+	NoFlood bool `json:"noFlood,omitempty"`
+}
+
+// HostPort is the TAP port that holds the box's own addresses.
+type HostPort struct {
+	// Name is the port's name in rules; default DefaultHostPortName.
+	Name string `json:"name,omitempty"`
+	// Interface is the TAP device name; default hostport.DefaultName.
+	Interface string `json:"interface,omitempty"`
+	MTU       int    `json:"mtu,omitempty"`
+	// MAC of the kernel side; empty: random.
+	MAC       string         `json:"mac,omitempty"`
+	Addresses []netip.Prefix `json:"addresses,omitempty"`
+}
+
+// Bridge are the learning bridge's options.
+type Bridge struct {
+	// AgingTime of learned entries; 0 means bridge.DefaultAgingTime,
+	// negative disables aging.
+	AgingTime Duration `json:"agingTime,omitempty"`
+	// FDBSize is the FDB capacity; 0 means bridge.DefaultCapacity.
+	FDBSize int `json:"fdbSize,omitempty"`
+	// Refuse, when the FDB is full, keeps old entries instead of evicting
+	// the oldest (see bridge.FullPolicy).
+	Refuse bool `json:"refuseWhenFull,omitempty"`
+	// SharedVLAN keys the FDB by MAC only.
+	SharedVLAN bool `json:"sharedVLAN,omitempty"`
+	// Static entries.
+	Static []StaticEntry `json:"static,omitempty"`
+}
+
+// StaticEntry pins a MAC (in a VLAN, 0 for untagged) to a port by name.
+type StaticEntry struct {
+	MAC  bridge.MAC `json:"mac"`
+	VLAN uint16     `json:"vlan,omitempty"`
+	Port string     `json:"port"`
+}
+
+// Ring tunes the AF_PACKET rings; zero fields use afpacket's defaults
+// (and DefaultTxFrames for the per-pair TX sockets).
+type Ring struct {
+	BlockSize    int      `json:"blockSize,omitempty"`
+	BlockCount   int      `json:"blockCount,omitempty"`
+	BlockTimeout Duration `json:"blockTimeout,omitempty"`
+	TxFrames     int      `json:"txFrames,omitempty"`
+}
+
+// Duration is a time.Duration written as text ("300s", "2m") in JSON.
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// portName returns the port's rule name.
+func (p *Port) portName() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.Interface
+}
+
+func (h *HostPort) portName() string {
+	if h.Name != "" {
+		return h.Name
+	}
+	return DefaultHostPortName
+}
+
+// PortNames maps each port's name to its id, as rules.Compile wants it.
+func (c *Config) PortNames() map[string]uint16 {
+	m := make(map[string]uint16, len(c.Ports)+1)
+	for i := range c.Ports {
+		m[c.Ports[i].portName()] = uint16(i + 1)
+	}
+	if c.HostPort != nil {
+		m[c.HostPort.portName()] = uint16(len(c.Ports) + 1)
+	}
+	return m
+}
+
+// Validate checks the configuration without touching the system; errors
+// name the field.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch c.Mode {
+	case ModeBridge, "":
+	default:
+		add("mode: %q is not supported by the bridge engine (want %q)", c.Mode, ModeBridge)
+	}
+	n := len(c.Ports)
+	if c.HostPort != nil {
+		n++
+	}
+	if len(c.Ports) == 0 {
+		add("ports: no data ports")
+	}
+	if n > MaxPorts {
+		add("ports: %d ports, at most %d", n, MaxPorts)
+	}
+	names := map[string]string{}
+	ifaces := map[string]string{}
+	seen := func(at, name, iface string) {
+		if prev, ok := names[name]; ok {
+			add("%s.name: %q already names %s", at, name, prev)
+		}
+		names[name] = at
+		if prev, ok := ifaces[iface]; ok {
+			add("%s.interface: %q already used by %s", at, iface, prev)
+		}
+		ifaces[iface] = at
+	}
+	for i := range c.Ports {
+		p := &c.Ports[i]
+		at := fmt.Sprintf("ports[%d]", i)
+		if p.Interface == "" || len(p.Interface) > 15 || strings.ContainsAny(p.Interface, "/ \t") {
+			add("%s.interface: %q is not an interface name", at, p.Interface)
+		}
+		if p.MTU != 0 && (p.MTU < 68 || p.MTU > 65535) {
+			add("%s.mtu: %d outside 68..65535", at, p.MTU)
+		}
+		if p.Workers < 0 || p.Workers > 16 {
+			add("%s.workers: %d outside 0..16", at, p.Workers)
+		}
+		seen(at, p.portName(), p.Interface)
+	}
+	if h := c.HostPort; h != nil {
+		iface := h.Interface
+		if iface == "" {
+			iface = "e1khost0"
+		}
+		if len(iface) > 15 || strings.ContainsAny(iface, "/ \t") {
+			add("hostPort.interface: %q is not an interface name", iface)
+		}
+		if h.MTU != 0 && (h.MTU < 68 || h.MTU > 65535) {
+			add("hostPort.mtu: %d outside 68..65535", h.MTU)
+		}
+		if h.MAC != "" {
+			if m, err := bridge.ParseMAC(h.MAC); err != nil {
+				add("hostPort.mac: %v", err)
+			} else if bridge.IsGroup((*[6]byte)(&m)) || bridge.IsZero((*[6]byte)(&m)) {
+				add("hostPort.mac: %s is not a unicast address", h.MAC)
+			}
+		}
+		for j, a := range h.Addresses {
+			if !a.IsValid() {
+				add("hostPort.addresses[%d]: invalid prefix", j)
+			}
+		}
+		seen("hostPort", h.portName(), iface)
+	}
+	if c.Bridge.FDBSize < 0 || c.Bridge.FDBSize > bridge.MaxCapacity {
+		add("bridge.fdbSize: %d outside 0..%d", c.Bridge.FDBSize, bridge.MaxCapacity)
+	}
+	ids := c.PortNames()
+	for j, s := range c.Bridge.Static {
+		at := fmt.Sprintf("bridge.static[%d]", j)
+		m := [6]byte(s.MAC)
+		if bridge.IsGroup(&m) || bridge.IsZero(&m) {
+			add("%s.mac: %s is not a unicast address", at, s.MAC)
+		}
+		if s.VLAN > 4094 {
+			add("%s.vlan: %d outside 0..4094", at, s.VLAN)
+		}
+		if _, ok := ids[s.Port]; !ok {
+			add("%s.port: unknown port %q", at, s.Port)
+		}
+	}
+	if c.Ring.TxFrames < 0 || c.Ring.BlockSize < 0 || c.Ring.BlockCount < 0 || c.Ring.BlockTimeout < 0 {
+		add("ring: negative size or timeout")
+	}
+	if c.Rules != nil {
+		if _, err := rules.Compile(c.Rules, rules.Options{Ports: ids}); err != nil {
+			add("rules: %w", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sameTopology reports whether b can replace a without reopening sockets:
+// same ports in the same order with the same interfaces, MTUs and worker
+// counts, the same host port and ring sizes.
+func sameTopology(a, b *Config) bool {
+	if len(a.Ports) != len(b.Ports) || (a.HostPort == nil) != (b.HostPort == nil) || a.Ring != b.Ring {
+		return false
+	}
+	for i := range a.Ports {
+		p, q := &a.Ports[i], &b.Ports[i]
+		if p.portName() != q.portName() || p.Interface != q.Interface || p.MTU != q.MTU || max(p.Workers, 1) != max(q.Workers, 1) {
+			return false
+		}
+	}
+	if a.HostPort != nil {
+		h, k := a.HostPort, b.HostPort
+		if h.portName() != k.portName() || h.Interface != k.Interface || h.MTU != k.MTU || h.MAC != k.MAC ||
+			fmt.Sprint(h.Addresses) != fmt.Sprint(k.Addresses) {
+			return false
+		}
+	}
+	if a.Bridge.FDBSize != b.Bridge.FDBSize || a.Bridge.Refuse != b.Bridge.Refuse || a.Bridge.SharedVLAN != b.Bridge.SharedVLAN {
+		return false
+	}
+	return fmt.Sprint(a.CPU.Ports) == fmt.Sprint(b.CPU.Ports)
+}

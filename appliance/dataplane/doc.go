@@ -1,0 +1,92 @@
+// Package dataplane is e1kbox's userspace bridge engine: per-ring workers that forward frames between AF_PACKET ports and a TAP host port.
+//
+// # Worker model
+//
+// Every RX ring has one worker goroutine: one per data port, or one per
+// PACKET_FANOUT_HASH member when Port.Workers > 1, plus one for the host
+// port. A worker locks its OS thread and pins it with SchedSetaffinity to
+// the CPU that tuning.CPUPlan.WorkerCPU gives its interface (the plan that
+// also places the port's IRQs; fanout members take the following CPUs of
+// the plan). Per batch — one TPACKET_V3 block, or up to 64 frames read
+// from the TAP — it loads the configuration snapshot (an immutable
+// *settings behind an atomic.Pointer, replaced by Apply) and the link
+// states once, reads the clock once, handles every frame, hands the RX
+// block back, calls Flush once on each TX ring it filled, and publishes its
+// counters. Per frame: frame.Parse (ParseWithTag for a tag the kernel
+// stripped), FDB learn of the source and lookup of the destination (or
+// flood), one rules lookup per output copy (the worker's rules.Worker with
+// its flow cache), and a copy into the output's TX ring. The per-frame path
+// allocates nothing (TestZeroAllocs) and takes no lock.
+//
+// Counters are the worker's own plain fields, stored once per batch into a
+// padded block of atomics that Snapshot sums; a worker that panics is
+// recovered, counted (WorkerStats.Panics, LastPanic with its stack) and
+// restarted on the same pinned thread after a backoff of 100 ms doubling to
+// 5 s. Close closes the RX rings and the TAP, which wakes every worker, and
+// waits up to 3 s for them.
+//
+// # TX ownership
+//
+// Every TX ring has exactly one owner, so no TX path is shared between
+// goroutines and nothing on the hot path is locked across ports: each
+// worker opens its own TX-only AF_PACKET socket (NoRX, QDISC_BYPASS) on
+// every other data port, and uses the TX ring of its own RX socket only for
+// reject answers, which leave through the ingress port. The alternatives
+// were a TX ring per port shared under a lock (contention and a lock on the
+// hot path), or handing frames to the out port's worker through queues (a
+// second copy and a cross-core hand-off per frame). The cost of per-pair
+// sockets is memory: workers × (ports − 1) TX rings of DefaultTxFrames
+// (512) slots, about 0.8 MiB each at MTU 1500 and 6 MiB at 9000. The
+// kernel serializes the sockets of one port on the NIC's queue; frames of
+// one flow come from one RX ring, so their order holds.
+//
+// The host port is a TAP device (package hostport): the kernel's frames
+// are read from the TAP descriptor and frames for the kernel are written to
+// it. Each worker stages its frames for the host port in its own small
+// buffer (hostStage) and writes them, one write(2) per frame, when it
+// flushes its batch; the kernel keeps each write whole, so the descriptor
+// needs no lock of ours. An AF_PACKET ring cannot stand in here: bound to
+// the TAP, its TX side would send frames out of the TAP, to the descriptor,
+// not into the kernel. The host port's MAC is a static FDB entry.
+//
+// # Bridging
+//
+// Group and unknown-unicast destinations are flooded to every other port
+// (not to ports with NoFlood or a link down) and never back out of the
+// ingress port; a destination learned on the ingress port is filtered
+// (DropLocal). Frames with a group or zero source, and 802.1D link-local
+// destinations (01:80:c2:00:00:0x), are dropped. VLAN tags are kept: the
+// FDB is keyed by MAC and outer VLAN id (Bridge.SharedVLAN keys by MAC
+// only), and a tag the kernel stripped into tp_vlan_tci is written back
+// with AppendTagged. Lengths follow the kernel's rule for each side's MTU
+// (MTU+14 bytes, MTU+18 with an 802.1Q outer tag); longer frames are
+// dropped as oversize, per output copy. Frames the parser rejects are
+// dropped by the parser's reason. A port whose link goes down loses its
+// learned entries.
+//
+// # Rules
+//
+// Every copy of a forwarded frame is looked up with Key.OutPort set to its
+// output port: a flood is decided per output port, so "oif" rules apply to
+// floods too (per-rule counters then count each copy). Frames between
+// data ports use chain forward, frames to the host port chain input, frames
+// from it chain output. Bridge mode tracks no connections: Key.CtState is
+// always untracked. A reject drops the copy and, once per frame, answers
+// on the ingress port with a TCP RST or an ICMP/ICMPv6 port unreachable
+// (buildReject; never for group destinations, ICMP errors, RSTs or later
+// fragments); the rules package's limiter turns rejects over its rate into
+// drops.
+//
+// # FDB concurrency
+//
+// The FDB (package bridge) is a fixed array of 7-way buckets, each guarded
+// by a sequence word (seqlock). A lookup reads a bucket's keys and the
+// matching value with atomic loads and retries if the sequence changed: it
+// never writes shared memory. Learning a known MAC on the same port is the
+// same read; the last-seen time is rewritten at most once a second. Only a
+// new MAC, a move, or a refresh locks the MAC's bucket (the sequence word
+// doubles as the lock), so workers only ever contend on one bucket. The
+// capacity is fixed at New; when it (or a bucket) is full, the oldest
+// dynamic entry of the bucket is evicted, or with Bridge.Refuse the new MAC
+// is not learned.
+package dataplane

@@ -1,0 +1,576 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"e1kbox/appliance/dataplane/afpacket"
+	"e1kbox/appliance/dataplane/bridge"
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/hostport"
+	"e1kbox/rules"
+)
+
+// ErrRestartRequired is returned by Apply for a configuration that
+// changes what the engine opened (ports, interfaces, MTUs, worker counts,
+// host port, ring sizes, FDB size or policy, CPU plan): close the engine
+// and start a new one.
+var ErrRestartRequired = errors.New("dataplane: configuration change needs a restart")
+
+// Timing of the control loops.
+const (
+	pollTimeout   = 100 * time.Millisecond // a worker's wait for a block; its idle tick
+	linkPoll      = 250 * time.Millisecond
+	sweepInterval = time.Second
+	minBackoff    = 100 * time.Millisecond
+	maxBackoff    = 5 * time.Second
+	stopTimeout   = 3 * time.Second
+)
+
+// Options are the engine's dependencies.
+type Options struct {
+	// Log receives worker restarts and link changes; nil uses slog.Default().
+	Log *slog.Logger
+}
+
+// Engine runs the bridge: one worker per RX ring, the FDB, the rules, the
+// host port, and the link monitor.
+type Engine struct {
+	log   *slog.Logger
+	start time.Time
+	cur   atomic.Pointer[settings]
+
+	mu      sync.Mutex // Apply, Start, Close
+	ports   []*portInfo
+	fdb     *bridge.FDB
+	rules   *rules.Set
+	host    *hostport.Port
+	hostMAC [6]byte
+	nl      *netlink.Handle
+	workers []*worker
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	started bool
+	closed  bool
+}
+
+// New checks cfg, opens every port's rings (and the host port) in the
+// calling thread's network namespace, sets the data ports up, and returns
+// an engine ready to Start. On error nothing stays open.
+func New(cfg *Config, opts Options) (e *Engine, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("dataplane: %w", err)
+	}
+	e = &Engine{log: opts.Log, start: time.Now(), stop: make(chan struct{})}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	defer func() {
+		if err != nil {
+			e.release()
+		}
+	}()
+	if e.nl, err = netlink.NewHandle(); err != nil {
+		return nil, fmt.Errorf("dataplane: netlink: %w", err)
+	}
+	e.ports = make([]*portInfo, len(cfg.Ports)+1, len(cfg.Ports)+2)
+	for i := range cfg.Ports {
+		p := &cfg.Ports[i]
+		link, err := e.nl.LinkByName(p.Interface)
+		if err != nil {
+			return nil, fmt.Errorf("dataplane: port %s: interface %s: %w", p.portName(), p.Interface, err)
+		}
+		if link.Attrs().Flags&net.FlagUp == 0 {
+			if err := e.nl.LinkSetUp(link); err != nil {
+				return nil, fmt.Errorf("dataplane: port %s: set %s up: %w", p.portName(), p.Interface, err)
+			}
+		}
+		mtu := p.MTU
+		if mtu == 0 {
+			mtu = link.Attrs().MTU
+		} else if mtu != link.Attrs().MTU {
+			// The kernel's TX length check follows the interface MTU.
+			if err := e.nl.LinkSetMTU(link, mtu); err != nil {
+				return nil, fmt.Errorf("dataplane: port %s: set %s MTU %d: %w", p.portName(), p.Interface, mtu, err)
+			}
+		}
+		e.ports[i+1] = &portInfo{id: uint16(i + 1), name: p.portName(), iface: p.Interface, mtu: mtu}
+	}
+	if h := cfg.HostPort; h != nil {
+		hc := hostport.Config{Name: h.Interface, MTU: h.MTU, Addrs: h.Addresses}
+		if h.MAC != "" {
+			m, _ := bridge.ParseMAC(h.MAC) // validated
+			hc.MAC = net.HardwareAddr(m[:])
+		}
+		if e.host, err = hostport.Open(hc); err != nil {
+			return nil, fmt.Errorf("dataplane: host port: %w", err)
+		}
+		copy(e.hostMAC[:], e.host.MAC())
+		e.ports = append(e.ports, &portInfo{id: uint16(len(e.ports)), name: h.portName(), iface: e.host.Name(), host: true, mtu: e.host.MTU()})
+	}
+	full := bridge.EvictOldest
+	if cfg.Bridge.Refuse {
+		full = bridge.Refuse
+	}
+	if e.fdb, err = bridge.New(bridge.Options{Capacity: cfg.Bridge.FDBSize, AgingTime: time.Duration(cfg.Bridge.AgingTime),
+		Full: full, SharedVLAN: cfg.Bridge.SharedVLAN}); err != nil {
+		return nil, fmt.Errorf("dataplane: %w", err)
+	}
+	if err := e.setStatics(nil, cfg); err != nil {
+		return nil, err
+	}
+	nworkers := 0
+	for _, p := range cfg.Ports {
+		nworkers += max(p.Workers, 1)
+	}
+	if e.host != nil {
+		nworkers++
+	}
+	e.rules = rules.NewSet(rules.SetOptions{Workers: nworkers})
+	if err := e.setRules(cfg); err != nil {
+		return nil, err
+	}
+	e.cur.Store(newSettings(cfg))
+	if err := e.openWorkers(cfg); err != nil {
+		return nil, err
+	}
+	e.pollLinks()
+	return e, nil
+}
+
+// openWorkers opens each worker's RX socket and its TX sockets: one TX-only
+// socket per (worker, other data port) and a stage into the host port.
+func (e *Engine) openWorkers(cfg *Config) error {
+	rc := cfg.Ring
+	txFrames := rc.TxFrames
+	if txFrames == 0 {
+		txFrames = DefaultTxFrames
+	}
+	pid := os.Getpid()
+	open := func(in *portInfo, rx *afpacket.Socket) (*worker, error) {
+		w := &worker{id: len(e.workers), e: e, port: in, rx: rx, cpu: -1, shared: newSharedCounters(len(e.ports))}
+		e.workers = append(e.workers, w) // before any error: release closes what it holds
+		w.txOf = make([]*afpacket.Socket, len(e.ports))
+		tx := make([]txPort, len(e.ports))
+		for _, out := range e.ports[1:] {
+			switch {
+			case out.host:
+				w.stage = newHostStage(e.host.Write, out.mtu+frame.EthernetHeaderLen+2*frame.VLANTagLen)
+				tx[out.id] = w.stage
+			case out == in:
+				if rx != nil {
+					tx[out.id] = rx // its own TX ring answers rejects
+					w.txOf[out.id] = rx
+				}
+			default:
+				s, err := afpacket.Open(out.iface, afpacket.Config{NoRX: true, MTU: out.mtu, TxFrames: txFrames})
+				if err != nil {
+					return nil, fmt.Errorf("dataplane: worker %d (%s): TX to %s: %w", w.id, in.name, out.name, err)
+				}
+				w.txOf[out.id] = s
+				tx[out.id] = s
+			}
+		}
+		w.fwd = newFwd(in, e.ports, tx, e.fdb, e.rules.Worker(w.id), &e.cur)
+		return w, nil
+	}
+	for i := range cfg.Ports {
+		p := &cfg.Ports[i]
+		in := e.ports[i+1]
+		n := max(p.Workers, 1)
+		cpu, pinned := cfg.CPU.WorkerCPU(p.Interface)
+		for m := range n {
+			ac := afpacket.Config{MTU: in.mtu, BlockSize: rc.BlockSize, BlockCount: rc.BlockCount,
+				BlockTimeout: time.Duration(rc.BlockTimeout), TxFrames: DefaultReplyFrames}
+			if n > 1 {
+				ac.Fanout = &afpacket.Fanout{ID: uint16(pid*MaxPorts + i), Mode: afpacket.FanoutHash}
+			}
+			rx, err := afpacket.Open(p.Interface, ac)
+			if err != nil {
+				return fmt.Errorf("dataplane: port %s: %w", in.name, err)
+			}
+			w, err := open(in, rx)
+			if err != nil {
+				return err
+			}
+			if pinned {
+				w.cpu = memberCPU(cfg.CPU.CPUs, cpu, m)
+			}
+		}
+	}
+	if e.host != nil {
+		w, err := open(e.ports[len(e.ports)-1], nil)
+		if err != nil {
+			return err
+		}
+		w.buf = make([]byte, 65536+64)
+	}
+	return nil
+}
+
+// memberCPU spreads the fanout members of a port over the CPUs, starting
+// at the port's planned CPU.
+func memberCPU(cpus []int, first, m int) int {
+	if m == 0 || len(cpus) == 0 {
+		return first
+	}
+	i := slices.Index(cpus, first)
+	if i < 0 {
+		return first
+	}
+	return cpus[(i+m)%len(cpus)]
+}
+
+// setStatics replaces the static FDB entries of old (nil: none) with
+// those of cfg, and keeps the host port's MAC static.
+func (e *Engine) setStatics(old, cfg *Config) error {
+	ids := cfg.PortNames()
+	type key struct {
+		mac  bridge.MAC
+		vlan uint16
+	}
+	want := map[key]uint16{}
+	for _, s := range cfg.Bridge.Static {
+		want[key{s.MAC, s.VLAN}] = ids[s.Port]
+	}
+	if e.host != nil {
+		want[key{e.hostMAC, 0}] = uint16(len(e.ports) - 1)
+	}
+	if old != nil {
+		for _, s := range old.Bridge.Static {
+			if _, ok := want[key{s.MAC, s.VLAN}]; !ok {
+				e.fdb.Delete(s.MAC, s.VLAN)
+			}
+		}
+	}
+	for k, port := range want {
+		if err := e.fdb.AddStatic(k.mac, k.vlan, port); err != nil {
+			return fmt.Errorf("dataplane: static FDB entry %s vlan %d: %w", k.mac, k.vlan, err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) setRules(cfg *Config) error {
+	rs := cfg.Rules
+	if rs == nil {
+		rs = &rules.Ruleset{}
+	}
+	t, err := rules.Compile(rs, rules.Options{Ports: cfg.PortNames()})
+	if err != nil {
+		return fmt.Errorf("dataplane: rules: %w", err)
+	}
+	e.rules.Swap(t)
+	return nil
+}
+
+// Start starts the workers and the link monitor.
+func (e *Engine) Start() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("dataplane: engine closed")
+	}
+	if e.started {
+		return errors.New("dataplane: engine already started")
+	}
+	e.started = true
+	for _, w := range e.workers {
+		e.wg.Add(1)
+		go w.run()
+	}
+	e.wg.Add(1)
+	go e.monitor()
+	e.log.Info("dataplane started", "ports", len(e.ports)-1, "workers", len(e.workers))
+	return nil
+}
+
+// Close stops the workers (within a few seconds) and closes every ring
+// and the host port. It is safe to call more than once.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	close(e.stop)
+	// Wake the workers: RX rings and the host port return ErrClosed.
+	for _, w := range e.workers {
+		if w.rx != nil {
+			w.rx.Close()
+		}
+	}
+	if e.host != nil {
+		e.host.Close()
+	}
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-time.After(stopTimeout):
+		err = fmt.Errorf("dataplane: workers did not stop within %v", stopTimeout)
+	}
+	return errors.Join(err, e.release())
+}
+
+// release closes everything New opened.
+func (e *Engine) release() error {
+	var errs []error
+	for _, w := range e.workers {
+		if w.rx != nil {
+			if err := w.rx.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, s := range w.txOf {
+			if s != nil && s != w.rx {
+				if err := s.Close(); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if e.host != nil {
+		if err := e.host.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if e.nl != nil {
+		e.nl.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// Apply replaces the configuration without stopping forwarding: aging
+// time, static entries, rules, per-port learning and flooding. A change
+// of anything the engine opened returns ErrRestartRequired and changes
+// nothing.
+func (e *Engine) Apply(cfg *Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("dataplane: %w", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.cur.Load().cfg
+	if !sameTopology(old, cfg) {
+		return ErrRestartRequired
+	}
+	rs := cfg.Rules
+	if rs == nil {
+		rs = &rules.Ruleset{}
+	}
+	t, err := rules.Compile(rs, rules.Options{Ports: cfg.PortNames()})
+	if err != nil {
+		return fmt.Errorf("dataplane: rules: %w", err)
+	}
+	if err := e.setStatics(old, cfg); err != nil {
+		return err
+	}
+	e.fdb.SetAgingTime(agingOf(cfg))
+	e.rules.Swap(t)
+	e.cur.Store(newSettings(cfg))
+	return nil
+}
+
+func agingOf(cfg *Config) time.Duration {
+	if cfg.Bridge.AgingTime == 0 {
+		return bridge.DefaultAgingTime
+	}
+	return time.Duration(cfg.Bridge.AgingTime)
+}
+
+// Config returns the configuration in force. Do not modify it.
+func (e *Engine) Config() *Config { return e.cur.Load().cfg }
+
+// Rules returns the rule set (tables, per-rule counters, logs).
+func (e *Engine) Rules() *rules.Set { return e.rules }
+
+// FDB returns the forwarding database.
+func (e *Engine) FDB() *bridge.FDB { return e.fdb }
+
+// Now is the engine's monotonic clock, as the FDB sees it.
+func (e *Engine) Now() int64 { return int64(time.Since(e.start)) }
+
+// FDBEntries lists the live FDB entries with their port names.
+func (e *Engine) FDBEntries() []FDBEntry {
+	ents := e.fdb.Entries(nil, e.Now())
+	out := make([]FDBEntry, len(ents))
+	for i, en := range ents {
+		out[i] = FDBEntry{Entry: en}
+		if int(en.Port) < len(e.ports) && en.Port > 0 {
+			out[i].PortName = e.ports[en.Port].name
+		}
+	}
+	return out
+}
+
+// monitor polls the links and sweeps the FDB until the engine stops.
+func (e *Engine) monitor() {
+	defer e.wg.Done()
+	t := time.NewTicker(linkPoll)
+	defer t.Stop()
+	lastSweep := time.Now()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		e.pollLinks()
+		if time.Since(lastSweep) >= sweepInterval {
+			e.fdb.Sweep(e.Now())
+			lastSweep = time.Now()
+		}
+	}
+}
+
+// pollLinks updates each port's link state: administratively up with a
+// carrier (IFF_UP and IFF_LOWER_UP). A port that goes down loses its
+// learned FDB entries.
+func (e *Engine) pollLinks() {
+	for _, p := range e.ports[1:] {
+		up := false
+		if link, err := e.nl.LinkByName(p.iface); err == nil {
+			a := link.Attrs()
+			up = a.Flags&net.FlagUp != 0 && a.RawFlags&unix.IFF_LOWER_UP != 0
+		}
+		if was := p.up.Swap(up); was != up {
+			e.log.Info("dataplane link", "port", p.name, "interface", p.iface, "up", up)
+			if !up {
+				e.fdb.Flush(p.id, false)
+			}
+		}
+	}
+}
+
+// Health is whether every port forwards: its workers run and its link is up.
+type Health struct {
+	OK    bool         `json:"ok"`
+	Ports []PortHealth `json:"ports"`
+}
+
+// PortHealth is one port's part of Health.
+type PortHealth struct {
+	Name      string `json:"name"`
+	Interface string `json:"interface"`
+	Kind      string `json:"kind"`
+	LinkUp    bool   `json:"linkUp"`
+	Workers   int    `json:"workers"`
+	Running   int    `json:"running"`
+	OK        bool   `json:"ok"`
+}
+
+// Health reports per port whether its workers run and its link is up.
+func (e *Engine) Health() Health {
+	h := Health{OK: true}
+	e.mu.Lock()
+	stopped := !e.started || e.closed
+	e.mu.Unlock()
+	for _, p := range e.ports[1:] {
+		ph := PortHealth{Name: p.name, Interface: p.iface, Kind: kindOf(p), LinkUp: p.up.Load()}
+		for _, w := range e.workers {
+			if w.port == p {
+				ph.Workers++
+				if w.running.Load() {
+					ph.Running++
+				}
+			}
+		}
+		ph.OK = !stopped && ph.LinkUp && ph.Workers > 0 && ph.Running == ph.Workers
+		h.OK = h.OK && ph.OK
+		h.Ports = append(h.Ports, ph)
+	}
+	return h
+}
+
+func kindOf(p *portInfo) string {
+	if p.host {
+		return "host"
+	}
+	return "data"
+}
+
+// Snapshot returns the engine's counters and state. It takes no lock the
+// workers use: it loads their published counters (updated once per
+// batch) and reads the sockets' kernel statistics.
+func (e *Engine) Snapshot() Snapshot {
+	now := time.Now()
+	s := Snapshot{
+		Time:    now,
+		Uptime:  Duration(now.Sub(e.start).Round(time.Millisecond)),
+		Mode:    ModeBridge,
+		Ports:   make([]PortStats, len(e.ports)-1),
+		Workers: make([]WorkerStats, len(e.workers)),
+		FDB:     e.fdb.Stats(),
+	}
+	t := e.rules.Table()
+	s.Rules = RuleStats{Generation: t.Generation(), Rules: len(t.Rules()), RejectsLimited: e.rules.RejectsLimited()}
+	for i, p := range e.ports[1:] {
+		s.Ports[i] = PortStats{ID: p.id, Name: p.name, Interface: p.iface, Kind: kindOf(p), MTU: p.mtu, LinkUp: p.up.Load()}
+	}
+	for i, w := range e.workers {
+		c := w.shared
+		ps := &s.Ports[w.port.id-1]
+		ps.Workers++
+		running := w.running.Load()
+		if running {
+			ps.Running++
+		}
+		ps.RxPackets += c.rxPackets.Load()
+		ps.RxBytes += c.rxBytes.Load()
+		ps.Flooded += c.flooded.Load()
+		ps.RejectsSent += c.rejectsSent.Load()
+		ps.Ring.TxErrors += c.txFlushErrors.Load()
+		for r := range c.drops {
+			v := c.drops[r].Load()
+			ps.Drops[r] += v
+			s.Drops[r] += v
+		}
+		for id := 1; id < len(c.txPackets); id++ {
+			s.Ports[id-1].TxPackets += c.txPackets[id].Load()
+			s.Ports[id-1].TxBytes += c.txBytes[id].Load()
+		}
+		if w.rx != nil {
+			st := w.rx.Stats()
+			ps.Ring.RxDrops += st.RxDrops
+			ps.Ring.RxFreezes += st.RxFreezes
+			ps.Ring.RxTruncated += st.RxTruncated
+			ps.Ring.RxCorrupt += st.RxCorrupt
+		}
+		for id, sock := range w.txOf {
+			if sock == nil {
+				continue
+			}
+			st := sock.Stats()
+			r := &s.Ports[id-1].Ring
+			r.TxENOBUFS += st.TxENOBUFS
+			r.TxEAGAIN += st.TxEAGAIN
+			r.TxStalls += st.TxStalls
+			r.TxWrongFormat += st.TxWrongFormat
+			r.TxOversize += st.TxOversize
+			r.TxDropped += st.TxDropped
+		}
+		if w.stage != nil {
+			s.Ports[len(s.Ports)-1].Ring.TxErrors += w.stage.errs.Load()
+		}
+		w.mu.Lock()
+		last := w.lastPanic
+		w.mu.Unlock()
+		s.Workers[i] = WorkerStats{ID: w.id, Port: w.port.name, CPU: int(w.pinned.Load()), Running: running,
+			Batches: c.batches.Load(), Panics: w.panics.Load(), Restarts: w.restarts.Load(), LastPanic: last,
+			CacheHits: c.cacheHits.Load(), CacheMisses: c.cacheMisses.Load()}
+	}
+	return s
+}

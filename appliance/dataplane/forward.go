@@ -1,0 +1,324 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"sync/atomic"
+
+	"e1kbox/appliance/dataplane/bridge"
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/rules"
+)
+
+// txPort is a transmit ring as the forwarding path sees it. It is owned
+// by exactly one worker. *afpacket.Socket implements it; so does the host
+// port's per-worker stage.
+type txPort interface {
+	Append(frame []byte) bool
+	AppendTagged(frame []byte, tpid, tci uint16) bool
+	TxSlot() []byte
+	TxCommit(n int) bool
+	Flush() error
+}
+
+// portInfo is a port as the engine opened it; only up changes.
+type portInfo struct {
+	id    uint16
+	name  string // rule name
+	iface string
+	host  bool
+	mtu   int
+	up    atomic.Bool // link state, from the link monitor
+}
+
+// settings is the immutable snapshot the workers load once per batch.
+type settings struct {
+	cfg   *Config
+	ports []portSettings // by port id; [0] unused
+}
+
+type portSettings struct {
+	noLearn, noFlood bool
+}
+
+func newSettings(cfg *Config) *settings {
+	s := &settings{cfg: cfg, ports: make([]portSettings, len(cfg.Ports)+2)}
+	for i, p := range cfg.Ports {
+		s.ports[i+1] = portSettings{noLearn: p.NoLearn, noFlood: p.NoFlood}
+	}
+	return s
+}
+
+// fwd is one worker's forwarding state: everything the per-frame path
+// touches, owned by the worker's goroutine alone.
+type fwd struct {
+	in    *portInfo
+	ports []*portInfo // by id; [0] nil
+	tx    []txPort    // by out port id; tx[in.id] answers rejects on the ingress port
+	fdb   *bridge.FDB
+	rw    *rules.Worker
+	cur   *atomic.Pointer[settings]
+
+	// per batch
+	set       *settings
+	up        []bool // by id
+	now, mono int64  // wall clock (rules counters) and engine clock (FDB), ns
+	dirty     uint64 // ports with frames queued since the last flush
+
+	// per frame
+	f        frame.Frame
+	key      rules.Key
+	rejected bool
+
+	c counters
+}
+
+func newFwd(in *portInfo, ports []*portInfo, tx []txPort, fdb *bridge.FDB, rw *rules.Worker, cur *atomic.Pointer[settings]) *fwd {
+	w := &fwd{in: in, ports: ports, tx: tx, fdb: fdb, rw: rw, cur: cur, up: make([]bool, len(ports))}
+	w.c.init(len(ports))
+	return w
+}
+
+// begin starts a batch: it loads the configuration snapshot and the link
+// states once for all frames of the batch.
+func (w *fwd) begin(now, mono int64) {
+	w.set = w.cur.Load()
+	w.now, w.mono = now, mono
+	for id, p := range w.ports {
+		if p != nil {
+			w.up[id] = p.up.Load()
+		}
+	}
+	w.c.batches++
+}
+
+// fits applies the kernel's length rule for a frame on the wire (wire
+// bytes, any VLAN tag included) on a port with MTU mtu: MTU+14, or MTU+18
+// when the outer tag is 802.1Q.
+func fits(mtu, wire int, outerTPID uint16) bool {
+	limit := mtu + frame.EthernetHeaderLen
+	if outerTPID == frame.EtherTypeVLAN {
+		limit += frame.VLANTagLen
+	}
+	return wire <= limit
+}
+
+func (w *fwd) drop(r Drop) { w.c.drops[r]++ }
+
+// handle forwards one received frame. data is the frame from the
+// destination MAC on; origLen its length before any truncation; a tag the
+// kernel stripped is in tag when stripped. It does not allocate.
+func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag) {
+	wire := len(data)
+	var outer uint16
+	if stripped {
+		wire += frame.VLANTagLen
+		if tag.TPID == 0 {
+			tag.TPID = frame.EtherTypeVLAN
+		}
+		outer = tag.TPID
+	} else if len(data) >= frame.EthernetHeaderLen {
+		outer = binary.BigEndian.Uint16(data[12:])
+	}
+	w.c.rxPackets++
+	w.c.rxBytes += uint64(wire)
+	if origLen > len(data) {
+		w.drop(Drop(frame.ReasonTruncated))
+		return
+	}
+	if !fits(w.in.mtu, wire, outer) {
+		w.drop(DropOversize)
+		return
+	}
+	f := &w.f
+	var err error
+	if stripped {
+		err = frame.ParseWithTag(data, tag, f)
+	} else {
+		err = frame.Parse(data, f)
+	}
+	if err != nil {
+		w.drop(Drop(frame.ReasonOf(err)))
+		return
+	}
+	if bridge.IsGroup(&f.Src) || bridge.IsZero(&f.Src) {
+		w.drop(DropBadSource)
+		return
+	}
+	if f.Dst[0] == 0x01 && f.Dst[1] == 0x80 && f.Dst[2] == 0xc2 && f.Dst[3] == 0 && f.Dst[4] == 0 && f.Dst[5]&0xf0 == 0 {
+		w.drop(DropLinkLocal)
+		return
+	}
+	var vid uint16
+	if f.NTags > 0 {
+		vid = f.Tags[0].VID()
+	}
+	in := w.in.id
+	if !w.set.ports[in].noLearn {
+		w.fdb.Learn(&f.Src, vid, in, w.mono)
+	}
+	w.fillKey()
+	w.rejected = false
+	if !bridge.IsGroup(&f.Dst) {
+		out, ok := w.fdb.Lookup(&f.Dst, vid, w.mono)
+		switch {
+		case !ok:
+			// unknown unicast: flood
+		case out == in:
+			w.drop(DropLocal)
+			return
+		case int(out) >= len(w.ports):
+			w.drop(DropPortDown)
+			return
+		default:
+			w.forward(out, data, stripped, tag, wire, outer, false)
+			return
+		}
+	}
+	w.c.flooded++
+	for id := 1; id < len(w.ports); id++ {
+		if id == int(in) || w.set.ports[id].noFlood {
+			continue
+		}
+		w.forward(uint16(id), data, stripped, tag, wire, outer, true)
+	}
+}
+
+// forward sends one copy of the frame to port out after the rules had
+// their say. Copies of a flood to ports whose link is down are skipped
+// without counting a drop.
+func (w *fwd) forward(out uint16, data []byte, stripped bool, tag frame.VLANTag, wire int, outer uint16, flood bool) {
+	op := w.ports[out]
+	if !w.up[out] {
+		if !flood {
+			w.drop(DropPortDown)
+		}
+		return
+	}
+	if !fits(op.mtu, wire, outer) {
+		w.drop(DropOversize)
+		return
+	}
+	k := &w.key
+	k.OutPort = out
+	switch {
+	case w.in.host:
+		k.Chain = rules.Output
+	case op.host:
+		k.Chain = rules.Input
+	default:
+		k.Chain = rules.Forward
+	}
+	switch v := w.rw.Lookup(k, wire, w.now); v.Action {
+	case rules.Accept:
+	case rules.Reject:
+		if !w.rejected {
+			w.rejected = true
+			w.reject(data)
+		}
+		w.drop(DropReject)
+		return
+	default:
+		w.drop(DropRule)
+		return
+	}
+	tx := w.tx[out]
+	if !appendTo(tx, data, stripped, tag) {
+		// The ring is full: send what it holds and try once more.
+		w.flushPort(out)
+		if !appendTo(tx, data, stripped, tag) {
+			w.drop(DropTxFull)
+			return
+		}
+	}
+	w.dirty |= 1 << out
+	w.c.txPackets[out]++
+	w.c.txBytes[out] += uint64(wire)
+}
+
+func appendTo(tx txPort, data []byte, stripped bool, tag frame.VLANTag) bool {
+	if stripped {
+		return tx.AppendTagged(data, tag.TPID, tag.TCI)
+	}
+	return tx.Append(data)
+}
+
+// reject answers the current frame on its ingress port (TCP RST or ICMP
+// unreachable), if it is a frame one may answer.
+func (w *fwd) reject(data []byte) {
+	tx := w.tx[w.in.id]
+	if tx == nil {
+		return
+	}
+	slot := tx.TxSlot()
+	if slot == nil {
+		w.flushPort(w.in.id)
+		if slot = tx.TxSlot(); slot == nil {
+			return
+		}
+	}
+	n := buildReject(slot, data, &w.f, w.in.mtu)
+	if n == 0 || !tx.TxCommit(n) {
+		return
+	}
+	w.dirty |= 1 << w.in.id
+	w.c.rejectsSent++
+}
+
+func (w *fwd) flushPort(id uint16) {
+	if err := w.tx[id].Flush(); err != nil {
+		w.c.txFlushErrors++
+		return
+	}
+	w.dirty &^= 1 << id
+}
+
+// flush ends a batch: one Flush per TX ring that got frames. A ring whose
+// flush failed (its frames stay queued) stays marked and is retried with
+// the next batch or idle tick.
+func (w *fwd) flush() {
+	for d := w.dirty; d != 0; d &= d - 1 {
+		id := uint16(bits.TrailingZeros64(d))
+		w.flushPort(id)
+	}
+}
+
+// fillKey fills the rule key from the parsed frame; Chain and OutPort are
+// set per copy.
+func (w *fwd) fillKey() {
+	f, k := &w.f, &w.key
+	*k = rules.Key{
+		SrcMAC:    f.Src,
+		DstMAC:    f.Dst,
+		InPort:    w.in.id,
+		EtherType: rules.EtherType(f.EtherType),
+		// Bridge mode tracks no connections.
+		CtState: rules.CtUntracked,
+	}
+	if f.NTags > 0 {
+		k.Tagged = true
+		k.VLAN = f.Tags[0].VID()
+	}
+	switch f.EtherType {
+	case frame.EtherTypeIPv4:
+		copy(k.SrcIP[:4], f.IPv4.Src[:])
+		copy(k.DstIP[:4], f.IPv4.Dst[:])
+	case frame.EtherTypeIPv6:
+		k.SrcIP, k.DstIP = f.IPv6.Src, f.IPv6.Dst
+	default:
+		return
+	}
+	k.Proto = rules.Proto(f.Proto)
+	if f.L4Off == 0 {
+		return
+	}
+	switch {
+	case f.Proto == frame.ProtoTCP:
+		k.SrcPort, k.DstPort = f.TCP.SrcPort, f.TCP.DstPort
+		k.TCPFlags = rules.TCPFlagSet(f.TCP.Flags)
+	case f.Proto == frame.ProtoUDP:
+		k.SrcPort, k.DstPort = f.UDP.SrcPort, f.UDP.DstPort
+	case f.IsICMP():
+		k.ICMPType, k.ICMPCode = f.ICMP.Type, f.ICMP.Code
+	}
+}

@@ -1,0 +1,189 @@
+package hostport
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"e1kbox/appliance/dataplane/frame"
+)
+
+// inNetns runs fn on a locked thread inside a fresh network namespace
+// (deleted afterwards). It skips without root, and fails under CI=true.
+func inNetns(t *testing.T, fn func()) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		missing = append(missing, "ip")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		missing = append(missing, "/dev/net/tun")
+	}
+	if len(missing) > 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("test needs %s (CI=true, not skipping)", strings.Join(missing, ", "))
+		}
+		t.Skipf("test needs %s", strings.Join(missing, ", "))
+	}
+	ns := fmt.Sprintf("hpt-%d-%d", os.Getpid(), seq.Add(1))
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	nsf, err := os.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nsf.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := unix.Setns(int(nsf.Fd()), unix.CLONE_NEWNET); err != nil {
+			t.Errorf("setns: %v", err)
+			return
+		}
+		fn()
+	}()
+	<-done
+}
+
+var seq atomic.Int64
+
+func TestTapARP(t *testing.T) {
+	inNetns(t, func() {
+		kmac := net.HardwareAddr{0x02, 0xe1, 0, 0, 0, 1}
+		p, err := Open(Config{Name: "tapt0", MTU: 1400, MAC: kmac, Addrs: []netip.Prefix{netip.MustParsePrefix("10.77.0.1/24"), netip.MustParsePrefix("fd77::1/64")}})
+		if err != nil {
+			t.Errorf("Open: %v", err)
+			return
+		}
+		defer p.Close()
+		if p.Name() != "tapt0" || p.MTU() != 1400 || p.MAC().String() != kmac.String() || p.Ifindex() == 0 {
+			t.Errorf("port = %s mtu %d mac %s index %d", p.Name(), p.MTU(), p.MAC(), p.Ifindex())
+		}
+		// An ARP request for the kernel's address from a station on the bridge.
+		me := [6]byte{0x02, 0xaa, 0, 0, 0, 9}
+		req := make([]byte, 42)
+		copy(req[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+		copy(req[6:12], me[:])
+		binary.BigEndian.PutUint16(req[12:], frame.EtherTypeARP)
+		copy(req[14:], []byte{0, 1, 8, 0, 6, 4, 0, 1})
+		copy(req[22:28], me[:])
+		copy(req[28:32], []byte{10, 77, 0, 9})
+		copy(req[38:42], []byte{10, 77, 0, 1})
+		if err := p.Write(req); err != nil {
+			t.Errorf("Write: %v", err)
+			return
+		}
+		buf := make([]byte, 2048)
+		var f frame.Frame
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			n, ok, err := p.Read(buf)
+			if err != nil {
+				t.Errorf("Read: %v", err)
+				return
+			}
+			if !ok {
+				if err := p.Wait(100 * time.Millisecond); err != nil {
+					t.Errorf("Wait: %v", err)
+					return
+				}
+				continue
+			}
+			// The kernel also sends IPv6 router solicitations and MLD
+			// reports; look for the ARP reply.
+			if frame.Parse(buf[:n], &f) != nil || f.EtherType != frame.EtherTypeARP || f.ARP.Op != 2 {
+				continue
+			}
+			if f.Dst != me || f.ARP.SenderIP != [4]byte{10, 77, 0, 1} || net.HardwareAddr(f.ARP.SenderMAC[:]).String() != kmac.String() {
+				t.Errorf("ARP reply %+v", f.ARP)
+			}
+			st := p.Stats()
+			if st.Written != 1 || st.Read == 0 || st.WrittenBytes != 42 {
+				t.Errorf("Stats = %+v", st)
+			}
+			return
+		}
+		t.Errorf("no ARP reply from the kernel within 3 s")
+	})
+}
+
+func TestTapClose(t *testing.T) {
+	inNetns(t, func() {
+		p, err := Open(Config{Name: "tapt1"})
+		if err != nil {
+			t.Errorf("Open: %v", err)
+			return
+		}
+		done := make(chan error, 1)
+		go func() {
+			buf := make([]byte, 2048)
+			for {
+				if err := p.Wait(-1); err != nil {
+					done <- err
+					return
+				}
+				for { // drain what the kernel sent (router solicitations, MLD)
+					if _, ok, err := p.Read(buf); !ok || err != nil {
+						break
+					}
+				}
+			}
+		}()
+		time.Sleep(50 * time.Millisecond)
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrClosed) {
+				t.Errorf("Wait after Close = %v, want ErrClosed", err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Errorf("Wait not woken by Close")
+		}
+		if err := p.Write(make([]byte, 60)); !errors.Is(err, ErrClosed) {
+			t.Errorf("Write after Close = %v, want ErrClosed", err)
+		}
+		if _, _, err := p.Read(make([]byte, 60)); !errors.Is(err, ErrClosed) {
+			t.Errorf("Read after Close = %v, want ErrClosed", err)
+		}
+		if err := p.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		// The device is gone with the descriptor.
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			if _, err := net.InterfaceByName("tapt1"); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("tapt1 still exists after Close")
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open(Config{Name: strings.Repeat("x", 16)}); err == nil {
+		t.Errorf("Open with a 16-byte name succeeded")
+	}
+}

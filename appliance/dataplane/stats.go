@@ -1,0 +1,144 @@
+package dataplane
+
+import (
+	"sync/atomic"
+	"time"
+
+	"e1kbox/appliance/dataplane/bridge"
+)
+
+// counters are a worker's own counters: plain fields, written by the
+// worker only, published to its sharedCounters once per batch.
+type counters struct {
+	rxPackets, rxBytes     uint64
+	flooded, rejectsSent   uint64
+	txFlushErrors, batches uint64
+	cacheHits, cacheMisses uint64
+	drops                  Drops
+	txPackets, txBytes     []uint64 // by out port id
+}
+
+func (c *counters) init(nports int) {
+	c.txPackets = make([]uint64, nports)
+	c.txBytes = make([]uint64, nports)
+}
+
+// sharedCounters is the published copy of a worker's counters, read by
+// Snapshot. It sits on its own cache lines: the worker stores to it once
+// per batch, readers load.
+type sharedCounters struct {
+	_                      [64]byte
+	rxPackets, rxBytes     atomic.Uint64
+	flooded, rejectsSent   atomic.Uint64
+	txFlushErrors, batches atomic.Uint64
+	cacheHits, cacheMisses atomic.Uint64
+	drops                  [NumDrops]atomic.Uint64
+	txPackets, txBytes     []atomic.Uint64
+	_                      [64]byte
+}
+
+func newSharedCounters(nports int) *sharedCounters {
+	return &sharedCounters{txPackets: make([]atomic.Uint64, nports), txBytes: make([]atomic.Uint64, nports)}
+}
+
+func (s *sharedCounters) publish(c *counters) {
+	s.rxPackets.Store(c.rxPackets)
+	s.rxBytes.Store(c.rxBytes)
+	s.flooded.Store(c.flooded)
+	s.rejectsSent.Store(c.rejectsSent)
+	s.txFlushErrors.Store(c.txFlushErrors)
+	s.batches.Store(c.batches)
+	s.cacheHits.Store(c.cacheHits)
+	s.cacheMisses.Store(c.cacheMisses)
+	for i := range c.drops {
+		if v := c.drops[i]; v != 0 {
+			s.drops[i].Store(v)
+		}
+	}
+	for i := range c.txPackets {
+		s.txPackets[i].Store(c.txPackets[i])
+		s.txBytes[i].Store(c.txBytes[i])
+	}
+}
+
+// Snapshot is the dataplane's state and counters at one moment, for the
+// API and the dashboard. Counters only grow while the engine runs.
+type Snapshot struct {
+	Time    time.Time     `json:"time"`
+	Uptime  Duration      `json:"uptime"`
+	Mode    Mode          `json:"mode"`
+	Ports   []PortStats   `json:"ports"`
+	Workers []WorkerStats `json:"workers"`
+	// Drops sums the drops of all ports by reason.
+	Drops Drops        `json:"drops"`
+	FDB   bridge.Stats `json:"fdb"`
+	Rules RuleStats    `json:"rules"`
+}
+
+// PortStats are one port's counters, summed over its workers (RX side)
+// and over the workers that transmit to it (TX side).
+type PortStats struct {
+	ID        uint16 `json:"id"`
+	Name      string `json:"name"`
+	Interface string `json:"interface"`
+	Kind      string `json:"kind"` // "data" or "host"
+	MTU       int    `json:"mtu"`
+	LinkUp    bool   `json:"linkUp"`
+	Workers   int    `json:"workers"`
+	Running   int    `json:"running"` // workers in their loop (not restarting)
+
+	RxPackets uint64 `json:"rxPackets"`
+	RxBytes   uint64 `json:"rxBytes"`
+	TxPackets uint64 `json:"txPackets"`
+	TxBytes   uint64 `json:"txBytes"`
+	Flooded   uint64 `json:"flooded"` // frames received here that were flooded
+	// Drops are the frames received on the port that were dropped (for
+	// a flood, each dropped copy), by reason.
+	Drops       Drops     `json:"drops"`
+	RejectsSent uint64    `json:"rejectsSent"`
+	Ring        RingStats `json:"ring"`
+}
+
+// RingStats are the kernel-side counters of a port's sockets: RX of its
+// own rings, TX of every socket that transmits on it.
+type RingStats struct {
+	RxDrops       uint64 `json:"rxDrops"`   // PACKET_STATISTICS tp_drops: ring full
+	RxFreezes     uint64 `json:"rxFreezes"` // tp_freeze_q_cnt
+	RxTruncated   uint64 `json:"rxTruncated"`
+	RxCorrupt     uint64 `json:"rxCorrupt"`
+	TxENOBUFS     uint64 `json:"txENOBUFS"`
+	TxEAGAIN      uint64 `json:"txEAGAIN"`
+	TxStalls      uint64 `json:"txStalls"`
+	TxWrongFormat uint64 `json:"txWrongFormat"`
+	TxOversize    uint64 `json:"txOversize"`
+	TxDropped     uint64 `json:"txDropped"`
+	TxErrors      uint64 `json:"txErrors"` // failed flushes (frames kept queued) or host port writes
+}
+
+// WorkerStats describe one worker goroutine.
+type WorkerStats struct {
+	ID       int    `json:"id"`
+	Port     string `json:"port"`
+	CPU      int    `json:"cpu"` // pinned CPU, -1 if not pinned
+	Running  bool   `json:"running"`
+	Batches  uint64 `json:"batches"`
+	Panics   uint64 `json:"panics"`
+	Restarts uint64 `json:"restarts"`
+	// LastPanic is the last recovered panic with its stack.
+	LastPanic   string `json:"lastPanic,omitempty"`
+	CacheHits   uint64 `json:"cacheHits"`
+	CacheMisses uint64 `json:"cacheMisses"`
+}
+
+// RuleStats summarize the rule table.
+type RuleStats struct {
+	Generation     uint64 `json:"generation"`
+	Rules          int    `json:"rules"`
+	RejectsLimited uint64 `json:"rejectsLimited"`
+}
+
+// FDBEntry is an FDB entry with its port's name.
+type FDBEntry struct {
+	bridge.Entry
+	PortName string `json:"portName"`
+}

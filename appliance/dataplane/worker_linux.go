@@ -1,0 +1,200 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"e1kbox/appliance/dataplane/afpacket"
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/hostport"
+)
+
+// worker is one goroutine serving one RX ring (or the host port) and
+// owning its TX sockets.
+type worker struct {
+	id     int
+	e      *Engine
+	port   *portInfo
+	rx     *afpacket.Socket   // nil for the host port's worker
+	txOf   []*afpacket.Socket // TX sockets this worker owns, by out port id (rx itself at the ingress id)
+	stage  *hostStage         // this worker's path into the host port
+	buf    []byte             // the host port worker's read buffer
+	cpu    int                // CPU from the plan, -1 for none
+	fwd    *fwd
+	shared *sharedCounters
+
+	pinned           atomic.Int64 // CPU actually pinned to, -1 if none
+	running          atomic.Bool
+	panics, restarts atomic.Uint64
+	mu               sync.Mutex
+	lastPanic        string
+	stableSince      time.Time
+}
+
+// batchHook, when set (by tests), runs at the start of every batch of
+// every worker, on the worker's goroutine.
+var batchHook atomic.Pointer[func(w *worker)]
+
+// run is the worker goroutine: it locks its OS thread, pins it, and runs
+// the loop, recovering a panic and restarting the loop with backoff.
+func (w *worker) run() {
+	defer w.e.wg.Done()
+	runtime.LockOSThread() // for good: the thread carries the CPU affinity
+	w.pin()
+	backoff := minBackoff
+	for {
+		w.stableSince = time.Now()
+		w.running.Store(true)
+		err := w.safeLoop()
+		w.running.Store(false)
+		if err == nil {
+			return
+		}
+		w.panics.Add(1)
+		w.mu.Lock()
+		w.lastPanic = err.Error()
+		w.mu.Unlock()
+		if time.Since(w.stableSince) > time.Minute {
+			backoff = minBackoff
+		}
+		w.e.log.Error("dataplane worker panicked; restarting", "worker", w.id, "port", w.port.name, "backoff", backoff, "err", err)
+		select {
+		case <-w.e.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+		w.restarts.Add(1)
+	}
+}
+
+// pin sets the thread's CPU affinity to the planned CPU. Failure (a CPU
+// outside the process's cgroup) leaves the worker unpinned and is logged.
+func (w *worker) pin() {
+	w.pinned.Store(-1)
+	if w.cpu < 0 {
+		return
+	}
+	var set unix.CPUSet
+	set.Set(w.cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		w.e.log.Warn("dataplane worker not pinned", "worker", w.id, "port", w.port.name, "cpu", w.cpu, "err", err)
+		return
+	}
+	w.pinned.Store(int64(w.cpu))
+}
+
+// safeLoop runs the worker's loop and turns a panic into an error. It
+// returns nil when the engine stops.
+func (w *worker) safeLoop() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	if w.rx == nil {
+		return w.hostLoop()
+	}
+	return w.ringLoop()
+}
+
+func (w *worker) stopped() bool {
+	select {
+	case <-w.e.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// beginBatch loads the batch's configuration and clock.
+func (w *worker) beginBatch() {
+	now := time.Now()
+	w.fwd.begin(now.UnixNano(), int64(now.Sub(w.e.start)))
+	if h := batchHook.Load(); h != nil {
+		(*h)(w)
+	}
+}
+
+// endBatch flushes the TX rings and publishes the counters.
+func (w *worker) endBatch() {
+	w.fwd.flush()
+	c := &w.fwd.c
+	c.cacheHits, c.cacheMisses = w.fwd.rw.CacheStats()
+	w.shared.publish(c)
+}
+
+// ringLoop forwards the frames of the AF_PACKET RX ring, one block per
+// batch.
+func (w *worker) ringLoop() error {
+	var p afpacket.Packet
+	for {
+		b, err := w.rx.NextBlock(pollTimeout)
+		if errors.Is(err, afpacket.ErrClosed) || w.stopped() {
+			return nil
+		}
+		if err != nil {
+			// ENETDOWN while the link is down, or a socket error: wait
+			// a little; the socket works again once the link is back.
+			select {
+			case <-w.e.stop:
+				return nil
+			case <-time.After(pollTimeout):
+			}
+			continue
+		}
+		w.beginBatch()
+		if b == nil { // idle tick: retry queued frames, pick up rule swaps
+			w.fwd.rw.Sync()
+			w.endBatch()
+			continue
+		}
+		for b.Next(&p) {
+			w.fwd.handle(p.Data, p.Len, p.HasVLAN, frame.VLANTag{TPID: p.VLANTPID, TCI: p.VLANTCI})
+		}
+		w.rx.ReleaseBlock()
+		w.endBatch()
+	}
+}
+
+// hostBatch is the most frames the host port's worker reads per batch.
+const hostBatch = 64
+
+// hostLoop forwards the frames the kernel sends on the host port.
+func (w *worker) hostLoop() error {
+	host := w.e.host
+	for {
+		if w.stopped() {
+			return nil
+		}
+		w.beginBatch()
+		n := 0
+		for n < hostBatch {
+			k, ok, err := host.Read(w.buf)
+			if errors.Is(err, hostport.ErrClosed) {
+				return nil
+			}
+			if err != nil || !ok {
+				break
+			}
+			w.fwd.handle(w.buf[:min(k, len(w.buf))], k, false, frame.VLANTag{})
+			n++
+		}
+		if n == 0 {
+			w.fwd.rw.Sync()
+		}
+		w.endBatch()
+		if n < hostBatch {
+			if err := host.Wait(pollTimeout); errors.Is(err, hostport.ErrClosed) {
+				return nil
+			}
+		}
+	}
+}
