@@ -119,7 +119,7 @@ func TestMigrateV1Errors(t *testing.T) {
 }
 
 // TestFactoryConfig checks the factory config shipped in the repository's
-// gokrazy config.json: it is version 1, migrates and validates.
+// gokrazy config.json: it parses (migrating an older version) and validates.
 func TestFactoryConfig(t *testing.T) {
 	b, err := os.ReadFile("../../config.json")
 	if err != nil {
