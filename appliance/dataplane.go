@@ -49,9 +49,12 @@ type plane struct {
 	log  *slog.Logger
 	tune bool
 
-	mu     sync.Mutex
-	engine *dataplane.Engine
-	err    error // why there is no engine
+	mu      sync.Mutex
+	engine  *dataplane.Engine
+	err     error // why there is no engine
+	applied *config.Config // the config running now
+	reports []tuning.Report
+	cpu     tuning.CPUPlan
 }
 
 var errNoEngine = errors.New("dataplane not running")
@@ -61,7 +64,11 @@ var errNoEngine = errors.New("dataplane not running")
 func (p *plane) Apply(ctx context.Context, cfg *config.Config) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cpu := p.tuneFor(ctx, cfg)
+	cpu := p.cpu
+	if p.applied == nil || config.Diff(p.applied, cfg).Tuning || len(config.Diff(p.applied, cfg).Ports) > 0 {
+		cpu = p.tuneFor(ctx, cfg)
+	}
+	p.applied = cfg
 	dc, err := dataplaneConfig(cfg, cpu)
 	if err != nil {
 		p.stopLocked()
@@ -112,18 +119,63 @@ func (p *plane) tuneFor(ctx context.Context, cfg *config.Config) tuning.CPUPlan 
 	t := tuning.New("/", et)
 	t.Log = p.log
 	if p.tune && et != nil {
-		for _, r := range t.Apply(ctx, plan) {
+		p.reports = t.Apply(ctx, plan)
+		for _, r := range p.reports {
+			level := slog.LevelInfo
 			if r.Status == tuning.StatusError {
-				p.log.Warn("tuning", "knob", r.Knob, "target", r.Target, "message", r.Message)
+				level = slog.LevelWarn
 			}
+			p.log.Log(ctx, level, "tuning", "knob", r.Knob, "target", r.Target, "before", r.Before, "after", r.After, "status", r.Status, "message", r.Message)
 		}
+	} else {
+		p.reports = t.Read(plan)
 	}
 	cpu, err := t.CPUPlan(plan)
 	if err != nil {
 		p.log.Warn("tuning: no CPU plan; workers run unpinned", "err", err)
-		return tuning.CPUPlan{}
+		cpu = tuning.CPUPlan{}
 	}
+	p.cpu = cpu
 	return cpu
+}
+
+// TuningReports returns the reports of the last tuning apply, plus any
+// hang mitigations since.
+func (p *plane) TuningReports() []tuning.Report {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]tuning.Report(nil), p.reports...)
+}
+
+// addReports records reports made outside Apply (the hang watcher).
+func (p *plane) addReports(rs ...tuning.Report) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reports = append(p.reports, rs...)
+}
+
+// watchHangs applies the e1000e "Detected Hardware Unit Hang" mitigation
+// when the kernel log reports one for a data port.
+func (p *plane) watchHangs(ctx context.Context, ports []string) {
+	kmsg, err := tuning.OpenKmsg()
+	if err != nil {
+		p.log.Warn("tuning: no kernel log; e1000e hang watcher off", "err", err)
+		return
+	}
+	var et tuning.Ethtool
+	if sys, err := tuning.NewEthtool(); err == nil {
+		defer sys.Close()
+		et = sys
+	}
+	t := tuning.New("/", et)
+	t.Log = p.log
+	err = t.WatchHangs(ctx, kmsg, ports, func(r tuning.Report) {
+		p.log.Warn("e1000e hardware unit hang: mitigation applied", "knob", r.Knob, "target", r.Target, "status", r.Status, "message", r.Message)
+		p.addReports(r)
+	})
+	if err != nil && ctx.Err() == nil {
+		p.log.Warn("tuning: hang watcher stopped", "err", err)
+	}
 }
 
 func (p *plane) stopLocked() {

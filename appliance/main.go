@@ -95,6 +95,11 @@ func run() error {
 		log.Error("dataplane not started", "err", err)
 	}
 	defer dp.Close()
+	var dataIfaces []string
+	for _, port := range cfg.Ports {
+		dataIfaces = append(dataIfaces, port.Interface)
+	}
+	go dp.watchHangs(ctx, dataIfaces)
 	store.OnRollback(func(c *config.Config) {
 		if err := dp.Apply(context.Background(), c); err != nil {
 			log.Error("dataplane: rolled-back config not applied", "err", err)

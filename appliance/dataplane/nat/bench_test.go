@@ -1,0 +1,150 @@
+package nat
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"e1kbox/appliance/dataplane/frame"
+)
+
+// BenchmarkForward is the per-packet cost of an established TCP flow
+// (parse included), LAN to WAN and WAN to LAN, for 64- and 512-byte
+// frames (FCS included in the size).
+func BenchmarkForward(b *testing.B) {
+	for _, size := range []int{64, 512} {
+		e := newEnv(b, nil)
+		payload := make([]byte, size-4-14-20-20)
+		e.forward(LAN, fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: remote})), wanPort)
+		e.forward(WAN, fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPSyn | frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})), lanPort)
+		out := fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck, payload: payload}.build(ipHdr{src: ipA, dst: remote}))
+		in := fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPAck, payload: payload}.build(ipHdr{src: remote, dst: wanAddr}))
+		if len(out) != size-4 {
+			b.Fatalf("frame is %d bytes, want %d", len(out), size-4)
+		}
+		for _, dir := range []struct {
+			name string
+			w    *Worker
+			port int
+			tmpl []byte
+		}{{"lan-wan", e.lan, lanPort, out}, {"wan-lan", e.wan, wanPort, in}} {
+			b.Run(fmt.Sprintf("%dB/%s", size, dir.name), func(b *testing.B) {
+				buf := make([]byte, len(dir.tmpl))
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					copy(buf, dir.tmpl)
+					if dir.w.Handle(e.now, dir.port, buf).Action != Forward {
+						b.Fatal("not forwarded")
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkNewConns is the cost of a new masqueraded UDP connection:
+// rules-free, a fresh source port and destination each time, in a table
+// big enough not to fill.
+func BenchmarkNewConns(b *testing.B) {
+	e := newEnv(b, func(c *Config) { c.MaxConns = 1 << 22; c.PortMin, c.PortMax = 1024, 65535 })
+	tmpl := fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 1, 53, []byte("q"), false))
+	buf := make([]byte, len(tmpl))
+	var f frame.Frame
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(buf, tmpl)
+		frame.Parse(buf, &f)
+		frame.SetSrcPort(buf, &f, uint16(1024+i%60000))
+		frame.SetIPv4Dst(buf, &f, [4]byte{198, 51, byte(i >> 16 / 60000), byte(i / 60000)})
+		i++
+		if res := e.lan.Process(e.now, lanPort, buf, &f); res.Action != Forward {
+			b.Fatalf("conn %d: %v %v", i, res.Action, res.Reason)
+		}
+	}
+	b.ReportMetric(float64(e.r.CountConns(Filter{})), "conns")
+}
+
+// fillTable inserts n established UDP connections straight into r's
+// table and returns their original keys.
+func fillTable(b *testing.B, r *Router, n int) []key {
+	keys := make([]key, n)
+	sec := uint32(t0 / 1e9)
+	for i := range n {
+		src := uint32(0xc0a80100 | (i % 250) + 2)
+		dst := uint32(0xc6336400) + uint32(i/60000)
+		sp, dp := uint16(1024+i%60000), uint16(53)
+		k := mkKey(src, dst, sp, dp, frame.ProtoUDP, LAN)
+		rk := mkKey(dst, 0xcb007102, dp, uint16(i), frame.ProtoUDP, WAN)
+		if _, err := r.ct.insert([2]key{k, rk}, kindDNAT, flagReplied, sec, sec+1000, 100); err != insOK {
+			b.Fatalf("insert %d: %v", i, err)
+		}
+		keys[i] = k
+	}
+	return keys
+}
+
+// BenchmarkLookup is the conntrack lookup (hash, stripe lock, probe,
+// key compare, unlock) at 1k and 1M entries: "hot" cycles through 1024
+// flows of the table (a busy link's working set), "uniform" through all
+// of them in random order (every lookup a cache miss at 1M).
+func BenchmarkLookup(b *testing.B) {
+	for _, n := range []int{1 << 10, 1 << 20} {
+		cfg := testConfig()
+		cfg.MaxConns = n
+		r, err := New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys := fillTable(b, r, n)
+		rng := rand.New(rand.NewPCG(1, 2))
+		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		for _, mode := range []string{"hot", "uniform"} {
+			set := keys
+			if mode == "hot" {
+				set = keys[:1024]
+			}
+			b.Run(fmt.Sprintf("%dk/%s", n>>10, mode), func(b *testing.B) {
+				t := r.ct
+				i := 0
+				for b.Loop() {
+					k := set[i&(len(set)-1)]
+					i++
+					h := t.hash(k)
+					st := &t.stripes[t.stripeOf(h)]
+					st.mu.Lock()
+					idx, _, _, ok := t.find(st, k, h)
+					if ok {
+						t.entries[idx].pkts[0]++
+					}
+					st.mu.Unlock()
+					if !ok {
+						b.Fatal("miss")
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkTableMemory reports the heap bytes a Router's tables take per
+// connection at 1M connections (entries, index, mappings).
+func BenchmarkTableMemory(b *testing.B) {
+	for b.Loop() {
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		cfg := testConfig()
+		cfg.MaxConns = 1 << 20
+		r, err := New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		b.ReportMetric(float64(m1.HeapAlloc-m0.HeapAlloc)/float64(cfg.MaxConns), "bytes/conn")
+		runtime.KeepAlive(r)
+	}
+}

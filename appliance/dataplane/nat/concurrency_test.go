@@ -1,0 +1,215 @@
+package nat
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"e1kbox/appliance/dataplane/frame"
+)
+
+// TestConcurrent runs pairs of LAN and WAN workers on their own
+// goroutines: the LAN one opens UDP connections, the WAN one answers them
+// at the same time (both touch the same entries), while another goroutine
+// lists, deletes and sweeps. Run with -race.
+func TestConcurrent(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxConns = 2048
+	cfg.PortMin, cfg.PortMax = 10000, 60000
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pairs, flows, rounds = 3, 300, 4
+	type mapped struct {
+		nat, sport uint16
+		host       netip.Addr
+	}
+	var wg sync.WaitGroup
+	var exact atomic.Int64
+	errs := make(chan string, 1000)
+	for g := range pairs {
+		lan, wan := r.NewWorker(nil), r.NewWorker(nil)
+		hostIP := netip.AddrFrom4([4]byte{192, 168, 1, byte(101 + g)})
+		hm := mac(byte(0x40 + g))
+		now := t0
+		lan.Handle(now, lanPort, arpBuild(bcast, hm, 1, hm, hostIP, [6]byte{}, lanAddr))
+		wan.Handle(now, wanPort, arpBuild(bcast, gwMAC, 1, gwMAC, gwAddr, [6]byte{}, wanAddr))
+		ch := make(chan mapped, 64)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			defer close(ch)
+			var f frame.Frame
+			now := now
+			for round := range rounds {
+				for i := range flows {
+					sp := uint16(20000 + g*1000 + i)
+					res := lan.Handle(now, lanPort, fromLAN(hm, udpBuild(ipHdr{src: hostIP, dst: remote}, sp, 53, []byte{byte(round)}, false)))
+					drain(lan)
+					if res.Action != Forward {
+						if res.Reason != ReasonTableFull {
+							errs <- "lan: " + res.Action.String() + " " + res.Reason.String()
+						}
+						continue
+					}
+					if err := frame.Parse(res.Frame, &f); err != nil {
+						errs <- err.Error()
+						continue
+					}
+					ch <- mapped{f.UDP.SrcPort, sp, hostIP}
+				}
+				now += 40 * sec
+				lan.Tick(now)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			var f frame.Frame
+			for m := range ch {
+				back := wan.Handle(now, wanPort, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, m.nat, nil, false)))
+				drain(wan)
+				switch back.Action {
+				case Forward:
+					// The mapping may have been deleted or expired and
+					// given to another host since: the reply must reach a
+					// LAN endpoint that exists, with right checksums.
+					if err := frame.Parse(back.Frame, &f); err != nil {
+						errs <- err.Error()
+						break
+					}
+					if err := frame.VerifyChecksums(back.Frame, &f); err != nil {
+						errs <- "reply: " + err.Error()
+					}
+					h := int(f.IPv4.Dst[3]) - 101
+					if h < 0 || h >= pairs || int(f.UDP.DstPort)-20000-h*1000 < 0 || int(f.UDP.DstPort)-20000-h*1000 >= flows {
+						errs <- fmt.Sprintf("reply to %d went to %v:%d, no such endpoint", m.nat, f.IPv4.DstAddr(), f.UDP.DstPort)
+					} else if f.IPv4.DstAddr() == m.host && f.UDP.DstPort == m.sport {
+						exact.Add(1)
+					}
+				case ToHost: // deleted or expired meanwhile
+				default:
+					errs <- "wan: " + back.Action.String() + " " + back.Reason.String()
+				}
+				wan.Tick(now)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 50 {
+			cs, _ := r.Conns(Filter{}, 0, 100, t0, nil)
+			if i%5 == 0 && len(cs) > 0 {
+				r.DeleteConn(cs[0].ID)
+			}
+			r.CountConns(Filter{Proto: frame.ProtoUDP})
+			r.ct.sweep(uint32(t0/sec)+100, 64)
+			r.Stats()
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if st := r.Stats(); st.Actions[Forward] < pairs*flows {
+		t.Errorf("only %d frames forwarded", st.Actions[Forward])
+	}
+	if n := exact.Load(); n < pairs*flows/2 {
+		t.Errorf("only %d replies reached the endpoint they answered", n)
+	}
+	// Everything expires; the table and mappings end empty.
+	r.ct.sweep(uint32(t0/sec)+10000, len(r.ct.entries))
+	if n := r.CountConns(Filter{}); n != 0 {
+		t.Errorf("%d connections left after expiry", n)
+	}
+	if n := r.maps.active(frame.ProtoUDP); n != 0 {
+		t.Errorf("%d mappings left after expiry", n)
+	}
+	for i := range r.ct.stripes {
+		if u := r.ct.stripes[i].used; u != 0 {
+			t.Fatalf("stripe %d has %d index slots used", i, u)
+		}
+	}
+}
+
+func TestZeroAllocs(t *testing.T) {
+	e := newEnv(t, nil)
+	out := fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: remote}))
+	e.forward(LAN, out, wanPort)
+	e.forward(WAN, fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPSyn | frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})), lanPort)
+	ack := fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck, payload: make([]byte, 400)}.build(ipHdr{src: ipA, dst: remote}))
+	in := fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPAck, payload: make([]byte, 400)}.build(ipHdr{src: remote, dst: wanAddr}))
+	ping := fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: lanAddr}, 8, 0, 1, []byte("0123456789")))
+	arpReq := arpBuild(bcast, hostA, 1, hostA, ipA, [6]byte{}, lanAddr)
+	ttl1 := fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, ttl: 1}, 1, 2, nil, false))
+	bufA, bufB := make([]byte, len(ack)), make([]byte, len(in))
+	var f frame.Frame
+	sp := uint16(0)
+	for _, tc := range []struct {
+		name string
+		run  func()
+	}{
+		{"established lan to wan", func() {
+			copy(bufA, ack)
+			frame.Parse(bufA, &f)
+			if e.lan.Process(e.now, lanPort, bufA, &f).Action != Forward {
+				t.Fatal("not forwarded")
+			}
+		}},
+		{"established wan to lan", func() {
+			copy(bufB, in)
+			if e.wan.Handle(e.now, wanPort, bufB).Action != Forward {
+				t.Fatal("not forwarded")
+			}
+		}},
+		{"new connection", func() {
+			sp++
+			b := fromLANBuf(bufA, ack, sp)
+			if res := e.lan.Handle(e.now, lanPort, b); res.Action != Forward {
+				t.Fatalf("new: %v %v", res.Action, res.Reason)
+			}
+		}},
+		{"echo reply", func() {
+			copy(bufB, ping)
+			if e.lan.Handle(e.now, lanPort, bufB[:len(ping)]).Action != Reply {
+				t.Fatal("no echo reply")
+			}
+		}},
+		{"arp reply", func() {
+			copy(bufB, arpReq)
+			if e.lan.Handle(e.now, lanPort, bufB[:len(arpReq)]).Action != Reply {
+				t.Fatal("no ARP reply")
+			}
+		}},
+		{"time exceeded", func() {
+			copy(bufB, ttl1)
+			if e.lan.Handle(e.now, lanPort, bufB[:len(ttl1)]).Action != Reply {
+				t.Fatal("no time exceeded")
+			}
+			e.now += sec // stay under the ICMP rate limit
+		}},
+		{"tick", func() { e.lan.Tick(e.now) }},
+	} {
+		if n := testing.AllocsPerRun(200, tc.run); n != 0 {
+			t.Errorf("%s: %v allocations per packet, want 0", tc.name, n)
+		}
+	}
+}
+
+// fromLANBuf copies the TCP ACK frame b into buf and makes it a SYN from
+// source port sp (checksum fixed): a new connection, without allocating.
+func fromLANBuf(buf, b []byte, sp uint16) []byte {
+	copy(buf, b)
+	var f frame.Frame
+	frame.Parse(buf, &f)
+	frame.SetSrcPort(buf, &f, sp)
+	buf[f.L4Off+13] = frame.TCPSyn
+	c := uint16(buf[f.L4Off+16])<<8 | uint16(buf[f.L4Off+17])
+	c = frame.Update16(c, uint16(buf[f.L4Off+12])<<8|frame.TCPAck, uint16(buf[f.L4Off+12])<<8|frame.TCPSyn)
+	buf[f.L4Off+16], buf[f.L4Off+17] = byte(c>>8), byte(c)
+	return buf
+}

@@ -1,0 +1,375 @@
+package nat
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"e1kbox/appliance/dataplane/frame"
+)
+
+// Port describes one side of the router.
+type Port struct {
+	// ID is the engine's port id. Results name ports by it and it is what
+	// rules see in Key.InPort/OutPort.
+	ID int
+	// MAC is the port's Ethernet address (6 bytes).
+	MAC net.HardwareAddr
+	// Addr is the box's address on the port and its on-link subnet, e.g.
+	// 192.168.1.1/24. On the WAN it may be the zero Prefix until a DHCP
+	// client supplies one (Router.SetWAN); until then the WAN forwards
+	// nothing and only DHCP replies and broadcasts reach the host.
+	Addr netip.Prefix
+	// MTU is the largest IP packet the port sends (default 1500).
+	MTU int
+}
+
+// PortForward is a port forward (DNAT): TCP or UDP connections from the WAN to
+// the WAN address and a port in [Port, PortEnd] go to To.Addr() at port
+// To.Port() + (port - Port).
+type PortForward struct {
+	Proto   uint8  // frame.ProtoTCP or frame.ProtoUDP
+	Port    uint16 // first WAN port
+	PortEnd uint16 // last WAN port; 0 means Port
+	To      netip.AddrPort
+}
+
+// Timeouts are connection tracking timeouts. Zero fields take the
+// defaults, which follow Linux (nf_conntrack_*_timeout_*) except UDP
+// assured, which is 180 s.
+type Timeouts struct {
+	TCPSynSent, TCPSynRecv, TCPEstablished, TCPFinWait, TCPCloseWait,
+	TCPLastAck, TCPTimeWait, TCPClose int // seconds
+	UDPUnreplied, UDPAssured int // seconds
+	ICMP                     int // seconds, echo request/reply
+	Generic                  int // seconds, other IP protocols (GRE, ESP, ...)
+}
+
+// DefaultTimeouts are the timeouts zero fields of Timeouts mean.
+var DefaultTimeouts = Timeouts{
+	TCPSynSent: 120, TCPSynRecv: 60, TCPEstablished: 432000, TCPFinWait: 120,
+	TCPCloseWait: 60, TCPLastAck: 30, TCPTimeWait: 120, TCPClose: 10,
+	UDPUnreplied: 30, UDPAssured: 180, ICMP: 30, Generic: 600,
+}
+
+// Config configures a Router. Zero values mean the documented defaults.
+type Config struct {
+	LAN, WAN Port
+	// Gateway is the default router on the WAN subnet. It may be invalid
+	// while the WAN address is unset.
+	Gateway netip.Addr
+	// PortMin and PortMax bound the NAT ports (and ICMP identifiers)
+	// allocated when a LAN host's own source port is taken (default
+	// 1024-65535).
+	PortMin, PortMax uint16
+	// MaxConns is the connection table's fixed capacity (default 65536).
+	MaxConns int
+	Timeouts Timeouts
+	// MSSClamp: 0 clamps the MSS option of forwarded TCP SYNs to the
+	// smaller port MTU minus 40 (the default), a negative value turns
+	// clamping off, a positive value is the MSS to clamp to.
+	MSSClamp int
+	// Forwards are the port forwards.
+	Forwards []PortForward
+	// MaxNeighbours is the capacity of the ARP neighbour table (default 1024).
+	MaxNeighbours int
+	// NeighReachable is how long (seconds) a confirmed neighbour is used
+	// without probing (default 30); NeighProbes is how many unanswered ARP
+	// requests, one per second, make resolution fail (default 3).
+	NeighReachable int
+	NeighProbes    int
+	// PendingFrames is per worker how many frames may wait for ARP
+	// resolution (default 64); OutboxFrames how many frames a worker may
+	// have for Output at once (default 64).
+	PendingFrames, OutboxFrames int
+	// FragEntries is the per-worker fragment table size (default 64);
+	// FragTimeout how long (seconds) later fragments of a datagram are
+	// accepted after its first (default 30).
+	FragEntries, FragTimeout int
+	// ICMPRate and ARPRate limit the ICMP errors and ARP requests the box
+	// sends, per second over all workers (defaults 1000 and 100).
+	ICMPRate, ARPRate int
+	// SweepBatch is how many table slots one Tick examines for expiry
+	// (default 256).
+	SweepBatch int
+	// Seed keys the table hashes; 0 picks a random seed.
+	Seed uint64
+}
+
+// Side names the two sides of the router.
+type Side uint8
+
+// The sides.
+const (
+	LAN Side = iota
+	WAN
+)
+
+func (s Side) String() string {
+	if s == LAN {
+		return "lan"
+	}
+	return "wan"
+}
+
+// port is a validated Port.
+type port struct {
+	id    int
+	mac   [6]byte
+	addr  uint32 // 0 when unset
+	net   uint32 // subnet address
+	mask  uint32
+	bcast uint32 // subnet broadcast
+	mtu   int
+}
+
+func (p *port) onLink(ip uint32) bool { return p.addr != 0 && ip&p.mask == p.net }
+
+// fwd is a validated Forward.
+type fwd struct {
+	proto  uint8
+	lo, hi uint16
+	toAddr uint32
+	toPort uint16
+}
+
+// snapshot is the immutable configuration the workers read.
+type snapshot struct {
+	side      [2]port
+	gateway   uint32
+	portMin   uint16
+	portMax   uint16
+	mss       int // 0 off
+	timeouts  Timeouts
+	forwards  []fwd
+	reachable int64 // ns
+	probes    uint32
+	fragTTL   int64 // ns
+	sweep     int
+}
+
+// forward returns the port forward for a WAN port, if any.
+func (s *snapshot) forward(proto uint8, p uint16) (addr uint32, port uint16, ok bool) {
+	for i := range s.forwards {
+		f := &s.forwards[i]
+		if f.proto == proto && p >= f.lo && p <= f.hi {
+			return f.toAddr, f.toPort + (p - f.lo), true
+		}
+	}
+	return 0, 0, false
+}
+
+func ip4(a netip.Addr) uint32 {
+	b := a.As4()
+	return binary.BigEndian.Uint32(b[:])
+}
+
+func addrOf(v uint32) netip.Addr {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b)
+}
+
+func orInt(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// withDefaults returns cfg with zero fields replaced by their defaults.
+func withDefaults(cfg Config) Config {
+	cfg.LAN.MTU = orInt(cfg.LAN.MTU, 1500)
+	cfg.WAN.MTU = orInt(cfg.WAN.MTU, 1500)
+	if cfg.PortMin == 0 && cfg.PortMax == 0 {
+		cfg.PortMin, cfg.PortMax = 1024, 65535
+	}
+	cfg.MaxConns = orInt(cfg.MaxConns, 65536)
+	t, d := &cfg.Timeouts, DefaultTimeouts
+	for _, p := range []struct {
+		v *int
+		d int
+	}{
+		{&t.TCPSynSent, d.TCPSynSent}, {&t.TCPSynRecv, d.TCPSynRecv},
+		{&t.TCPEstablished, d.TCPEstablished}, {&t.TCPFinWait, d.TCPFinWait},
+		{&t.TCPCloseWait, d.TCPCloseWait}, {&t.TCPLastAck, d.TCPLastAck},
+		{&t.TCPTimeWait, d.TCPTimeWait}, {&t.TCPClose, d.TCPClose},
+		{&t.UDPUnreplied, d.UDPUnreplied}, {&t.UDPAssured, d.UDPAssured},
+		{&t.ICMP, d.ICMP}, {&t.Generic, d.Generic},
+	} {
+		*p.v = orInt(*p.v, p.d)
+	}
+	cfg.MaxNeighbours = orInt(cfg.MaxNeighbours, 1024)
+	cfg.NeighReachable = orInt(cfg.NeighReachable, 30)
+	cfg.NeighProbes = orInt(cfg.NeighProbes, 3)
+	cfg.PendingFrames = orInt(cfg.PendingFrames, 64)
+	cfg.OutboxFrames = orInt(cfg.OutboxFrames, 64)
+	cfg.FragEntries = orInt(cfg.FragEntries, 64)
+	cfg.FragTimeout = orInt(cfg.FragTimeout, 30)
+	cfg.ICMPRate = orInt(cfg.ICMPRate, 1000)
+	cfg.ARPRate = orInt(cfg.ARPRate, 100)
+	cfg.SweepBatch = orInt(cfg.SweepBatch, 256)
+	if cfg.Seed == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.Seed = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	return cfg
+}
+
+// maxConns bounds MaxConns: entry indexes have 31 bits, and a bigger table
+// would not fit a box's memory anyway.
+const maxConns = 1 << 26
+
+// compile validates cfg (with defaults applied) into a snapshot.
+func compile(cfg *Config) (*snapshot, error) {
+	var errs []error
+	s := &snapshot{}
+	for i, p := range []*Port{&cfg.LAN, &cfg.WAN} {
+		name := Side(i).String()
+		sp := &s.side[i]
+		sp.id = p.ID
+		if p.ID < 0 || p.ID > 0xffff {
+			errs = append(errs, fmt.Errorf("%s: port id %d out of range 0-65535", name, p.ID))
+		}
+		if len(p.MAC) != 6 {
+			errs = append(errs, fmt.Errorf("%s: MAC %q is not 6 bytes", name, p.MAC))
+		} else {
+			copy(sp.mac[:], p.MAC)
+			if sp.mac[0]&1 != 0 || sp.mac == [6]byte{} {
+				errs = append(errs, fmt.Errorf("%s: MAC %s is not a unicast address", name, p.MAC))
+			}
+		}
+		if p.MTU < 576 || p.MTU > 9000 {
+			errs = append(errs, fmt.Errorf("%s: MTU %d out of range 576-9000", name, p.MTU))
+		}
+		sp.mtu = p.MTU
+		switch {
+		case !p.Addr.IsValid() && i == int(WAN):
+		case !p.Addr.IsValid() || !p.Addr.Addr().Is4():
+			errs = append(errs, fmt.Errorf("%s: address %v is not an IPv4 prefix", name, p.Addr))
+		case p.Addr.Bits() < 8 || p.Addr.Bits() > 30:
+			errs = append(errs, fmt.Errorf("%s: prefix length /%d out of range /8-/30", name, p.Addr.Bits()))
+		default:
+			a := ip4(p.Addr.Addr())
+			sp.mask = ^uint32(0) << (32 - p.Addr.Bits())
+			sp.net = a & sp.mask
+			sp.bcast = sp.net | ^sp.mask
+			if a == sp.net || a == sp.bcast || !unicast(a) {
+				errs = append(errs, fmt.Errorf("%s: address %v is not a host address of its subnet", name, p.Addr))
+			}
+			sp.addr = a
+		}
+	}
+	if cfg.LAN.ID == cfg.WAN.ID {
+		errs = append(errs, fmt.Errorf("lan and wan have the same port id %d", cfg.LAN.ID))
+	}
+	lan, wan := &s.side[LAN], &s.side[WAN]
+	if lan.addr != 0 && wan.addr != 0 && (lan.onLink(wan.net) || wan.onLink(lan.net)) {
+		errs = append(errs, fmt.Errorf("lan %v and wan %v overlap", cfg.LAN.Addr, cfg.WAN.Addr))
+	}
+	if cfg.Gateway.IsValid() {
+		if !cfg.Gateway.Is4() || wan.addr == 0 || !wan.onLink(ip4(cfg.Gateway)) || ip4(cfg.Gateway) == wan.addr {
+			errs = append(errs, fmt.Errorf("gateway %v is not a host on the wan subnet %v", cfg.Gateway, cfg.WAN.Addr))
+		} else {
+			s.gateway = ip4(cfg.Gateway)
+		}
+	}
+	if cfg.PortMin == 0 || cfg.PortMin > cfg.PortMax {
+		errs = append(errs, fmt.Errorf("port range %d-%d is empty or starts at 0", cfg.PortMin, cfg.PortMax))
+	}
+	s.portMin, s.portMax = cfg.PortMin, cfg.PortMax
+	if cfg.MaxConns < 16 || cfg.MaxConns > maxConns {
+		errs = append(errs, fmt.Errorf("max conns %d out of range 16-%d", cfg.MaxConns, maxConns))
+	}
+	switch {
+	case cfg.MSSClamp < 0:
+	case cfg.MSSClamp == 0:
+		s.mss = min(lan.mtu, wan.mtu) - 40
+	case cfg.MSSClamp < 88 || cfg.MSSClamp > 65495:
+		errs = append(errs, fmt.Errorf("mss clamp %d out of range 88-65495", cfg.MSSClamp))
+	default:
+		s.mss = cfg.MSSClamp
+	}
+	s.timeouts = cfg.Timeouts
+	for i, f := range cfg.Forwards {
+		v := fwd{proto: f.Proto, lo: f.Port, hi: f.PortEnd}
+		if v.hi == 0 {
+			v.hi = v.lo
+		}
+		if f.Proto != frame.ProtoTCP && f.Proto != frame.ProtoUDP {
+			errs = append(errs, fmt.Errorf("forwards[%d]: protocol %d is not tcp (6) or udp (17)", i, f.Proto))
+		}
+		if v.lo == 0 || v.hi < v.lo {
+			errs = append(errs, fmt.Errorf("forwards[%d]: port range %d-%d is empty or starts at 0", i, f.Port, f.PortEnd))
+		}
+		if !f.To.IsValid() || !f.To.Addr().Is4() || f.To.Port() == 0 {
+			errs = append(errs, fmt.Errorf("forwards[%d]: target %v is not an IPv4 address and port", i, f.To))
+		} else {
+			v.toAddr, v.toPort = ip4(f.To.Addr()), f.To.Port()
+			if !lan.onLink(v.toAddr) || v.toAddr == lan.addr || v.toAddr == lan.bcast || v.toAddr == lan.net {
+				errs = append(errs, fmt.Errorf("forwards[%d]: target %v is not a host on the lan subnet", i, f.To))
+			}
+			if int(v.toPort)+int(v.hi-v.lo) > 0xffff {
+				errs = append(errs, fmt.Errorf("forwards[%d]: target ports %d+%d run past 65535", i, v.toPort, v.hi-v.lo))
+			}
+		}
+		for j, g := range s.forwards {
+			if g.proto == v.proto && v.lo <= g.hi && g.lo <= v.hi {
+				errs = append(errs, fmt.Errorf("forwards[%d]: ports %d-%d overlap forwards[%d]", i, v.lo, v.hi, j))
+			}
+		}
+		s.forwards = append(s.forwards, v)
+	}
+	if cfg.MaxNeighbours < 4 || cfg.MaxNeighbours > 1<<20 {
+		errs = append(errs, fmt.Errorf("max neighbours %d out of range 4-%d", cfg.MaxNeighbours, 1<<20))
+	}
+	for _, c := range []struct {
+		name  string
+		v, lo int
+		hi    int
+	}{
+		{"pending frames", cfg.PendingFrames, 1, 4096},
+		{"outbox frames", cfg.OutboxFrames, 8, 4096},
+		{"frag entries", cfg.FragEntries, 1, 65536},
+		{"frag timeout", cfg.FragTimeout, 1, 120},
+		{"neigh reachable", cfg.NeighReachable, 1, 3600},
+		{"neigh probes", cfg.NeighProbes, 1, 10},
+		{"icmp rate", cfg.ICMPRate, 1, 1 << 20},
+		{"arp rate", cfg.ARPRate, 1, 1 << 20},
+		{"sweep batch", cfg.SweepBatch, 1, 1 << 20},
+	} {
+		if c.v < c.lo || c.v > c.hi {
+			errs = append(errs, fmt.Errorf("%s %d out of range %d-%d", c.name, c.v, c.lo, c.hi))
+		}
+	}
+	t := &cfg.Timeouts
+	for _, v := range []int{t.TCPSynSent, t.TCPSynRecv, t.TCPEstablished, t.TCPFinWait, t.TCPCloseWait,
+		t.TCPLastAck, t.TCPTimeWait, t.TCPClose, t.UDPUnreplied, t.UDPAssured, t.ICMP, t.Generic} {
+		if v < 1 || v > 1<<30 {
+			errs = append(errs, fmt.Errorf("timeout %d s out of range 1-%d", v, 1<<30))
+			break
+		}
+	}
+	s.reachable = int64(cfg.NeighReachable) * 1e9
+	s.probes = uint32(cfg.NeighProbes)
+	s.fragTTL = int64(cfg.FragTimeout) * 1e9
+	s.sweep = cfg.SweepBatch
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("nat config: %w", err)
+	}
+	return s, nil
+}
+
+// unicast reports whether a is usable as a host address: not 0.0.0.0/8,
+// loopback, link-local multicast, multicast, class E or broadcast.
+func unicast(a uint32) bool {
+	switch {
+	case a>>24 == 0, a>>24 == 127, a>>28 == 0xe, a>>28 == 0xf:
+		return false
+	}
+	return true
+}

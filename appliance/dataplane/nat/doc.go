@@ -1,0 +1,166 @@
+// Package nat is the userspace NAT router: connection tracking, masquerade, port forwards and ARP.
+//
+// It is a library the dataplane engine calls per frame. It does no I/O, it
+// never allocates per packet, and all its state is either per Worker
+// (scratch buffers, ARP pending queue, outbox, fragment table, counters)
+// or shared through the Router (configuration snapshot, connection table,
+// NAT mappings, ARP cache) with no global lock on the lookup path.
+//
+// # Wiring
+//
+//	r, err := nat.New(cfg)                 // once
+//	w := r.NewWorker(ruleSet.Worker(i))    // one per worker goroutine
+//	// per received frame (now in Unix nanoseconds, read once per batch):
+//	res := w.Handle(now, inPort, pkt)      // or w.Process(now, inPort, pkt, &f) with f from a successful frame.Parse
+//	switch res.Action {
+//	case nat.Forward, nat.Reply: transmit res.Frame on port res.Port
+//	case nat.ToHost:             deliver res.Frame to the host port, or drop it without one
+//	case nat.Queued, nat.Consumed, nat.Drop: nothing (count res.Reason for Drop)
+//	}
+//	for port, b, ok := w.Output(); ok; port, b, ok = w.Output() { transmit b on port }
+//	// after every batch, and every few ms while w.Waiting():
+//	w.Tick(now); then drain w.Output() again
+//
+// The engine must:
+//   - Forward: send res.Frame (the received bytes, rewritten in place:
+//     Ethernet addresses, IP addresses, ports, TTL, checksums) on
+//     res.Port. It is the same length as the received frame.
+//   - Reply: send res.Frame, a frame the worker generated (ARP reply, ICMP
+//     echo reply, ICMP time exceeded, fragmentation needed, port
+//     unreachable, TCP RST), on res.Port (the port the frame came from).
+//     It stays valid until the worker's next Process, Handle or Tick.
+//   - Queued: nothing; the frame was copied into the worker's ARP pending
+//     queue and comes out of Output once its next hop is resolved.
+//   - Consumed: nothing (ARP learned, ARP for another host).
+//   - ToHost: deliver to the host port (the box's own TCP/UDP services,
+//     broadcasts and multicasts, DHCP replies on the WAN, fragments for
+//     the box) or drop. The nat package does not filter these; the input
+//     chain is the host port's business.
+//   - Drop: discard; Result.Reason says why (Stats.Drops counts them).
+//   - After each Process/Handle/Tick call, drain Output: ARP requests and
+//     frames released from the pending queue, each for a port. Frames
+//     from Output stay valid until the next Process, Handle or Tick.
+//   - Call Tick after every batch and, while Waiting reports queued
+//     frames, at least every few milliseconds: a frame queued by one
+//     worker is released by that worker, even when another worker received
+//     the ARP reply. Tick also sweeps a slice of the connection table.
+//
+// Only untagged frames are handled (VLAN-tagged ones are dropped); the
+// engine strips nothing and adds nothing.
+//
+// # Addresses and neighbours
+//
+// The LAN and WAN addresses belong to the dataplane: it answers ARP for
+// them (and learns the requester), answers ICMP echo to either address
+// (the input chain is consulted for echo requests), resolves next hops
+// with its own ARP and routes everything off the LAN to the WAN gateway
+// (or directly to WAN on-link hosts). The ARP cache is shared: buckets of
+// four entries read lock-free (seqlocks); a confirmed entry is used
+// without probing for NeighReachable seconds, then used while it is probed
+// by unicast once a second, and given up after NeighProbes unanswered
+// probes. Unsolicited ARP replies only update existing entries. Frames for
+// unresolved next hops wait in a bounded per-worker queue; ARP requests
+// go out at most once per second per neighbour and ARPRate per second in
+// all; a queued frame is dropped (neigh_failed) after NeighProbes
+// seconds. The WAN address may be left unset and supplied later with
+// SetWAN (the DHCP client hook; DHCP replies reach the host as ToHost).
+//
+// # Connection tracking
+//
+// Connections are keyed by their 5-tuple as they arrive, in both
+// directions, plus the side they arrive on. The table has a fixed
+// capacity: MaxConns entries of 88 bytes, about 26 bytes of index per
+// entry and the NAT port maps, 124 bytes per connection in all at 1M
+// (BenchmarkTableMemory); it is allocated and touched in New and never
+// allocates afterwards. The index is split into stripes
+// (up to 4096), each a lock and an open-addressing hash table; a lookup
+// locks only the stripe of its key, so workers contend only when they hit
+// the same stripe. Counters (packets and IP bytes per direction) and
+// state are atomics in the entry.
+//
+// States and timeouts follow Linux (see Timeouts): TCP SYN_SENT 120 s,
+// SYN_RECV 60 s, ESTABLISHED 5 days, FIN_WAIT 120 s, CLOSE_WAIT 60 s,
+// LAST_ACK 30 s, TIME_WAIT 120 s, CLOSE 10 s; UDP 30 s until a reply,
+// then 180 s; ICMP echo 30 s; other protocols 600 s. Only a TCP SYN opens
+// a TCP connection (no mid-stream pickup); a SYN on a connection in
+// TIME_WAIT or CLOSE reopens it; RST closes; sequence numbers are not
+// tracked.
+//
+// Expired entries stop matching at once and are deleted by Tick, which
+// sweeps SweepBatch slots per call, by a lookup that meets them, or by an
+// insert that needs room; forwarding never stops for it.
+//
+// When the table is full, an insert looks at the next 1024 slots from a
+// rotating cursor and deletes the first expired entry there, else the
+// unreplied one (no packet seen in the reply direction: TCP SYN_SENT,
+// UDP, ICMP or other before an answer) closest to expiry, else the TCP
+// connection in TIME_WAIT or CLOSE closest to expiry. Any other entry — one that has seen
+// a reply and is not closed, i.e. every established connection — is
+// never evicted: when the window holds none of the three kinds, the new
+// connection is dropped (table_full).
+//
+// Router.Conns lists connections with a Filter, paged by table position;
+// DeleteConn and DeleteConns delete them.
+//
+// # Translation
+//
+// LAN to WAN connections are masqueraded to the WAN address with
+// endpoint-independent mapping (RFC 4787): a LAN address and port (or
+// ICMP echo identifier) keeps one NAT port for every destination while
+// any of its connections lives. The LAN port is kept when free, else a
+// free port of [PortMin, PortMax] is taken from a random start. Filtering
+// is address-and-port dependent: only replies of known connections and
+// port forwards come in. Other IP protocols (GRE, ESP, ...) are
+// masqueraded by address only, one LAN host per remote address at a time.
+// ICMP messages other than echo and the errors below are not forwarded.
+//
+// Port forwards send new TCP/UDP connections to the WAN address to a LAN
+// host. A LAN host connecting to a forwarded port on the WAN address
+// (hairpin) reaches the LAN host too, masqueraded to the WAN address so
+// the answer comes back through the router.
+//
+// The forward chain of the rule set decides each new connection (addresses
+// after DNAT, before SNAT; Key.CtState = new); established packets are
+// not looked up. Reject answers with a TCP RST (from the destination) or
+// an ICMP port unreachable.
+//
+// Forwarded packets get their TTL decremented; at TTL 1 the box answers
+// time exceeded. A packet bigger than the egress MTU with DF set gets
+// fragmentation needed (type 3 code 4, with the MTU); without DF it is
+// dropped (too_big): the router does not fragment. TCP SYNs get their
+// MSS clamped to the smaller MTU minus 40 (Config.MSSClamp). ICMP errors
+// (the box's own are rate-limited to ICMPRate per second) are never
+// generated about ICMP errors or later fragments.
+//
+// ICMP errors about tracked connections (destination unreachable
+// including fragmentation needed, time exceeded, parameter problem) are
+// translated: outer destination, outer source when the error comes from
+// the peer itself, and the quoted header's addresses, ports or echo
+// identifier, with the quoted IP and transport checksums and the ICMP
+// checksum updated.
+//
+// IPv4 fragments: the first fragment is translated like any packet and
+// recorded (per worker, FragEntries entries, FragTimeout seconds); later
+// fragments are matched by source, destination, protocol and IP ID and
+// get the same addresses. Later fragments arriving before their first,
+// and overlapping fragments, are dropped (fragment). The engine's fanout
+// (if any) must keep a datagram's fragments on one worker, as the
+// kernel's flow hash does.
+//
+// All checksums are updated incrementally (RFC 1624); a zero UDP checksum
+// stays zero. Incoming IPv4 header checksums are verified (a bad one is
+// dropped); transport checksums are not, and an incremental update keeps
+// a bad one bad, so a corrupted packet is never made valid. ICMP errors
+// and echo requests to the box have their ICMP checksum verified.
+//
+// # IPv6
+//
+// IPv6 is dropped in NAT mode, by policy (ReasonIPv6): routing it
+// untranslated needs router advertisements, neighbour discovery and a
+// delegated prefix, none of which this router provides, and hosts without
+// an IPv6 router fall back to IPv4 at once.
+//
+// Malformed frames (truncated headers, bad IHL or lengths, impossible
+// fragments) are counted (Stats.Malformed by parse error) and dropped
+// before anything is changed; nothing is forwarded half-translated.
+package nat

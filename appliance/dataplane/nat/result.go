@@ -1,0 +1,97 @@
+package nat
+
+import "strconv"
+
+// Action says what the engine must do with a frame after Process.
+type Action uint8
+
+// The actions. See the package documentation for the engine's duties.
+const (
+	// Drop: discard the frame; Result.Reason says why.
+	Drop Action = iota
+	// Forward: transmit Result.Frame (the received frame, rewritten in
+	// place) on port Result.Port.
+	Forward
+	// Reply: transmit Result.Frame (a frame the worker generated into its
+	// scratch buffer) on port Result.Port. The received frame is consumed.
+	Reply
+	// Queued: the frame was copied into the worker's queue of frames
+	// waiting for ARP resolution; nothing to transmit now.
+	Queued
+	// Consumed: the frame was handled (an ARP reply learned, a frame split
+	// into fragments in the outbox); nothing to transmit but the outbox.
+	Consumed
+	// ToHost: the frame is for the box itself and the dataplane does not
+	// answer it (TCP/UDP to the box's addresses, broadcasts, DHCP on the
+	// WAN); deliver it to the host port, or drop it without one.
+	ToHost
+	numActions
+)
+
+var actionNames = [numActions]string{"drop", "forward", "reply", "queued", "consumed", "to_host"}
+
+func (a Action) String() string {
+	if a < numActions {
+		return actionNames[a]
+	}
+	return "action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// Result is what Process decided for one frame.
+type Result struct {
+	Action Action
+	// Port is the port to transmit on (Forward, Reply) or the port the
+	// frame came from (ToHost).
+	Port int
+	// Frame is the frame to transmit for Forward (a prefix of the
+	// received bytes) and Reply (valid until the worker's next Process,
+	// Handle or Tick call), and the received frame for ToHost.
+	Frame []byte
+	// Reason says why the frame was dropped (Drop only).
+	Reason Reason
+}
+
+// Reason says why a frame was dropped; it indexes Stats.Drops.
+type Reason uint8
+
+// Drop reasons.
+const (
+	ReasonNone        Reason = iota
+	ReasonMalformed          // frame.Parse failed (Stats.Malformed breaks it down) or an inconsistent header
+	ReasonBadChecksum        // IPv4 header (or a verified ICMP) checksum is wrong
+	ReasonUnknownPort        // the frame came from a port that is neither LAN nor WAN
+	ReasonVLAN               // VLAN-tagged frame: NAT ports are untagged
+	ReasonNotForUs           // unicast to another MAC, or to an IP the router does not serve
+	ReasonEtherType          // neither IPv4 nor ARP
+	ReasonIPv6               // IPv6 is dropped in NAT mode (package policy)
+	ReasonMartian            // impossible source address for the side it came from
+	ReasonNoRoute            // no route: LAN to LAN, WAN unconfigured, no gateway
+	ReasonTTL                // TTL expired (time exceeded sent unless rate-limited)
+	ReasonTooBig             // larger than the egress MTU (fragmentation needed sent when DF)
+	ReasonRule               // the forward or input chain dropped it
+	ReasonReject             // the forward chain rejected it (RST/unreachable sent)
+	ReasonInvalid            // conntrack: not a valid packet of a known or new connection
+	ReasonTableFull          // conntrack full and nothing evictable
+	ReasonNoPorts            // no free NAT port in the range
+	ReasonFragment           // later fragment without a first fragment, or overlapping
+	ReasonQueueFull          // ARP pending queue or outbox full
+	ReasonNeighFailed        // ARP resolution of the next hop failed
+	ReasonARP                // ARP that is ignored (not for us, wrong subnet, conflict)
+	NumReasons
+)
+
+var reasonNames = [NumReasons]string{
+	"none", "malformed", "bad_checksum", "unknown_port", "vlan", "not_for_us", "ether_type", "ipv6",
+	"martian", "no_route", "ttl_exceeded", "too_big", "rule_drop", "rule_reject", "invalid",
+	"table_full", "no_ports", "fragment", "queue_full", "neigh_failed", "arp_ignored",
+}
+
+// String returns a snake_case name usable as a metrics label.
+func (r Reason) String() string {
+	if r < NumReasons {
+		return reasonNames[r]
+	}
+	return "reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+func drop(r Reason) Result { return Result{Action: Drop, Reason: r} }
