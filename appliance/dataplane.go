@@ -5,21 +5,36 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
+	"time"
 
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/dataplane"
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/tuning"
 )
 
 // dataplaneConfig translates the runtime config into the dataplane's.
 // cpu is the CPU plan the tuning applied (its worker CPUs pin the
 // workers). Disabled ports are left out.
+//
+// In NAT mode the router's addresses are the WAN port's first IPv4
+// prefix and the LAN ports' IPv4 prefix (exactly one: the LAN ports are
+// one segment with one router address), and the host port, which sits on
+// the LAN segment, gets the smallest LAN port MTU.
 func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan) (*dataplane.Config, error) {
-	if c.Mode != config.ModeBridge {
-		return nil, fmt.Errorf("mode %q: only bridge mode is wired to the dataplane", c.Mode)
+	var d *dataplane.Config
+	switch c.Mode {
+	case config.ModeBridge:
+		d = &dataplane.Config{Mode: dataplane.ModeBridge, CPU: cpu}
+	case config.ModeNAT:
+		d = &dataplane.Config{Mode: dataplane.ModeNAT, CPU: cpu}
+	default:
+		return nil, fmt.Errorf("mode %q: want bridge or nat", c.Mode)
 	}
-	d := &dataplane.Config{Mode: dataplane.ModeBridge, CPU: cpu}
+	lanMTU := 0
 	for i, p := range c.Ports {
 		if !p.IsEnabled() {
 			continue
@@ -27,10 +42,24 @@ func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan) (*dataplane.Config, e
 		if !p.VLANs.IsZero() {
 			return nil, fmt.Errorf("ports[%d].vlans: VLAN filtering is not implemented by the bridge (tags pass unchanged only on VLAN-unaware ports)", i)
 		}
-		d.Ports = append(d.Ports, dataplane.Port{Name: p.Name, Interface: p.Interface, MTU: p.MTU})
+		dp := dataplane.Port{Name: p.Name, Interface: p.Interface, MTU: p.MTU}
+		if c.Mode == config.ModeNAT {
+			dp.Role = dataplane.Role(p.Role)
+			if p.Role == config.RoleLAN && (lanMTU == 0 || p.MTU < lanMTU) {
+				lanMTU = p.MTU
+			}
+		}
+		d.Ports = append(d.Ports, dp)
 	}
 	if h := c.HostPort; h != nil {
-		d.HostPort = &dataplane.HostPort{Name: h.Name, Interface: h.Interface, Addresses: h.Addresses}
+		d.HostPort = &dataplane.HostPort{Name: h.Name, Interface: h.Interface, Addresses: h.Addresses, MTU: lanMTU}
+	}
+	if c.Mode == config.ModeNAT {
+		n, err := natConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		d.NAT = n
 	}
 	d.Bridge = dataplane.Bridge{AgingTime: dataplane.Duration(c.Bridge.FDBAging), FDBSize: c.Bridge.FDBSize}
 	for _, s := range c.Bridge.Static {
@@ -39,6 +68,54 @@ func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan) (*dataplane.Config, e
 	rs := c.Rules
 	d.Rules = &rs
 	return d, nil
+}
+
+// natConfig translates the router's part of a NAT mode config.
+func natConfig(c *config.Config) (*dataplane.NAT, error) {
+	cn := &c.NAT
+	if cn.WANDHCP {
+		return nil, errors.New("nat.wanDHCP: the dataplane has no DHCP client for the WAN address; give the WAN port a static address and nat.gateway")
+	}
+	n := &dataplane.NAT{Gateway: cn.Gateway, PortMin: cn.MasqueradePorts.First, PortMax: cn.MasqueradePorts.Last,
+		MaxConns: cn.Conntrack.Size}
+	for i, p := range c.Ports {
+		if !p.IsEnabled() {
+			continue
+		}
+		for j, a := range p.Addresses {
+			if !a.Addr().Is4() {
+				continue
+			}
+			switch {
+			case p.Role == config.RoleWAN && !n.WANAddr.IsValid():
+				n.WANAddr = a
+			case p.Role == config.RoleLAN && n.LANAddr.IsValid():
+				return nil, fmt.Errorf("ports[%d].addresses[%d]: the router has one LAN address (%s already); the LAN ports form one segment", i, j, n.LANAddr)
+			case p.Role == config.RoleLAN:
+				n.LANAddr = a
+			}
+		}
+	}
+	t := &cn.Conntrack.Timeouts
+	secs := func(d config.Duration) int { return int((d.D() + time.Second - 1) / time.Second) }
+	n.Timeouts = nat.Timeouts{
+		TCPSynSent: secs(t.TCPSynSent), TCPSynRecv: secs(t.TCPSynRecv), TCPEstablished: secs(t.TCPEstablished),
+		TCPFinWait: secs(t.TCPFinWait), TCPCloseWait: secs(t.TCPCloseWait), TCPLastAck: secs(t.TCPLastAck),
+		TCPTimeWait: secs(t.TCPTimeWait), TCPClose: secs(t.TCPClose),
+		UDPUnreplied: secs(t.UDP), UDPAssured: secs(t.UDPStream), ICMP: secs(t.ICMP), Generic: secs(t.Generic),
+	}
+	if !cn.MSSClampOn() {
+		n.MSSClamp = -1
+	}
+	for _, f := range cn.Forwards {
+		proto := uint8(frame.ProtoTCP)
+		if f.Proto == "udp" {
+			proto = frame.ProtoUDP
+		}
+		n.Forwards = append(n.Forwards, nat.PortForward{Proto: proto, Port: f.WANPorts.First, PortEnd: f.WANPorts.Last,
+			To: netip.AddrPortFrom(f.LANHost, f.LANPort)})
+	}
+	return n, nil
 }
 
 // plane runs the dataplane engine for the appliance: it tunes the ports,
@@ -51,7 +128,7 @@ type plane struct {
 
 	mu      sync.Mutex
 	engine  *dataplane.Engine
-	err     error // why there is no engine
+	err     error          // why there is no engine
 	applied *config.Config // the config running now
 	reports []tuning.Report
 	cpu     tuning.CPUPlan

@@ -10,6 +10,7 @@ import (
 
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/dataplane"
+	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/rules"
 	"e1kbox/tuning"
 )
@@ -52,9 +53,55 @@ func TestDataplaneConfig(t *testing.T) {
 			t.Errorf("translated config does not validate: %v", err)
 		}
 	})
+	t.Run("nat", func(t *testing.T) {
+		c := parse(t, `{"version": 2, "mode": "nat",
+			"ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24", "2001:db8::2/64"]},
+			          {"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"], "mtu": 9000},
+			          {"name": "lan2", "interface": "eth3", "role": "lan", "mtu": 4000},
+			          {"name": "off", "interface": "eth4", "role": "lan", "enabled": false}],
+			"hostPort": {"addresses": ["192.168.1.2/24"]},
+			"nat": {"gateway": "203.0.113.1", "masqueradePorts": "20000-29999", "mssClamp": false,
+			        "conntrack": {"size": 4096, "timeouts": {"udp": "2s", "udpStream": "1500ms", "tcpEstablished": "1h"}},
+			        "forwards": [{"proto": "tcp", "wanPorts": "443", "lanHost": "192.168.1.10"},
+			                     {"proto": "udp", "wanPorts": "6000-6010", "lanHost": "192.168.1.11", "lanPort": 7000}]}}`)
+		got, err := dataplaneConfig(c, cpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := nat.Timeouts{TCPSynSent: 120, TCPSynRecv: 60, TCPEstablished: 3600, TCPFinWait: 120, TCPCloseWait: 60,
+			TCPLastAck: 30, TCPTimeWait: 120, TCPClose: 10, UDPUnreplied: 2, UDPAssured: 2, ICMP: 30, Generic: 600}
+		want := &dataplane.Config{
+			Mode: dataplane.ModeNAT,
+			Ports: []dataplane.Port{{Name: "wan", Interface: "eth1", MTU: 1500, Role: dataplane.RoleWAN},
+				{Name: "lan", Interface: "eth2", MTU: 9000, Role: dataplane.RoleLAN}, {Name: "lan2", Interface: "eth3", MTU: 4000, Role: dataplane.RoleLAN}},
+			HostPort: &dataplane.HostPort{Name: "host", Interface: "e1khost0", MTU: 4000, Addresses: []netip.Prefix{netip.MustParsePrefix("192.168.1.2/24")}},
+			Bridge:   dataplane.Bridge{AgingTime: dataplane.Duration(300 * time.Second), FDBSize: 8192},
+			NAT: &dataplane.NAT{
+				LANAddr: netip.MustParsePrefix("192.168.1.1/24"), WANAddr: netip.MustParsePrefix("203.0.113.2/24"),
+				Gateway: netip.MustParseAddr("203.0.113.1"), PortMin: 20000, PortMax: 29999, MaxConns: 4096,
+				Timeouts: to, MSSClamp: -1,
+				Forwards: []nat.PortForward{{Proto: 6, Port: 443, PortEnd: 443, To: netip.MustParseAddrPort("192.168.1.10:443")},
+					{Proto: 17, Port: 6000, PortEnd: 6010, To: netip.MustParseAddrPort("192.168.1.11:7000")}},
+			},
+			Rules: &c.Rules,
+			CPU:   cpu,
+		}
+		if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+			cmp.Comparer(func(a, b netip.Addr) bool { return a == b }), cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b }),
+			cmp.Comparer(func(a, b *rules.Ruleset) bool { return rules.Format(a) == rules.Format(b) })); diff != "" {
+			t.Errorf("dataplaneConfig (-want +got):\n%s", diff)
+		}
+		if err := got.Validate(); err != nil {
+			t.Errorf("translated config does not validate: %v", err)
+		}
+	})
 	for _, tt := range []struct{ name, cfg, err string }{
-		{"nat mode", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan"}]}`, `mode "nat"`},
 		{"vlan filtering", `{"version": 2, "ports": [{"name": "lan", "interface": "eth1", "vlans": {"native": 1}}]}`, "ports[0].vlans"},
+		{"wan dhcp", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan"},
+			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"]}], "nat": {"wanDHCP": true}}`, "nat.wanDHCP"},
+		{"two LAN addresses", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},
+			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"]},
+			{"name": "lan2", "interface": "eth3", "role": "lan", "addresses": ["192.168.1.3/24"]}], "nat": {"gateway": "203.0.113.1"}}`, "one LAN address"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := dataplaneConfig(parse(t, tt.cfg), cpu)

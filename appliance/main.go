@@ -150,6 +150,7 @@ func run() error {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"entries": e.FDBEntries(), "agingTime": e.FDB().AgingTime().String()})
 	})
+	natAPI(mux, dp)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

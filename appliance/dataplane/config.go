@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/dataplane/bridge"
+	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/rules"
 	"e1kbox/tuning"
 )
@@ -15,9 +16,23 @@ import (
 // Mode is what the dataplane does with frames.
 type Mode string
 
-// Modes. Only bridge mode is implemented by this package's engine.
+// Modes.
 const (
+	// ModeBridge is a learning bridge of all ports.
 	ModeBridge Mode = "bridge"
+	// ModeNAT routes between the WAN port and the LAN segment (the LAN
+	// ports and the host port, bridged among themselves), masquerading
+	// the LAN behind the WAN address (package nat).
+	ModeNAT Mode = "nat"
+)
+
+// Role is a data port's side in NAT mode.
+type Role string
+
+// The roles.
+const (
+	RoleLAN Role = "lan"
+	RoleWAN Role = "wan"
 )
 
 // MaxPorts bounds the number of ports (data ports plus the host port).
@@ -49,6 +64,39 @@ type Config struct {
 	// interface name); ports it does not name run unpinned.
 	CPU  tuning.CPUPlan `json:"cpu,omitzero"`
 	Ring Ring           `json:"ring,omitzero"`
+	// NAT configures the router of NAT mode (required there, ignored in
+	// bridge mode).
+	NAT *NAT `json:"nat,omitempty"`
+}
+
+// NAT is the router's configuration in NAT mode. The WAN port is the
+// port with RoleWAN, the LAN segment the ports with RoleLAN plus the host
+// port. See package nat for the meaning of each setting.
+type NAT struct {
+	// LANAddr is the router's address on the LAN (the LAN hosts'
+	// gateway) with the LAN prefix, e.g. 192.168.1.1/24.
+	LANAddr netip.Prefix `json:"lanAddr"`
+	// WANAddr is the WAN address (the masquerade address) with the WAN
+	// prefix; Gateway the next hop of everything off the WAN subnet.
+	WANAddr netip.Prefix `json:"wanAddr"`
+	Gateway netip.Addr   `json:"gateway"`
+	// LANMAC and WANMAC are the router's Ethernet addresses; empty: the
+	// MAC of the first LAN port's interface and of the WAN interface.
+	LANMAC string `json:"lanMAC,omitempty"`
+	WANMAC string `json:"wanMAC,omitempty"`
+	// PortMin and PortMax bound the masquerade ports (0: 1024-65535).
+	PortMin uint16 `json:"portMin,omitempty"`
+	PortMax uint16 `json:"portMax,omitempty"`
+	// MaxConns is the connection table's capacity (0: 65536). Changing
+	// it needs a restart, which drops the connections.
+	MaxConns int `json:"maxConns,omitempty"`
+	// Timeouts in seconds; zero fields take nat.DefaultTimeouts.
+	Timeouts nat.Timeouts `json:"timeouts,omitzero"`
+	// MSSClamp: 0 clamps TCP SYNs to the smaller MTU minus 40, negative
+	// turns clamping off, positive is the MSS.
+	MSSClamp int `json:"mssClamp,omitempty"`
+	// Forwards are the port forwards (DNAT) to LAN hosts.
+	Forwards []nat.PortForward `json:"forwards,omitempty"`
 }
 
 // Port is one data port.
@@ -68,6 +116,9 @@ type Port struct {
 	// flooding (broadcast, multicast, unknown unicast) to it.
 	NoLearn bool `json:"noLearn,omitempty"`
 	NoFlood bool `json:"noFlood,omitempty"`
+	// Role is the port's side in NAT mode: exactly one RoleWAN port, at
+	// least one RoleLAN port. Bridge mode ignores it.
+	Role Role `json:"role,omitempty"`
 }
 
 // HostPort is the TAP port that holds the box's own addresses.
@@ -130,6 +181,20 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+func modeOf(c *Config) Mode {
+	if c.Mode == "" {
+		return ModeBridge
+	}
+	return c.Mode
+}
+
+func orDefault(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
 // portName returns the port's rule name.
 func (p *Port) portName() string {
 	if p.Name != "" {
@@ -164,8 +229,10 @@ func (c *Config) Validate() error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	switch c.Mode {
 	case ModeBridge, "":
+	case ModeNAT:
+		errs = append(errs, c.validateNAT()...)
 	default:
-		add("mode: %q is not supported by the bridge engine (want %q)", c.Mode, ModeBridge)
+		add("mode: %q is not supported (want %q or %q)", c.Mode, ModeBridge, ModeNAT)
 	}
 	n := len(c.Ports)
 	if c.HostPort != nil {
@@ -256,16 +323,101 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// validateNAT checks the roles and the router's configuration of NAT mode.
+func (c *Config) validateNAT() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	wan, lan := 0, 0
+	for i := range c.Ports {
+		switch c.Ports[i].Role {
+		case RoleWAN:
+			wan++
+		case RoleLAN:
+			lan++
+		default:
+			add("ports[%d].role: %q, want %q or %q in NAT mode", i, c.Ports[i].Role, RoleLAN, RoleWAN)
+		}
+	}
+	if wan != 1 {
+		add("ports: NAT mode needs exactly one port with role wan, found %d", wan)
+	}
+	if lan == 0 {
+		add("ports: NAT mode needs at least one port with role lan")
+	}
+	if c.NAT == nil {
+		add("nat: missing in NAT mode")
+		return errs
+	}
+	for _, m := range []struct{ at, v string }{{"nat.lanMAC", c.NAT.LANMAC}, {"nat.wanMAC", c.NAT.WANMAC}} {
+		if m.v == "" {
+			continue
+		}
+		if mac, err := bridge.ParseMAC(m.v); err != nil {
+			add("%s: %v", m.at, err)
+		} else if bridge.IsGroup((*[6]byte)(&mac)) || bridge.IsZero((*[6]byte)(&mac)) {
+			add("%s: %s is not a unicast address", m.at, m.v)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// The router's own checks, with stand-ins for what only the system
+	// knows (MACs and MTUs of the interfaces).
+	nc := c.natConfig(natPorts{wanID: 1, lanID: 2, wanMAC: [6]byte{2, 0, 0, 0, 0, 1}, lanMAC: [6]byte{2, 0, 0, 0, 0, 2}, wanMTU: 1500, lanMTU: 1500})
+	if err := nc.Validate(); err != nil {
+		add("%w", err)
+	}
+	return errs
+}
+
+// natPorts is what the engine knows of the router's ports when it opens
+// them: ids, MACs (LANMAC/WANMAC or the interfaces') and MTUs.
+type natPorts struct {
+	wanID, lanID   int
+	wanMAC, lanMAC [6]byte
+	wanMTU, lanMTU int
+}
+
+// maxNATMTU is the largest MTU the nat package handles; larger ports are
+// treated as having it (bigger packets get fragmentation needed).
+const maxNATMTU = 9000
+
+// natConfig returns the nat package's configuration for c and its ports.
+func (c *Config) natConfig(p natPorts) nat.Config {
+	n := c.NAT
+	return nat.Config{
+		LAN:      nat.Port{ID: p.lanID, MAC: p.lanMAC[:], Addr: n.LANAddr, MTU: min(p.lanMTU, maxNATMTU)},
+		WAN:      nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: min(p.wanMTU, maxNATMTU)},
+		Gateway:  n.Gateway,
+		PortMin:  n.PortMin,
+		PortMax:  n.PortMax,
+		MaxConns: n.MaxConns,
+		Timeouts: n.Timeouts,
+		MSSClamp: n.MSSClamp,
+		Forwards: n.Forwards,
+	}
+}
+
 // sameTopology reports whether b can replace a without reopening sockets:
 // same ports in the same order with the same interfaces, MTUs and worker
 // counts, the same host port and ring sizes.
 func sameTopology(a, b *Config) bool {
-	if len(a.Ports) != len(b.Ports) || (a.HostPort == nil) != (b.HostPort == nil) || a.Ring != b.Ring {
+	if len(a.Ports) != len(b.Ports) || (a.HostPort == nil) != (b.HostPort == nil) || a.Ring != b.Ring || modeOf(a) != modeOf(b) {
 		return false
 	}
 	for i := range a.Ports {
 		p, q := &a.Ports[i], &b.Ports[i]
 		if p.portName() != q.portName() || p.Interface != q.Interface || p.MTU != q.MTU || max(p.Workers, 1) != max(q.Workers, 1) {
+			return false
+		}
+		if modeOf(a) == ModeNAT && p.Role != q.Role {
+			return false
+		}
+	}
+	if modeOf(a) == ModeNAT {
+		// The table is allocated once; the MACs are the router's identity.
+		m, n := a.NAT, b.NAT
+		if m.LANMAC != n.LANMAC || m.WANMAC != n.WANMAC || orDefault(m.MaxConns, 65536) != orDefault(n.MaxConns, 65536) {
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-// Package dataplane is e1kbox's userspace bridge engine: per-ring workers that forward frames between AF_PACKET ports and a TAP host port.
+// Package dataplane is e1kbox's userspace bridge and NAT router engine: per-ring workers that forward frames between AF_PACKET ports and a TAP host port.
 //
 // # Worker model
 //
@@ -76,6 +76,62 @@
 // (buildReject; never for group destinations, ICMP errors, RSTs or later
 // fragments); the rules package's limiter turns rejects over its rate into
 // drops.
+//
+// # NAT mode
+//
+// In NAT mode (Config.Mode = ModeNAT) one data port has RoleWAN and the
+// others RoleLAN. The LAN ports and the host port form the LAN segment: a
+// learning bridge among themselves (FDB, floods, rules per copy, as in
+// bridge mode), never bridged to the WAN port. The router (package nat,
+// one nat.Worker per engine worker, sharing the rule workers) owns two
+// MACs: the WAN port's interface MAC and, on the LAN, the first LAN
+// port's interface MAC (NAT.WANMAC/LANMAC override them). Which frames
+// the router gets:
+//
+//   - every frame received on the WAN port (nothing there is bridged);
+//   - on the LAN segment, unicast frames whose destination is the
+//     router's LAN MAC, instead of being bridged;
+//   - on the LAN segment, broadcast and multicast ARP too, after it was
+//     bridged (ARP requests for the router's LAN address, gratuitous
+//     ARP); other group frames (DHCP, IPv6 neighbour discovery) are only
+//     bridged.
+//
+// Everything else on the LAN segment, including all traffic to the host
+// port's own MAC (the box's management address, an ordinary host on the
+// LAN subnet), is bridged. So a LAN host reaches the internet through the
+// router's MAC and the box's services through the host port's MAC; the
+// box itself may route through the router (a frame from the host port to
+// the router's MAC is a LAN frame like any other).
+//
+// The router names the LAN side by the first LAN port's id (what rules
+// see as iif/oif of routed LAN traffic) and the WAN side by the WAN
+// port's. The engine carries out its Results: Forward to the WAN port,
+// or to the LAN segment, where the frame's destination MAC picks the port
+// through the FDB and an unknown destination floods the segment (the
+// ingress port included: a routed frame may leave where it came in);
+// Reply (ARP and echo replies, ICMP errors, RSTs) on the ingress port;
+// ToHost counts a drop (nat_host): group frames reached the host port
+// through the bridge already, and unicast ToHost frames are for the
+// router's own addresses, which serve ARP and ping only (management is
+// on the host port's address; the WAN has no services). Drops count by
+// the router's reason (NATDrop: nat_table_full, nat_malformed, ...).
+// After every Process the worker drains the router's outbox (ARP
+// requests, frames released from its ARP queue) the same way. Every batch
+// and every idle tick ends with the router's Tick, and a worker whose
+// router holds frames waiting for ARP polls every natTickInterval (2 ms)
+// instead of pollTimeout, since the ARP reply may reach another worker.
+// Snapshot adds NATStats and the router's drop counts. Apply hands the
+// router's new settings to nat.Router.Update: connections survive (except
+// those through a WAN address that changed); a new table size, new MACs
+// or roles need a restart. Conns, DeleteConn(s) and Neighbours serve the
+// API.
+//
+// The kernel of the box sees every frame of the data ports too and must
+// not answer for routed traffic: the router's addresses live only in the
+// dataplane (the data ports carry no kernel address; the appliance's
+// tuning plan sets forwarding=0, arp_ignore=8 and rp_filter=1 on them),
+// so frames to the router's MAC reach a kernel that neither owns their
+// destination nor forwards them, and it drops them without an answer.
 //
 // # FDB concurrency
 //

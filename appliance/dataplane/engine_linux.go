@@ -18,6 +18,7 @@ import (
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/hostport"
+	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/rules"
 )
 
@@ -29,12 +30,15 @@ var ErrRestartRequired = errors.New("dataplane: configuration change needs a res
 
 // Timing of the control loops.
 const (
-	pollTimeout   = 100 * time.Millisecond // a worker's wait for a block; its idle tick
-	linkPoll      = 250 * time.Millisecond
-	sweepInterval = time.Second
-	minBackoff    = 100 * time.Millisecond
-	maxBackoff    = 5 * time.Second
-	stopTimeout   = 3 * time.Second
+	pollTimeout = 100 * time.Millisecond // a worker's wait for a block; its idle tick
+	// natTickInterval is a worker's idle tick while the router holds
+	// frames of it waiting for ARP (nat.Worker.Waiting).
+	natTickInterval = 2 * time.Millisecond
+	linkPoll        = 250 * time.Millisecond
+	sweepInterval   = time.Second
+	minBackoff      = 100 * time.Millisecond
+	maxBackoff      = 5 * time.Second
+	stopTimeout     = 3 * time.Second
 )
 
 // Options are the engine's dependencies.
@@ -57,6 +61,8 @@ type Engine struct {
 	host    *hostport.Port
 	hostMAC [6]byte
 	nl      *netlink.Handle
+	natr    *nat.Router // NAT mode only
+	natp    natPorts    // the router's ports as opened
 	workers []*worker
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -140,12 +146,59 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 	if err := e.setRules(cfg); err != nil {
 		return nil, err
 	}
+	if modeOf(cfg) == ModeNAT {
+		if err := e.openNAT(cfg); err != nil {
+			return nil, err
+		}
+	}
 	e.cur.Store(newSettings(cfg))
 	if err := e.openWorkers(cfg); err != nil {
 		return nil, err
 	}
 	e.pollLinks()
 	return e, nil
+}
+
+// openNAT creates the router: its WAN port is the RoleWAN port, its LAN
+// side the LAN segment, named by the first LAN port's id. The MACs default
+// to the interfaces'; the LAN MTU is the smallest of the segment's ports.
+func (e *Engine) openNAT(cfg *Config) error {
+	p := natPorts{lanMTU: maxNATMTU}
+	for i := range cfg.Ports {
+		pi := e.ports[i+1]
+		link, err := e.nl.LinkByName(pi.iface)
+		if err != nil {
+			return fmt.Errorf("dataplane: port %s: interface %s: %w", pi.name, pi.iface, err)
+		}
+		var mac [6]byte
+		copy(mac[:], link.Attrs().HardwareAddr)
+		switch cfg.Ports[i].Role {
+		case RoleWAN:
+			p.wanID, p.wanMAC, p.wanMTU = int(pi.id), mac, pi.mtu
+		case RoleLAN:
+			if p.lanID == 0 {
+				p.lanID, p.lanMAC = int(pi.id), mac
+			}
+			p.lanMTU = min(p.lanMTU, pi.mtu)
+		}
+	}
+	if e.host != nil {
+		p.lanMTU = min(p.lanMTU, e.ports[len(e.ports)-1].mtu)
+	}
+	if m := cfg.NAT.LANMAC; m != "" {
+		mac, _ := bridge.ParseMAC(m) // validated
+		p.lanMAC = [6]byte(mac)
+	}
+	if m := cfg.NAT.WANMAC; m != "" {
+		mac, _ := bridge.ParseMAC(m)
+		p.wanMAC = [6]byte(mac)
+	}
+	r, err := nat.New(cfg.natConfig(p))
+	if err != nil {
+		return fmt.Errorf("dataplane: %w", err)
+	}
+	e.natr, e.natp = r, p
+	return nil
 }
 
 // openWorkers opens each worker's RX socket and its TX sockets: one TX-only
@@ -181,7 +234,11 @@ func (e *Engine) openWorkers(cfg *Config) error {
 				tx[out.id] = s
 			}
 		}
-		w.fwd = newFwd(in, e.ports, tx, e.fdb, e.rules.Worker(w.id), &e.cur)
+		rw := e.rules.Worker(w.id)
+		w.fwd = newFwd(in, e.ports, tx, e.fdb, rw, &e.cur)
+		if e.natr != nil {
+			w.fwd.setNAT(e.natr.NewWorker(rw), uint16(e.natp.wanID), e.natp.lanID, e.natp.lanMAC)
+		}
 		return w, nil
 	}
 	for i := range cfg.Ports {
@@ -354,9 +411,12 @@ func (e *Engine) release() error {
 }
 
 // Apply replaces the configuration without stopping forwarding: aging
-// time, static entries, rules, per-port learning and flooding. A change
-// of anything the engine opened returns ErrRestartRequired and changes
-// nothing.
+// time, static entries, rules, per-port learning and flooding, and in NAT
+// mode the router's addresses, gateway, port forwards, timeouts and MSS
+// clamp (nat.Router.Update: connections stay, except those through a WAN
+// address that changed). A change of anything the engine opened (and of
+// the mode, the roles, the router's MACs or its table size) returns
+// ErrRestartRequired and changes nothing.
 func (e *Engine) Apply(cfg *Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("dataplane: %w", err)
@@ -374,6 +434,12 @@ func (e *Engine) Apply(cfg *Config) error {
 	t, err := rules.Compile(rs, rules.Options{Ports: cfg.PortNames()})
 	if err != nil {
 		return fmt.Errorf("dataplane: rules: %w", err)
+	}
+	if e.natr != nil {
+		// The connections, mappings and neighbours stay.
+		if err := e.natr.Update(cfg.natConfig(e.natp)); err != nil {
+			return fmt.Errorf("dataplane: %w", err)
+		}
 	}
 	if err := e.setStatics(old, cfg); err != nil {
 		return err
@@ -510,7 +576,7 @@ func (e *Engine) Snapshot() Snapshot {
 	s := Snapshot{
 		Time:    now,
 		Uptime:  Duration(now.Sub(e.start).Round(time.Millisecond)),
-		Mode:    ModeBridge,
+		Mode:    modeOf(e.cur.Load().cfg),
 		Ports:   make([]PortStats, len(e.ports)-1),
 		Workers: make([]WorkerStats, len(e.workers)),
 		FDB:     e.fdb.Stats(),
@@ -571,6 +637,16 @@ func (e *Engine) Snapshot() Snapshot {
 		s.Workers[i] = WorkerStats{ID: w.id, Port: w.port.name, CPU: int(w.pinned.Load()), Running: running,
 			Batches: c.batches.Load(), Panics: w.panics.Load(), Restarts: w.restarts.Load(), LastPanic: last,
 			CacheHits: c.cacheHits.Load(), CacheMisses: c.cacheMisses.Load()}
+	}
+	if e.natr != nil {
+		ns := e.natr.Stats()
+		s.NAT = natStats(&ns)
+		// The router's own counts: they include the frames it answered
+		// (ttl_exceeded, too_big, rule_reject) and queued frames dropped
+		// later (neigh_failed), which no port's Drops count.
+		for r := range ns.Drops {
+			s.Drops[NATDrop(nat.Reason(r))] = ns.Drops[r]
+		}
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/rules"
 )
 
@@ -70,7 +71,20 @@ type fwd struct {
 	key      rules.Key
 	rejected bool
 
+	// NAT mode; nw is nil in bridge mode.
+	nw     *nat.Worker
+	wanID  uint16  // the WAN port (0 in bridge mode: no port has id 0)
+	natLAN int     // the router's LAN side as the nat package names it
+	lanMAC [6]byte // the router's LAN MAC
+
 	c counters
+}
+
+// setNAT makes the worker route: frames from the WAN port and frames to
+// the router's LAN MAC go to nw. wan is the WAN port's id, natLAN the id
+// nat.Config.LAN.ID names the LAN segment by.
+func (w *fwd) setNAT(nw *nat.Worker, wan uint16, natLAN int, lanMAC [6]byte) {
+	w.nw, w.wanID, w.natLAN, w.lanMAC = nw, wan, natLAN, lanMAC
 }
 
 func newFwd(in *portInfo, ports []*portInfo, tx []txPort, fdb *bridge.FDB, rw *rules.Worker, cur *atomic.Pointer[settings]) *fwd {
@@ -154,12 +168,21 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 		vid = f.Tags[0].VID()
 	}
 	in := w.in.id
+	if in == w.wanID {
+		w.natFrame(data, false) // nothing is bridged to or from the WAN
+		return
+	}
 	if !w.set.ports[in].noLearn {
 		w.fdb.Learn(&f.Src, vid, in, w.mono)
 	}
+	group := bridge.IsGroup(&f.Dst)
+	if w.nw != nil && !group && f.Dst == w.lanMAC {
+		w.natFrame(data, false)
+		return
+	}
 	w.fillKey()
 	w.rejected = false
-	if !bridge.IsGroup(&f.Dst) {
+	if !group {
 		out, ok := w.fdb.Lookup(&f.Dst, vid, w.mono)
 		switch {
 		case !ok:
@@ -167,7 +190,7 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 		case out == in:
 			w.drop(DropLocal)
 			return
-		case int(out) >= len(w.ports):
+		case int(out) >= len(w.ports) || out == w.wanID:
 			w.drop(DropPortDown)
 			return
 		default:
@@ -177,11 +200,110 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 	}
 	w.c.flooded++
 	for id := 1; id < len(w.ports); id++ {
-		if id == int(in) || w.set.ports[id].noFlood {
+		if id == int(in) || w.set.ports[id].noFlood || uint16(id) == w.wanID {
 			continue
 		}
 		w.forward(uint16(id), data, stripped, tag, wire, outer, true)
 	}
+	if w.nw != nil && group && f.EtherType == frame.EtherTypeARP {
+		// ARP requests for the router's LAN address, gratuitous ARP: the
+		// router sees a copy of the segment's broadcast ARP.
+		w.natFrame(data, true)
+	}
+}
+
+// natFrame hands the parsed frame to the router and carries out its
+// Result (see package nat): Forward to the port it names, Reply on the
+// ingress port, ToHost and Drop counted. flooded says the frame was also
+// bridged: then nothing but the router's answers counts. It then drains
+// the router's outbox.
+func (w *fwd) natFrame(data []byte, flooded bool) {
+	side := w.natLAN
+	if w.in.id == w.wanID {
+		side = int(w.wanID)
+	}
+	res := w.nw.Process(w.now, side, data, &w.f)
+	switch res.Action {
+	case nat.Forward:
+		w.natSend(res.Port, res.Frame)
+	case nat.Reply:
+		// An answer to the frame: its source is on the ingress port.
+		w.natEmit(w.in.id, res.Frame)
+	case nat.ToHost:
+		// Broadcasts reached the host port through the bridge already;
+		// unicast for the router's own address or for the box on the
+		// WAN has no service behind it.
+		if !flooded {
+			w.drop(DropNATHost)
+		}
+	case nat.Drop:
+		if !flooded {
+			w.drop(NATDrop(res.Reason))
+		}
+	}
+	w.natDrain()
+}
+
+// natDrain sends the router's outbox: ARP requests and frames released
+// from its ARP queue.
+func (w *fwd) natDrain() {
+	for port, b, ok := w.nw.Output(); ok; port, b, ok = w.nw.Output() {
+		w.natSend(port, b)
+	}
+}
+
+// natTick is the router's housekeeping at the end of a batch or on an
+// idle tick.
+func (w *fwd) natTick() {
+	w.nw.Tick(w.now)
+	w.natDrain()
+}
+
+// natSend transmits a routed frame on the router's port: the WAN port, or
+// the LAN segment, where the destination MAC picks the port (FDB) and an
+// unknown or group destination floods the segment.
+func (w *fwd) natSend(port int, b []byte) {
+	if port == int(w.wanID) {
+		w.natEmit(w.wanID, b)
+		return
+	}
+	dst := (*[6]byte)(b[0:6])
+	if !bridge.IsGroup(dst) {
+		if out, ok := w.fdb.Lookup(dst, 0, w.mono); ok && out != w.wanID && int(out) < len(w.ports) {
+			w.natEmit(out, b)
+			return
+		}
+	}
+	w.c.flooded++
+	for id := 1; id < len(w.ports); id++ {
+		if uint16(id) == w.wanID || w.set.ports[id].noFlood || !w.up[id] {
+			continue
+		}
+		w.natEmit(uint16(id), b)
+	}
+}
+
+// natEmit copies a routed frame (untagged) into port out's TX ring.
+func (w *fwd) natEmit(out uint16, b []byte) {
+	if !w.up[out] {
+		w.drop(DropPortDown)
+		return
+	}
+	if !fits(w.ports[out].mtu, len(b), 0) {
+		w.drop(DropOversize)
+		return
+	}
+	tx := w.tx[out]
+	if !tx.Append(b) {
+		w.flushPort(out)
+		if !tx.Append(b) {
+			w.drop(DropTxFull)
+			return
+		}
+	}
+	w.dirty |= 1 << out
+	w.c.txPackets[out]++
+	w.c.txBytes[out] += uint64(len(b))
 }
 
 // forward sends one copy of the frame to port out after the rules had

@@ -479,7 +479,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"valid", func(*Config) {}, nil},
 		{"no ports", func(c *Config) { c.Ports = nil }, []string{"ports: no data ports"}},
-		{"nat mode", func(c *Config) { c.Mode = "nat" }, []string{`mode: "nat"`}},
+		{"nat mode without roles", func(c *Config) { c.Mode = ModeNAT }, []string{`ports[0].role: ""`, "nat: missing"}},
+		{"unknown mode", func(c *Config) { c.Mode = "router" }, []string{`mode: "router" is not supported`}},
 		{"duplicate name", func(c *Config) { c.Ports[1].Name = "lan" }, []string{`ports[1].name: "lan" already names ports[0]`}},
 		{"duplicate interface", func(c *Config) { c.Ports[1].Interface = "eth1" }, []string{`ports[1].interface: "eth1" already used by ports[0]`}},
 		{"bad MTU", func(c *Config) { c.Ports[0].MTU = 20 }, []string{"ports[0].mtu: 20 outside"}},

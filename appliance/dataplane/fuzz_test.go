@@ -50,3 +50,57 @@ func FuzzForward(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNATPath feeds arbitrary frames into the NAT router's ports (a LAN
+// port, the WAN port and the host port): it must never panic, and
+// whatever leaves must be a frame the parser accepts with the router's
+// MAC as source or, when bridged, the frame itself.
+func FuzzNATPath(f *testing.F) {
+	f.Add(uint8(idLAN1), arpPkt(bcast, macA, 1, macA, hAIP, [6]byte{}, lanIP))
+	f.Add(uint8(idLAN1), tcp4(f, rLAN, macA, hAIP, remIP, 1000, 80, frame.TCPSyn, 0))
+	f.Add(uint8(idWAN), tcp4(f, rWAN, macGW, remIP, wanIP, 80, 1000, frame.TCPSyn|frame.TCPAck, 0))
+	f.Add(uint8(idWAN), udp4(f, rWAN, macGW, remIP, wanIP, 53, 1000, 20))
+	f.Add(uint8(idHost), icmpEcho(f, rLAN, macTap, tapIP, lanIP, 64))
+	f.Add(uint8(idLAN2), icmpEcho(f, rLAN, macB, hBIP, remIP, 1))
+	tr := newTestRouter(f, 64, "")
+	tr.resolve(f)
+	f.Fuzz(func(t *testing.T, port uint8, data []byte) {
+		in := uint16(port%4) + 1
+		out := tr.rx(in, bytes.Clone(data))
+		for id := 1; id < len(out); id++ {
+			for _, b := range out[id] {
+				var fr frame.Frame
+				if err := frame.Parse(b, &fr); err != nil {
+					t.Fatalf("port %d sent a frame that does not parse: %v", id, err)
+				}
+				if fr.Src != rLAN && fr.Src != rWAN && !bytes.Equal(b, data) {
+					t.Fatalf("port %d sent a frame neither from the router nor bridged", id)
+				}
+			}
+		}
+	})
+}
+
+// FuzzConnFilter: any filter text is accepted or refused with an error,
+// never a panic; an accepted protocol name or number round-trips.
+func FuzzConnFilter(f *testing.F) {
+	for _, s := range [][3]string{{"tcp", "masquerade", "established"}, {"17", "", "unreplied"}, {"x", "snat", "open"}, {"", "", ""}} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, proto, kind, state string) {
+		cf := ConnFilter{Proto: proto, Kind: kind, State: state}
+		nf, err := cf.natFilter()
+		if err != nil {
+			return
+		}
+		if proto != "" && nf.Proto == 0 {
+			t.Fatalf("proto %q accepted as 0", proto)
+		}
+		if state != "" && (!nf.HasState || nf.State.String() != state) {
+			t.Fatalf("state %q became %v", state, nf.State)
+		}
+		if kind != "" && nf.Kind.String() != kind {
+			t.Fatalf("kind %q became %v", kind, nf.Kind)
+		}
+	})
+}

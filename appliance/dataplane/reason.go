@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/nat"
 )
 
 // Drop says why the dataplane dropped a frame. The parser's reasons
@@ -24,8 +25,21 @@ const (
 	DropRule                                           // a rule (or policy) said drop
 	DropReject                                         // a rule said reject (the answer is counted in RejectsSent)
 	DropTxFull                                         // the out port's TX ring stayed full
-	NumDrops                                           // number of reasons
+	// DropNATHost (NAT mode): a frame for the router's own address that
+	// the router does not serve (it answers ARP and ping only; the box's
+	// services are on the host port's address), or for the box from the
+	// WAN, where it has no services.
+	DropNATHost
+	// DropNAT is the first of the router's reasons: DropNAT+Drop(r) for
+	// nat.Reason r (see NATDrop).
+	DropNAT
 )
+
+// NumDrops is the number of reasons.
+const NumDrops = DropNAT + Drop(nat.NumReasons)
+
+// NATDrop returns the drop reason of the router's reason r.
+func NATDrop(r nat.Reason) Drop { return DropNAT + Drop(r) }
 
 var dropNames = [NumDrops]string{
 	DropOversize:  "oversize",
@@ -36,6 +50,7 @@ var dropNames = [NumDrops]string{
 	DropRule:      "rule_drop",
 	DropReject:    "rule_reject",
 	DropTxFull:    "tx_full",
+	DropNATHost:   "nat_host",
 }
 
 // String returns a snake_case name usable as a metrics label.
@@ -43,6 +58,8 @@ func (d Drop) String() string {
 	switch {
 	case d < Drop(frame.NumReasons):
 		return frame.Reason(d).String()
+	case d >= DropNAT && d < NumDrops:
+		return "nat_" + nat.Reason(d-DropNAT).String()
 	case d < NumDrops:
 		return dropNames[d]
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/dataplane/bridge"
+	"e1kbox/appliance/dataplane/nat"
 )
 
 // counters are a worker's own counters: plain fields, written by the
@@ -70,9 +71,56 @@ type Snapshot struct {
 	Ports   []PortStats   `json:"ports"`
 	Workers []WorkerStats `json:"workers"`
 	// Drops sums the drops of all ports by reason.
+	// In NAT mode its nat_* reasons are the router's counts (see
+	// NATStats), which also count frames the router answered instead of
+	// forwarding and queued frames it dropped later.
 	Drops Drops        `json:"drops"`
 	FDB   bridge.Stats `json:"fdb"`
 	Rules RuleStats    `json:"rules"`
+	// NAT is the router's state in NAT mode.
+	NAT *NATStats `json:"nat,omitempty"`
+}
+
+// NATStats are the router's counters and its connection table's state.
+type NATStats struct {
+	Conns    int `json:"conns"`    // live connections
+	MaxConns int `json:"maxConns"` // the table's capacity
+	// NewConns connections were created, Evicted of them removed to make
+	// room in a full table (never an established one), Expired removed
+	// after their timeout; InsertFailed new connections found no room
+	// (table_full) or clashed.
+	NewConns     uint64 `json:"newConns"`
+	Evicted      uint64 `json:"evicted"`
+	Expired      uint64 `json:"expired"`
+	InsertFailed uint64 `json:"insertFailed"`
+	// Frames by what the router did with them.
+	Forwarded uint64 `json:"forwarded"`
+	Replied   uint64 `json:"replied"`
+	Queued    uint64 `json:"queued"` // waited for ARP resolution
+	Consumed  uint64 `json:"consumed"`
+	ToHost    uint64 `json:"toHost"`
+	Dropped   uint64 `json:"dropped"`
+
+	ForwardedBytes uint64 `json:"forwardedBytes"`
+	ARPRequests    uint64 `json:"arpRequests"`
+	ARPReplies     uint64 `json:"arpReplies"`
+	EchoReplies    uint64 `json:"echoReplies"`
+	ICMPErrors     uint64 `json:"icmpErrors"`     // sent by the router (TTL, MTU, reject)
+	ICMPTranslated uint64 `json:"icmpTranslated"` // errors about connections, translated
+	Resets         uint64 `json:"resets"`         // TCP RSTs sent for reject rules
+	Fragments      uint64 `json:"fragments"`      // later fragments forwarded
+}
+
+func natStats(s *nat.Stats) *NATStats {
+	return &NATStats{
+		Conns: s.Conns, MaxConns: s.MaxConns,
+		NewConns: s.NewConns, Evicted: s.Evicted, Expired: s.Expired, InsertFailed: s.InsertFailed,
+		Forwarded: s.Actions[nat.Forward], Replied: s.Actions[nat.Reply], Queued: s.Actions[nat.Queued],
+		Consumed: s.Actions[nat.Consumed], ToHost: s.Actions[nat.ToHost], Dropped: s.Actions[nat.Drop],
+		ForwardedBytes: s.ForwardedBytes, ARPRequests: s.ARPRequests, ARPReplies: s.ARPReplies,
+		EchoReplies: s.EchoReplies, ICMPErrors: s.ICMPErrors, ICMPTranslated: s.ICMPTranslated,
+		Resets: s.Resets, Fragments: s.Fragments,
+	}
 }
 
 // PortStats are one port's counters, summed over its workers (RX side)

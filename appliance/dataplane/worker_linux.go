@@ -123,12 +123,27 @@ func (w *worker) beginBatch() {
 	}
 }
 
-// endBatch flushes the TX rings and publishes the counters.
+// endBatch runs the router's housekeeping (NAT mode), flushes the TX
+// rings and publishes the counters.
 func (w *worker) endBatch() {
+	if w.fwd.nw != nil {
+		w.fwd.natTick()
+	}
 	w.fwd.flush()
 	c := &w.fwd.c
 	c.cacheHits, c.cacheMisses = w.fwd.rw.CacheStats()
 	w.shared.publish(c)
+}
+
+// wait is how long the worker may sleep for frames: pollTimeout, or
+// natTickInterval while the router holds frames of this worker waiting
+// for ARP resolution (they are released by this worker's Tick, whoever
+// received the ARP reply).
+func (w *worker) wait() time.Duration {
+	if w.fwd.nw != nil && w.fwd.nw.Waiting() {
+		return natTickInterval
+	}
+	return pollTimeout
 }
 
 // ringLoop forwards the frames of the AF_PACKET RX ring, one block per
@@ -136,7 +151,7 @@ func (w *worker) endBatch() {
 func (w *worker) ringLoop() error {
 	var p afpacket.Packet
 	for {
-		b, err := w.rx.NextBlock(pollTimeout)
+		b, err := w.rx.NextBlock(w.wait())
 		if errors.Is(err, afpacket.ErrClosed) || w.stopped() {
 			return nil
 		}
@@ -192,7 +207,7 @@ func (w *worker) hostLoop() error {
 		}
 		w.endBatch()
 		if n < hostBatch {
-			if err := host.Wait(pollTimeout); errors.Is(err, hostport.ErrClosed) {
+			if err := host.Wait(w.wait()); errors.Is(err, hostport.ErrClosed) {
 				return nil
 			}
 		}

@@ -220,6 +220,14 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
+// Validate checks cfg as New does, without allocating the tables: the
+// engine checks a configuration before it opens anything.
+func (c Config) Validate() error {
+	c = withDefaults(c)
+	_, err := compile(&c)
+	return err
+}
+
 // maxConns bounds MaxConns: entry indexes have 31 bits, and a bigger table
 // would not fit a box's memory anyway.
 const maxConns = 1 << 26

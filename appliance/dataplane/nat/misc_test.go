@@ -563,8 +563,14 @@ func TestConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
+		if verr := cfg.Validate(); verr == nil || err == nil || verr.Error() != err.Error() {
+			t.Errorf("%s: Validate = %v, want New's error %v", tc.name, verr, err)
+		}
 	}
 	cfg := testConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate(testConfig()) = %v", err)
+	}
 	cfg.WAN.Addr, cfg.Gateway = netip.Prefix{}, netip.Addr{}
 	if _, err := New(cfg); err != nil {
 		t.Errorf("unset WAN address (DHCP): %v", err)

@@ -1,0 +1,88 @@
+package dataplane
+
+import (
+	"net/netip"
+	"testing"
+
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/nat"
+)
+
+// TestEngineNAT routes h1 (LAN, 10.42.0.1/24 behind 10.42.0.254) to h2
+// (the WAN gateway, 10.43.0.1/24) and applies a new router configuration
+// while a connection is tracked: the connection survives.
+func TestEngineNAT(t *testing.T) {
+	tp := newTopo(t, 2)
+	h1, h2 := tp.hosts[0], tp.hosts[1]
+	// What the tuning plan's quiet sysctls do on the appliance: the
+	// kernel must not answer ARP on the data ports for the host port's
+	// address (Linux's weak host model would, with the router's MAC).
+	for _, p := range []string{"p1", "p2"} {
+		sh(t, "ip", "netns", "exec", tp.box, "sysctl", "-qw", "net.ipv4.conf."+p+".arp_ignore=8")
+	}
+	sh(t, "ip", "-n", h1, "route", "add", "default", "via", "10.42.0.254")
+	sh(t, "ip", "-n", h2, "addr", "flush", "dev", "eth0")
+	sh(t, "ip", "-n", h2, "addr", "add", "10.43.0.1/24", "dev", "eth0")
+	cfg := &Config{
+		Mode:     ModeNAT,
+		Ports:    []Port{{Interface: "p1", Role: RoleLAN}, {Interface: "p2", Role: RoleWAN}},
+		HostPort: &HostPort{Interface: "dphost0", Addresses: []netip.Prefix{netip.MustParsePrefix("10.42.0.100/24")}},
+		NAT: &NAT{
+			LANAddr: netip.MustParsePrefix("10.42.0.254/24"),
+			WANAddr: netip.MustParsePrefix("10.43.0.2/24"),
+			Gateway: netip.MustParseAddr("10.43.0.1"),
+		},
+	}
+	e := tp.engine(cfg)
+	if err := tp.ping(1, "10.43.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.ping(1, "10.42.0.100"); err != nil {
+		t.Errorf("host port on the LAN segment: %v", err)
+	}
+	before, err := e.Conns(ConnFilter{Proto: "icmp"}, 0, 0)
+	if err != nil || before.Total != 1 || before.Conns[0].Reply.Dst.Addr() != netip.MustParseAddr("10.43.0.2") {
+		t.Fatalf("ICMP connection after ping: %+v, %v", before, err)
+	}
+	s := e.Snapshot()
+	if s.Mode != ModeNAT || s.NAT == nil || s.NAT.NewConns == 0 || s.NAT.EchoReplies == 0 && s.NAT.Forwarded == 0 {
+		t.Errorf("snapshot: mode %q, nat %+v", s.Mode, s.NAT)
+	}
+
+	cfg2 := *cfg
+	n := *cfg.NAT
+	n.Forwards = []nat.PortForward{{Proto: frame.ProtoTCP, Port: 2222, To: netip.MustParseAddrPort("10.42.0.1:22")}}
+	n.Timeouts.ICMP = 60
+	cfg2.NAT = &n
+	if err := e.Apply(&cfg2); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	after, err := e.Conns(ConnFilter{Proto: "icmp"}, 0, 0)
+	if err != nil || after.Total != 1 || after.Conns[0].ID != before.Conns[0].ID {
+		t.Errorf("ICMP connection after Apply: %+v, %v (before %+v)", after, err, before)
+	}
+	if got := e.NAT().Config().Forwards; len(got) != 1 || got[0].Port != 2222 {
+		t.Errorf("router forwards after Apply: %+v", got)
+	}
+	if err := tp.ping(1, "10.43.0.1"); err != nil {
+		t.Errorf("after Apply: %v", err)
+	}
+
+	cfg3 := cfg2
+	n3 := n
+	n3.MaxConns = 1024
+	cfg3.NAT = &n3
+	if err := e.Apply(&cfg3); err != ErrRestartRequired {
+		t.Errorf("Apply with a new table size = %v, want ErrRestartRequired", err)
+	}
+	bad := cfg2
+	nb := n
+	nb.Gateway = netip.MustParseAddr("10.99.0.1")
+	bad.NAT = &nb
+	if err := e.Apply(&bad); err == nil {
+		t.Errorf("Apply with a gateway off the WAN: no error")
+	}
+	if got := e.NAT().Config().Gateway; got != netip.MustParseAddr("10.43.0.1") {
+		t.Errorf("a refused Apply changed the gateway to %v", got)
+	}
+}
