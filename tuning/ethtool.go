@@ -1,5 +1,7 @@
 package tuning
 
+import "fmt"
+
 // Ethtool is the part of the ethtool API the knobs use. The real one
 // (NewEthtool, Linux) is an ioctl client bound to the network namespace it
 // was created in; tests use a fake that follows e1000e's rules.
@@ -33,3 +35,17 @@ type Feature struct {
 	Active     bool // currently on
 	Changeable bool // in the device's hw_features: user-changeable, not fixed
 }
+
+// noEthtool stands in when there is no ethtool socket: every ethtool knob
+// reports unavailable instead of failing.
+type noEthtool struct{}
+
+var errNoEthtool = fmt.Errorf("no ethtool socket: %w", ErrUnavailable)
+
+func (noEthtool) DriverName(string) (string, error)           { return "", errNoEthtool }
+func (noEthtool) GetCoalesce(string) (uint32, error)          { return 0, errNoEthtool }
+func (noEthtool) SetCoalesce(string, uint32) error            { return errNoEthtool }
+func (noEthtool) GetRing(string) (Ring, error)                { return Ring{}, errNoEthtool }
+func (noEthtool) SetRing(string, uint32, uint32) error        { return errNoEthtool }
+func (noEthtool) Features(string) (map[string]Feature, error) { return nil, errNoEthtool }
+func (noEthtool) Change(string, map[string]bool) error        { return errNoEthtool }

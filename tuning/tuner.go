@@ -32,6 +32,9 @@ type Tuner struct {
 
 // New returns a Tuner for the system below rootDir.
 func New(rootDir string, et Ethtool) *Tuner {
+	if et == nil {
+		et = noEthtool{}
+	}
 	return &Tuner{Root: rootDir, Ethtool: et}
 }
 

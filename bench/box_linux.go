@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// box is a configured path; Close undoes the configuration.
+type box struct {
+	close func() error
+	// appliance is the running e1kbox process (e1kbox paths only).
+	appliance *exec.Cmd
+	logPath   string
+}
+
+func (b *box) Close() error {
+	if b == nil || b.close == nil {
+		return nil
+	}
+	return b.close()
+}
+
+// steer sets the RPS targets of a placement: b0 to the box's receive CPU,
+// the sink veths to the sink CPU.
+func (t *topo) steer(ctx context.Context, pl cpuPlace) error {
+	if err := setRPS(ctx, t.box, "b0", pl.RX); err != nil {
+		return err
+	}
+	for _, s := range []string{"s0", "s1"} {
+		if err := setRPS(ctx, t.sink, s, pl.Sink); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setup configures path p in the box namespace with placement pl.
+func (h *harness) setup(ctx context.Context, p Path, pl cpuPlace) (*box, error) {
+	if err := h.t.steer(ctx, pl); err != nil {
+		return nil, err
+	}
+	switch p.Kind {
+	case kindDirect:
+		return &box{}, nil
+	case kindKernel:
+		return h.kernelBridge(ctx, p)
+	case kindE1kbox:
+		return h.e1kbox(ctx, p)
+	}
+	return nil, fmt.Errorf("path %q: unknown kind %d", p.Name, p.Kind)
+}
+
+// kernelBridge builds br0 over b0 and b1 with br_netfilter's hooks off
+// (when the module is there) and loads the path's nftables rules into a
+// bridge-family forward chain.
+func (h *harness) kernelBridge(ctx context.Context, p Path) (*box, error) {
+	ns := h.t.box
+	b := &box{close: func() error {
+		var errs []error
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := nsRun(ctx, ns, "nft", "flush", "ruleset"); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := run(ctx, "ip", "-n", ns, "link", "del", "br0"); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}}
+	steps := [][]string{
+		{"ip", "-n", ns, "link", "add", "br0", "type", "bridge"},
+		{"ip", "-n", ns, "link", "set", "b0", "master", "br0"},
+		{"ip", "-n", ns, "link", "set", "b1", "master", "br0"},
+		{"ip", "-n", ns, "link", "set", "br0", "up"},
+	}
+	for _, s := range steps {
+		if _, err := run(ctx, s[0], s[1:]...); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	if h.brNetfilter {
+		if _, err := nsRun(ctx, ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=0",
+			"net.bridge.bridge-nf-call-ip6tables=0", "net.bridge.bridge-nf-call-arptables=0"); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	if script := nftRules(p); script != "" {
+		if err := nftLoad(ctx, ns, script); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
+		}
+	}
+	return b, nil
+}
+
+// e1kbox starts the appliance binary in the box namespace in bridge mode
+// over b0 and b1. By default it runs with -tune=false: the harness owns
+// the veths' steering, and the appliance still pins its workers by the
+// placement's CPU plan. With applianceTune it applies its tuning plan
+// (which turns RPS off), and the harness steers again once it forwards.
+func (h *harness) e1kbox(ctx context.Context, p Path) (*box, error) {
+	if h.appliance == "" {
+		return nil, errors.New("no appliance binary")
+	}
+	cfg, err := applianceConfig(p)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(h.tmp, "appliance-*")
+	if err != nil {
+		return nil, fmt.Errorf("e1kbox: %w", err)
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		return nil, fmt.Errorf("e1kbox: %w", err)
+	}
+	logPath := filepath.Join(dir, "appliance.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("e1kbox: %w", err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", h.t.box, h.appliance,
+		"-config", cfgPath, "-factory", filepath.Join(dir, "factory.json"),
+		"-state", filepath.Join(dir, "state"), "-listen", applianceListen, "-tune="+strconv.FormatBool(h.applianceTune))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// No Pdeathsig: it fires when the forking OS thread exits, and inNetns
+	// ends threads. Close (also run on ^C) stops the process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("e1kbox: start %s: %w", h.appliance, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logf.Close() }()
+	b := &box{appliance: cmd, logPath: logPath}
+	b.close = func() error {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("e1kbox exited early: %v: %s", err, tail(logPath, 5))
+		default:
+		}
+		// ip netns exec execs the appliance, so the PID is the appliance's.
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("e1kbox did not stop within 5 s of SIGTERM (killed): %s", tail(logPath, 5))
+		}
+	}
+	// Let the process come up (or fail fast on a bad flag).
+	select {
+	case err := <-exited:
+		exited <- err
+		return nil, fmt.Errorf("e1kbox exited at start: %v: %s", err, tail(logPath, 10))
+	case <-time.After(300 * time.Millisecond):
+	case <-ctx.Done():
+		b.Close()
+		return nil, ctx.Err()
+	}
+	return b, nil
+}
+
+// alive reports an error if the appliance has exited.
+func (b *box) alive() error {
+	if b.appliance == nil {
+		return nil
+	}
+	if err := b.appliance.Process.Signal(syscall.Signal(0)); err != nil {
+		return fmt.Errorf("e1kbox is not running: %s", tail(b.logPath, 10))
+	}
+	return nil
+}
+
+// tail returns the last n lines of a log file joined by " | "; from a Go
+// crash, the panic line and the n lines after it instead.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return logTail(string(b), n)
+}

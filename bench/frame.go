@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+)
+
+// Frame layout of the generated UDP/IPv4 frames.
+const (
+	fcsLen     = 4
+	ethLen     = 14
+	ipv4Len    = 20
+	udpLen     = 8
+	minFrame   = 64   // smallest Ethernet frame with FCS
+	maxFrame   = 1518 // largest untagged frame with FCS at MTU 1500
+	sportOff   = ethLen + ipv4Len
+	firstSport = 1024
+	udpDport   = 9 // discard
+	maxFlows   = 65536 - firstSport
+)
+
+// Addresses of the generated traffic. The rules under test match
+// 10.128.0.0/9 (ruleAddr), which never contains genIP.
+var (
+	genIP  = netip.MustParseAddr("10.77.0.1")
+	sinkIP = netip.MustParseAddr("10.77.0.2")
+)
+
+// udpFrame returns a UDP/IPv4 frame of size bytes including the FCS (the
+// returned slice is size-4 bytes long, as AF_PACKET sends it) from src to
+// dst, source port firstSport, UDP checksum 0 (none).
+func udpFrame(size int, src, dst net.HardwareAddr, sip, dip netip.Addr) ([]byte, error) {
+	if size < minFrame || size > maxFrame {
+		return nil, fmt.Errorf("frame size %d outside %d..%d", size, minFrame, maxFrame)
+	}
+	if len(src) != 6 || len(dst) != 6 || !sip.Is4() || !dip.Is4() {
+		return nil, fmt.Errorf("frame addresses %v %v %v %v: want MACs and IPv4", src, dst, sip, dip)
+	}
+	f := make([]byte, size-fcsLen)
+	copy(f[0:6], dst)
+	copy(f[6:12], src)
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[ethLen:]
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(f)-ethLen))
+	ip[6] = 0x40 // DF
+	ip[8] = 64
+	ip[9] = 17
+	s4, d4 := sip.As4(), dip.As4()
+	copy(ip[12:16], s4[:])
+	copy(ip[16:20], d4[:])
+	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip[:ipv4Len]))
+	udp := f[sportOff:]
+	binary.BigEndian.PutUint16(udp[0:], firstSport)
+	binary.BigEndian.PutUint16(udp[2:], udpDport)
+	binary.BigEndian.PutUint16(udp[4:], uint16(len(f)-sportOff))
+	for i := sportOff + udpLen; i < len(f); i++ {
+		f[i] = byte(i)
+	}
+	return f, nil
+}
+
+// setFlow rewrites the UDP source port of a udpFrame for flow n (0-based,
+// below maxFlows). The UDP checksum is 0 and the IP header is unchanged.
+func setFlow(f []byte, n int) {
+	binary.BigEndian.PutUint16(f[sportOff:], uint16(firstSport+n))
+}
+
+// ipChecksum is the Internet checksum of h.
+func ipChecksum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	if len(h)%2 == 1 {
+		sum += uint32(h[len(h)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+// learnFrame is a broadcast frame from src with an experimental
+// EtherType: bridges learn src from it and the sink drops it.
+func learnFrame(src net.HardwareAddr) []byte {
+	f := make([]byte, minFrame-fcsLen)
+	copy(f[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(f[6:12], src)
+	binary.BigEndian.PutUint16(f[12:], 0x88b5)
+	return f
+}
+
+// ruleAddr is the address of the i-th non-matching rule: 10.128.0.1 on.
+func ruleAddr(i int) netip.Addr {
+	n := uint32(10)<<24 | uint32(128)<<16 + uint32(i) + 1
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+}
+
+// Interfaces and their fixed, locally administered MAC addresses.
+var (
+	macG0 = net.HardwareAddr{0x02, 0xe1, 0xb0, 0, 0, 0x01}
+	macB0 = net.HardwareAddr{0x02, 0xe1, 0xb0, 0, 0, 0x02}
+	macB1 = net.HardwareAddr{0x02, 0xe1, 0xb0, 0, 0, 0x03}
+	macS0 = net.HardwareAddr{0x02, 0xe1, 0xb0, 0, 0, 0x04}
+	macG1 = net.HardwareAddr{0x02, 0xe1, 0xb0, 0, 0, 0x05}
+	macS1 = net.HardwareAddr{0x02, 0xe1, 0xb0, 0, 0, 0x06}
+)

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+)
+
+func TestUDPFrame(t *testing.T) {
+	for _, size := range []int{64, 512, 1518} {
+		f, err := udpFrame(size, macG0, macS0, genIP, sinkIP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f) != size-4 {
+			t.Errorf("size %d: frame of %d bytes, want %d (no FCS)", size, len(f), size-4)
+		}
+		if got := [6]byte(f[0:6]); got != [6]byte(macS0) {
+			t.Errorf("dst %x", got)
+		}
+		if got := [6]byte(f[6:12]); got != [6]byte(macG0) {
+			t.Errorf("src %x", got)
+		}
+		if et := binary.BigEndian.Uint16(f[12:]); et != 0x0800 {
+			t.Errorf("ethertype %#x", et)
+		}
+		ip := f[14:34]
+		if ipChecksum(ip) != 0 {
+			t.Errorf("size %d: IP header checksum does not verify", size)
+		}
+		if tl := int(binary.BigEndian.Uint16(ip[2:])); tl != size-4-14 {
+			t.Errorf("IP total length %d, want %d", tl, size-18)
+		}
+		if s, d := netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20])); s != genIP || d != sinkIP {
+			t.Errorf("addresses %v -> %v", s, d)
+		}
+		if ul := int(binary.BigEndian.Uint16(f[38:])); ul != size-4-34 {
+			t.Errorf("UDP length %d, want %d", ul, size-38)
+		}
+		setFlow(f, 1000)
+		if sp := binary.BigEndian.Uint16(f[34:]); sp != firstSport+1000 {
+			t.Errorf("source port %d after setFlow(1000)", sp)
+		}
+		if ipChecksum(ip) != 0 {
+			t.Errorf("setFlow broke the IP checksum")
+		}
+	}
+	for _, size := range []int{63, 1519} {
+		if _, err := udpFrame(size, macG0, macS0, genIP, sinkIP); err == nil {
+			t.Errorf("udpFrame(%d) succeeded", size)
+		}
+	}
+	if _, err := udpFrame(64, macG0, macS0, netip.MustParseAddr("::1"), sinkIP); err == nil {
+		t.Error("udpFrame with an IPv6 address succeeded")
+	}
+}
+
+func TestIPChecksum(t *testing.T) {
+	// RFC 1071 style example header (from Wikipedia's IPv4 checksum page).
+	h := []byte{0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7}
+	if got := ipChecksum(h); got != 0xb861 {
+		t.Errorf("checksum %#x, want 0xb861", got)
+	}
+	if got := ipChecksum([]byte{0x01}); got != ^uint16(0x0100) {
+		t.Errorf("odd-length checksum %#x", got)
+	}
+}
+
+func TestLearnFrame(t *testing.T) {
+	f := learnFrame(macS0)
+	if len(f) != 60 || [6]byte(f[0:6]) != [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} || [6]byte(f[6:12]) != [6]byte(macS0) {
+		t.Errorf("learn frame %x", f)
+	}
+}
+
+func TestRuleAddr(t *testing.T) {
+	for _, tc := range []struct {
+		i    int
+		want string
+	}{{0, "10.128.0.1"}, {254, "10.128.0.255"}, {255, "10.128.1.0"}, {9999, "10.128.39.16"}} {
+		if got := ruleAddr(tc.i).String(); got != tc.want {
+			t.Errorf("ruleAddr(%d) = %s, want %s", tc.i, got, tc.want)
+		}
+	}
+	// No rule address ever matches the generator's source.
+	block := netip.MustParsePrefix("10.128.0.0/9")
+	for _, i := range []int{0, 1 << 20} {
+		if a := ruleAddr(i); !block.Contains(a) || a == genIP {
+			t.Errorf("ruleAddr(%d) = %v outside %v", i, a, block)
+		}
+	}
+	if block.Contains(genIP) {
+		t.Errorf("the generator's %v is inside the rules' %v", genIP, block)
+	}
+}

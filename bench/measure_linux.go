@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"e1kbox/tuning"
+)
+
+// harness holds what every measurement needs.
+type harness struct {
+	t           *topo
+	cpus        tuning.CPUSet
+	appliance   string // the appliance binary, "" if not built
+	tmp         string // scratch directory
+	flows       int
+	brNetfilter bool // br_netfilter's sysctls exist in the box namespace
+	// applianceTune runs the appliance with -tune=true.
+	applianceTune bool
+}
+
+// window is how long a measurement warms up and counts.
+type window struct {
+	Warmup, Count time.Duration
+}
+
+// readProcStat reads and parses /proc/stat.
+func readProcStat() (ProcStat, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return ProcStat{}, fmt.Errorf("cpu time: %w", err)
+	}
+	return ParseProcStat(b)
+}
+
+// onlineCPUs returns the online CPUs.
+func onlineCPUs() (tuning.CPUSet, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, fmt.Errorf("online CPUs: %w", err)
+	}
+	return tuning.ParseCPUList(string(b))
+}
+
+// idleBusy measures the fraction of all CPUs busy over d with no traffic
+// (see BusyFromIdle).
+func idleBusy(ctx context.Context, d time.Duration, ncpu int) (float64, error) {
+	a, err := readProcStat()
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	b, err := readProcStat()
+	if err != nil {
+		return 0, err
+	}
+	wall := time.Since(t0).Seconds()
+	return BusyFromIdle(b.All.Sub(a.All), wall, ncpu) / (float64(ncpu) * wall), nil
+}
+
+// genFor returns the generator spec of a path: g1 straight into s1 for
+// the direct path, g0 through the box to s0 otherwise.
+func (h *harness) genFor(p Path, pl cpuPlace, size int, rate float64) (genSpec, error) {
+	iface, dst := "g0", macS0
+	src := macG0
+	if p.Kind == kindDirect {
+		iface, dst, src = "g1", macS1, macG1
+	}
+	f, err := udpFrame(size, src, dst, genIP, sinkIP)
+	if err != nil {
+		return genSpec{}, err
+	}
+	return genSpec{NS: h.t.gen, Iface: iface, CPU: pl.Gen, Frame: f, Flows: h.flows, Rate: rate}, nil
+}
+
+// learn lets the path learn where the sink is.
+func (h *harness) learn() error {
+	f := learnFrame(macS0)
+	return sendFrames(h.t.sink, "s0", f, f, f)
+}
+
+// waitForward sends a slow stream until the sink counts frames, or fails
+// after timeout.
+func (h *harness) waitForward(ctx context.Context, p Path, pl cpuPlace, b *box, timeout time.Duration) error {
+	spec, err := h.genFor(p, pl, minFrame, 20000)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := h.learn(); err != nil {
+			return err
+		}
+		c0, err := h.t.sinkCount(ctx)
+		if err != nil {
+			return err
+		}
+		g, err := startGenerator(spec)
+		if err != nil {
+			return err
+		}
+		sleep(ctx, 200*time.Millisecond)
+		c1, err := h.t.sinkCount(ctx)
+		if gerr := g.Stop(); gerr != nil && err == nil {
+			err = gerr
+		}
+		if err != nil {
+			return err
+		}
+		if c1-c0 >= 100 {
+			return nil
+		}
+		if err := b.alive(); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: the sink got %d frames in 200 ms after %v of trying", p.Name, c1-c0, timeout)
+		}
+	}
+}
+
+// ready waits until the path forwards; with applianceTune it then
+// restores the steering the appliance's tuning reset.
+func (h *harness) ready(ctx context.Context, p Path, pl cpuPlace, b *box) error {
+	if err := h.waitForward(ctx, p, pl, b, 15*time.Second); err != nil {
+		return err
+	}
+	if p.Kind == kindE1kbox && h.applianceTune {
+		return h.t.steer(ctx, pl)
+	}
+	return nil
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+}
+
+// stamped is a counter value and when it was read (the middle of the
+// read, since reading the nft counter takes a few milliseconds).
+type stamped struct {
+	n  uint64
+	at time.Time
+}
+
+func (h *harness) readSink(ctx context.Context) (stamped, error) {
+	t0 := time.Now()
+	n, err := h.t.sinkCount(ctx)
+	t1 := time.Now()
+	return stamped{n, t0.Add(t1.Sub(t0) / 2)}, err
+}
+
+// measure runs the generator (at rate, 0 = full speed) through the
+// configured path and counts what reaches the sink. For rate > 0 it also
+// takes the CPU time of all CPUs from /proc/stat (see BusyFromIdle): the
+// /proc/stat window lies inside the counter window, so that the nft reads
+// are not charged to the packets.
+func (h *harness) measure(ctx context.Context, p Path, pl cpuPlace, size int, rate float64, w window) (Sample, error) {
+	s := Sample{Path: p.Name, Size: size, Kind: KindThroughput, Rate: rate}
+	if rate > 0 {
+		s.Kind = KindCPU
+	}
+	spec, err := h.genFor(p, pl, size, rate)
+	if err != nil {
+		return s, err
+	}
+	if p.Kind != kindDirect {
+		if err := h.learn(); err != nil {
+			return s, err
+		}
+	}
+	g, err := startGenerator(spec)
+	if err != nil {
+		return s, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			g.Stop()
+		}
+	}()
+	sleep(ctx, w.Warmup)
+	// The generator's count brackets the sink's, which brackets the CPU
+	// window.
+	ta, sentA := time.Now(), g.Sent()
+	c0, err := h.readSink(ctx)
+	if err != nil {
+		return s, err
+	}
+	st0, err := readProcStat()
+	if err != nil {
+		return s, err
+	}
+	t0 := time.Now()
+	sleep(ctx, w.Count)
+	st1, err := readProcStat()
+	if err != nil {
+		return s, err
+	}
+	t1 := time.Now()
+	c1, err := h.readSink(ctx)
+	if err != nil {
+		return s, err
+	}
+	tb, sentB := time.Now(), g.Sent()
+	stopped = true
+	if err := g.Stop(); err != nil {
+		return s, err
+	}
+	if err := ctx.Err(); err != nil {
+		return s, err
+	}
+	statSecs := t1.Sub(t0).Seconds()
+	s.Seconds = c1.at.Sub(c0.at).Seconds()
+	s.Received = c1.n - c0.n
+	s.Sent = sentB - sentA
+	s.PPS = float64(s.Received) / s.Seconds
+	s.Offered = float64(s.Sent) / tb.Sub(ta).Seconds()
+	if rate > 0 {
+		d := st1.All.Sub(st0.All)
+		s.BusySeconds = BusyFromIdle(d, statSecs, len(h.cpus))
+		s.TickBusySeconds = float64(d.Busy()) / userHZ
+		if pkts := s.PPS * statSecs; pkts > 0 {
+			s.NsPerPacket = s.BusySeconds * 1e9 / pkts
+			s.TickNsPerPacket = s.TickBusySeconds * 1e9 / pkts
+		}
+		for _, c := range h.cpus {
+			s.CPUBusy = append(s.CPUBusy, BusyFromIdle(st1.CPUs[c].Sub(st0.CPUs[c]), statSecs, 1)/statSecs)
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"e1kbox/appliance/config"
+	"e1kbox/rules"
+	"e1kbox/tuning"
+)
+
+// pathKind is what forwards between b0 and b1 in the box namespace.
+type pathKind int
+
+const (
+	kindDirect pathKind = iota // no box: g1 -> s1
+	kindKernel                 // br0, optionally with nftables rules
+	kindE1kbox                 // the appliance binary in bridge mode
+)
+
+// Path is one forwarding path under test.
+type Path struct {
+	Name string
+	Kind pathKind
+	// NftRules is the number of linear non-matching rules in a bridge-family
+	// forward chain; NftSet the size of an nftables set matched by one rule.
+	NftRules, NftSet int
+	// Rules is the number of non-matching e1kbox forward rules.
+	Rules int
+	// Placement is the e1kbox CPU placement (tuning.Placement).
+	Placement tuning.Placement
+}
+
+// Path names of the reference rows.
+const (
+	directName = "direct veth (no box)"
+	kernelName = "kernel bridge"
+)
+
+// countName writes 1000 as "1k" and 10000 as "10k"; other numbers as is.
+func countName(n int) string {
+	if n >= 1000 && n%1000 == 0 {
+		return strconv.Itoa(n/1000) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+// buildPaths lists the paths of a run: direct, the kernel bridge, the
+// kernel bridge with each count of linear nft rules and with an nft set of
+// the largest count, then e1kbox per placement with 0 rules and with the
+// largest count of rules.
+func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
+	paths := []Path{{Name: directName, Kind: kindDirect}, {Name: kernelName, Kind: kindKernel}}
+	most := 0
+	for _, n := range ruleCounts {
+		if n > 0 {
+			paths = append(paths, Path{Name: kernelName + " + " + countName(n) + " nft rules", Kind: kindKernel, NftRules: n})
+		}
+		most = max(most, n)
+	}
+	if most > 0 {
+		paths = append(paths, Path{Name: kernelName + " + " + countName(most) + " nft set", Kind: kindKernel, NftSet: most})
+	}
+	for _, pl := range placements {
+		name := "e1kbox bridge"
+		if pl != tuning.DefaultPlacement {
+			name += " " + string(pl)
+		}
+		paths = append(paths, Path{Name: name, Kind: kindE1kbox, Placement: pl})
+		if most > 0 {
+			paths = append(paths, Path{Name: name + " + " + countName(most) + " rules", Kind: kindE1kbox, Rules: most, Placement: pl})
+		}
+	}
+	return paths
+}
+
+// cpuPlace is where the work of one path runs; -1 is "nowhere" (RX
+// steering off, no worker).
+type cpuPlace struct {
+	Gen    int // the generator thread
+	RX     int // RPS target of b0: the box's receive softirq
+	Worker int // e1kbox's worker for b0
+	Sink   int // RPS target of the sink veth: the sink's receive softirq
+}
+
+func (c cpuPlace) String() string {
+	parts := []string{fmt.Sprintf("gen cpu%d", c.Gen)}
+	if c.RX >= 0 {
+		parts = append(parts, fmt.Sprintf("box rx cpu%d", c.RX))
+	}
+	if c.Worker >= 0 {
+		parts = append(parts, fmt.Sprintf("worker cpu%d", c.Worker))
+	}
+	parts = append(parts, fmt.Sprintf("sink cpu%d", c.Sink))
+	return strings.Join(parts, ", ")
+}
+
+// boxPorts are the box's veth ports, in the appliance's port order.
+var boxPorts = []string{"b0", "b1"}
+
+// placeFor places a path's work on cpus (sorted). The box's receive work
+// goes to the first CPU (its "IRQ" CPU, by RPS on b0); e1kbox's follows
+// the tuning package's CPU plan for the two box ports, so the worker
+// lands where the appliance pins it. The generator takes a CPU the box
+// does not use if there is one, else the box's receive CPU rather than
+// the worker's; the sink hop is steered to the generator's CPU so that
+// forwarded frames do not queue behind incoming ones in the box CPU's
+// backlog.
+func placeFor(p Path, cpus tuning.CPUSet) (cpuPlace, error) {
+	if len(cpus) == 0 {
+		return cpuPlace{}, fmt.Errorf("placement: no CPUs")
+	}
+	pl := cpuPlace{RX: cpus[0], Worker: -1}
+	switch p.Kind {
+	case kindDirect:
+		// The generator alone on the last CPU, the sink on the first.
+		pl.RX = -1
+		pl.Gen = cpus[len(cpus)-1]
+		pl.Sink = cpus[0]
+		return pl, nil
+	case kindE1kbox:
+		plan, err := tuning.NewCPUPlan(boxPorts, cpus, p.Placement)
+		if err != nil {
+			return cpuPlace{}, fmt.Errorf("placement: %w", err)
+		}
+		if len(plan.Ports) == 0 {
+			return cpuPlace{}, fmt.Errorf("placement %q: no CPU plan for the box ports (use split, same or threaded)", p.Placement)
+		}
+		pl.RX, pl.Worker = plan.Ports[0].IRQCPU, plan.Ports[0].WorkerCPU
+	}
+	used := []int{pl.RX, pl.Worker}
+	pl.Gen = -1
+	for _, c := range cpus {
+		if !slices.Contains(used, c) {
+			pl.Gen = c
+			break
+		}
+	}
+	if pl.Gen < 0 {
+		pl.Gen = pl.RX
+	}
+	pl.Sink = pl.Gen
+	return pl, nil
+}
+
+// applianceListen is the appliance's dashboard address inside the box
+// namespace.
+const applianceListen = "127.0.0.1:8080"
+
+// nftRules is the nftables script of a kernel path: NftRules linear
+// "ip saddr A drop" rules or one rule matching a set of NftSet addresses,
+// in a bridge-family forward chain (the hook bridged frames traverse).
+// None of them matches the generated traffic. "" for no rules.
+func nftRules(p Path) string {
+	var b strings.Builder
+	switch {
+	case p.NftRules > 0:
+		b.WriteString("table bridge e1kbench {\n\tchain benchfwd {\n\t\ttype filter hook forward priority 0; policy accept;\n")
+		for i := range p.NftRules {
+			fmt.Fprintf(&b, "\t\tip saddr %s drop\n", ruleAddr(i))
+		}
+		b.WriteString("\t}\n}\n")
+	case p.NftSet > 0:
+		b.WriteString("table bridge e1kbench {\n\tset blocked {\n\t\ttype ipv4_addr\n\t\telements = {\n")
+		for i := range p.NftSet {
+			fmt.Fprintf(&b, "\t\t\t%s,\n", ruleAddr(i))
+		}
+		b.WriteString("\t\t}\n\t}\n\tchain benchfwd {\n\t\ttype filter hook forward priority 0; policy accept;\n\t\tip saddr @blocked drop\n\t}\n}\n")
+	default:
+		return ""
+	}
+	return b.String()
+}
+
+// e1kboxRules is the e1kbox rule text of a path: Rules non-matching
+// forward rules, the same addresses as the nftables rows.
+func e1kboxRules(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "ip saddr %s drop\n", ruleAddr(i))
+	}
+	return b.String()
+}
+
+// applianceConfig is the runtime config for an e1kbox path: bridge mode
+// over b0 and b1, the path's rules and CPU placement. It is validated
+// with the appliance's own config package.
+func applianceConfig(p Path) ([]byte, error) {
+	rs, err := rules.Parse(e1kboxRules(p.Rules))
+	if err != nil {
+		return nil, fmt.Errorf("e1kbox rules: %w", err)
+	}
+	c := &config.Config{
+		Version: config.Version,
+		Mode:    config.ModeBridge,
+		Rules:   *rs,
+		Tuning:  tuning.Plan{Placement: p.Placement},
+	}
+	for _, port := range boxPorts {
+		c.Ports = append(c.Ports, config.Port{Name: port, Interface: port})
+	}
+	c.Dashboard.Listen = applianceListen
+	c.ApplyDefaults()
+	if err := c.Validate(config.Env{Interfaces: boxPorts}); err != nil {
+		return nil, fmt.Errorf("e1kbox config: %w", err)
+	}
+	return config.Marshal(c)
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"e1kbox/appliance/config"
+	"e1kbox/rules"
+	"e1kbox/tuning"
+)
+
+func TestBuildPaths(t *testing.T) {
+	paths := buildPaths([]int{1000, 10000}, []tuning.Placement{tuning.PlacementSplit, tuning.PlacementSame})
+	var names []string
+	for _, p := range paths {
+		names = append(names, p.Name)
+	}
+	want := []string{
+		"direct veth (no box)",
+		"kernel bridge",
+		"kernel bridge + 1k nft rules",
+		"kernel bridge + 10k nft rules",
+		"kernel bridge + 10k nft set",
+		"e1kbox bridge",
+		"e1kbox bridge + 10k rules",
+		"e1kbox bridge same",
+		"e1kbox bridge same + 10k rules",
+	}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+	if p := paths[4]; p.NftSet != 10000 || p.NftRules != 0 || p.Kind != kindKernel {
+		t.Errorf("nft set path %+v", p)
+	}
+	if p := paths[8]; p.Rules != 10000 || p.Placement != tuning.PlacementSame || p.Kind != kindE1kbox {
+		t.Errorf("e1kbox rules path %+v", p)
+	}
+	if got := buildPaths(nil, nil); len(got) != 2 {
+		t.Errorf("no rules, no placements: %d paths, want direct and kernel bridge", len(got))
+	}
+	if got := countName(1500); got != "1500" {
+		t.Errorf("countName(1500) = %q", got)
+	}
+}
+
+func TestPlaceFor(t *testing.T) {
+	two := tuning.CPUSet{0, 1}
+	for _, tc := range []struct {
+		name string
+		p    Path
+		cpus tuning.CPUSet
+		want cpuPlace
+		text string
+	}{
+		{"direct", Path{Kind: kindDirect}, two, cpuPlace{Gen: 1, RX: -1, Worker: -1, Sink: 0}, "gen cpu1, sink cpu0"},
+		{"kernel", Path{Kind: kindKernel}, two, cpuPlace{Gen: 1, RX: 0, Worker: -1, Sink: 1}, "gen cpu1, box rx cpu0, sink cpu1"},
+		{"e1kbox same", Path{Kind: kindE1kbox, Placement: tuning.PlacementSame}, two,
+			cpuPlace{Gen: 1, RX: 0, Worker: 0, Sink: 1}, "gen cpu1, box rx cpu0, worker cpu0, sink cpu1"},
+		{"e1kbox split", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, two,
+			cpuPlace{Gen: 0, RX: 0, Worker: 1, Sink: 0}, "gen cpu0, box rx cpu0, worker cpu1, sink cpu0"},
+		{"e1kbox split, 4 CPUs", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, tuning.CPUSet{0, 1, 2, 3},
+			cpuPlace{Gen: 1, RX: 0, Worker: 2, Sink: 1}, ""},
+		{"kernel, 1 CPU", Path{Kind: kindKernel}, tuning.CPUSet{3}, cpuPlace{Gen: 3, RX: 3, Worker: -1, Sink: 3}, ""},
+		{"e1kbox split, 1 CPU", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, tuning.CPUSet{0},
+			cpuPlace{Gen: 0, RX: 0, Worker: 0, Sink: 0}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := placeFor(tc.p, tc.cpus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if tc.text != "" && got.String() != tc.text {
+				t.Errorf("String() = %q, want %q", got.String(), tc.text)
+			}
+		})
+	}
+	if _, err := placeFor(Path{Kind: kindKernel}, nil); err == nil {
+		t.Error("no CPUs: no error")
+	}
+	if _, err := placeFor(Path{Kind: kindE1kbox, Placement: tuning.PlacementManual}, two); err == nil {
+		t.Error("manual placement: no error")
+	}
+}
+
+func TestNftRules(t *testing.T) {
+	if s := nftRules(Path{Kind: kindKernel}); s != "" {
+		t.Errorf("no rules: %q", s)
+	}
+	lin := nftRules(Path{NftRules: 3})
+	for _, want := range []string{"table bridge e1kbench", "type filter hook forward priority 0;",
+		"ip saddr 10.128.0.1 drop\n", "ip saddr 10.128.0.3 drop\n"} {
+		if !strings.Contains(lin, want) {
+			t.Errorf("linear script lacks %q:\n%s", want, lin)
+		}
+	}
+	if n := strings.Count(lin, " drop\n"); n != 3 {
+		t.Errorf("%d rules, want 3", n)
+	}
+	set := nftRules(Path{NftSet: 3})
+	for _, want := range []string{"set blocked", "type ipv4_addr", "10.128.0.3,", "ip saddr @blocked drop"} {
+		if !strings.Contains(set, want) {
+			t.Errorf("set script lacks %q:\n%s", want, set)
+		}
+	}
+	if n := strings.Count(set, " drop\n"); n != 1 {
+		t.Errorf("set script has %d rules, want 1", n)
+	}
+}
+
+func TestApplianceConfig(t *testing.T) {
+	b, err := applianceConfig(Path{Kind: kindE1kbox, Rules: 100, Placement: tuning.PlacementSame})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse(b)
+	if err != nil {
+		t.Fatalf("the appliance does not parse it: %v\n%s", err, b)
+	}
+	if err := c.Validate(config.Env{Interfaces: []string{"b0", "b1"}}); err != nil {
+		t.Fatalf("the appliance does not accept it: %v", err)
+	}
+	if c.Mode != config.ModeBridge || len(c.Ports) != 2 || c.Ports[0].Interface != "b0" || c.Ports[1].Interface != "b1" {
+		t.Errorf("mode %s ports %+v", c.Mode, c.Ports)
+	}
+	if c.Tuning.Placement != tuning.PlacementSame || c.Dashboard.Listen != applianceListen {
+		t.Errorf("placement %q listen %q", c.Tuning.Placement, c.Dashboard.Listen)
+	}
+	if len(c.Rules.Rules) != 100 {
+		t.Fatalf("%d rules, want 100", len(c.Rules.Rules))
+	}
+	// The rules drop only 10.128.0.0/9: the generated traffic passes.
+	tab, err := rules.Compile(&c.Rules, rules.Options{Ports: map[string]uint16{"b0": 1, "b1": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := rules.Key{InPort: 1, OutPort: 2, Proto: 17, SrcPort: firstSport, DstPort: udpDport, Chain: rules.Forward}
+	k.SetAddrs(genIP, sinkIP)
+	if v := tab.Lookup(&k); v.Action != rules.Accept || v.Rule != -1 {
+		t.Errorf("generated traffic: verdict %+v, want the accept policy", v)
+	}
+	k.SetAddrs(ruleAddr(99), sinkIP)
+	if v := tab.Lookup(&k); v.Action != rules.Drop || v.Rule != 99 {
+		t.Errorf("traffic from %v: verdict %+v, want rule 99's drop", ruleAddr(99), v)
+	}
+	if !json.Valid(b) {
+		t.Error("not JSON")
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	o, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.reps != 3 || o.duration != 2*time.Second || o.warmup != 500*time.Millisecond || o.cpuWindow != 3*time.Second {
+		t.Errorf("defaults: %+v", o)
+	}
+	if diff := cmp.Diff([]int{64, 512}, o.sizes); diff != "" {
+		t.Errorf("sizes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{1000, 10000}, o.rules); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]tuning.Placement{"split", "same"}, o.placements); diff != "" {
+		t.Errorf("placements (-want +got):\n%s", diff)
+	}
+	q, err := parseFlags([]string{"-quick", "-sizes", "128", "-rules", "5k", "-out", "r.json", "-paths", "kernel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.reps != 1 || q.duration != time.Second || q.sizes[0] != 128 || q.rules[0] != 5000 || q.out != "r.json" || !q.paths.MatchString("kernel bridge") {
+		t.Errorf("quick: %+v", q)
+	}
+	for _, bad := range [][]string{
+		{"-sizes", "32"}, {"-sizes", ""}, {"-rules", "x"}, {"-placements", "manual"}, {"-placements", "sideways"},
+		{"-flows", "0"}, {"-rate", "-1"}, {"-paths", "("}, {"extra"},
+	} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%q) succeeded", bad)
+		}
+	}
+}

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kinds of samples.
+const (
+	KindThroughput = "throughput" // the generator at full speed
+	KindCPU        = "cpu"        // the generator at a fixed rate, CPU time measured
+)
+
+// Sample is one measurement of one path at one frame size.
+type Sample struct {
+	Path string `json:"path"`
+	Size int    `json:"size"` // Ethernet frame size including FCS
+	Kind string `json:"kind"`
+	Rep  int    `json:"rep"`
+	// Seconds is the length of the counting window.
+	Seconds float64 `json:"seconds"`
+	// Received is what the sink counted in the window; Sent is what the
+	// generator handed to the kernel over a slightly longer window that
+	// encloses it (Offered is its rate).
+	Sent     uint64  `json:"sent"`
+	Received uint64  `json:"received"`
+	Offered  float64 `json:"offered_pps"`
+	PPS      float64 `json:"pps"`
+	// Rate is the generator's target rate (CPU samples); 0 is full speed.
+	Rate float64 `json:"rate,omitempty"`
+	// BusySeconds is the busy time of all CPUs in the CPU window (wall
+	// time minus idle, see BusyFromIdle) and NsPerPacket that time per
+	// received packet (CPU samples only). The Tick variants sum the
+	// tick-sampled busy fields (user+nice+system+irq+softirq+steal)
+	// instead, for comparison.
+	BusySeconds     float64   `json:"busy_seconds,omitempty"`
+	NsPerPacket     float64   `json:"ns_per_packet,omitempty"`
+	TickBusySeconds float64   `json:"tick_busy_seconds,omitempty"`
+	TickNsPerPacket float64   `json:"tick_ns_per_packet,omitempty"`
+	CPUBusy         []float64 `json:"cpu_busy,omitempty"` // per CPU, fraction of the window
+}
+
+// Row is the summary of one path at one frame size.
+type Row struct {
+	Name      string  `json:"name"` // e.g. "e1kbox bridge 64B"
+	Path      string  `json:"path"`
+	Size      int     `json:"size"`
+	Placement string  `json:"placement"`
+	Runs      int     `json:"runs"`
+	PPS       float64 `json:"pps"`     // median
+	MinPPS    float64 `json:"min_pps"` // spread of the runs
+	MaxPPS    float64 `json:"max_pps"`
+	Offered   float64 `json:"offered_pps"` // median
+	// Ratio is PPS over the kernel bridge's at the same size; NaN (null
+	// in JSON) when there is no kernel bridge row.
+	Ratio float64 `json:"-"`
+	// GenLimited: the sink got (nearly) all the generator sent, so the
+	// generator, not the path, set the rate; the path can do more.
+	GenLimited bool   `json:"generator_limited"`
+	Error      string `json:"error,omitempty"`
+}
+
+// genLimitedLoss is the loss below which a row counts as generator-limited.
+const genLimitedLoss = 0.02
+
+// CPURow is the summary of the CPU samples of one path.
+type CPURow struct {
+	Name      string  `json:"name"`
+	Path      string  `json:"path"`
+	Size      int     `json:"size"`
+	Placement string  `json:"placement"`
+	Rate      float64 `json:"rate"`
+	Runs      int     `json:"runs"`
+	PPS       float64 `json:"pps"`           // median received rate
+	NsPerPkt  float64 `json:"ns_per_packet"` // median, all CPUs
+	// MinNsPerPkt and MaxNsPerPkt are the spread of the runs.
+	MinNsPerPkt float64 `json:"-"`
+	MaxNsPerPkt float64 `json:"-"`
+	// TickNsPerPkt is NsPerPkt from the tick-sampled busy fields.
+	TickNsPerPkt float64 `json:"-"`
+	// BoxNsPerPkt is NsPerPkt minus the direct path's (the generator's and
+	// the sink's share); NaN without a direct row. It is a difference of
+	// two noisy numbers and can come out negative for cheap paths.
+	BoxNsPerPkt float64 `json:"-"`
+	// Ratio is NsPerPkt over the kernel bridge's; NaN without a kernel
+	// bridge row.
+	Ratio float64 `json:"-"`
+	// Overloaded: the path did not carry the offered rate (received under
+	// 95% of it), so the cost includes the frames dropped on the way.
+	Overloaded bool   `json:"overloaded"`
+	Error      string `json:"error,omitempty"`
+}
+
+// overloadedShare is the share of the offered rate under which a CPU row
+// counts as overloaded.
+const overloadedShare = 0.95
+
+// Report is everything a run produced.
+type Report struct {
+	Started  time.Time `json:"started"`
+	Seconds  float64   `json:"seconds"`
+	Host     HostInfo  `json:"host"`
+	Settings Settings  `json:"settings"`
+	Rows     []Row     `json:"rows"`
+	CPURows  []CPURow  `json:"cpu_rows"`
+	Samples  []Sample  `json:"samples"`
+	Notes    []string  `json:"notes,omitempty"`
+}
+
+// HostInfo describes the machine the numbers come from.
+type HostInfo struct {
+	Kernel string `json:"kernel"`
+	CPUs   string `json:"cpus"`
+	Model  string `json:"cpu_model,omitempty"`
+	// IdleBusy is the fraction of all CPUs busy before the run with no
+	// traffic: other load on the machine that skews the numbers.
+	IdleBusy float64 `json:"idle_busy"`
+	// RepIdleBusy is the same, measured before each repetition.
+	RepIdleBusy []float64 `json:"idle_busy_per_rep"`
+}
+
+// Settings are the knobs the run used.
+type Settings struct {
+	Reps      int     `json:"reps"`
+	Warmup    string  `json:"warmup"`
+	Duration  string  `json:"duration"`
+	CPUWindow string  `json:"cpu_window"`
+	Sizes     []int   `json:"sizes"`
+	Rules     []int   `json:"rules"`
+	Flows     int     `json:"flows"`
+	Rate      float64 `json:"cpu_rate"`
+	Generator string  `json:"generator"`
+}
+
+// jsonFloat writes NaN and infinities as null.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, float64(f), 'g', -1, 64), nil
+}
+
+// MarshalJSON writes undefined (NaN) rates and ratios as null.
+func (r Row) MarshalJSON() ([]byte, error) {
+	type plain Row
+	return json.Marshal(struct {
+		plain
+		PPS     jsonFloat `json:"pps"`
+		MinPPS  jsonFloat `json:"min_pps"`
+		MaxPPS  jsonFloat `json:"max_pps"`
+		Offered jsonFloat `json:"offered_pps"`
+		Ratio   jsonFloat `json:"ratio"`
+	}{plain(r), jsonFloat(r.PPS), jsonFloat(r.MinPPS), jsonFloat(r.MaxPPS), jsonFloat(r.Offered), jsonFloat(r.Ratio)})
+}
+
+// MarshalJSON writes undefined (NaN) costs and ratios as null.
+func (r CPURow) MarshalJSON() ([]byte, error) {
+	type plain CPURow
+	return json.Marshal(struct {
+		plain
+		PPS          jsonFloat `json:"pps"`
+		NsPerPkt     jsonFloat `json:"ns_per_packet"`
+		MinNsPerPkt  jsonFloat `json:"min_ns_per_packet"`
+		MaxNsPerPkt  jsonFloat `json:"max_ns_per_packet"`
+		TickNsPerPkt jsonFloat `json:"tick_ns_per_packet"`
+		BoxNsPerPkt  jsonFloat `json:"box_ns_per_packet"`
+		Ratio        jsonFloat `json:"ratio"`
+	}{plain(r), jsonFloat(r.PPS), jsonFloat(r.NsPerPkt), jsonFloat(r.MinNsPerPkt), jsonFloat(r.MaxNsPerPkt),
+		jsonFloat(r.TickNsPerPkt), jsonFloat(r.BoxNsPerPkt), jsonFloat(r.Ratio)})
+}
+
+// Median returns the median of xs (the mean of the middle two for an even
+// count), NaN for none. xs is not modified.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Ratio returns a/b, NaN if either is not a positive finite number.
+func Ratio(a, b float64) float64 {
+	if !(a >= 0) || !(b > 0) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// FormatRatio writes r like "0.52x", "n/a" if undefined.
+func FormatRatio(r float64) string {
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64) + "x"
+}
+
+// FormatPPS writes a packet rate in Mpps with three decimals ("1.234 Mpps").
+func FormatPPS(pps float64) string {
+	if math.IsNaN(pps) || pps < 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(pps/1e6, 'f', 3, 64) + " Mpps"
+}
+
+// formatNs writes nanoseconds per packet with no decimals, "n/a" if
+// undefined.
+func formatNs(ns float64) string {
+	if math.IsNaN(ns) || math.IsInf(ns, 0) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(ns, 'f', 0, 64)
+}
+
+// RowName names a path at a frame size: "kernel bridge 64B".
+func RowName(path string, size int) string { return path + " " + strconv.Itoa(size) + "B" }
+
+// Summarize groups the samples by path and size into rows in the order
+// of paths and sizes, with medians and ratios to the kernel bridge row
+// (path name baseline) of the same size. placements maps a path to its
+// CPU placement text and errs to the reason it has no samples.
+func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct string,
+	placements, errs map[string]string) ([]Row, []CPURow) {
+	type key struct {
+		path string
+		size int
+	}
+	tp := map[key][]Sample{}
+	cpu := map[key][]Sample{}
+	for _, s := range samples {
+		k := key{s.Path, s.Size}
+		switch s.Kind {
+		case KindThroughput:
+			tp[k] = append(tp[k], s)
+		case KindCPU:
+			cpu[k] = append(cpu[k], s)
+		}
+	}
+	median := func(ss []Sample, f func(Sample) float64) float64 {
+		xs := make([]float64, len(ss))
+		for i, s := range ss {
+			xs[i] = f(s)
+		}
+		return Median(xs)
+	}
+	var rows []Row
+	for _, size := range sizes {
+		base := median(tp[key{baseline, size}], func(s Sample) float64 { return s.PPS })
+		for _, p := range paths {
+			ss := tp[key{p, size}]
+			r := Row{Name: RowName(p, size), Path: p, Size: size, Placement: placements[p], Runs: len(ss),
+				PPS: math.NaN(), MinPPS: math.NaN(), MaxPPS: math.NaN(), Offered: math.NaN(), Ratio: math.NaN(), Error: errs[p]}
+			if len(ss) > 0 {
+				r.PPS = median(ss, func(s Sample) float64 { return s.PPS })
+				r.Offered = median(ss, func(s Sample) float64 { return s.Offered })
+				r.MinPPS = slices.MinFunc(ss, func(a, b Sample) int { return cmp.Compare(a.PPS, b.PPS) }).PPS
+				r.MaxPPS = slices.MaxFunc(ss, func(a, b Sample) int { return cmp.Compare(a.PPS, b.PPS) }).PPS
+				r.Ratio = Ratio(r.PPS, base)
+				r.GenLimited = r.PPS >= (1-genLimitedLoss)*r.Offered
+			}
+			rows = append(rows, r)
+		}
+	}
+	var cpuRows []CPURow
+	for _, size := range sizes {
+		if len(cpu[key{baseline, size}]) == 0 && len(cpu[key{direct, size}]) == 0 {
+			found := false
+			for _, p := range paths {
+				found = found || len(cpu[key{p, size}]) > 0
+			}
+			if !found {
+				continue
+			}
+		}
+		ns := func(p string) float64 {
+			return median(cpu[key{p, size}], func(s Sample) float64 { return s.NsPerPacket })
+		}
+		directNs, baseNs := ns(direct), ns(baseline)
+		for _, p := range paths {
+			ss := cpu[key{p, size}]
+			r := CPURow{Name: RowName(p, size), Path: p, Size: size, Placement: placements[p], Runs: len(ss),
+				PPS: math.NaN(), NsPerPkt: math.NaN(), MinNsPerPkt: math.NaN(), MaxNsPerPkt: math.NaN(), TickNsPerPkt: math.NaN(), BoxNsPerPkt: math.NaN(), Ratio: math.NaN(), Error: errs[p]}
+			if len(ss) > 0 {
+				r.Rate = ss[0].Rate
+				r.PPS = median(ss, func(s Sample) float64 { return s.PPS })
+				r.NsPerPkt = ns(p)
+				r.MinNsPerPkt = slices.MinFunc(ss, func(a, b Sample) int { return cmp.Compare(a.NsPerPacket, b.NsPerPacket) }).NsPerPacket
+				r.MaxNsPerPkt = slices.MaxFunc(ss, func(a, b Sample) int { return cmp.Compare(a.NsPerPacket, b.NsPerPacket) }).NsPerPacket
+				r.TickNsPerPkt = median(ss, func(s Sample) float64 { return s.TickNsPerPacket })
+				if p != direct {
+					r.BoxNsPerPkt = r.NsPerPkt - directNs
+				}
+				r.Ratio = Ratio(r.NsPerPkt, baseNs)
+				r.Overloaded = r.PPS < overloadedShare*r.Rate
+			}
+			cpuRows = append(cpuRows, r)
+		}
+	}
+	return rows, cpuRows
+}
+
+// noData is the cell of a row without samples.
+func noData(err string) string {
+	if err != "" {
+		return "failed"
+	}
+	return "no data"
+}
+
+// WriteMarkdown writes the report as markdown: a header with the host and
+// settings, the throughput table, the CPU table and the notes.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### e1kbox bench, %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "Kernel %s, CPUs %s", r.Host.Kernel, r.Host.CPUs)
+	if r.Host.Model != "" {
+		fmt.Fprintf(&b, " (%s)", r.Host.Model)
+	}
+	fmt.Fprintf(&b, ", %.0f%% busy before the run. %s; UDP/IPv4, %d flows; medians of %d runs of %s after %s warm-up.\n\n",
+		100*r.Host.IdleBusy, r.Settings.Generator, r.Settings.Flows, r.Settings.Reps, r.Settings.Duration, r.Settings.Warmup)
+	b.WriteString("| path | CPU placement | pps (median) | vs kernel bridge | min – max | offered |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|\n")
+	limited := false
+	for _, row := range r.Rows {
+		if row.Runs == 0 {
+			fmt.Fprintf(&b, "| %s | %s | %s | n/a | | |\n", row.Name, row.Placement, noData(row.Error))
+			continue
+		}
+		mark := ""
+		if row.GenLimited {
+			mark, limited = "*", true
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s – %s | %s |\n", row.Name, row.Placement, FormatPPS(row.PPS), mark,
+			FormatRatio(row.Ratio), FormatPPS(row.MinPPS), FormatPPS(row.MaxPPS), FormatPPS(row.Offered))
+	}
+	if limited {
+		fmt.Fprintf(&b, "\n\\* under %.0f%% loss: the generator, not the path, set this rate; the path can forward more.\n", 100*genLimitedLoss)
+	}
+	if len(r.CPURows) > 0 {
+		fmt.Fprintf(&b, "\nCPU cost per packet at a fixed offered rate of %s: busy time of all CPUs over %s (wall time minus "+
+			"idle from /proc/stat) per packet received, generator and sink included; \"box\" subtracts the direct path's cost:\n\n",
+			FormatPPS(r.Settings.Rate), r.Settings.CPUWindow)
+		b.WriteString("| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | tick-sampled ns/pkt |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
+		over := false
+		for _, row := range r.CPURows {
+			if row.Runs == 0 {
+				fmt.Fprintf(&b, "| %s | %s | %s | | n/a | | | |\n", row.Name, row.Placement, noData(row.Error))
+				continue
+			}
+			mark := ""
+			if row.Overloaded {
+				mark, over = "†", true
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s | %s – %s | %s | %s |\n", row.Name, row.Placement, FormatPPS(row.PPS), mark,
+				formatNs(row.NsPerPkt), FormatRatio(row.Ratio), formatNs(row.MinNsPerPkt), formatNs(row.MaxNsPerPkt),
+				formatNs(row.BoxNsPerPkt), formatNs(row.TickNsPerPkt))
+		}
+		if over {
+			fmt.Fprintf(&b, "\n† did not carry the offered rate (under %.0f%% received): its cost per packet includes the frames dropped on the way.\n",
+				100*overloadedShare)
+		}
+	}
+	var errs []string
+	for _, row := range r.Rows {
+		if row.Error != "" && !slices.Contains(errs, row.Path+": "+row.Error) {
+			errs = append(errs, row.Path+": "+row.Error)
+		}
+	}
+	if len(r.Notes)+len(errs) > 0 {
+		b.WriteString("\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+		for _, e := range errs {
+			fmt.Fprintf(&b, "- failed: %s\n", e)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Tools the harness runs, and the Debian packages that hold them.
+var tools = map[string]string{"ip": "iproute2", "nft": "nftables", "ethtool": "ethtool", "sh": "dash"}
+
+// ensureTools checks for the tools and, as root, installs missing ones.
+func ensureTools(ctx context.Context, extra map[string]string) error {
+	var pkgs []string
+	check := func(m map[string]string) {
+		for tool, pkg := range m {
+			if _, err := exec.LookPath(tool); err != nil {
+				pkgs = append(pkgs, pkg)
+			}
+		}
+	}
+	check(tools)
+	check(extra)
+	if len(pkgs) == 0 {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("missing tools; install: apt-get install -y %s", strings.Join(pkgs, " "))
+	}
+	slog.Info("installing missing tools", "packages", pkgs)
+	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	for _, args := range [][]string{{"update", "-q"}, append([]string{"install", "-y", "-q"}, pkgs...)} {
+		cmd := exec.CommandContext(ctx, "apt-get", args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get %s: %w: %s", strings.Join(args, " "), err, lastLines(string(out), 5))
+		}
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// buildAppliance builds the appliance binary into dir.
+func buildAppliance(ctx context.Context, dir string) (string, error) {
+	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	bin := filepath.Join(dir, "appliance")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "e1kbox/appliance")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the appliance: %w: %s", err, lastLines(string(out), 10))
+	}
+	return bin, nil
+}
+
+func hostInfo() HostInfo {
+	var h HostInfo
+	var u syscall.Utsname
+	if syscall.Uname(&u) == nil {
+		h.Kernel = cString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				h.Model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return h
+}
+
+func cString(b []int8) string {
+	var s []byte
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		s = append(s, byte(c))
+	}
+	return string(s)
+}
+
+// benchMain runs the whole benchmark and prints the report.
+func benchMain(o *options) error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root (network namespaces, nftables, AF_PACKET)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	extra := map[string]string{}
+	if o.profile != "" {
+		extra["perf"] = "linux-perf"
+	}
+	if err := ensureTools(ctx, extra); err != nil {
+		return err
+	}
+	if removed := cleanStale(ctx); len(removed) > 0 {
+		slog.Info("removed namespaces of earlier runs", "namespaces", removed)
+	}
+	rep, err := runBench(ctx, o, os.Stderr)
+	if rep != nil {
+		var md bytes.Buffer
+		if werr := WriteMarkdown(&md, rep); werr != nil {
+			return werr
+		}
+		os.Stdout.Write(md.Bytes())
+		if o.out != "" {
+			if werr := writeOut(o.out, rep, md.Bytes()); werr != nil {
+				err = errors.Join(err, werr)
+			}
+		}
+	}
+	return err
+}
+
+func writeOut(path string, rep *Report, md []byte) error {
+	data := md
+	if strings.HasSuffix(path, ".json") {
+		var err error
+		if data, err = json.MarshalIndent(rep, "", "  "); err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+		data = append(data, '\n')
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	return nil
+}
+
+// runBench sets up the namespaces, measures every path and returns the
+// report (also when interrupted or partly failed: then with an error).
+func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report, err error) {
+	start := time.Now()
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	var paths []Path
+	for _, p := range buildPaths(o.rules, o.placements) {
+		if o.paths == nil || o.paths.MatchString(p.Name) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, errors.New("-paths matches no path")
+	}
+	tmp, err := os.MkdirTemp("", "e1kbench-")
+	if err != nil {
+		return nil, fmt.Errorf("scratch directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	h := &harness{cpus: cpus, tmp: tmp, flows: o.flows, applianceTune: o.applianceTune}
+	for _, p := range paths {
+		if p.Kind == kindE1kbox {
+			if h.appliance = o.appliance; h.appliance == "" {
+				fmt.Fprintln(progress, "building the appliance ...")
+				if h.appliance, err = buildAppliance(ctx, tmp); err != nil {
+					return nil, err
+				}
+			}
+			break
+		}
+	}
+	rep = &Report{Started: start, Host: hostInfo(), Settings: Settings{
+		Reps: o.reps, Warmup: o.warmup.String(), Duration: o.duration.String(), CPUWindow: o.cpuWindow.String(),
+		Sizes: o.sizes, Rules: o.rules, Flows: o.flows, Rate: o.rate,
+		Generator: "Go AF_PACKET TX-ring generator (qdisc bypass), one thread pinned to its CPU",
+	}}
+	rep.Host.CPUs = cpus.String()
+	if rep.Host.IdleBusy, err = idleBusy(ctx, time.Second, len(cpus)); err != nil {
+		return nil, err
+	}
+
+	h.t, err = newTopo(ctx, os.Getpid(), 1)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := h.t.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("cleanup: %w", cerr))
+		}
+	}()
+	if _, err := nsRun(ctx, h.t.box, "test", "-e", "/proc/sys/net/bridge/bridge-nf-call-iptables"); err == nil {
+		h.brNetfilter = true
+		rep.Notes = append(rep.Notes, "br_netfilter is loaded: its bridge-nf-call-{ip,ip6,arp}tables sysctls are set to 0 in the box namespace for every kernel bridge row")
+	}
+
+	placements := map[string]string{}
+	errs := map[string]string{}
+	for _, p := range paths {
+		pl, err := placeFor(p, cpus)
+		if err != nil {
+			errs[p.Name] = err.Error()
+			continue
+		}
+		placements[p.Name] = pl.String()
+	}
+	cw := window{Warmup: o.warmup, Count: o.cpuWindow}
+	tw := window{Warmup: o.warmup, Count: o.duration}
+	for r := 1; r <= o.reps && ctx.Err() == nil; r++ {
+		busy, err := waitIdle(ctx, o.waitIdle, len(cpus), progress)
+		if err != nil {
+			break
+		}
+		rep.Host.RepIdleBusy = append(rep.Host.RepIdleBusy, busy)
+		for _, p := range paths {
+			if errs[p.Name] != "" || ctx.Err() != nil {
+				continue
+			}
+			samples, err := h.runPath(ctx, p, o, r, tw, cw, progress)
+			for i := range samples {
+				samples[i].Rep = r
+			}
+			rep.Samples = append(rep.Samples, samples...)
+			if err != nil && ctx.Err() == nil {
+				errs[p.Name] = err.Error()
+				fmt.Fprintf(progress, "rep %d/%d %s: FAILED: %v\n", r, o.reps, p.Name, err)
+			}
+		}
+	}
+	if worst := slices.Max(append(rep.Host.RepIdleBusy, rep.Host.IdleBusy)); worst > idleThreshold {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("other load on the machine: up to %.0f%% of all CPUs busy with no traffic (before a repetition: %s); "+
+			"it skews the numbers, the CPU table most (see -wait-idle)", 100*worst, busyText(rep.Host.RepIdleBusy)))
+	}
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = p.Name
+	}
+	rep.Rows, rep.CPURows = Summarize(rep.Samples, names, o.sizes, kernelName, directName, placements, errs)
+	if o.rate > 0 && len(rep.CPURows) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("CPU runs use %dB frames; /proc/stat counts in %d ms units, so a %s window resolves about %.0f ns/pkt. "+
+			"Busy time is wall time minus idle: the kernel accounts idle exactly (NO_HZ), while user+nice+system+irq+softirq+steal "+
+			"(the tick-sampled column) are sampled at the scheduler tick and miss short bursts between idle periods",
+			o.sizes[0], 1000/userHZ, o.cpuWindow, 1e9/userHZ/(o.rate*o.cpuWindow.Seconds())))
+	}
+	tune := "run with -tune=false so that the harness owns the steering"
+	if o.applianceTune {
+		tune = "run with -tune=true, the harness restoring its steering after the appliance's tuning"
+	}
+	rep.Notes = append(rep.Notes, "placement: \"box rx\" is the CPU RPS steers b0's receive work to (the veth's stand-in for a NIC IRQ); "+
+		"the e1kbox worker is pinned by the appliance from the tuning package's CPU plan ("+tune+"); "+
+		"the sink hop is steered to the generator's CPU")
+	if o.profile != "" && ctx.Err() == nil {
+		if perr := h.profile(ctx, o, paths, progress); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	for _, p := range paths {
+		if e := errs[p.Name]; e != "" {
+			err = errors.Join(err, fmt.Errorf("%s: %s", p.Name, e))
+		}
+	}
+	if ctx.Err() != nil {
+		err = errors.Join(err, fmt.Errorf("interrupted: %w", ctx.Err()))
+	}
+	return rep, err
+}
+
+// idleThreshold is the busy fraction (with no traffic) below which the
+// machine counts as quiet.
+const idleThreshold = 0.10
+
+// waitIdle measures the background load over a second; with limit > 0 it
+// repeats until the machine is quiet or limit has passed. It returns the
+// last measurement.
+func waitIdle(ctx context.Context, limit time.Duration, ncpu int, progress io.Writer) (float64, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		busy, err := idleBusy(ctx, time.Second, ncpu)
+		if err != nil || busy <= idleThreshold || limit <= 0 || time.Now().After(deadline) {
+			return busy, err
+		}
+		fmt.Fprintf(progress, "waiting for the machine to be quiet (%.0f%% busy without traffic)\n", 100*busy)
+	}
+}
+
+// runPath configures one path, measures it at every size (and its CPU
+// cost at the first size) and undoes the configuration.
+func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw window, progress io.Writer) (samples []Sample, err error) {
+	pl, err := placeFor(p, h.cpus)
+	if err != nil {
+		return nil, err
+	}
+	b, err := h.setup(ctx, p, pl)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := b.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err := h.ready(ctx, p, pl, b); err != nil {
+		return nil, err
+	}
+	for _, size := range o.sizes {
+		s, err := h.measure(ctx, p, pl, size, 0, tw)
+		if err != nil {
+			return samples, err
+		}
+		samples = append(samples, s)
+		fmt.Fprintf(progress, "rep %d/%d %-44s %s (offered %s)\n", r, o.reps, RowName(p.Name, size), FormatPPS(s.PPS), FormatPPS(s.Offered))
+	}
+	if o.rate > 0 {
+		s, err := h.measure(ctx, p, pl, o.sizes[0], o.rate, cw)
+		if err != nil {
+			return samples, err
+		}
+		samples = append(samples, s)
+		fmt.Fprintf(progress, "rep %d/%d %-44s %s at %s: %.0f ns/pkt (tick-sampled %.0f), cpu busy %s\n", r, o.reps, RowName(p.Name, o.sizes[0]),
+			FormatPPS(s.PPS), FormatPPS(o.rate), s.NsPerPacket, s.TickNsPerPacket, busyText(s.CPUBusy))
+	}
+	return samples, b.alive()
+}
+
+func busyText(fracs []float64) string {
+	parts := make([]string, len(fracs))
+	for i, f := range fracs {
+		parts[i] = fmt.Sprintf("%.0f%%", 100*f)
+	}
+	return strings.Join(parts, "/")
+}

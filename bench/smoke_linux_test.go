@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireNetns skips (fails with CI=true) unless the smoke test can run.
+func requireNetns(t *testing.T) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("test needs %s (CI=true, not skipping)", strings.Join(missing, ", "))
+	}
+	t.Skipf("test needs %s", strings.Join(missing, ", "))
+}
+
+// TestSmokeKernelBridge measures the kernel bridge for about a second,
+// checks that a matching bridge-family nft rule stops the traffic (so the
+// rule rows really are on the path), and that the namespaces are gone
+// afterwards.
+func TestSmokeKernelBridge(t *testing.T) {
+	requireNetns(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	cpus, err := onlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := newTopo(ctx, os.Getpid(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			tp.Close()
+		}
+	})
+	if mac, err := macOf(tp.sink, "s0"); err != nil || mac.String() != macS0.String() {
+		t.Fatalf("sink MAC %v (%v), want %v", mac, err, macS0)
+	}
+	h := &harness{t: tp, cpus: cpus, tmp: t.TempDir(), flows: 64}
+	if _, err := nsRun(ctx, tp.box, "test", "-e", "/proc/sys/net/bridge/bridge-nf-call-iptables"); err == nil {
+		h.brNetfilter = true
+	}
+	p := Path{Name: kernelName, Kind: kindKernel}
+	pl, err := placeFor(p, cpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.setup(ctx, p, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.waitForward(ctx, p, pl, b, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.measure(ctx, p, pl, 64, 0, window{Warmup: 200 * time.Millisecond, Count: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kernel bridge 64B: %s (offered %s), %s", FormatPPS(s.PPS), FormatPPS(s.Offered), pl)
+	if s.PPS <= 0 || s.Received == 0 || s.Sent == 0 {
+		t.Errorf("sample %+v: want traffic", s)
+	}
+	if s.Seconds < 0.9 || s.Seconds > 2 {
+		t.Errorf("counting window %.2f s, want about 1 s", s.Seconds)
+	}
+	// The generator's count spans the sink's window; frames in flight
+	// (the two veth hops' backlogs) may arrive from before it.
+	if s.Received > s.Sent+3000 {
+		t.Errorf("sink counted %d frames, generator sent %d", s.Received, s.Sent)
+	}
+
+	// A matching rule in the bridge forward chain drops everything.
+	drop := "table bridge e1kbench {\n\tchain benchfwd {\n\t\ttype filter hook forward priority 0; policy accept;\n\t\tip saddr " +
+		genIP.String() + " drop\n\t}\n}\n"
+	if err := nftLoad(ctx, tp.box, drop); err != nil {
+		t.Fatal(err)
+	}
+	d, err := h.measure(ctx, p, pl, 64, 20000, window{Warmup: 100 * time.Millisecond, Count: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Received != 0 || d.Sent == 0 {
+		t.Errorf("with a matching drop rule: sent %d, received %d; want all dropped", d.Sent, d.Received)
+	}
+	if d.NsPerPacket != 0 || d.BusySeconds < 0 || len(d.CPUBusy) != len(cpus) {
+		t.Errorf("CPU sample with no packets: %+v", d)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("teardown: %v", err)
+	}
+	if out, _ := nsRun(ctx, tp.box, "ip", "-o", "link", "show", "type", "bridge"); strings.TrimSpace(out) != "" {
+		t.Errorf("bridge left after teardown: %s", out)
+	}
+
+	closed = true
+	if err := tp.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if left := ourNamespaces(); len(left) > 0 {
+		t.Errorf("namespaces left: %v", left)
+	}
+}
+
+// TestCleanStale removes the namespaces of a dead run and keeps those of
+// a live one.
+func TestCleanStale(t *testing.T) {
+	requireNetns(t)
+	ctx := context.Background()
+	dead := 0
+	for pid := 4000000; pid < 4100000; pid++ {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			dead = pid
+			break
+		}
+	}
+	if dead == 0 {
+		t.Fatal("no free PID found")
+	}
+	stale := nsPrefix + strconv.Itoa(dead) + "-1-box"
+	live := nsPrefix + strconv.Itoa(os.Getpid()) + "-300-box"
+	for _, ns := range []string{stale, live} {
+		if _, err := run(ctx, "ip", "netns", "add", ns); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	}
+	removed := cleanStale(ctx)
+	if !slices.Contains(removed, stale) || slices.Contains(removed, live) {
+		t.Errorf("cleanStale removed %v; want %s and not %s", removed, stale, live)
+	}
+	if _, err := os.Stat("/run/netns/" + stale); err == nil {
+		t.Errorf("%s still exists", stale)
+	}
+	if _, err := os.Stat("/run/netns/" + live); err != nil {
+		t.Errorf("%s was removed: %v", live, err)
+	}
+}
+
+// macOf returns the MAC address of iface in ns.
+func macOf(ns, iface string) (net.HardwareAddr, error) {
+	var mac net.HardwareAddr
+	err := inNetns(ns, func() error {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return err
+		}
+		mac = ifi.HardwareAddr
+		return nil
+	})
+	return mac, err
+}

@@ -1,0 +1,278 @@
+package webui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "encoding response: "+err.Error())
+		return
+	}
+	writeRawJSON(w, status, b)
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+	w.Write([]byte("\n"))
+}
+
+// errorBody is every error answer; Errors is set for an invalid config.
+type errorBody struct {
+	Error  string       `json:"error"`
+	Errors []FieldError `json:"errors,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Error: msg})
+}
+
+func writeFieldErrors(w http.ResponseWriter, errs []FieldError) {
+	writeJSON(w, http.StatusBadRequest, errorBody{Error: "invalid config", Errors: errs})
+}
+
+// writeStoreError maps an error of an implementation to a status.
+func writeStoreError(w http.ResponseWriter, err error) {
+	var fe FieldErrors
+	switch {
+	case errors.As(err, &fe):
+		writeFieldErrors(w, fe)
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrBusy):
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// readBody reads a size-limited body; it answers 413 (or 400) itself and
+// returns false when it failed.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", tooBig.Limit))
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "reading request body: "+err.Error())
+		return nil, false
+	}
+	return b, true
+}
+
+func notAvailable(w http.ResponseWriter, what string) {
+	writeError(w, http.StatusNotFound, what+" is not available on this box")
+}
+
+// Info is the answer of GET /api/info: what the box is and which pages
+// have something to show.
+type Info struct {
+	Hostname       string   `json:"hostname"`
+	Mode           string   `json:"mode"`
+	Version        string   `json:"version"`
+	Features       Features `json:"features"`
+	CSRFHeader     string   `json:"csrf_header"`
+	Interval       float64  `json:"interval_s"`
+	History        float64  `json:"history_s"`
+	ConfirmTimeout float64  `json:"confirm_timeout_s"`
+}
+
+// Features says which optional parts the box has.
+type Features struct {
+	Config    bool `json:"config"`
+	Rules     bool `json:"rules"`
+	Conntrack bool `json:"conntrack"`
+	FDB       bool `json:"fdb"`
+	Tuning    bool `json:"tuning"`
+}
+
+func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
+	si := s.systemInfo()
+	writeJSON(w, http.StatusOK, Info{
+		Hostname: si.Hostname,
+		Mode:     si.Mode,
+		Version:  si.Version,
+		Features: Features{
+			Config:    s.opts.Config != nil,
+			Rules:     s.opts.Rules != nil,
+			Conntrack: s.opts.Conntrack != nil,
+			FDB:       s.opts.FDB != nil,
+			Tuning:    s.opts.Tuning != nil,
+		},
+		CSRFHeader:     CSRFHeader,
+		Interval:       s.opts.Interval.Seconds(),
+		History:        s.opts.History.Seconds(),
+		ConfirmTimeout: s.opts.ConfirmTimeout.Seconds(),
+	})
+}
+
+// handleStats serves the newest published message as it went out.
+func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	b := s.lastJSON
+	s.mu.Unlock()
+	if b == nil {
+		writeError(w, http.StatusServiceUnavailable, "no sample published yet")
+		return
+	}
+	writeRawJSON(w, http.StatusOK, b)
+}
+
+func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	hm := s.history.columns(s.opts.Interval)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, hm)
+}
+
+func (s *Server) handleTicket(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"ticket": s.tickets.issue(time.Now())})
+}
+
+func (s *Server) handleRules(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Rules == nil {
+		notAvailable(w, "the rule table")
+		return
+	}
+	t := s.opts.Rules.Table()
+	if t.Policies == nil {
+		t.Policies = []PolicyStat{}
+	}
+	if t.Rules == nil {
+		t.Rules = []RuleStat{}
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// ConnPage is the answer of GET /api/conntrack.
+type ConnPage struct {
+	Total   int    `json:"total"`
+	Offset  int    `json:"offset"`
+	Limit   int    `json:"limit"`
+	Entries []Conn `json:"entries"`
+}
+
+func (s *Server) handleConntrack(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Conntrack == nil {
+		notAvailable(w, "connection tracking (NAT mode)")
+		return
+	}
+	q, err := ParseConnQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	page, total := s.opts.Conntrack.Query(q)
+	if page == nil {
+		page = []Conn{}
+	}
+	writeJSON(w, http.StatusOK, ConnPage{Total: total, Offset: q.Offset, Limit: q.Limit, Entries: page})
+}
+
+func (s *Server) handleConntrackDelete(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Conntrack == nil {
+		notAvailable(w, "connection tracking (NAT mode)")
+		return
+	}
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad connection id: "+err.Error())
+		return
+	}
+	if err := s.opts.Conntrack.Delete(id); err != nil {
+		writeStoreError(w, fmt.Errorf("deleting connection %d: %w", id, err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleFDB(w http.ResponseWriter, r *http.Request) {
+	if s.opts.FDB == nil {
+		notAvailable(w, "the bridge forwarding database (bridge mode)")
+		return
+	}
+	e := s.opts.FDB.Entries()
+	if e == nil {
+		e = []FDBEntry{}
+	}
+	slices.SortStableFunc(e, func(a, b FDBEntry) int {
+		if c := strings.Compare(a.Port, b.Port); c != 0 {
+			return c
+		}
+		if a.VLAN != b.VLAN {
+			return int(a.VLAN) - int(b.VLAN)
+		}
+		return strings.Compare(a.MAC, b.MAC)
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"entries": e})
+}
+
+func (s *Server) handleTuning(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Tuning == nil {
+		notAvailable(w, "tuning")
+		return
+	}
+	rs := s.opts.Tuning.Reports()
+	if rs == nil {
+		rs = []TuningReport{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"reports": rs})
+}
+
+// systemInfo asks System and fills what it left out from the process.
+func (s *Server) systemInfo() SystemInfo {
+	var si SystemInfo
+	if s.opts.System != nil {
+		si = s.opts.System.Info()
+	}
+	if si.Hostname == "" {
+		si.Hostname, _ = os.Hostname()
+	}
+	if si.GoVersion == "" {
+		si.GoVersion = runtime.Version()
+	}
+	if si.Version == "" {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			si.Version = bi.Main.Version
+		}
+	}
+	if si.Started.IsZero() {
+		si.Started = s.started
+	}
+	if si.GoHeap == 0 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		si.GoHeap = ms.HeapInuse
+	}
+	return si
+}
+
+// SystemAnswer is the answer of GET /api/system.
+type SystemAnswer struct {
+	SystemInfo
+	Uptime float64 `json:"uptime_s"`
+	TLS    bool    `json:"tls"`
+}
+
+func (s *Server) handleSystem(w http.ResponseWriter, r *http.Request) {
+	si := s.systemInfo()
+	writeJSON(w, http.StatusOK, SystemAnswer{SystemInfo: si, Uptime: time.Since(si.Started).Seconds(), TLS: s.TLS()})
+}

@@ -1,0 +1,440 @@
+package webui
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// screenshotDir keeps the browser tests' screenshots (only overview.png is
+// committed; see its .gitignore).
+const screenshotDir = "testdata/screenshots"
+
+// newBrowser starts a headless Chromium for the test. Without Chromium the
+// test fails under CI=true and is skipped otherwise.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath
+	if _, err := os.Stat(path); err != nil {
+		if p, lerr := exec.LookPath("chromium"); lerr == nil {
+			path = p
+		} else if os.Getenv("CI") == "true" {
+			t.Fatalf("chromium is required under CI=true: %v", err)
+		} else {
+			t.Skipf("chromium not installed (%v); the browser tests need Debian's chromium", err)
+		}
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox, // tests run as root
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); acancel() })
+	within(t, "starting chromium", 60*time.Second, func() error { return chromedp.Do(ctx) })
+	return ctx
+}
+
+// within runs a call that must not have a deadline on its context (the
+// first on a chromedp context: the deadline would end the browser or tab)
+// and fails the test if it does not return in time.
+func within(t *testing.T, what string, d time.Duration, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(d):
+		t.Fatalf("%s: no answer in %v", what, d)
+	}
+}
+
+// tab opens a new tab that sends Basic credentials with every request. A
+// JavaScript exception on its pages fails the test.
+func tab(t *testing.T, browser context.Context, password string) context.Context {
+	t.Helper()
+	var mu sync.Mutex
+	var exceptions []string
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithListener(func(ev any) {
+		if e, ok := ev.(*cdpruntime.EventExceptionThrown); ok && e.ExceptionDetails != nil {
+			d := e.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil && d.Exception.Description != "" {
+				msg += " " + d.Exception.Description
+			}
+			mu.Lock()
+			exceptions = append(exceptions, fmt.Sprintf("%s:%d: %s", d.URL, d.LineNumber+1, msg))
+			mu.Unlock()
+		}
+	}))
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range exceptions {
+			t.Errorf("JavaScript exception: %s", e)
+		}
+		cancel()
+	})
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(User+":"+password))
+	within(t, "opening a tab", 30*time.Second, func() error {
+		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}})
+		return err
+	})
+	return ctx
+}
+
+// step runs actions with a time limit and fails the test on error.
+func step(t *testing.T, ctx context.Context, what string, timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		shot(t, ctx, "failed-"+strings.ReplaceAll(what, " ", "-"))
+		// What the page loaded, and how long each took, for the log.
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		res, derr := chromedp.Run(dctx, chromedp.Evaluate[[]string](`performance.getEntriesByType('resource').map(e => e.name + ' ' + Math.round(e.duration) + 'ms ' + (e.responseStatus || ''))`))
+		dcancel()
+		t.Logf("resources loaded by the page (%v):\n%s", derr, strings.Join(res, "\n"))
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(sctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript condition until it holds.
+func waitFor(t *testing.T, ctx context.Context, what, cond string, timeout time.Duration) {
+	t.Helper()
+	step(t, ctx, what, timeout+5*time.Second, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond))(ctx, tg)
+		return chromedp.Void{}, err
+	})
+}
+
+// setInput types a value into an input or select the way a user would:
+// value, then input and change events.
+func setInput(t *testing.T, ctx context.Context, selector, value string) {
+	t.Helper()
+	sel, _ := json.Marshal(selector)
+	val, _ := json.Marshal(value)
+	ok := eval[bool](t, ctx, fmt.Sprintf(`(() => {
+		const el = document.querySelector(%s);
+		if (!el) return false;
+		el.value = %s;
+		el.dispatchEvent(new Event('input', {bubbles: true}));
+		el.dispatchEvent(new Event('change', {bubbles: true}));
+		return true;
+	})()`, sel, val))
+	if !ok {
+		t.Fatalf("no element %s", selector)
+	}
+}
+
+// click waits for an element to be visible and clicks it (in JavaScript:
+// a coordinate click can land on the sticky header).
+func click(t *testing.T, ctx context.Context, selector string) {
+	t.Helper()
+	step(t, ctx, "click "+selector, 10*time.Second, chromedp.WaitVisible(chromedp.CSS(selector)))
+	sel, _ := json.Marshal(selector)
+	if !eval[bool](t, ctx, fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el || el.disabled) return false; el.click(); return true; })()`, sel)) {
+		t.Fatalf("cannot click %s", selector)
+	}
+}
+
+// shot saves a full-page screenshot.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(screenshotDir, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s", p)
+}
+
+func TestBrowser(t *testing.T) {
+	browser := newBrowser(t)
+	// Gentle traffic with a wave, and five minutes of history published
+	// before the page loads, so the charts have something to show.
+	now := time.Now()
+	stats := newFakeStats()
+	stats.accel, stats.wave = 150, 0.1
+	stats.start = now.Add(-5 * time.Minute)
+	f := startFixture(t, func(o *Options) {
+		o.Stats = stats
+		o.Conntrack = newFakeConntrack(100000)
+		o.ConfirmTimeout = 4 * time.Second // the page's default; the tests confirm within it or watch it roll back
+	}, false)
+	for i := range 300 {
+		clock := stats.start.Add(time.Duration(i) * time.Second)
+		stats.mu.Lock()
+		stats.now = func() time.Time { return clock }
+		stats.mu.Unlock()
+		f.srv.publish(clock)
+	}
+	stats.mu.Lock()
+	stats.now = time.Now
+	stats.mu.Unlock()
+	ctx0, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.srv.Run(ctx0) }()
+	t.Cleanup(func() { cancel(); <-done })
+	url := f.ts.URL + "/"
+
+	t.Run("wrong password gets nothing", func(t *testing.T) {
+		ctx := tab(t, browser, "not-the-password")
+		for _, p := range []string{"", "api/info", "api/stream/ticket", "static/js/main.js"} {
+			// Chromium refuses to show a page whose credentials were
+			// rejected (net::ERR_INVALID_AUTH_CREDENTIALS); if it shows
+			// one, it must be the 401 answer.
+			sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			err := chromedp.Do(sctx, chromedp.Navigate(url+p))
+			cancel()
+			if err != nil && !strings.Contains(err.Error(), "ERR_INVALID_AUTH_CREDENTIALS") {
+				t.Fatalf("loading /%s: %v", p, err)
+			}
+			body := eval[string](t, ctx, `document.body ? document.body.innerText : ''`)
+			for _, leak := range []string{"Overview", "port1", "ticket", "import"} {
+				if strings.Contains(body, leak) {
+					t.Errorf("/%s with a wrong password shows %q", p, body)
+				}
+			}
+		}
+	})
+
+	ctx := tab(t, browser, testPassword)
+
+	t.Run("overview shows rising rates", func(t *testing.T) {
+		step(t, ctx, "load overview", 30*time.Second, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`#ports .card.port`)))
+		waitFor(t, ctx, "live stream", `document.querySelector('#live').classList.contains('on')`, 10*time.Second)
+		waitFor(t, ctx, "a rate", `Number(document.querySelector('#total-rx-pps').dataset.value) > 0`, 10*time.Second)
+		first := eval[float64](t, ctx, `Number(document.querySelector('#total-rx-pps').dataset.value)`)
+		// The fake's rate grows by 150 pps per second per port weight,
+		// faster than its wave falls; wait for the next samples.
+		waitFor(t, ctx, "rate rises", fmt.Sprintf(`Number(document.querySelector('#total-rx-pps').dataset.value) > %.17g`, first), 10*time.Second)
+		second := eval[float64](t, ctx, `Number(document.querySelector('#total-rx-pps').dataset.value)`)
+		if second <= first {
+			t.Errorf("rx pps went from %f to %f", first, second)
+		}
+		txt := eval[string](t, ctx, `document.querySelector('.card.port[data-port="port1"] .pill.ok').textContent`)
+		if txt != "up · 1 Gb/s" {
+			t.Errorf("port1 link pill %q", txt)
+		}
+		if down := eval[string](t, ctx, `document.querySelector('.card.port[data-port="port3"] .pill.bad').textContent`); down != "down" {
+			t.Errorf("port3 link pill %q", down)
+		}
+		// Both charts drew, with a series per port and direction.
+		series := eval[float64](t, ctx, `document.querySelectorAll('#chart-pps .u-legend .u-series').length`)
+		if series != 7 { // x + 3 ports × rx/tx
+			t.Errorf("pps chart legend has %v series, want 7", series)
+		}
+		if n := eval[float64](t, ctx, `document.querySelectorAll('.chart canvas').length`); n != 2 {
+			t.Errorf("%v chart canvases, want 2", n)
+		}
+		waitFor(t, ctx, "drops", `document.querySelectorAll('#drops .bar-row').length === 4`, 5*time.Second)
+		// The charts start with the five minutes of history.
+		if n := eval[float64](t, ctx, `document.querySelector('#chart-pps').querySelectorAll('canvas').length`); n != 1 {
+			t.Errorf("%v canvases in the pps chart", n)
+		}
+		shot(t, ctx, "overview")
+	})
+
+	t.Run("edit a rule and see its counter", func(t *testing.T) {
+		step(t, ctx, "rules page", 15*time.Second, chromedp.Navigate(url+"#/rules"), chromedp.WaitVisible(chromedp.CSS(`#rules-body tr[data-index="0"]`)))
+		if got := eval[string](t, ctx, `document.querySelector('#rules-body tr[data-index="0"] td.rule').textContent`); got != "tcp dport 22 counter accept" {
+			t.Fatalf("rule 0 is %q", got)
+		}
+		click(t, ctx, `#rules-body tr[data-index="1"] td.actions button:nth-child(3)`) // Edit
+		step(t, ctx, "editor", 5*time.Second, chromedp.WaitVisible(chromedp.CSS(`#rule-edit-text`)))
+		setInput(t, ctx, `#rule-edit-text`, "ip saddr 10.0.0.0/8 tcp dport 3389 counter drop comment \"rdp\"")
+		click(t, ctx, `#rule-edit-save`)
+		click(t, ctx, `#rules-body tr[data-index="1"] td.actions button:nth-child(1)`) // move it up
+		// An invalid rule is refused with the error next to it.
+		click(t, ctx, `#rule-add`)
+		setInput(t, ctx, `#rule-edit-text`, "tcp dport 70000 accept")
+		click(t, ctx, `#rule-edit-save`)
+		click(t, ctx, `#rules-apply`)
+		waitFor(t, ctx, "rule error", `(document.querySelector('#rules-body tr[data-index="3"] .err') || {}).textContent`, 5*time.Second)
+		shot(t, ctx, "rules-error")
+		if msg := eval[string](t, ctx, `document.querySelector('#rules-body tr[data-index="3"] .err').textContent`); !strings.Contains(msg, "70000") {
+			t.Errorf("error next to the rule: %q", msg)
+		}
+		click(t, ctx, `#rules-body tr[data-index="3"] td.actions button:nth-child(4)`) // Remove
+		click(t, ctx, `#rules-apply`)
+		step(t, ctx, "confirm banner", 10*time.Second, chromedp.WaitVisible(chromedp.CSS(`#confirm-change`)))
+		click(t, ctx, `#confirm-change`)
+		step(t, ctx, "banner gone", 10*time.Second, chromedp.WaitNotVisible(chromedp.CSS(`#banner`)))
+		waitFor(t, ctx, "edited rule first", `document.querySelector('#rules-body tr[data-index="0"] td.rule').textContent.startsWith('ip saddr 10.0.0.0/8 tcp dport 3389 counter drop')`, 10*time.Second)
+		waitFor(t, ctx, "its counter", `parseInt(document.querySelector('#rules-body tr[data-index="0"] td.packets').textContent.replace(/,/g, '')) > 0`, 10*time.Second)
+		shot(t, ctx, "rules")
+		cfg, v := f.store.Current()
+		var c struct {
+			Rules struct {
+				Rules []struct{ Dport, Comment string }
+			}
+		}
+		json.Unmarshal(cfg, &c)
+		if p := f.store.Pending(); p != nil || len(c.Rules.Rules) != 3 || c.Rules.Rules[0].Dport != "3389" || c.Rules.Rules[0].Comment != "rdp" {
+			t.Errorf("store after confirm: pending %v, version %v, rules %+v", p, v, c.Rules.Rules)
+		}
+	})
+
+	t.Run("config form: field errors, apply and confirm", func(t *testing.T) {
+		step(t, ctx, "config page", 15*time.Second, chromedp.Navigate(url+"#/config"), chromedp.WaitVisible(chromedp.CSS(`input[data-path="ports[1].interface"]`)))
+		setInput(t, ctx, `input[data-path="ports[1].interface"]`, "")
+		click(t, ctx, `#config-apply`)
+		waitFor(t, ctx, "field error", `(document.querySelector('input[data-path="ports[1].interface"]').parentElement.querySelector('.err') || {}).textContent === 'required'`, 5*time.Second)
+		shot(t, ctx, "config-error")
+		setInput(t, ctx, `input[data-path="ports[1].interface"]`, "eth7")
+		// A list of strings is edited as comma-separated text; an error
+		// about one element shows at the field.
+		setInput(t, ctx, `input[data-path="ports[1].addresses"]`, "192.168.1.1/24, 10.1.1.1")
+		click(t, ctx, `#config-apply`)
+		waitFor(t, ctx, "element error", `(document.querySelector('input[data-path="ports[1].addresses"]').parentElement.querySelector('.err') || {}).textContent?.includes('prefix length')`, 5*time.Second)
+		if n := eval[float64](t, ctx, `document.querySelector('#config-errors').hidden ? 0 : document.querySelectorAll('#config-errors li').length`); n != 0 {
+			t.Errorf("%v errors listed apart from their fields", n)
+		}
+		setInput(t, ctx, `input[data-path="ports[1].addresses"]`, "192.168.1.1/24, 10.1.1.1/8")
+		setInput(t, ctx, `#confirm-timeout`, "30")
+		click(t, ctx, `#config-apply`)
+		step(t, ctx, "confirm banner", 10*time.Second, chromedp.WaitVisible(chromedp.CSS(`#confirm-change`)))
+		left := eval[float64](t, ctx, `Number(document.querySelector('#countdown').textContent)`)
+		if left < 20 || left > 30 {
+			t.Errorf("countdown shows %v s, want about 30", left)
+		}
+		shot(t, ctx, "config-pending")
+		click(t, ctx, `#confirm-change`)
+		step(t, ctx, "banner gone", 10*time.Second, chromedp.WaitNotVisible(chromedp.CSS(`#banner`)))
+		cfg, _ := f.store.Current()
+		var c struct {
+			Ports []struct {
+				Interface string
+				Addresses []string
+				Enabled   *bool
+			}
+		}
+		json.Unmarshal(cfg, &c)
+		if f.store.Pending() != nil || len(c.Ports) != 3 || c.Ports[1].Interface != "eth7" ||
+			strings.Join(c.Ports[1].Addresses, " ") != "192.168.1.1/24 10.1.1.1/8" || c.Ports[2].Enabled == nil || *c.Ports[2].Enabled {
+			t.Errorf("config after confirm: %s", cfg)
+		}
+	})
+
+	t.Run("apply without confirm rolls back", func(t *testing.T) {
+		before, _ := f.store.Current()
+		step(t, ctx, "config page", 15*time.Second, chromedp.Navigate(url+"#/config"), chromedp.WaitVisible(chromedp.CSS(`#tab-json`)))
+		click(t, ctx, `#tab-json`)
+		raw := eval[string](t, ctx, `document.querySelector('#config-json').value`)
+		setInput(t, ctx, `#config-json`, strings.Replace(raw, `"nat"`, `"bridge"`, 1))
+		setInput(t, ctx, `#confirm-timeout`, "3")
+		click(t, ctx, `#config-apply`)
+		step(t, ctx, "confirm banner", 10*time.Second, chromedp.WaitVisible(chromedp.CSS(`#confirm-change`)))
+		if _, v := f.store.Current(); f.store.Pending() == nil {
+			t.Errorf("no pending change after apply (version %v)", v)
+		}
+		step(t, ctx, "rollback notice", 20*time.Second, chromedp.WaitVisible(chromedp.CSS(`#rollback-notice`)))
+		shot(t, ctx, "rolled-back")
+		after, _ := f.store.Current()
+		if string(after) != string(before) {
+			t.Errorf("config after the rollback differs from before:\n%s\n%s", before, after)
+		}
+		waitFor(t, ctx, "editor shows the old config", `JSON.parse(document.querySelector('#config-json').value).mode === 'nat'`, 10*time.Second)
+	})
+
+	t.Run("connections page pages 100k entries", func(t *testing.T) {
+		step(t, ctx, "connections", 15*time.Second, chromedp.Navigate(url+"#/connections"), chromedp.WaitVisible(chromedp.CSS(`#ct-body tr[data-id]`)))
+		waitFor(t, ctx, "total", `document.querySelector('#ct-info').textContent === '1–100 of 100,000'`, 5*time.Second)
+		setInput(t, ctx, `#ct-proto`, "udp")
+		waitFor(t, ctx, "filtered", `[...document.querySelectorAll('#ct-body tr[data-id] td:first-child')].every(td => td.textContent === 'UDP') && !document.querySelector('#ct-info').textContent.endsWith('of 100,000')`, 5*time.Second)
+		click(t, ctx, `#ct-next`)
+		waitFor(t, ctx, "page 2", `document.querySelector('#ct-info').textContent.startsWith('101–200 of')`, 5*time.Second)
+		setInput(t, ctx, `#ct-limit`, "50")
+		waitFor(t, ctx, "50 per page", `document.querySelector('#ct-info').textContent.startsWith('1–50 of')`, 5*time.Second)
+		click(t, ctx, `#ct-next`)
+		waitFor(t, ctx, "page 2 of 50", `document.querySelector('#ct-info').textContent.startsWith('51–100 of')`, 5*time.Second)
+		click(t, ctx, `#ct-next`)
+		waitFor(t, ctx, "page 3 of 50", `document.querySelector('#ct-info').textContent.startsWith('101–150 of')`, 5*time.Second)
+		click(t, ctx, `#ct-prev`)
+		waitFor(t, ctx, "back to page 2", `document.querySelector('#ct-info').textContent.startsWith('51–100 of')`, 5*time.Second)
+		shot(t, ctx, "connections")
+	})
+
+	t.Run("other pages render", func(t *testing.T) {
+		for _, p := range []struct{ page, ready string }{
+			{"bridge", `#fdb-body tr td.mono`},
+			{"tuning", `#tuning tr[data-knob="itr"]`},
+			{"system", `#history-body tr td.mono`},
+		} {
+			step(t, ctx, p.page, 15*time.Second, chromedp.Navigate(url+"#/"+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			shot(t, ctx, p.page)
+		}
+		if up := eval[string](t, ctx, `document.querySelector('#sys-uptime').textContent`); up != "1d 2h" {
+			t.Errorf("uptime %q, want 1d 2h", up)
+		}
+	})
+
+	t.Run("phone layout", func(t *testing.T) {
+		step(t, ctx, "phone", 20*time.Second,
+			chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+			chromedp.Navigate(url+"#/overview"), chromedp.WaitVisible(chromedp.CSS(`#ports .card.port`)))
+		time.Sleep(1500 * time.Millisecond)
+		// Nothing wider than the screen.
+		if w := eval[float64](t, ctx, `document.documentElement.scrollWidth`); w > 390 {
+			t.Errorf("page is %v px wide on a 390 px phone", w)
+		}
+		shot(t, ctx, "overview-phone")
+		step(t, ctx, "dark", 10*time.Second, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(url+"#/overview"), chromedp.WaitVisible(chromedp.CSS(`#ports .card.port`)))
+		click(t, ctx, `#theme`)
+		time.Sleep(2500 * time.Millisecond)
+		shot(t, ctx, "overview-dark")
+		click(t, ctx, `#theme`)
+	})
+}

@@ -1,0 +1,117 @@
+package webui
+
+// FormSection is one group of fields of the config page's form. The page
+// edits the config JSON in place through these paths, so members the form
+// does not know survive an edit.
+type FormSection struct {
+	Title string `json:"title"`
+	Help  string `json:"help,omitempty"`
+	// Modes limits the section to some values of the config's "mode"
+	// (empty: always shown).
+	Modes  []string    `json:"modes,omitempty"`
+	Fields []FormField `json:"fields"`
+}
+
+// FormField is one input. Path is a JSON path relative to the section
+// (or, inside a list, to the list item): "mode", "nat.gateway", "mtu".
+// An input left empty removes the member, so the config's default applies.
+type FormField struct {
+	Path  string `json:"path"`
+	Label string `json:"label"`
+	// Kind is text, number, bool, select, strings (a list of strings
+	// edited as comma-separated text) or list (of objects, see Item).
+	Kind        string   `json:"kind"`
+	Options     []string `json:"options,omitempty"`     // select; "" stands for "default"
+	Placeholder string   `json:"placeholder,omitempty"` // text, number, strings
+	Help        string   `json:"help,omitempty"`
+	// Default is what an absent bool means (false if unset).
+	Default bool `json:"default,omitempty"`
+	// Item describes the fields of each element of a list.
+	Item []FormField `json:"item,omitempty"`
+}
+
+// DefaultConfigForm is the form for the runtime config of appliance/config
+// (schema version 2, docs/config.md). The supervisor may pass another in
+// Options.ConfigForm; the raw JSON editor covers everything the form does
+// not.
+var DefaultConfigForm = []FormSection{
+	{
+		Title: "Mode",
+		Help:  "Bridge: a transparent learning switch of all enabled ports. NAT: a router between one WAN port and the LAN ports.",
+		Fields: []FormField{
+			{Path: "mode", Label: "Mode", Kind: "select", Options: []string{"bridge", "nat"}},
+		},
+	},
+	{
+		Title: "Ports",
+		Help:  "Data ports: a name used in rules and on the dashboard, and a kernel interface. In NAT mode exactly one port is the WAN port.",
+		Fields: []FormField{
+			{Path: "ports", Label: "Ports", Kind: "list", Item: []FormField{
+				{Path: "name", Label: "Name", Kind: "text", Placeholder: "lan1"},
+				{Path: "interface", Label: "Interface", Kind: "text", Placeholder: "eth1"},
+				{Path: "role", Label: "Role (NAT)", Kind: "select", Options: []string{"", "lan", "wan"}},
+				{Path: "addresses", Label: "Addresses (NAT)", Kind: "strings", Placeholder: "192.168.1.1/24"},
+				{Path: "mtu", Label: "MTU", Kind: "number", Placeholder: "1500"},
+				{Path: "enabled", Label: "Enabled", Kind: "bool", Default: true},
+			}},
+		},
+	},
+	{
+		Title: "Host port",
+		Help:  "The box's own addresses on the data side (kernel-owned, for the dashboard and ping).",
+		Fields: []FormField{
+			{Path: "hostPort.addresses", Label: "Addresses", Kind: "strings", Placeholder: "192.168.1.2/24"},
+		},
+	},
+	{
+		Title: "NAT",
+		Modes: []string{"nat"},
+		Fields: []FormField{
+			{Path: "nat.wanDHCP", Label: "WAN address from DHCP", Kind: "bool"},
+			{Path: "nat.gateway", Label: "Gateway", Kind: "text", Placeholder: "203.0.113.1"},
+			{Path: "nat.masqueradePorts", Label: "Masquerade ports", Kind: "text", Placeholder: "1024-65535"},
+			{Path: "nat.conntrack.size", Label: "Connection table size", Kind: "number", Placeholder: "65536"},
+		},
+	},
+	{
+		Title: "Port forwards",
+		Modes: []string{"nat"},
+		Fields: []FormField{
+			{Path: "nat.forwards", Label: "Port forwards", Kind: "list", Item: []FormField{
+				{Path: "proto", Label: "Protocol", Kind: "select", Options: []string{"tcp", "udp"}},
+				{Path: "wanPorts", Label: "WAN ports", Kind: "text", Placeholder: "443 or 8000-8010"},
+				{Path: "lanHost", Label: "LAN host", Kind: "text", Placeholder: "192.168.1.10"},
+				{Path: "lanPort", Label: "LAN port", Kind: "number", Placeholder: "same"},
+				{Path: "comment", Label: "Comment", Kind: "text"},
+			}},
+		},
+	},
+	{
+		Title: "Bridge",
+		Fields: []FormField{
+			{Path: "bridge.fdbAging", Label: "MAC aging", Kind: "text", Placeholder: "5m0s"},
+			{Path: "bridge.fdbSize", Label: "FDB size", Kind: "number", Placeholder: "8192"},
+		},
+	},
+	{
+		Title: "Tuning",
+		Help:  "Empty fields keep the defaults. Per-port knobs name the kernel interface.",
+		Fields: []FormField{
+			{Path: "tuning.placement", Label: "CPU placement", Kind: "select", Options: []string{"", "auto", "split", "same", "threaded", "manual"}},
+			{Path: "tuning.copybreak", Label: "Copybreak (bytes)", Kind: "number", Placeholder: "256"},
+			{Path: "tuning.ports", Label: "Per port", Kind: "list", Item: []FormField{
+				{Path: "name", Label: "Interface", Kind: "text", Placeholder: "eth1"},
+				{Path: "itr", Label: "Interrupt throttle", Kind: "text", Placeholder: "dynamic-conservative"},
+				{Path: "rxRing", Label: "RX ring", Kind: "number", Placeholder: "4096"},
+				{Path: "txRing", Label: "TX ring", Kind: "number", Placeholder: "4096"},
+			}},
+		},
+	},
+	{
+		Title: "Dashboard",
+		Fields: []FormField{
+			{Path: "dashboard.listen", Label: "Listen address", Kind: "text", Placeholder: ":8080"},
+			{Path: "dashboard.confirmTimeout", Label: "Confirm timeout", Kind: "text", Placeholder: "1m0s"},
+		},
+	},
+}
