@@ -152,12 +152,19 @@ func (l *lab) mustHost(t *testing.T, i int, args ...string) string {
 	return out
 }
 
+// testPassword is the dashboard password of the appliance under test.
+const testPassword = "e1kbox-test-password"
+
 // start runs the appliance in the box with the given flags and waits until
 // /healthz answers 200.
 func (l *lab) start(flags ...string) {
 	t := l.t
 	bin := applianceBinary(t)
-	args := append([]string{"netns", "exec", l.box, bin, "-state", l.dir, "-listen", ":8080"}, flags...)
+	pw := filepath.Join(l.dir, "gokr-pw.txt")
+	if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"netns", "exec", l.box, bin, "-state", l.dir, "-listen", ":8080", "-password-files", pw}, flags...)
 	l.cmd = exec.Command("ip", args...)
 	l.log = &bytes.Buffer{}
 	l.cmd.Stdout, l.cmd.Stderr = l.log, l.log
@@ -212,7 +219,7 @@ func (l *lab) stop() time.Duration {
 
 // boxGet fetches a path of the appliance's HTTP server from inside the box.
 func (l *lab) boxGet(path string) (int, string) {
-	out, err := exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "--max-time", "2", "-w", "\n%{http_code}", "http://127.0.0.1:8080"+path).Output()
+	out, err := exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "--max-time", "2", "-u", "gokrazy:"+testPassword, "-w", "\n%{http_code}", "http://127.0.0.1:8080"+path).Output()
 	if err != nil {
 		return 0, string(out)
 	}
@@ -224,7 +231,7 @@ func (l *lab) boxGet(path string) (int, string) {
 
 func (l *lab) stats(t *testing.T) dataplane.Snapshot {
 	t.Helper()
-	code, body := l.boxGet("/api/stats")
+	code, body := l.boxGet("/api/dataplane/stats")
 	var s dataplane.Snapshot
 	if code != 200 {
 		t.Fatalf("/api/stats: %d %s", code, body)
@@ -237,7 +244,7 @@ func (l *lab) stats(t *testing.T) dataplane.Snapshot {
 
 func (l *lab) fdb(t *testing.T) []dataplane.FDBEntry {
 	t.Helper()
-	code, body := l.boxGet("/api/fdb")
+	code, body := l.boxGet("/api/dataplane/fdb")
 	var r struct{ Entries []dataplane.FDBEntry }
 	if code != 200 {
 		t.Fatalf("/api/fdb: %d %s", code, body)

@@ -20,6 +20,7 @@ import (
 
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/system"
+	"e1kbox/webui"
 )
 
 // buildTimestamp is set by firmware build (-ldflags -X).
@@ -40,7 +41,8 @@ func run() error {
 		stateDir    = flag.String("state", "/perm/e1kbox", "directory for persistent state")
 		interfaces  = flag.String("interfaces", "", "comma-separated data interfaces: run a bridge over them (ports named after them), "+
 			"overriding the config's ports; with no config file at all, a default bridge config is used")
-		tune = flag.Bool("tune", true, "apply the config's NIC and kernel tuning plan before starting the dataplane")
+		tune          = flag.Bool("tune", true, "apply the config's NIC and kernel tuning plan before starting the dataplane")
+		passwordFiles = flag.String("password-files", strings.Join(webui.DefaultPasswordFiles, ","), "dashboard password files, tried in order (gokrazy's)")
 	)
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -100,19 +102,14 @@ func run() error {
 		dataIfaces = append(dataIfaces, port.Interface)
 	}
 	go dp.watchHangs(ctx, dataIfaces)
-	store.OnRollback(func(c *config.Config) {
-		if err := dp.Apply(context.Background(), c); err != nil {
-			log.Error("dataplane: rolled-back config not applied", "err", err)
-		}
-	})
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("dashboard listener: %w", err)
 	}
 	started := time.Now()
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	public := http.NewServeMux()
+	public.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		body := map[string]any{
 			"status": "ok", "build": buildTimestamp, "config_source": source,
 			"uptime_seconds": int(time.Since(started).Seconds()), "perm": perm,
@@ -131,10 +128,11 @@ func run() error {
 		}
 		writeJSON(w, code, body)
 	})
-	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
+	public.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"build_timestamp": buildTimestamp, "go": goVersion(), "boots": boots})
 	})
-	mux.HandleFunc("GET /api/stats", func(w http.ResponseWriter, r *http.Request) {
+	raw := http.NewServeMux() // the engine's own JSON, behind the dashboard's auth
+	raw.HandleFunc("GET /api/dataplane/stats", func(w http.ResponseWriter, r *http.Request) {
 		e, err := dp.Engine()
 		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
@@ -142,7 +140,7 @@ func run() error {
 		}
 		writeJSON(w, http.StatusOK, e.Snapshot())
 	})
-	mux.HandleFunc("GET /api/fdb", func(w http.ResponseWriter, r *http.Request) {
+	raw.HandleFunc("GET /api/dataplane/fdb", func(w http.ResponseWriter, r *http.Request) {
 		e, err := dp.Engine()
 		if err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
@@ -150,24 +148,88 @@ func run() error {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"entries": e.FDBEntries(), "agingTime": e.FDB().AgingTime().String()})
 	})
-	natAPI(mux, dp)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	natAPI(raw, dp)
+
+	adapter := newStoreAdapter(store, dp)
+	store.OnRollback(func(c *config.Config) {
+		adapter.rolledBack()
+		if err := dp.Apply(context.Background(), c); err != nil {
+			log.Error("dataplane: rolled-back config not applied", "err", err)
+		}
+		log.Warn("config change not confirmed in time: rolled back")
+	})
+	view := &boxView{dp: dp, started: started, hostname: hostname(), procRoot: "/"}
+	web, err := webui.New(webui.Options{
+		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
+		PasswordFiles:  strings.Split(*passwordFiles, ","),
+		ConfirmTimeout: time.Duration(cfg.Dashboard.ConfirmTimeout),
+		Logger:         log,
+		Public:         []webui.Route{{Pattern: "GET /healthz", Handler: public}, {Pattern: "GET /version", Handler: public}},
+		Protected:      []webui.Route{{Pattern: "/api/dataplane/", Handler: raw}},
+	})
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if err != nil {
+		// Without a password the dashboard stays closed; the box still
+		// forwards and answers /healthz for the update health gate.
+		log.Error("dashboard disabled", "err", err)
+		srv := &http.Server{Handler: public, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- srv.Serve(ln) }()
+		go func() { <-ctx.Done(); srv.Close() }()
+	} else {
+		go func() { errc <- web.Serve(ctx, ln) }()
+	}
 	log.Info("dashboard listening", "addr", ln.Addr().String())
 
-	select {
-	case err := <-errc:
-		return fmt.Errorf("dashboard: %w", err)
-	case <-ctx.Done():
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+loop:
+	for {
+		select {
+		case err := <-errc:
+			if ctx.Err() == nil {
+				return fmt.Errorf("dashboard: %w", err)
+			}
+			break loop
+		case <-hup:
+			reload(ctx, log, store, dp)
+		case <-ctx.Done():
+			break loop
+		}
 	}
 	log.Info("stopping")
-	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	err = srv.Shutdown(sctx)
+	select { // the dashboard shuts down with ctx
+	case <-errc:
+	case <-time.After(3 * time.Second):
+	}
 	dp.Close()
 	log.Info("stopped")
-	return err
+	return nil
+}
+
+func hostname() string {
+	if b, err := os.ReadFile("/etc/hostname"); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+// reload re-reads the config from disk (SIGHUP) and applies it; a config
+// that fails to load keeps the running one.
+func reload(ctx context.Context, log *slog.Logger, store *config.Store, dp *plane) {
+	cfg, warnings, err := store.Load()
+	for _, w := range warnings {
+		log.Warn("config", "warning", w)
+	}
+	if err != nil {
+		log.Error("SIGHUP: config not reloaded; the running config stays", "err", err)
+		return
+	}
+	if err := dp.Apply(ctx, cfg); err != nil {
+		log.Error("SIGHUP: reloaded config not applied", "err", err)
+		return
+	}
+	log.Info("SIGHUP: config reloaded from disk")
 }
 
 // loadConfig returns the live config if it exists, else the factory one,

@@ -176,7 +176,7 @@ func (l *lab) serve(t *testing.T, ns int, name string) string {
 
 func (l *lab) conntrack(t *testing.T, query string) dataplane.ConnPage {
 	t.Helper()
-	code, body := l.boxGet("/api/conntrack?" + query)
+	code, body := l.boxGet("/api/dataplane/conntrack?" + query)
 	var p dataplane.ConnPage
 	if code != 200 {
 		t.Fatalf("/api/conntrack?%s: %d %s", query, code, body)
@@ -421,15 +421,15 @@ func TestNATRouter(t *testing.T) {
 		if len(p.Conns) == 0 {
 			t.Fatalf("no forward connection left: %+v", p)
 		}
-		out, err := exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "-X", "DELETE", "-w", "\n%{http_code}",
-			fmt.Sprintf("http://127.0.0.1:8080/api/conntrack/%d", p.Conns[0].ID)).Output()
+		out, err := exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "-X", "DELETE", "-u", "gokrazy:"+testPassword, "-H", "X-E1kbox-CSRF: 1", "-w", "\n%{http_code}",
+			fmt.Sprintf("http://127.0.0.1:8080/api/dataplane/conntrack/%d", p.Conns[0].ID)).Output()
 		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "200") {
 			t.Fatalf("DELETE: %v %s", err, out)
 		}
 		if q := l.conntrack(t, "kind=forward"); q.Total != p.Total-1 {
 			t.Errorf("after DELETE: %d forward connections, want %d", q.Total, p.Total-1)
 		}
-		if code, body := l.boxGet("/api/neighbours"); code != 200 || !strings.Contains(body, natGateway) || !strings.Contains(body, natLANHost) {
+		if code, body := l.boxGet("/api/dataplane/neighbours"); code != 200 || !strings.Contains(body, natGateway) || !strings.Contains(body, natLANHost) {
 			t.Errorf("/api/neighbours: %d %s", code, body)
 		}
 	})

@@ -13,10 +13,10 @@ import (
 
 // natAPI serves the router's connection table and ARP cache (NAT mode):
 //
-//	GET    /api/conntrack?proto=&kind=&state=&addr=&port=&cursor=&limit=  a page (dataplane.ConnPage)
-//	DELETE /api/conntrack/{id}                                             one connection
-//	DELETE /api/conntrack?proto=...  (at least one filter, or all=true)    the matching ones
-//	GET    /api/neighbours                                                 the ARP cache
+//	GET    /api/dataplane/conntrack?proto=&kind=&state=&addr=&port=&cursor=&limit=  a page (dataplane.ConnPage)
+//	DELETE /api/dataplane/conntrack/{id}                                             one connection
+//	DELETE /api/dataplane/conntrack?proto=...  (at least one filter, or all=true)    the matching ones
+//	GET    /api/dataplane/neighbours                                                 the ARP cache
 //
 // Bridge mode answers 409 Conflict.
 func natAPI(mux *http.ServeMux, dp *plane) {
@@ -35,7 +35,7 @@ func natAPI(mux *http.ServeMux, dp *plane) {
 		}
 		writeJSON(w, code, map[string]string{"error": err.Error()})
 	}
-	mux.HandleFunc("GET /api/conntrack", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/dataplane/conntrack", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		f, err := connFilter(q)
 		if err != nil {
@@ -59,7 +59,7 @@ func natAPI(mux *http.ServeMux, dp *plane) {
 		}
 		writeJSON(w, http.StatusOK, page)
 	})
-	mux.HandleFunc("DELETE /api/conntrack/{id}", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("DELETE /api/dataplane/conntrack/{id}", func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 		if err != nil {
 			fail(w, fmt.Errorf("id: %q is not a connection id", r.PathValue("id")))
@@ -79,7 +79,7 @@ func natAPI(mux *http.ServeMux, dp *plane) {
 			writeJSON(w, http.StatusOK, map[string]int{"deleted": 1})
 		}
 	})
-	mux.HandleFunc("DELETE /api/conntrack", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("DELETE /api/dataplane/conntrack", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		f, err := connFilter(q)
 		if err != nil {
@@ -101,7 +101,7 @@ func natAPI(mux *http.ServeMux, dp *plane) {
 		}
 		writeJSON(w, http.StatusOK, map[string]int{"deleted": n})
 	})
-	mux.HandleFunc("GET /api/neighbours", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/dataplane/neighbours", func(w http.ResponseWriter, r *http.Request) {
 		e := engine(w)
 		if e == nil {
 			return

@@ -59,13 +59,13 @@ func TestNATAPIWithoutEngine(t *testing.T) {
 		method, path string
 		code         int
 	}{
-		{"GET", "/api/conntrack", http.StatusServiceUnavailable},
-		{"GET", "/api/conntrack?port=x", http.StatusBadRequest},
-		{"GET", "/api/neighbours", http.StatusServiceUnavailable},
-		{"DELETE", "/api/conntrack", http.StatusBadRequest}, // no filter, no all=true
-		{"DELETE", "/api/conntrack?all=true", http.StatusServiceUnavailable},
-		{"DELETE", "/api/conntrack/abc", http.StatusBadRequest},
-		{"DELETE", "/api/conntrack/12", http.StatusServiceUnavailable},
+		{"GET", "/api/dataplane/conntrack", http.StatusServiceUnavailable},
+		{"GET", "/api/dataplane/conntrack?port=x", http.StatusBadRequest},
+		{"GET", "/api/dataplane/neighbours", http.StatusServiceUnavailable},
+		{"DELETE", "/api/dataplane/conntrack", http.StatusBadRequest}, // no filter, no all=true
+		{"DELETE", "/api/dataplane/conntrack?all=true", http.StatusServiceUnavailable},
+		{"DELETE", "/api/dataplane/conntrack/abc", http.StatusBadRequest},
+		{"DELETE", "/api/dataplane/conntrack/12", http.StatusServiceUnavailable},
 	} {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))

@@ -69,6 +69,11 @@ type Options struct {
 	WriteTimeout time.Duration
 
 	Logger *slog.Logger
+
+	// Public routes are served without authentication (the supervisor's
+	// /healthz); Protected routes behind the same authentication, CSRF
+	// checks and body limits as the API. Patterns are http.ServeMux's.
+	Public, Protected []Route
 }
 
 // Server is the dashboard: an http.Handler plus the 1 Hz publisher.
@@ -304,6 +309,12 @@ func (s *Server) publish(now time.Time) {
 	s.hub.publish(pm)
 }
 
+// Route is an extra handler the supervisor mounts on the server.
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
 // routes builds the handler: security headers, then authentication, CSRF
 // checks and body limits around the API and the static files.
 func (s *Server) routes() http.Handler {
@@ -337,11 +348,17 @@ func (s *Server) routes() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
+	for _, r := range s.opts.Protected {
+		api.Handle(r.Pattern, r.Handler)
+	}
 	api.Handle("/", s.staticHandler())
 
 	protected := s.protect(api)
 	root := http.NewServeMux()
 	root.HandleFunc("GET /api/stream", s.handleWS) // authenticates itself (Basic or ticket)
+	for _, r := range s.opts.Public {
+		root.Handle(r.Pattern, r.Handler)
+	}
 	root.Handle("/", protected)
 	return securityHeaders(root)
 }
