@@ -14,6 +14,8 @@ import (
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/tuning"
+
+	"github.com/vishvananda/netlink"
 )
 
 // dataplaneConfig translates the runtime config into the dataplane's.
@@ -183,6 +185,18 @@ func (p *plane) Apply(ctx context.Context, cfg *config.Config) error {
 // CPU plan for the workers.
 func (p *plane) tuneFor(ctx context.Context, cfg *config.Config) tuning.CPUPlan {
 	plan := cfg.TuningPlan()
+	// e1000e requests its MSI-X vectors when the interface is opened: bring
+	// the data ports up first so their IRQs exist to be pinned.
+	for _, port := range cfg.Ports {
+		if !port.IsEnabled() {
+			continue
+		}
+		if l, err := netlink.LinkByName(port.Interface); err == nil {
+			if err := netlink.LinkSetUp(l); err != nil {
+				p.log.Warn("tuning: bringing up the port", "interface", port.Interface, "err", err)
+			}
+		}
+	}
 	var et tuning.Ethtool
 	if p.tune {
 		sys, err := tuning.NewEthtool()

@@ -1,9 +1,13 @@
 package qemutest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,7 +55,223 @@ func TestEndToEnd(t *testing.T) {
 				t.Errorf("dashboard API counters of %s did not rise: before %+v after %+v", p, before[p], after[p])
 			}
 		}
+		// A broadcast crosses: DHCP from dnsmasq in B to a client in A.
+		bb.start("dnsmasq", "--no-daemon", "--port=0", "--interface="+bb.dev, "--bind-interfaces",
+			"--dhcp-range=10.77.0.100,10.77.0.150,255.255.255.0,2m", "--dhcp-leasefile="+t.TempDir()+"/leases", "--pid-file=")
+		time.Sleep(time.Second)
+		dir := t.TempDir()
+		out, err := a.exec("timeout", "40", "dhclient", "-1", "-v", "-sf", "/bin/true", "-lf", dir+"/lease", "-pf", dir+"/pid", a.dev)
+		if err != nil || !strings.Contains(out, "DHCPACK") {
+			t.Errorf("DHCP across the bridge: %v\n%s", err, out)
+		}
 	})
+
+	step("tuning report", func(t *testing.T) {
+		var tr struct {
+			Reports []struct {
+				Knob, Target, Before, Wanted, After, Status, Message string
+			} `json:"reports"`
+		}
+		if err := b.api(http.MethodGet, "/api/tuning", nil, &tr); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range tr.Reports {
+			got[r.Knob+"@"+r.Target] = r.Status + " " + r.After
+			if r.Status == "error" {
+				t.Errorf("tuning %s on %s: error: %s", r.Knob, r.Target, r.Message)
+			}
+		}
+		for _, want := range []struct{ key, status, after string }{
+			{"copybreak@e1000e (all ports)", "", "0"},
+			{"itr@eth1", "", ""},
+			{"itr@eth2", "", ""},
+			{"rx-gro@eth1", "", "off"},
+			{"tx-tcp-segmentation@eth2", "", "off"},
+			{"irq-affinity@eth1-rx-0", "", ""},
+			{"irq-affinity@eth2-rx-0", "", ""},
+			{"net.bridge.bridge-nf-call-iptables@bridge netfilter", "unavailable", ""},
+		} {
+			v, ok := got[want.key]
+			if !ok {
+				t.Errorf("tuning report has no %s; reports: %v", want.key, got)
+				continue
+			}
+			if want.status != "" && !strings.HasPrefix(v, want.status) {
+				t.Errorf("tuning %s = %q, want status %s", want.key, v, want.status)
+			}
+			if want.status == "" && !(strings.HasPrefix(v, "ok") || strings.HasPrefix(v, "changed")) {
+				t.Errorf("tuning %s = %q, want ok or changed", want.key, v)
+			}
+			if want.after != "" && !strings.Contains(v, want.after) {
+				t.Errorf("tuning %s = %q, want after %q", want.key, v, want.after)
+			}
+		}
+		t.Logf("tuning: %d reports; copybreak %s, itr eth1 %s, irq eth1-rx-0 %s", len(tr.Reports),
+			got["copybreak@e1000e (all ports)"], got["itr@eth1"], got["irq-affinity@eth1-rx-0"])
+	})
+
+	step("nat mode with commit-confirm", func(t *testing.T) {
+		// Re-address the hosts: A is a LAN host behind the box, B the
+		// WAN side (gateway and server).
+		a.must("ip", "addr", "flush", "dev", a.dev)
+		a.must("ip", "addr", "add", "192.168.50.10/24", "dev", a.dev)
+		a.must("ip", "route", "add", "default", "via", "192.168.50.1")
+		bb.must("ip", "addr", "flush", "dev", bb.dev)
+		bb.must("ip", "addr", "add", "198.51.100.1/24", "dev", bb.dev)
+		var cur map[string]any
+		if err := b.api(http.MethodGet, "/api/config", nil, &cur); err != nil {
+			t.Fatal(err)
+		}
+		cfg := cur["config"].(map[string]any)
+		bridgeCfg, _ := json.Marshal(cfg)
+		cfg["mode"] = "nat"
+		cfg["ports"] = []any{
+			map[string]any{"name": "lan", "interface": "eth1", "role": "lan", "addresses": []string{"192.168.50.1/24"}},
+			map[string]any{"name": "wan", "interface": "eth2", "role": "wan", "addresses": []string{"198.51.100.2/24"}},
+		}
+		cfg["hostPort"] = map[string]any{"addresses": []string{"192.168.50.2/24"}}
+		cfg["nat"] = map[string]any{"gateway": "198.51.100.1",
+			"forwards": []any{map[string]any{"proto": "tcp", "wanPorts": "9000", "lanHost": "192.168.50.10", "lanPort": 9000}}}
+		natCfg, _ := json.Marshal(cfg)
+		id := b.applyConfig(t, natCfg, 120)
+		b.confirm(t, id)
+
+		srvLog := &lockedBuffer{}
+		srv := bb.cmd("python3", "-m", "http.server", "8000", "--bind", "198.51.100.1")
+		srv.Stdout, srv.Stderr = srvLog, srvLog
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { srv.Process.Kill(); srv.Wait() }()
+		lanSrv := a.start("python3", "-m", "http.server", "9000", "--bind", "192.168.50.10")
+		_ = lanSrv
+		time.Sleep(time.Second)
+		if err := a.waitPing("198.51.100.1", 30*time.Second); err != nil {
+			t.Fatalf("LAN host → WAN through NAT: %v", err)
+		}
+		if out, err := a.exec("curl", "-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "http://198.51.100.1:8000/"); err != nil || out != "200" {
+			t.Errorf("curl A → server in B through masquerade: %v %s", err, out)
+		}
+		if !strings.Contains(srvLog.String(), "198.51.100.2 - -") {
+			t.Errorf("the WAN server did not see the box's WAN address; its log:\n%s", srvLog.String())
+		}
+		var fwdOut string
+		var fwdErr error
+		for i := 0; i < 10; i++ { // the LAN server may still be starting
+			if fwdOut, fwdErr = bb.exec("curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", "http://198.51.100.2:9000/"); fwdErr == nil && fwdOut == "200" {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		if fwdErr != nil || fwdOut != "200" {
+			t.Errorf("port forward 198.51.100.2:9000 → A: %v %s", fwdErr, fwdOut)
+		}
+
+		// An unconfirmed change rolls back by itself: try bridge mode again
+		// with a 15 s window and do not confirm.
+		id2 := b.applyConfig(t, bridgeCfg, 15)
+		deadline := time.Now().Add(90 * time.Second)
+		state := ""
+		for time.Now().Before(deadline) {
+			var ch struct {
+				State string `json:"state"`
+			}
+			if err := b.api(http.MethodGet, "/api/config/changes/"+id2, nil, &ch); err == nil {
+				state = ch.State
+				if state == "rolled_back" {
+					break
+				}
+			}
+			time.Sleep(time.Second)
+		}
+		if state != "rolled_back" {
+			t.Fatalf("unconfirmed change: state %q after 90 s, want rolled_back", state)
+		}
+		var after map[string]any
+		if err := b.api(http.MethodGet, "/api/config", nil, &after); err != nil {
+			t.Fatal(err)
+		}
+		if m := after["config"].(map[string]any)["mode"]; m != "nat" {
+			t.Errorf("after the rollback the mode is %v, want nat", m)
+		}
+		if err := a.waitPing("198.51.100.1", 60*time.Second); err != nil {
+			t.Errorf("NAT traffic after the rollback: %v", err)
+		}
+	})
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// api calls the dashboard API with the box's password (and the CSRF header
+// on mutations); v receives the JSON answer.
+func (b *box) api(method, path string, body []byte, v any) error {
+	req, err := http.NewRequest(method, b.dashboardURL(path), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth("gokrazy", b.password)
+	if method != http.MethodGet {
+		req.Header.Set("X-E1kbox-CSRF", "1")
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, data)
+	}
+	if v == nil {
+		return nil
+	}
+	return json.Unmarshal(data, v)
+}
+
+// applyConfig applies cfg with commit-confirm and returns the change id.
+func (b *box) applyConfig(t *testing.T, cfg []byte, timeoutS int) string {
+	t.Helper()
+	var ans struct {
+		Pending struct {
+			ID string `json:"id"`
+		} `json:"pending"`
+		ID string `json:"id"`
+	}
+	if err := b.api(http.MethodPost, fmt.Sprintf("/api/config/apply?confirm_timeout=%d", timeoutS), cfg, &ans); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	id := ans.Pending.ID
+	if id == "" {
+		id = ans.ID
+	}
+	if id == "" {
+		t.Fatal("apply answered no change id")
+	}
+	return id
+}
+
+func (b *box) confirm(t *testing.T, id string) {
+	t.Helper()
+	if err := b.api(http.MethodPost, "/api/config/changes/"+id+"/confirm", nil, nil); err != nil {
+		t.Fatalf("confirm: %v", err)
+	}
 }
 
 type counters struct{ RX, TX uint64 }
@@ -60,8 +280,8 @@ type counters struct{ RX, TX uint64 }
 func (b *box) portCounters(t *testing.T) map[string]counters {
 	t.Helper()
 	var raw json.RawMessage
-	if err := getJSON(b.dashboardURL("/api/stats"), &raw); err != nil {
-		t.Fatalf("/api/stats: %v", err)
+	if err := b.api(http.MethodGet, "/api/dataplane/stats", nil, &raw); err != nil {
+		t.Fatalf("/api/dataplane/stats: %v", err)
 	}
 	var snap struct {
 		Ports []struct {
