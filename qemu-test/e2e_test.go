@@ -199,6 +199,12 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("NAT traffic after the rollback: %v", err)
 		}
 	})
+
+	step("dashboard in chromium", func(t *testing.T) {
+		ping := a.start("ping", "-i", "0.02", "198.51.100.1")
+		_ = ping
+		dashboardShows(t, b)
+	})
 }
 
 type lockedBuffer struct {

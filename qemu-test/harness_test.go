@@ -165,13 +165,17 @@ func copyImage(t testing.TB, src string) string {
 	return dst
 }
 
-// boot starts a VM on image and waits for gokrazy and a healthy appliance.
+// boot starts a VM (on a fresh copy of the image, or on opts.Image as it
+// is) and waits for gokrazy and a healthy appliance.
 // TCG very rarely panics early in boot (a text-patching race); such a boot
 // is retried once on a fresh copy of the disk.
 func boot(t testing.TB, m *build.Manifest, opts vm.Options) *box {
 	t.Helper()
+	keep := opts.Image // boot this disk as it is (a reboot after a power cut)
 	for attempt := 1; ; attempt++ {
-		opts.Image = copyImage(t, m.Image)
+		if keep == "" {
+			opts.Image = copyImage(t, m.Image)
+		}
 		start := time.Now()
 		v, err := vm.Start(context.Background(), opts)
 		if err != nil {
