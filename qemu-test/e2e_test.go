@@ -2,6 +2,7 @@ package qemutest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"e1kbox/firmware/ota"
 	"e1kbox/firmware/vm"
 )
 
@@ -204,6 +206,40 @@ func TestEndToEnd(t *testing.T) {
 		ping := a.start("ping", "-i", "0.02", "198.51.100.1")
 		_ = ping
 		dashboardShows(t, b)
+	})
+
+	step("OTA update while traffic flows", func(t *testing.T) {
+		ping := a.cmd("ping", "-i", "0.2", "-W", "1", "198.51.100.1")
+		pingOut := &lockedBuffer{}
+		ping.Stdout = pingOut
+		if err := ping.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { ping.Process.Kill(); ping.Wait() }()
+		rep, err := ota.Update(context.Background(), ota.Options{
+			BaseURL: b.gokrazyURL(b.password), HealthURL: b.dashboardURL("/healthz"),
+			Boot: bs.second.Boot, Root: bs.second.Root, MBR: bs.second.MBR, BuildTimestamp: bs.second.BuildTimestamp,
+			HealthTimeout: healthTimeout, BootTimeout: bootTimeout, Log: quietLog(),
+		})
+		if err != nil {
+			t.Fatalf("OTA: %v\n%v", err, rep)
+		}
+		t.Logf("%s", rep)
+		var cur struct {
+			Config struct {
+				Mode string `json:"mode"`
+			} `json:"config"`
+		}
+		if err := b.api(http.MethodGet, "/api/config", nil, &cur); err != nil || cur.Config.Mode != "nat" {
+			t.Errorf("runtime config after the update: mode %q (%v), want nat kept", cur.Config.Mode, err)
+		}
+		if err := a.waitPing("198.51.100.1", 60*time.Second); err != nil {
+			t.Errorf("traffic after the update: %v", err)
+		}
+		// the outage as the pinging LAN host saw it: 5 pings a second
+		replies := strings.Count(pingOut.String(), "bytes from")
+		sent := int(rep.Total / (200 * time.Millisecond))
+		t.Logf("OTA while pinging every 200 ms: %d of ~%d answered, ~%.0f s without forwarding", replies, sent, float64(sent-replies)/5)
 	})
 }
 
