@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,10 +47,40 @@ func (h *harness) setup(ctx context.Context, p Path, pl cpuPlace) (*box, error) 
 	if err := h.t.steer(ctx, pl); err != nil {
 		return nil, err
 	}
+	if !p.NAT {
+		return h.setupPath(ctx, p)
+	}
+	if err := h.t.natSink(ctx, true); err != nil {
+		return nil, err
+	}
+	undo := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		return h.t.natSink(ctx, false)
+	}
+	b, err := h.setupPath(ctx, p)
+	if err != nil {
+		return nil, errors.Join(err, undo())
+	}
+	inner := b.close
+	b.close = func() error {
+		var err error
+		if inner != nil {
+			err = inner()
+		}
+		return errors.Join(err, undo())
+	}
+	return b, nil
+}
+
+func (h *harness) setupPath(ctx context.Context, p Path) (*box, error) {
 	switch p.Kind {
 	case kindDirect:
 		return &box{}, nil
 	case kindKernel:
+		if p.NAT {
+			return h.kernelNAT(ctx, p)
+		}
 		return h.kernelBridge(ctx, p)
 	case kindE1kbox:
 		return h.e1kbox(ctx, p)
@@ -102,6 +133,74 @@ func (h *harness) kernelBridge(ctx context.Context, p Path) (*box, error) {
 	return b, nil
 }
 
+// kernelNAT makes the box namespace a router between b0 (LAN) and b1
+// (WAN) with an nftables masquerade rule (and the path's forward rules).
+// The gateway's neighbour entry is static: the sink answers no ARP
+// unless the sink's ARP is on (natSink), and the kernel path does not
+// need it.
+func (h *harness) kernelNAT(ctx context.Context, p Path) (*box, error) {
+	ns := h.t.box
+	b := &box{close: func() error {
+		var errs []error
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for _, s := range [][]string{
+			{"nft", "flush", "ruleset"},
+			{"sysctl", "-q", "-w", "net.ipv4.ip_forward=0"},
+			{"ip", "route", "flush", "table", "main"},
+			{"ip", "neigh", "flush", "dev", natWANPort},
+			{"ip", "addr", "flush", "dev", natLANPort},
+			{"ip", "addr", "flush", "dev", natWANPort},
+		} {
+			if _, err := nsRun(ctx, ns, s...); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}}
+	steps := [][]string{
+		{"sysctl", "-q", "-w", "net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
+			"net.ipv4.conf." + natLANPort + ".rp_filter=0", "net.ipv4.conf." + natWANPort + ".rp_filter=0"},
+		{"ip", "addr", "add", natLAN.String(), "dev", natLANPort},
+		{"ip", "addr", "add", natWAN.String(), "dev", natWANPort},
+		{"ip", "route", "add", "default", "via", natGatewayIP.String(), "dev", natWANPort},
+		{"ip", "neigh", "replace", natGatewayIP.String(), "lladdr", macS0.String(), "dev", natWANPort, "nud", "permanent"},
+	}
+	for _, s := range steps {
+		if _, err := nsRun(ctx, ns, s...); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
+		}
+	}
+	if err := nftLoad(ctx, ns, nftRules(p)); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	return b, nil
+}
+
+// natSink makes the sink the NAT paths' gateway: s0 gets the gateway
+// address and its counting chain lets ARP through to the stack (so that
+// the appliance can resolve the gateway); off undoes it.
+func (t *topo) natSink(ctx context.Context, on bool) error {
+	script := "flush chain netdev sink in0\n"
+	if on {
+		script += "add rule netdev sink in0 ether type arp accept\n"
+	}
+	script += "add rule netdev sink in0 counter name \"rx\" drop\n"
+	if err := nftLoad(ctx, t.sink, script); err != nil {
+		return fmt.Errorf("nat sink: %w", err)
+	}
+	args := []string{"ip", "addr", "flush", "dev", "s0"}
+	if on {
+		args = []string{"ip", "addr", "replace", netip.PrefixFrom(natGatewayIP, natWAN.Bits()).String(), "dev", "s0"}
+	}
+	if _, err := nsRun(ctx, t.sink, args...); err != nil {
+		return fmt.Errorf("nat sink: %w", err)
+	}
+	return nil
+}
+
 // e1kbox starts the appliance binary in the box namespace in bridge mode
 // over b0 and b1. By default it runs with -tune=false: the harness owns
 // the veths' steering, and the appliance still pins its workers by the
@@ -123,6 +222,10 @@ func (h *harness) e1kbox(ctx context.Context, p Path) (*box, error) {
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		return nil, fmt.Errorf("e1kbox: %w", err)
 	}
+	pwPath := filepath.Join(dir, "gokr-pw.txt")
+	if err := os.WriteFile(pwPath, []byte(dashboardPassword), 0o600); err != nil {
+		return nil, fmt.Errorf("e1kbox: %w", err)
+	}
 	logPath := filepath.Join(dir, "appliance.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -130,7 +233,7 @@ func (h *harness) e1kbox(ctx context.Context, p Path) (*box, error) {
 	}
 	cmd := exec.Command("ip", "netns", "exec", h.t.box, h.appliance,
 		"-config", cfgPath, "-factory", filepath.Join(dir, "factory.json"),
-		"-state", filepath.Join(dir, "state"), "-listen", applianceListen, "-tune="+strconv.FormatBool(h.applianceTune))
+		"-state", filepath.Join(dir, "state"), "-listen", applianceListen, "-password-files", pwPath, "-tune="+strconv.FormatBool(h.applianceTune))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// No Pdeathsig: it fires when the forking OS thread exits, and inNetns
 	// ends threads. Close (also run on ^C) stops the process.

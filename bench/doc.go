@@ -13,8 +13,19 @@
 // linear non-matching nftables rules in a bridge-family forward chain,
 // with one nftables set of N addresses, and the e1kbox appliance binary in
 // bridge mode with 0 and N non-matching rules, once per CPU placement.
+// The NAT paths route from b0 (LAN, generator 192.168.60.2) to b1 (WAN,
+// the sink is the gateway) towards a server beyond it: the kernel with
+// ip_forward and an nftables masquerade rule (bare and with N linear
+// forward-chain rules), and the appliance in NAT mode (bare and with N
+// rules); the generator addresses the router's LAN MAC (b0's), and the
+// sink's counting chain lets ARP through so that the appliance resolves
+// its gateway. Their ratios are against the kernel NAT. The "e1kbox
+// bridge + 100 ws clients" path keeps 100 authenticated WebSocket
+// clients reading the dashboard's /api/stream; its ratio is against
+// "e1kbox bridge" (whose dashboard runs with no clients).
 // Every path is measured in the same sitting, repetitions interleaved,
-// and the table shows medians with the ratio to the kernel bridge.
+// and the table shows medians with the ratio to the kernel bridge (or
+// the path's own baseline, named in the cell).
 //
 // A second table gives the CPU cost per packet at a fixed offered rate:
 // busy time of all CPUs from /proc/stat divided by the packets the sink

@@ -41,7 +41,7 @@ func parseFlags(args []string) (*options, error) {
 		sizes      = fs.String("sizes", "64,512", "Ethernet frame sizes in bytes including FCS, comma-separated")
 		rulesFlag  = fs.String("rules", "1000,10000", "non-matching rule counts: a linear nft row per count; the largest for the nft set and e1kbox rows")
 		placements = fs.String("placements", "split,same", "e1kbox CPU placements to measure (tuning placements: split, same, threaded)")
-		paths      = fs.String("paths", "", "only paths whose name matches this regular expression (default all)")
+		paths      = fs.String("paths", "", "only paths whose name matches this case-insensitive regular expression, and their ratio baselines (default all)")
 		rate       = fs.Float64("rate", 200000, "offered rate in packets/s for the CPU-cost table; 0 skips it")
 		reps       = fs.Int("reps", 0, "repetitions per path (default 3, 1 with -quick)")
 	)
@@ -78,7 +78,7 @@ func parseFlags(args []string) (*options, error) {
 		o.placements = append(o.placements, tuning.Placement(p))
 	}
 	if *paths != "" {
-		if o.paths, err = regexp.Compile(*paths); err != nil {
+		if o.paths, err = regexp.Compile("(?i)" + *paths); err != nil {
 			return nil, fmt.Errorf("-paths: %w", err)
 		}
 	}

@@ -70,10 +70,16 @@ func idleBusy(ctx context.Context, d time.Duration, ncpu int) (float64, error) {
 func (h *harness) genFor(p Path, pl cpuPlace, size int, rate float64) (genSpec, error) {
 	iface, dst := "g0", macS0
 	src := macG0
-	if p.Kind == kindDirect {
+	sip, dip := genIP, sinkIP
+	switch {
+	case p.Kind == kindDirect:
 		iface, dst, src = "g1", macS1, macG1
+	case p.NAT:
+		// To the router's LAN MAC: b0's, which both the kernel and the
+		// appliance (its LAN port's MAC) answer on.
+		dst, sip, dip = macB0, natGenIP, natServerIP
 	}
-	f, err := udpFrame(size, src, dst, genIP, sinkIP)
+	f, err := udpFrame(size, src, dst, sip, dip)
 	if err != nil {
 		return genSpec{}, err
 	}
@@ -95,8 +101,10 @@ func (h *harness) waitForward(ctx context.Context, p Path, pl cpuPlace, b *box, 
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		if err := h.learn(); err != nil {
-			return err
+		if !p.NAT {
+			if err := h.learn(); err != nil {
+				return err
+			}
 		}
 		c0, err := h.t.sinkCount(ctx)
 		if err != nil {
@@ -177,7 +185,7 @@ func (h *harness) measure(ctx context.Context, p Path, pl cpuPlace, size int, ra
 	if err != nil {
 		return s, err
 	}
-	if p.Kind != kindDirect {
+	if p.Kind != kindDirect && !p.NAT {
 		if err := h.learn(); err != nil {
 			return s, err
 		}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,13 +33,28 @@ type Path struct {
 	Rules int
 	// Placement is the e1kbox CPU placement (tuning.Placement).
 	Placement tuning.Placement
+	// NAT routes with masquerade from the LAN side (b0) to the WAN side
+	// (b1) instead of bridging: the kernel with nftables, or the appliance
+	// in NAT mode. NftRules are then in an ip-family forward chain.
+	NAT bool
+	// WSClients is the number of dashboard WebSocket clients reading
+	// /api/stream during the measurement (e1kbox paths only).
+	WSClients int
+	// Baseline is the path the ratios are taken against; "" is the kernel
+	// bridge.
+	Baseline string
 }
 
 // Path names of the reference rows.
 const (
-	directName = "direct veth (no box)"
-	kernelName = "kernel bridge"
+	directName    = "direct veth (no box)"
+	kernelName    = "kernel bridge"
+	kernelNATName = "kernel NAT"
+	e1kboxName    = "e1kbox bridge"
 )
+
+// wsClients is the number of dashboard clients of the WebSocket row.
+const wsClients = 100
 
 // countName writes 1000 as "1k" and 10000 as "10k"; other numbers as is.
 func countName(n int) string {
@@ -50,7 +67,11 @@ func countName(n int) string {
 // buildPaths lists the paths of a run: direct, the kernel bridge, the
 // kernel bridge with each count of linear nft rules and with an nft set of
 // the largest count, then e1kbox per placement with 0 rules and with the
-// largest count of rules.
+// largest count of rules; then the NAT paths (the kernel with nftables
+// masquerade and the appliance in NAT mode at the first placement, each
+// bare and with the largest count of rules, ratios against the kernel
+// NAT) and the default-placement e1kbox bridge with wsClients dashboard
+// clients (ratio against the same bridge without them).
 func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 	paths := []Path{{Name: directName, Kind: kindDirect}, {Name: kernelName, Kind: kindKernel}}
 	most := 0
@@ -73,7 +94,58 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 			paths = append(paths, Path{Name: name + " + " + countName(most) + " rules", Kind: kindE1kbox, Rules: most, Placement: pl})
 		}
 	}
+	paths = append(paths, Path{Name: kernelNATName, Kind: kindKernel, NAT: true})
+	if most > 0 {
+		paths = append(paths, Path{Name: kernelNATName + " + " + countName(most) + " rules", Kind: kindKernel, NAT: true, NftRules: most, Baseline: kernelNATName})
+	}
+	if len(placements) > 0 {
+		name := "e1kbox nat"
+		if pl := placements[0]; pl != tuning.DefaultPlacement {
+			name += " " + string(pl)
+		}
+		paths = append(paths, Path{Name: name, Kind: kindE1kbox, NAT: true, Placement: placements[0], Baseline: kernelNATName})
+		if most > 0 {
+			paths = append(paths, Path{Name: name + " + " + countName(most) + " rules", Kind: kindE1kbox, NAT: true, Rules: most,
+				Placement: placements[0], Baseline: kernelNATName})
+		}
+	}
+	if slices.Contains(placements, tuning.DefaultPlacement) {
+		paths = append(paths, Path{Name: e1kboxName + " + " + strconv.Itoa(wsClients) + " ws clients", Kind: kindE1kbox,
+			Placement: tuning.DefaultPlacement, WSClients: wsClients, Baseline: e1kboxName})
+	}
 	return paths
+}
+
+// selectPaths returns the paths whose name re matches (all for nil) and
+// the baselines of those, in the order of all.
+func selectPaths(all []Path, re *regexp.Regexp) []Path {
+	want := map[string]bool{}
+	for _, p := range all {
+		if re == nil || re.MatchString(p.Name) {
+			want[p.Name] = true
+			if p.Baseline != "" {
+				want[p.Baseline] = true
+			}
+		}
+	}
+	var out []Path
+	for _, p := range all {
+		if want[p.Name] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// baselines maps the paths with their own ratio baseline to it.
+func baselines(paths []Path) map[string]string {
+	m := map[string]string{}
+	for _, p := range paths {
+		if p.Baseline != "" {
+			m[p.Name] = p.Baseline
+		}
+	}
+	return m
 }
 
 // cpuPlace is where the work of one path runs; -1 is "nowhere" (RX
@@ -156,6 +228,18 @@ const applianceListen = "127.0.0.1:8080"
 func nftRules(p Path) string {
 	var b strings.Builder
 	switch {
+	case p.NAT:
+		// Conntrack and masquerade on the WAN side; the rules in an
+		// ip-family forward chain, which routed packets traverse.
+		fmt.Fprintf(&b, "table ip e1kbench {\n\tchain benchpost {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n\t\toifname %q masquerade\n\t}\n", natWANPort)
+		if p.NftRules > 0 {
+			b.WriteString("\tchain benchfwd {\n\t\ttype filter hook forward priority 0; policy accept;\n")
+			for i := range p.NftRules {
+				fmt.Fprintf(&b, "\t\tip saddr %s drop\n", ruleAddr(i))
+			}
+			b.WriteString("\t}\n")
+		}
+		b.WriteString("}\n")
 	case p.NftRules > 0:
 		b.WriteString("table bridge e1kbench {\n\tchain benchfwd {\n\t\ttype filter hook forward priority 0; policy accept;\n")
 		for i := range p.NftRules {
@@ -184,9 +268,22 @@ func e1kboxRules(n int) string {
 	return b.String()
 }
 
+// The NAT paths' addressing: the generator is a LAN host behind the box's
+// LAN port b0, the sink the WAN gateway behind its WAN port b1, and the
+// traffic goes to a server beyond the gateway.
+var (
+	natLANPort, natWANPort = boxPorts[0], boxPorts[1]
+	natGenIP               = netip.MustParseAddr("192.168.60.2")
+	natLAN                 = netip.MustParsePrefix("192.168.60.1/24") // the router's LAN address
+	natWAN                 = netip.MustParsePrefix("10.79.0.1/24")    // the box's static WAN address
+	natGatewayIP           = netip.MustParseAddr("10.79.0.2")         // the sink (s0)
+	natServerIP            = netip.MustParseAddr("198.51.100.9")      // the destination, routed via the gateway
+)
+
 // applianceConfig is the runtime config for an e1kbox path: bridge mode
-// over b0 and b1, the path's rules and CPU placement. It is validated
-// with the appliance's own config package.
+// over b0 and b1 (NAT mode with b0 the LAN and b1 the WAN port for NAT
+// paths), the path's rules and CPU placement. It is validated with the
+// appliance's own config package.
 func applianceConfig(p Path) ([]byte, error) {
 	rs, err := rules.Parse(e1kboxRules(p.Rules))
 	if err != nil {
@@ -200,6 +297,12 @@ func applianceConfig(p Path) ([]byte, error) {
 	}
 	for _, port := range boxPorts {
 		c.Ports = append(c.Ports, config.Port{Name: port, Interface: port})
+	}
+	if p.NAT {
+		c.Mode = config.ModeNAT
+		c.Ports[0].Role, c.Ports[0].Addresses = config.RoleLAN, []netip.Prefix{natLAN}
+		c.Ports[1].Role, c.Ports[1].Addresses = config.RoleWAN, []netip.Prefix{natWAN}
+		c.NAT.Gateway = natGatewayIP
 	}
 	c.Dashboard.Listen = applianceListen
 	c.ApplyDefaults()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,11 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox bridge + 10k rules",
 		"e1kbox bridge same",
 		"e1kbox bridge same + 10k rules",
+		"kernel NAT",
+		"kernel NAT + 10k rules",
+		"e1kbox nat",
+		"e1kbox nat + 10k rules",
+		"e1kbox bridge + 100 ws clients",
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("paths (-want +got):\n%s", diff)
@@ -39,8 +45,26 @@ func TestBuildPaths(t *testing.T) {
 	if p := paths[8]; p.Rules != 10000 || p.Placement != tuning.PlacementSame || p.Kind != kindE1kbox {
 		t.Errorf("e1kbox rules path %+v", p)
 	}
-	if got := buildPaths(nil, nil); len(got) != 2 {
-		t.Errorf("no rules, no placements: %d paths, want direct and kernel bridge", len(got))
+	if p := paths[12]; !p.NAT || p.Rules != 10000 || p.Kind != kindE1kbox || p.Baseline != kernelNATName || p.Placement != tuning.PlacementSplit {
+		t.Errorf("e1kbox nat rules path %+v", p)
+	}
+	if p := paths[10]; !p.NAT || p.NftRules != 10000 || p.Kind != kindKernel || p.Baseline != kernelNATName {
+		t.Errorf("kernel NAT rules path %+v", p)
+	}
+	if p := paths[13]; p.WSClients != 100 || p.Kind != kindE1kbox || p.Baseline != "e1kbox bridge" || p.NAT {
+		t.Errorf("ws path %+v", p)
+	}
+	if got := buildPaths(nil, nil); len(got) != 3 || got[2].Name != kernelNATName {
+		t.Errorf("no rules, no placements: %d paths, want direct, kernel bridge and kernel NAT", len(got))
+	}
+	same := buildPaths([]int{10}, []tuning.Placement{tuning.PlacementSame})
+	var sameNames []string
+	for _, p := range same[len(same)-4:] {
+		sameNames = append(sameNames, p.Name)
+	}
+	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "e1kbox nat same", "e1kbox nat same + 10 rules"}
+	if diff := cmp.Diff(wantSame, sameNames); diff != "" {
+		t.Errorf("same placement only: NAT paths (-want +got):\n%s", diff)
 	}
 	if got := countName(1500); got != "1500" {
 		t.Errorf("countName(1500) = %q", got)
@@ -185,5 +209,102 @@ func TestParseFlags(t *testing.T) {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) succeeded", bad)
 		}
+	}
+}
+
+func TestSelectPaths(t *testing.T) {
+	all := buildPaths([]int{10000}, []tuning.Placement{tuning.PlacementSplit})
+	for _, tc := range []struct {
+		re   string
+		want []string
+	}{
+		{"", nil}, // all
+		{"(?i)nat|ws", []string{"e1kbox bridge", "kernel NAT", "kernel NAT + 10k rules", "e1kbox nat", "e1kbox nat + 10k rules", "e1kbox bridge + 100 ws clients"}},
+		{"^e1kbox nat$", []string{"kernel NAT", "e1kbox nat"}},
+		{"ws", []string{"e1kbox bridge", "e1kbox bridge + 100 ws clients"}},
+		{"^direct", []string{"direct veth (no box)"}},
+		{"nothing", nil},
+	} {
+		t.Run(tc.re, func(t *testing.T) {
+			var re *regexp.Regexp
+			want := tc.want
+			if tc.re != "" {
+				re = regexp.MustCompile(tc.re)
+			} else {
+				for _, p := range all {
+					want = append(want, p.Name)
+				}
+			}
+			var got []string
+			for _, p := range selectPaths(all, re) {
+				got = append(got, p.Name)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	want := map[string]string{
+		"kernel NAT + 10k rules":         "kernel NAT",
+		"e1kbox nat":                     "kernel NAT",
+		"e1kbox nat + 10k rules":         "kernel NAT",
+		"e1kbox bridge + 100 ws clients": "e1kbox bridge",
+	}
+	if diff := cmp.Diff(want, baselines(all)); diff != "" {
+		t.Errorf("baselines (-want +got):\n%s", diff)
+	}
+}
+
+func TestNftRulesNAT(t *testing.T) {
+	bare := nftRules(Path{NAT: true})
+	for _, want := range []string{"table ip e1kbench", "type nat hook postrouting priority srcnat;", `oifname "b1" masquerade`} {
+		if !strings.Contains(bare, want) {
+			t.Errorf("NAT script lacks %q:\n%s", want, bare)
+		}
+	}
+	if strings.Contains(bare, "hook forward") {
+		t.Errorf("NAT script without rules has a forward chain:\n%s", bare)
+	}
+	ruled := nftRules(Path{NAT: true, NftRules: 5})
+	for _, want := range []string{"table ip e1kbench", "masquerade", "type filter hook forward priority 0;", "ip saddr 10.128.0.5 drop\n"} {
+		if !strings.Contains(ruled, want) {
+			t.Errorf("NAT script with rules lacks %q:\n%s", want, ruled)
+		}
+	}
+	if n := strings.Count(ruled, " drop\n"); n != 5 {
+		t.Errorf("%d rules, want 5", n)
+	}
+	if strings.Contains(ruled, "bridge") {
+		t.Errorf("NAT rules in a bridge table:\n%s", ruled)
+	}
+}
+
+func TestApplianceConfigNAT(t *testing.T) {
+	b, err := applianceConfig(Path{Kind: kindE1kbox, NAT: true, Rules: 10, Placement: tuning.PlacementSplit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse(b)
+	if err != nil {
+		t.Fatalf("the appliance does not parse it: %v\n%s", err, b)
+	}
+	if err := c.Validate(config.Env{Interfaces: []string{"b0", "b1"}}); err != nil {
+		t.Fatalf("the appliance does not accept it: %v\n%s", err, b)
+	}
+	if c.Mode != config.ModeNAT || len(c.Ports) != 2 {
+		t.Fatalf("mode %s ports %+v", c.Mode, c.Ports)
+	}
+	lan, wan := c.Ports[0], c.Ports[1]
+	if lan.Interface != "b0" || lan.Role != config.RoleLAN || len(lan.Addresses) != 1 || lan.Addresses[0] != natLAN {
+		t.Errorf("LAN port %+v", lan)
+	}
+	if wan.Interface != "b1" || wan.Role != config.RoleWAN || len(wan.Addresses) != 1 || wan.Addresses[0] != natWAN {
+		t.Errorf("WAN port %+v", wan)
+	}
+	if c.NAT.Gateway != natGatewayIP || !natWAN.Contains(natGatewayIP) || !natLAN.Contains(natGenIP) || natWAN.Contains(natServerIP) {
+		t.Errorf("gateway %v, WAN %v, LAN %v, generator %v, server %v", c.NAT.Gateway, natWAN, natLAN, natGenIP, natServerIP)
+	}
+	if len(c.Rules.Rules) != 10 {
+		t.Errorf("%d rules, want 10", len(c.Rules.Rules))
 	}
 }

@@ -58,9 +58,11 @@ type Row struct {
 	MinPPS    float64 `json:"min_pps"` // spread of the runs
 	MaxPPS    float64 `json:"max_pps"`
 	Offered   float64 `json:"offered_pps"` // median
-	// Ratio is PPS over the kernel bridge's at the same size; NaN (null
-	// in JSON) when there is no kernel bridge row.
+	// Ratio is PPS over the kernel bridge's (Baseline's, if set) at the
+	// same size; NaN (null in JSON) when there is no baseline row.
 	Ratio float64 `json:"-"`
+	// Baseline is the path of the ratio when it is not the kernel bridge.
+	Baseline string `json:"baseline,omitempty"`
 	// GenLimited: the sink got (nearly) all the generator sent, so the
 	// generator, not the path, set the rate; the path can do more.
 	GenLimited bool   `json:"generator_limited"`
@@ -89,9 +91,11 @@ type CPURow struct {
 	// the sink's share); NaN without a direct row. It is a difference of
 	// two noisy numbers and can come out negative for cheap paths.
 	BoxNsPerPkt float64 `json:"-"`
-	// Ratio is NsPerPkt over the kernel bridge's; NaN without a kernel
-	// bridge row.
+	// Ratio is NsPerPkt over the kernel bridge's (Baseline's, if set); NaN
+	// without a baseline row.
 	Ratio float64 `json:"-"`
+	// Baseline is the path of the ratio when it is not the kernel bridge.
+	Baseline string `json:"baseline,omitempty"`
 	// Overloaded: the path did not carry the offered rate (received under
 	// 95% of it), so the cost includes the frames dropped on the way.
 	Overloaded bool   `json:"overloaded"`
@@ -313,6 +317,54 @@ func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct s
 	return rows, cpuRows
 }
 
+// Rebase takes the ratios of the rows of the paths in bases against the
+// row of their baseline path at the same size instead (NaN without one)
+// and records the baseline in the rows.
+func Rebase(rows []Row, cpuRows []CPURow, bases map[string]string) {
+	type key struct {
+		path string
+		size int
+	}
+	pps, ns := map[key]float64{}, map[key]float64{}
+	for _, r := range rows {
+		if r.Runs > 0 {
+			pps[key{r.Path, r.Size}] = r.PPS
+		}
+	}
+	for _, r := range cpuRows {
+		if r.Runs > 0 {
+			ns[key{r.Path, r.Size}] = r.NsPerPkt
+		}
+	}
+	lookup := func(m map[key]float64, k key) float64 {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		return math.NaN()
+	}
+	for i := range rows {
+		if b, ok := bases[rows[i].Path]; ok {
+			rows[i].Baseline = b
+			rows[i].Ratio = Ratio(rows[i].PPS, lookup(pps, key{b, rows[i].Size}))
+		}
+	}
+	for i := range cpuRows {
+		if b, ok := bases[cpuRows[i].Path]; ok {
+			cpuRows[i].Baseline = b
+			cpuRows[i].Ratio = Ratio(cpuRows[i].NsPerPkt, lookup(ns, key{b, cpuRows[i].Size}))
+		}
+	}
+}
+
+// ratioCell writes a ratio, naming its baseline when it is not the
+// kernel bridge.
+func ratioCell(r float64, baseline string) string {
+	if baseline == "" {
+		return FormatRatio(r)
+	}
+	return FormatRatio(r) + " vs " + baseline
+}
+
 // noData is the cell of a row without samples.
 func noData(err string) string {
 	if err != "" {
@@ -345,7 +397,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			mark, limited = "*", true
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s – %s | %s |\n", row.Name, row.Placement, FormatPPS(row.PPS), mark,
-			FormatRatio(row.Ratio), FormatPPS(row.MinPPS), FormatPPS(row.MaxPPS), FormatPPS(row.Offered))
+			ratioCell(row.Ratio, row.Baseline), FormatPPS(row.MinPPS), FormatPPS(row.MaxPPS), FormatPPS(row.Offered))
 	}
 	if limited {
 		fmt.Fprintf(&b, "\n\\* under %.0f%% loss: the generator, not the path, set this rate; the path can forward more.\n", 100*genLimitedLoss)
@@ -367,7 +419,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				mark, over = "†", true
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s | %s – %s | %s | %s |\n", row.Name, row.Placement, FormatPPS(row.PPS), mark,
-				formatNs(row.NsPerPkt), FormatRatio(row.Ratio), formatNs(row.MinNsPerPkt), formatNs(row.MaxNsPerPkt),
+				formatNs(row.NsPerPkt), ratioCell(row.Ratio, row.Baseline), formatNs(row.MinNsPerPkt), formatNs(row.MaxNsPerPkt),
 				formatNs(row.BoxNsPerPkt), formatNs(row.TickNsPerPkt))
 		}
 		if over {

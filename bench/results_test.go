@@ -247,3 +247,55 @@ func TestReportJSON(t *testing.T) {
 		t.Errorf("CPU rows %+v: want box ns/pkt null without a direct row", back.CPURows)
 	}
 }
+
+func TestRebase(t *testing.T) {
+	nan := math.NaN()
+	rows := []Row{
+		{Path: "kernel NAT", Size: 64, Runs: 1, PPS: 2e5, Ratio: 0.5},
+		{Path: "e1kbox nat", Size: 64, Runs: 1, PPS: 1e5, Ratio: 0.25},
+		{Path: "e1kbox nat", Size: 512, Runs: 1, PPS: 1e5, Ratio: 0.25},
+		{Path: "kernel NAT", Size: 512, Runs: 0, PPS: nan, Ratio: nan},
+		{Path: "kernel bridge", Size: 64, Runs: 1, PPS: 4e5, Ratio: 1},
+	}
+	cpuRows := []CPURow{
+		{Path: "kernel NAT", Size: 64, Runs: 1, NsPerPkt: 100, Ratio: 2},
+		{Path: "e1kbox nat", Size: 64, Runs: 1, NsPerPkt: 150, Ratio: 3},
+	}
+	Rebase(rows, cpuRows, map[string]string{"e1kbox nat": "kernel NAT"})
+	type got struct {
+		Ratio    string
+		Baseline string
+	}
+	var gotRows []got
+	for _, r := range rows {
+		gotRows = append(gotRows, got{FormatRatio(r.Ratio), r.Baseline})
+	}
+	for _, r := range cpuRows {
+		gotRows = append(gotRows, got{FormatRatio(r.Ratio), r.Baseline})
+	}
+	want := []got{
+		{"0.50x", ""}, // not rebased
+		{"0.50x", "kernel NAT"},
+		{"n/a", "kernel NAT"}, // the baseline has no samples at 512B
+		{"n/a", ""},
+		{"1.00x", ""},
+		{"2.00x", ""},
+		{"1.50x", "kernel NAT"},
+	}
+	if diff := cmp.Diff(want, gotRows); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		r        float64
+		baseline string
+		want     string
+	}{
+		{0.5, "", "0.50x"},
+		{0.5, "kernel NAT", "0.50x vs kernel NAT"},
+		{nan, "e1kbox bridge", "n/a vs e1kbox bridge"},
+	} {
+		if got := ratioCell(tc.r, tc.baseline); got != tc.want {
+			t.Errorf("ratioCell(%v, %q) = %q, want %q", tc.r, tc.baseline, got, tc.want)
+		}
+	}
+}

@@ -159,12 +159,7 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 	if err != nil {
 		return nil, err
 	}
-	var paths []Path
-	for _, p := range buildPaths(o.rules, o.placements) {
-		if o.paths == nil || o.paths.MatchString(p.Name) {
-			paths = append(paths, p)
-		}
-	}
+	paths := selectPaths(buildPaths(o.rules, o.placements), o.paths)
 	if len(paths) == 0 {
 		return nil, errors.New("-paths matches no path")
 	}
@@ -251,6 +246,7 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 		names[i] = p.Name
 	}
 	rep.Rows, rep.CPURows = Summarize(rep.Samples, names, o.sizes, kernelName, directName, placements, errs)
+	Rebase(rep.Rows, rep.CPURows, baselines(paths))
 	if o.rate > 0 && len(rep.CPURows) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("CPU runs use %dB frames; /proc/stat counts in %d ms units, so a %s window resolves about %.0f ns/pkt. "+
 			"Busy time is wall time minus idle: the kernel accounts idle exactly (NO_HZ), while user+nice+system+irq+softirq+steal "+
@@ -317,6 +313,23 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 	}()
 	if err := h.ready(ctx, p, pl, b); err != nil {
 		return nil, err
+	}
+	if p.WSClients > 0 {
+		ws, err := startWSClients(ctx, h.t.box, applianceListen, p.WSClients, 15*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
+		}
+		defer func() {
+			msgs := ws.Messages()
+			cerr := ws.Close()
+			fmt.Fprintf(progress, "rep %d/%d %s: %d stream messages received\n", r, o.reps, p.Name, msgs)
+			if msgs < uint64(p.WSClients) && err == nil {
+				err = fmt.Errorf("%s: only %d stream messages for %d clients", p.Name, msgs, p.WSClients)
+			}
+			if cerr != nil && err == nil {
+				err = fmt.Errorf("%s: closing the stream clients: %w", p.Name, cerr)
+			}
+		}()
 	}
 	for _, size := range o.sizes {
 		s, err := h.measure(ctx, p, pl, size, 0, tw)
