@@ -139,8 +139,6 @@ var featureNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 // them off silently when those go off (netdev_fix_features).
 var tsoFeatures = []string{"tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation", "tx-tcp6-segmentation", "tx-tcp-accecn-segmentation"}
 
-var txChecksumFeatures = []string{"tx-checksum-ip-generic", "tx-checksum-ipv4", "tx-checksum-ipv6"}
-
 // Validate checks the plan without looking at the system. Errors name the
 // JSON path of the offending field.
 func (p Plan) Validate() error {

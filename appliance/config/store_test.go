@@ -403,14 +403,14 @@ func TestCorruptEverything(t *testing.T) {
 }
 
 func TestMissingPerm(t *testing.T) {
-	s, paths := testStore(t)
+	_, paths := testStore(t)
 	// /perm is "missing": its path runs through a regular file.
 	blocker := filepath.Join(filepath.Dir(paths.Factory), "perm-is-a-file")
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	paths.Live = filepath.Join(blocker, "e1kbox", "config.json")
-	s = NewStore(paths, testEnv)
+	s := NewStore(paths, testEnv)
 	defer s.Close()
 	c, warnings := load(t, s)
 	if c.Ports[0].Name != "port1" {

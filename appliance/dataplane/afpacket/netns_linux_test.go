@@ -128,17 +128,6 @@ func (v *veth) ip(t testing.TB, args ...string) {
 	run(t, append([]string{"ip", "-n", v.ns}, args...)...)
 }
 
-func (v *veth) mac(t testing.TB, dev string) net.HardwareAddr {
-	t.Helper()
-	var ifi *net.Interface
-	var err error
-	v.do(t, func() { ifi, err = net.InterfaceByName(dev) })
-	if err != nil {
-		t.Fatalf("InterfaceByName(%s): %v", dev, err)
-	}
-	return ifi.HardwareAddr
-}
-
 // plain is an ordinary (ring-less) AF_PACKET socket used as the independent
 // side of a test: it sends with sendto and receives with recvmsg, reading the
 // stripped VLAN tag from PACKET_AUXDATA.

@@ -43,7 +43,6 @@ var (
 	ip6B      = [16]byte{0xfd, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0b}
 	ip6LLA    = [16]byte{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x0a}
 	ip6SolB   = [16]byte{0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff, 0x00, 0x00, 0x0b}
-	ip6MLDv2  = [16]byte{0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x16}
 	ip4Zero   = [4]byte{}
 	ip4Bcast  = [4]byte{255, 255, 255, 255}
 	ip4IGMPv2 = [4]byte{224, 0, 0, 251}

@@ -8,8 +8,6 @@ import (
 
 // Frames the router generates are built whole, with full checksums.
 
-var broadcastMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-
 // maxQuote is how much of an offending packet an ICMP error carries, so
 // that the error fits in 576 bytes (RFC 1812 4.3.2.3).
 const maxQuote = 576 - frame.IPv4HeaderLen - frame.ICMPHeaderLen

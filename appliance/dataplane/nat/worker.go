@@ -65,9 +65,7 @@ func put32(v uint32) (a [4]byte) {
 // begin frees the buffers the engine has sent since the last call.
 func (w *Worker) begin(now int64) {
 	w.sec = uint32(now / 1e9)
-	for _, b := range w.done {
-		w.freeBuf = append(w.freeBuf, b)
-	}
+	w.freeBuf = append(w.freeBuf, w.done...)
 	w.done = w.done[:0]
 	if w.outHead == len(w.out) {
 		w.out = w.out[:0]
