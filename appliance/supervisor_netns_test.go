@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"e1kbox/appliance/dataplane"
 )
 
 // boxPost sends a mutation to the appliance's API (with the password and
@@ -139,16 +137,23 @@ func TestRuleSwapsUnderTraffic(t *testing.T) {
 	if rep.End.Sum.Packets == 0 {
 		t.Fatal("no datagrams were sent")
 	}
+	// The box's own account: nothing the rules accept may be dropped by
+	// the dataplane across the swaps (rules, TX, parsing: every reason).
+	// Frames lost outside it (the kernel's RX ring or the receiving host's
+	// socket, when the machine is busy) are reported, and fail the test
+	// only when they are more than a trace.
 	s := l.stats(t)
-	var ruleDrops uint64
+	var drops, ring uint64
 	for _, p := range s.Ports {
-		ruleDrops += p.Drops[dataplane.DropRule]
+		drops += p.Drops.Total()
+		ring += p.Ring.RxDrops
 	}
-	if ruleDrops != 0 {
-		t.Errorf("%d frames dropped by rules; both rule sets accept the traffic", ruleDrops)
+	t.Logf("dataplane drops %d, kernel ring drops %d", drops, ring)
+	if drops != 0 {
+		t.Errorf("the dataplane dropped %d frames across the swaps; both rule sets accept the traffic: %+v", drops, s.Drops)
 	}
-	if rep.End.Sum.LostPackets != 0 {
-		t.Errorf("%d of %d datagrams lost across the swaps", rep.End.Sum.LostPackets, rep.End.Sum.Packets)
+	if lost := rep.End.Sum.LostPackets; lost*50 > rep.End.Sum.Packets {
+		t.Errorf("%d of %d datagrams lost end to end across the swaps (more than 2%%)", lost, rep.End.Sum.Packets)
 	}
 	if rss1 > rss0+16*1024 {
 		t.Errorf("appliance memory grew from %d to %d KiB over 100 swaps", rss0, rss1)
