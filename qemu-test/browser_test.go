@@ -66,7 +66,7 @@ func dashboardShows(t *testing.T, b *box) {
 		t.Errorf("the dashboard never showed live traffic (rx pps stayed 0)")
 	}
 	time.Sleep(3 * time.Second) // let the charts draw a few samples
-	png, err := chromedp.Run(tctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
