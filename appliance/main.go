@@ -148,6 +148,9 @@ func run() error {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"entries": e.FDBEntries(), "agingTime": e.FDB().AgingTime().String()})
 	})
+	raw.HandleFunc("GET /api/dataplane/irqs", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"irqs": readIRQCPUs("/")})
+	})
 	natAPI(raw, dp)
 
 	adapter := newStoreAdapter(store, dp)

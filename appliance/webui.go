@@ -467,6 +467,54 @@ func readIRQs(root string) []webui.IRQStat {
 	return out
 }
 
+// irqCPUs is one NIC vector's interrupt count per CPU.
+type irqCPUs struct {
+	IRQ    int      `json:"irq"`
+	Name   string   `json:"name"`
+	PerCPU []uint64 `json:"per_cpu"`
+}
+
+// readIRQCPUs reads the per-CPU counts of the NIC vectors (eth*) from
+// /proc/interrupts, so a pinned vector's counts can be seen to follow its
+// CPU.
+func readIRQCPUs(root string) []irqCPUs {
+	b, err := os.ReadFile(filepath.Join(root, "proc/interrupts"))
+	if err != nil {
+		return nil
+	}
+	return parseIRQCPUs(string(b))
+}
+
+func parseIRQCPUs(text string) []irqCPUs {
+	var out []irqCPUs
+	ncpu := 0
+	for i, line := range strings.Split(text, "\n") {
+		fields := strings.Fields(line)
+		if i == 0 {
+			ncpu = len(fields)
+			continue
+		}
+		if len(fields) < ncpu+2 {
+			continue
+		}
+		irq, err := strconv.Atoi(strings.TrimSuffix(fields[0], ":"))
+		if err != nil {
+			continue
+		}
+		name := fields[len(fields)-1]
+		if !strings.HasPrefix(name, "eth") {
+			continue
+		}
+		v := irqCPUs{IRQ: irq, Name: name}
+		for _, c := range fields[1 : 1+ncpu] {
+			n, _ := strconv.ParseUint(c, 10, 64)
+			v.PerCPU = append(v.PerCPU, n)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 func linkSpeed(root, iface string) int {
 	b, err := os.ReadFile(filepath.Join(root, "sys/class/net", iface, "speed"))
 	if err != nil {

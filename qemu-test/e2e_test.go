@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -111,6 +113,62 @@ func TestEndToEnd(t *testing.T) {
 		}
 		t.Logf("tuning: %d reports; copybreak %s, itr eth1 %s, irq eth1-rx-0 %s", len(tr.Reports),
 			got["copybreak@e1000e (all ports)"], got["itr@eth1"], got["irq-affinity@eth1-rx-0"])
+		// The pinned RX vectors' interrupt counts follow their CPU.
+		for _, port := range []string{"eth1", "eth2"} {
+			m := regexp.MustCompile(`cpus (\d+)`).FindStringSubmatch(got["irq-affinity@"+port+"-rx-0"])
+			if m == nil {
+				t.Errorf("cannot read %s-rx-0's pinned CPU from %q", port, got["irq-affinity@"+port+"-rx-0"])
+				continue
+			}
+			cpu, _ := strconv.Atoi(m[1])
+			before := b.irqCounts(t, port+"-rx-0")
+			a.must("ping", "-c", "300", "-i", "0.005", "-q", bb.ip())
+			after := b.irqCounts(t, port+"-rx-0")
+			var total uint64
+			for i := range after {
+				total += after[i] - before[i]
+			}
+			if total == 0 || cpu >= len(after) || (after[cpu]-before[cpu])*10 < total*9 {
+				t.Errorf("%s-rx-0 pinned to CPU %d, but its interrupts went %v → %v", port, cpu, before, after)
+			} else {
+				t.Logf("%s-rx-0 pinned to CPU %d: %d of %d new interrupts there", port, cpu, after[cpu]-before[cpu], total)
+			}
+		}
+
+		// copybreak is changed live: apply 256 through the API; the
+		// dataplane keeps running (no worker restart) and forwarding.
+		var cur map[string]any
+		if err := b.api(http.MethodGet, "/api/config", nil, &cur); err != nil {
+			t.Fatal(err)
+		}
+		cfg := cur["config"].(map[string]any)
+		cfg["tuning"].(map[string]any)["copybreak"] = 256
+		body, _ := json.Marshal(cfg)
+		b.confirm(t, b.applyConfig(t, body, 60))
+		if err := b.api(http.MethodGet, "/api/tuning", nil, &tr); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range tr.Reports {
+			if r.Knob == "copybreak" && (r.After != "256" || r.Status != "changed") {
+				t.Errorf("copybreak after a live change: %+v, want changed to 256", r)
+			}
+		}
+		if out, err := a.exec("ping", "-c", "3", "-W", "2", bb.ip()); err != nil {
+			t.Errorf("forwarding after the live copybreak change: %v\n%s", err, out)
+		}
+		var st struct {
+			Workers []struct {
+				Restarts uint64 `json:"restarts"`
+			} `json:"workers"`
+		}
+		if err := b.api(http.MethodGet, "/api/dataplane/stats", nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range st.Workers {
+			if w.Restarts != 0 {
+				t.Errorf("a worker restarted during the live tuning change: %+v", st.Workers)
+			}
+		}
 	})
 
 	step("nat mode with commit-confirm", func(t *testing.T) {
@@ -317,6 +375,27 @@ func (b *box) confirm(t *testing.T, id string) {
 }
 
 type counters struct{ RX, TX uint64 }
+
+// irqCounts reads one NIC vector's per-CPU interrupt counts.
+func (b *box) irqCounts(t *testing.T, name string) []uint64 {
+	t.Helper()
+	var v struct {
+		IRQs []struct {
+			Name   string   `json:"name"`
+			PerCPU []uint64 `json:"per_cpu"`
+		} `json:"irqs"`
+	}
+	if err := b.api(http.MethodGet, "/api/dataplane/irqs", nil, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range v.IRQs {
+		if q.Name == name {
+			return q.PerCPU
+		}
+	}
+	t.Fatalf("no interrupt vector %s in %+v", name, v.IRQs)
+	return nil
+}
 
 // portCounters reads per-port rx/tx packet counters from the appliance API.
 func (b *box) portCounters(t *testing.T) map[string]counters {
