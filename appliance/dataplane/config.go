@@ -159,6 +159,8 @@ type StaticEntry struct {
 // Ring tunes the AF_PACKET rings; zero fields use afpacket's defaults
 // (and DefaultTxFrames for the per-pair TX sockets).
 type Ring struct {
+	// BlockSize and BlockCount size each RX ring; both 0 picks
+	// DefaultRxBlockSize × DefaultRxBlocks.
 	BlockSize    int      `json:"blockSize,omitempty"`
 	BlockCount   int      `json:"blockCount,omitempty"`
 	BlockTimeout Duration `json:"blockTimeout,omitempty"`
@@ -433,3 +435,13 @@ func sameTopology(a, b *Config) bool {
 	}
 	return fmt.Sprint(a.CPU.Ports) == fmt.Sprint(b.CPU.Ports)
 }
+
+// The default RX ring: many small blocks. At low rates the kernel retires
+// a block after the block timeout with only a few frames in it, so the
+// ring holds about blocks × timeout of traffic (128 × 2 ms = 256 ms here;
+// 16 × 2 ms = 32 ms with afpacket's own default, which a worker stalled by
+// a busy CPU overran in tests); at high rates it holds 8 MiB of frames.
+const (
+	DefaultRxBlockSize = 64 << 10
+	DefaultRxBlocks    = 128
+)

@@ -249,6 +249,9 @@ func (e *Engine) openWorkers(cfg *Config) error {
 		for m := range n {
 			ac := afpacket.Config{MTU: in.mtu, BlockSize: rc.BlockSize, BlockCount: rc.BlockCount,
 				BlockTimeout: time.Duration(rc.BlockTimeout), TxFrames: DefaultReplyFrames}
+			if ac.BlockSize == 0 && ac.BlockCount == 0 {
+				ac.BlockSize, ac.BlockCount = DefaultRxBlockSize, DefaultRxBlocks
+			}
 			if n > 1 {
 				ac.Fanout = &afpacket.Fanout{ID: uint16(pid*MaxPorts + i), Mode: afpacket.FanoutHash}
 			}
