@@ -7,7 +7,7 @@ DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools
 	python3 procps util-linux
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /qemu-test)
 
-.PHONY: all image run vm test unit qemu-test bench bench-firmware bench-tuning lint deps clean
+.PHONY: all image run vm test unit qemu-test bench bench-firmware bench-tuning bench-qemu lint deps clean
 
 all: image
 
@@ -56,6 +56,12 @@ bench-firmware: deps
 # for ITR off/dynamic/10000 ints/s and copybreak 256 vs 0 (indicative: TCG).
 bench-tuning: deps
 	$(GO) test -timeout 20m -count=1 -run '^$$' -bench TuningTCG -benchtime 1x ./qemu-test/
+
+# bench-qemu boots the image under TCG and measures boot to forwarding, pps
+# through the emulated e1000e ports in bridge and NAT mode, and the
+# forwarding outage of an OTA update (indicative: TCG).
+bench-qemu: deps
+	$(GO) test -timeout 30m -count=1 -run '^$$' -bench ForwardingTCG -benchtime 1x ./qemu-test/
 
 lint:
 	gofmt -l . | (! grep .) || (echo "gofmt needed"; exit 1)

@@ -346,7 +346,7 @@ func (b *box) api(method, path string, body []byte, v any) error {
 }
 
 // applyConfig applies cfg with commit-confirm and returns the change id.
-func (b *box) applyConfig(t *testing.T, cfg []byte, timeoutS int) string {
+func (b *box) applyConfig(t testing.TB, cfg []byte, timeoutS int) string {
 	t.Helper()
 	var ans struct {
 		Pending struct {
@@ -367,7 +367,7 @@ func (b *box) applyConfig(t *testing.T, cfg []byte, timeoutS int) string {
 	return id
 }
 
-func (b *box) confirm(t *testing.T, id string) {
+func (b *box) confirm(t testing.TB, id string) {
 	t.Helper()
 	if err := b.api(http.MethodPost, "/api/config/changes/"+id+"/confirm", nil, nil); err != nil {
 		t.Fatalf("confirm: %v", err)

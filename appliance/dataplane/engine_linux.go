@@ -64,10 +64,17 @@ type Engine struct {
 	natr    *nat.Router // NAT mode only
 	natp    natPorts    // the router's ports as opened
 	workers []*worker
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	started bool
-	closed  bool
+	// topo is what readers outside Apply see (ports, workers, closed
+	// sockets' counters); replaced when ports restart.
+	topo atomic.Pointer[topology]
+	// Worker ids and rules handles: handles of stopped workers are
+	// reused by the next ones.
+	nextID, nextRules, rulesHandles int
+	freeRules                       []int
+	stop                            chan struct{}
+	wg                              sync.WaitGroup
+	started                         bool
+	closed                          bool
 }
 
 // New checks cfg, opens every port's rings (and the host port) in the
@@ -142,7 +149,10 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 	if e.host != nil {
 		nworkers++
 	}
-	e.rules = rules.NewSet(rules.SetOptions{Workers: nworkers})
+	// Spare handles let a port restart with more workers without
+	// restarting the engine.
+	e.rulesHandles = nworkers + spareWorkers
+	e.rules = rules.NewSet(rules.SetOptions{Workers: e.rulesHandles})
 	if err := e.setRules(cfg); err != nil {
 		return nil, err
 	}
@@ -204,78 +214,151 @@ func (e *Engine) openNAT(cfg *Config) error {
 // openWorkers opens each worker's RX socket and its TX sockets: one TX-only
 // socket per (worker, other data port) and a stage into the host port.
 func (e *Engine) openWorkers(cfg *Config) error {
-	rc := cfg.Ring
-	txFrames := rc.TxFrames
-	if txFrames == 0 {
-		txFrames = DefaultTxFrames
-	}
-	pid := os.Getpid()
-	open := func(in *portInfo, rx *afpacket.Socket) (*worker, error) {
-		w := &worker{id: len(e.workers), e: e, port: in, rx: rx, cpu: -1, shared: newSharedCounters(len(e.ports))}
-		e.workers = append(e.workers, w) // before any error: release closes what it holds
-		w.txOf = make([]*afpacket.Socket, len(e.ports))
-		tx := make([]txPort, len(e.ports))
-		for _, out := range e.ports[1:] {
-			switch {
-			case out.host:
-				w.stage = newHostStage(e.host.Write, out.mtu+frame.EthernetHeaderLen+2*frame.VLANTagLen)
-				tx[out.id] = w.stage
-			case out == in:
-				if rx != nil {
-					tx[out.id] = rx // its own TX ring answers rejects
-					w.txOf[out.id] = rx
-				}
-			default:
-				s, err := afpacket.Open(out.iface, afpacket.Config{NoRX: true, MTU: out.mtu, TxFrames: txFrames})
-				if err != nil {
-					return nil, fmt.Errorf("dataplane: worker %d (%s): TX to %s: %w", w.id, in.name, out.name, err)
-				}
-				w.txOf[out.id] = s
-				tx[out.id] = s
-			}
-		}
-		rw := e.rules.Worker(w.id)
-		w.fwd = newFwd(in, e.ports, tx, e.fdb, rw, &e.cur)
-		if e.natr != nil {
-			w.fwd.setNAT(e.natr.NewWorker(rw), uint16(e.natp.wanID), e.natp.lanID, e.natp.lanMAC)
-		}
-		return w, nil
-	}
 	for i := range cfg.Ports {
-		p := &cfg.Ports[i]
-		in := e.ports[i+1]
-		n := max(p.Workers, 1)
-		cpu, pinned := cfg.CPU.WorkerCPU(p.Interface)
-		for m := range n {
-			ac := afpacket.Config{MTU: in.mtu, BlockSize: rc.BlockSize, BlockCount: rc.BlockCount,
-				BlockTimeout: time.Duration(rc.BlockTimeout), TxFrames: DefaultReplyFrames}
-			if ac.BlockSize == 0 && ac.BlockCount == 0 {
-				ac.BlockSize, ac.BlockCount = DefaultRxBlockSize, DefaultRxBlocks
-			}
-			if n > 1 {
-				ac.Fanout = &afpacket.Fanout{ID: uint16(pid*MaxPorts + i), Mode: afpacket.FanoutHash}
-			}
-			rx, err := afpacket.Open(p.Interface, ac)
-			if err != nil {
-				return fmt.Errorf("dataplane: port %s: %w", in.name, err)
-			}
-			w, err := open(in, rx)
-			if err != nil {
-				return err
-			}
-			if pinned {
-				w.cpu = memberCPU(cfg.CPU.CPUs, cpu, m)
-			}
+		ws, err := e.openPort(cfg, e.ports, i, nil)
+		e.workers = append(e.workers, ws...) // release closes what they hold
+		if err != nil {
+			return err
 		}
 	}
 	if e.host != nil {
-		w, err := open(e.ports[len(e.ports)-1], nil)
-		if err != nil {
+		w := e.newWorker(cfg, e.ports, e.ports[len(e.ports)-1], nil, e.nextRules, nil)
+		e.nextRules++
+		e.workers = append(e.workers, w)
+		if err := e.openTX(cfg, w, e.ports); err != nil {
 			return err
 		}
 		w.buf = make([]byte, 65536+64)
 	}
+	e.topo.Store(&topology{ports: e.ports, workers: e.workers})
 	return nil
+}
+
+// openPort opens the workers of cfg.Ports[i] (port id i+1 in ports): an
+// RX ring each (a fanout group when there are several) and their TX
+// sockets. reuse are the stopped workers of the port's previous
+// incarnation: the new ones take over their rules and NAT handles and
+// their counters. It returns what it opened, also on error.
+func (e *Engine) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worker) ([]*worker, error) {
+	p := &cfg.Ports[i]
+	in := ports[i+1]
+	n := max(p.Workers, 1)
+	cpu, pinned := cfg.CPU.WorkerCPU(p.Interface)
+	rc := cfg.Ring
+	var fanout *afpacket.Fanout
+	if n > 1 {
+		// The previous incarnation's group is gone: its sockets are closed.
+		fanout = &afpacket.Fanout{ID: uint16(os.Getpid()*MaxPorts + i), Mode: afpacket.FanoutHash}
+	}
+	var ws []*worker
+	for m := range n {
+		ac := afpacket.Config{MTU: in.mtu, BlockSize: rc.BlockSize, BlockCount: rc.BlockCount,
+			BlockTimeout: time.Duration(rc.BlockTimeout), TxFrames: DefaultReplyFrames, Fanout: fanout}
+		if ac.BlockSize == 0 && ac.BlockCount == 0 {
+			ac.BlockSize, ac.BlockCount = DefaultRxBlockSize, DefaultRxBlocks
+		}
+		var prev *worker
+		if m < len(reuse) {
+			prev = reuse[m]
+		}
+		rulesID := 0
+		switch {
+		case prev != nil:
+			rulesID = prev.rulesID
+		case len(e.freeRules) > 0:
+			rulesID = e.freeRules[len(e.freeRules)-1]
+			e.freeRules = e.freeRules[:len(e.freeRules)-1]
+		case e.nextRules < e.rulesHandles:
+			rulesID = e.nextRules
+			e.nextRules++
+		default:
+			return ws, fmt.Errorf("%w: port %s: no free worker handle for %d workers", ErrRestartRequired, in.name, n)
+		}
+		rx, err := afpacket.Open(p.Interface, ac)
+		if err != nil {
+			if prev == nil {
+				e.freeRules = append(e.freeRules, rulesID)
+			}
+			return ws, fmt.Errorf("dataplane: port %s: %w", in.name, err)
+		}
+		w := e.newWorker(cfg, ports, in, rx, rulesID, prev)
+		ws = append(ws, w)
+		if err := e.openTX(cfg, w, ports); err != nil {
+			return ws, err
+		}
+		if pinned {
+			w.cpu = memberCPU(cfg.CPU.CPUs, cpu, m)
+		}
+	}
+	// The counters of the previous incarnation's extra workers fold into
+	// the first new one: the port's totals keep growing.
+	for _, old := range reuse[min(n, len(reuse)):] {
+		ws[0].fwd.c.add(&old.fwd.c)
+		e.freeRules = append(e.freeRules, old.rulesID)
+	}
+	return ws, nil
+}
+
+// newWorker makes the worker of port in on ring rx (nil: the host port)
+// with rules handle rulesID. prev, when set, is the stopped worker it
+// replaces: it inherits its counters and its NAT worker.
+func (e *Engine) newWorker(cfg *Config, ports []*portInfo, in *portInfo, rx *afpacket.Socket, rulesID int, prev *worker) *worker {
+	w := &worker{id: e.nextID, rulesID: rulesID, e: e, port: in, rx: rx, cpu: -1, shared: newSharedCounters(len(ports)),
+		quit: make(chan struct{}), done: make(chan struct{})}
+	e.nextID++
+	tx := make([]txPort, len(ports))
+	rw := e.rules.Worker(rulesID)
+	w.fwd = newFwd(in, ports, tx, e.fdb, rw, &e.cur)
+	if prev != nil {
+		w.shared = prev.shared
+		w.fwd.c.add(&prev.fwd.c)
+	}
+	if e.natr != nil {
+		nw := (*nat.Worker)(nil)
+		if prev != nil {
+			nw = prev.fwd.nw
+		} else {
+			nw = e.natr.NewWorker(rw)
+		}
+		w.fwd.setNAT(nw, uint16(e.natp.wanID), e.natp.lanID, e.natp.lanMAC)
+	}
+	return w
+}
+
+// openTX opens w's TX paths: its own ring for replies on its ingress
+// port, a TX-only socket to each other data port, a stage into the host
+// port.
+func (e *Engine) openTX(cfg *Config, w *worker, ports []*portInfo) error {
+	txs := make([]*afpacket.Socket, len(ports))
+	w.txs.Store(&txs)
+	for _, out := range ports[1:] {
+		switch {
+		case out.host:
+			w.stage = newHostStage(e.host.Write, out.mtu+frame.EthernetHeaderLen+2*frame.VLANTagLen)
+			w.fwd.tx[out.id] = w.stage
+		case out == w.port:
+			if w.rx != nil {
+				w.fwd.tx[out.id] = w.rx // its own TX ring answers rejects
+				txs[out.id] = w.rx
+			}
+		default:
+			s, err := e.openTXTo(cfg, out)
+			if err != nil {
+				return fmt.Errorf("dataplane: worker %d (%s): TX to %s: %w", w.id, w.port.name, out.name, err)
+			}
+			txs[out.id] = s
+			w.fwd.tx[out.id] = s
+		}
+	}
+	return nil
+}
+
+func (e *Engine) openTXTo(cfg *Config, out *portInfo) (*afpacket.Socket, error) {
+	txFrames := cfg.Ring.TxFrames
+	if txFrames == 0 {
+		txFrames = DefaultTxFrames
+	}
+	return afpacket.Open(out.iface, afpacket.Config{NoRX: true, MTU: out.mtu, TxFrames: txFrames})
 }
 
 // memberCPU spreads the fanout members of a port over the CPUs, starting
@@ -394,7 +477,7 @@ func (e *Engine) release() error {
 				errs = append(errs, err)
 			}
 		}
-		for _, s := range w.txOf {
+		for _, s := range w.txSockets() {
 			if s != nil && s != w.rx {
 				if err := s.Close(); err != nil {
 					errs = append(errs, err)
@@ -417,8 +500,12 @@ func (e *Engine) release() error {
 // time, static entries, rules, per-port learning and flooding, and in NAT
 // mode the router's addresses, gateway, port forwards, timeouts and MSS
 // clamp (nat.Router.Update: connections stay, except those through a WAN
-// address that changed). A change of anything the engine opened (and of
-// the mode, the roles, the router's MACs or its table size) returns
+// address that changed). A port whose interface or MTU (bridge mode),
+// worker count or worker CPUs changed restarts only its own workers; the
+// others keep forwarding (like New, Apply then opens sockets in the
+// calling thread's network namespace). A change of anything else the engine opened
+// (the set of ports, the host port, rings, FDB size or policy, the mode,
+// the roles, the router's MACs or its table size) returns
 // ErrRestartRequired and changes nothing.
 func (e *Engine) Apply(cfg *Config) error {
 	if err := cfg.Validate(); err != nil {
@@ -427,7 +514,8 @@ func (e *Engine) Apply(cfg *Config) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	old := e.cur.Load().cfg
-	if !sameTopology(old, cfg) {
+	changed, ok := portChanges(old, cfg)
+	if !ok {
 		return ErrRestartRequired
 	}
 	rs := cfg.Rules
@@ -437,6 +525,11 @@ func (e *Engine) Apply(cfg *Config) error {
 	t, err := rules.Compile(rs, rules.Options{Ports: cfg.PortNames()})
 	if err != nil {
 		return fmt.Errorf("dataplane: rules: %w", err)
+	}
+	if len(changed) > 0 {
+		if err := e.restartPorts(cfg, changed); err != nil {
+			return err
+		}
 	}
 	if e.natr != nil {
 		// The connections, mappings and neighbours stay.
@@ -478,8 +571,8 @@ func (e *Engine) FDBEntries() []FDBEntry {
 	out := make([]FDBEntry, len(ents))
 	for i, en := range ents {
 		out[i] = FDBEntry{Entry: en}
-		if int(en.Port) < len(e.ports) && en.Port > 0 {
-			out[i].PortName = e.ports[en.Port].name
+		if ports := e.topo.Load().ports; int(en.Port) < len(ports) && en.Port > 0 {
+			out[i].PortName = ports[en.Port].name
 		}
 	}
 	return out
@@ -509,7 +602,7 @@ func (e *Engine) monitor() {
 // carrier (IFF_UP and IFF_LOWER_UP). A port that goes down loses its
 // learned FDB entries.
 func (e *Engine) pollLinks() {
-	for _, p := range e.ports[1:] {
+	for _, p := range e.topo.Load().ports[1:] {
 		up := false
 		if link, err := e.nl.LinkByName(p.iface); err == nil {
 			a := link.Attrs()
@@ -547,9 +640,10 @@ func (e *Engine) Health() Health {
 	e.mu.Lock()
 	stopped := !e.started || e.closed
 	e.mu.Unlock()
-	for _, p := range e.ports[1:] {
+	topo := e.topo.Load()
+	for _, p := range topo.ports[1:] {
 		ph := PortHealth{Name: p.name, Interface: p.iface, Kind: kindOf(p), LinkUp: p.up.Load()}
-		for _, w := range e.workers {
+		for _, w := range topo.workers {
 			if w.port == p {
 				ph.Workers++
 				if w.running.Load() {
@@ -576,20 +670,24 @@ func kindOf(p *portInfo) string {
 // batch) and reads the sockets' kernel statistics.
 func (e *Engine) Snapshot() Snapshot {
 	now := time.Now()
+	topo := e.topo.Load()
 	s := Snapshot{
 		Time:    now,
 		Uptime:  Duration(now.Sub(e.start).Round(time.Millisecond)),
 		Mode:    modeOf(e.cur.Load().cfg),
-		Ports:   make([]PortStats, len(e.ports)-1),
-		Workers: make([]WorkerStats, len(e.workers)),
+		Ports:   make([]PortStats, len(topo.ports)-1),
+		Workers: make([]WorkerStats, len(topo.workers)),
 		FDB:     e.fdb.Stats(),
 	}
 	t := e.rules.Table()
 	s.Rules = RuleStats{Generation: t.Generation(), Rules: len(t.Rules()), RejectsLimited: e.rules.RejectsLimited()}
-	for i, p := range e.ports[1:] {
+	for i, p := range topo.ports[1:] {
 		s.Ports[i] = PortStats{ID: p.id, Name: p.name, Interface: p.iface, Kind: kindOf(p), MTU: p.mtu, LinkUp: p.up.Load()}
 	}
-	for i, w := range e.workers {
+	for _, r := range topo.retired {
+		addSocketStats(&s.Ports[r.port-1].Ring, r.sock.Stats(), r.rx)
+	}
+	for i, w := range topo.workers {
 		c := w.shared
 		ps := &s.Ports[w.port.id-1]
 		ps.Workers++
@@ -612,24 +710,12 @@ func (e *Engine) Snapshot() Snapshot {
 			s.Ports[id-1].TxBytes += c.txBytes[id].Load()
 		}
 		if w.rx != nil {
-			st := w.rx.Stats()
-			ps.Ring.RxDrops += st.RxDrops
-			ps.Ring.RxFreezes += st.RxFreezes
-			ps.Ring.RxTruncated += st.RxTruncated
-			ps.Ring.RxCorrupt += st.RxCorrupt
+			addSocketStats(&ps.Ring, w.rx.Stats(), true)
 		}
-		for id, sock := range w.txOf {
-			if sock == nil {
-				continue
+		for id, sock := range w.txSockets() {
+			if sock != nil && sock != w.rx {
+				addSocketStats(&s.Ports[id-1].Ring, sock.Stats(), false)
 			}
-			st := sock.Stats()
-			r := &s.Ports[id-1].Ring
-			r.TxENOBUFS += st.TxENOBUFS
-			r.TxEAGAIN += st.TxEAGAIN
-			r.TxStalls += st.TxStalls
-			r.TxWrongFormat += st.TxWrongFormat
-			r.TxOversize += st.TxOversize
-			r.TxDropped += st.TxDropped
 		}
 		if w.stage != nil {
 			s.Ports[len(s.Ports)-1].Ring.TxErrors += w.stage.errs.Load()

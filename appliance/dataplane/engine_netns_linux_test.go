@@ -1,17 +1,21 @@
 package dataplane
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"e1kbox/rules"
@@ -180,9 +184,9 @@ func TestEngineBridge(t *testing.T) {
 		t.Errorf("rule counters %+v", cs)
 	}
 	cfg3 := cfg2
-	cfg3.Ports = []Port{{Interface: "p1", MTU: 9000}, {Interface: "p2", Workers: 2}}
+	cfg3.Ports = []Port{{Interface: "p1"}, {Interface: "p2", Workers: 2}, {Interface: "p3"}}
 	if err := e.Apply(&cfg3); err != ErrRestartRequired {
-		t.Errorf("Apply with a new MTU = %v, want ErrRestartRequired", err)
+		t.Errorf("Apply with a third port = %v, want ErrRestartRequired", err)
 	}
 
 	// Close stops every worker within the stop timeout.
@@ -300,5 +304,89 @@ func TestEngineJumbo(t *testing.T) {
 	}
 	if s.Ports[1].TxBytes < 2*8000 {
 		t.Errorf("p2 sent %d bytes, want the jumbo frames", s.Ports[1].TxBytes)
+	}
+}
+
+// TestPortRestartInPlace changes one port's MTU and worker count at run
+// time: only that port's workers restart, traffic between the other
+// ports does not lose a frame, and the changed port forwards with its new
+// settings.
+func TestPortRestartInPlace(t *testing.T) {
+	tp := newTopo(t, 3)
+	cfg := &Config{
+		Ports:    []Port{{Interface: "p1"}, {Interface: "p2"}, {Interface: "p3"}},
+		HostPort: &HostPort{Interface: "dphost1", Addresses: []netip.Prefix{netip.MustParsePrefix("10.42.0.100/24")}},
+	}
+	e := tp.engine(cfg)
+	for _, h := range []int{1, 2, 3} {
+		if err := tp.ping(h, "10.42.0.100"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.Snapshot()
+	ids := func(s Snapshot, port string) (out []int) {
+		for _, w := range s.Workers {
+			if w.Port == port {
+				out = append(out, w.ID)
+			}
+		}
+		return out
+	}
+
+	// h1 ↔ h3 traffic runs across the change of p2.
+	ping := exec.Command("ip", "netns", "exec", tp.hosts[0], "ping", "-c", "60", "-i", "0.05", "-W", "2", "10.42.0.3")
+	var out bytes.Buffer
+	ping.Stdout, ping.Stderr = &out, &out
+	if err := ping.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cfg2 := *cfg
+	cfg2.Ports = []Port{{Interface: "p1"}, {Interface: "p2", MTU: 1400, Workers: 2}, {Interface: "p3"}}
+	var err error
+	tp.in(func() { err = e.Apply(&cfg2) }) // it opens sockets, like New, in the caller's namespace
+	if err != nil {
+		t.Fatalf("Apply with p2's MTU and workers changed: %v", err)
+	}
+	if err := ping.Wait(); err != nil || !strings.Contains(out.String(), " 0% packet loss") {
+		t.Errorf("h1 → h3 across the restart of p2: %v\n%s", err, out.String())
+	}
+
+	after := e.Snapshot()
+	for _, p := range []string{"p1", "p3", "host"} {
+		if diff := cmp.Diff(ids(before, p), ids(after, p)); diff != "" {
+			t.Errorf("workers of %s changed (-want +got):\n%s", p, diff)
+		}
+	}
+	if got := ids(after, "p2"); len(got) != 2 || slices.Contains(got, ids(before, "p2")[0]) {
+		t.Errorf("p2's workers %v after the change, want 2 new ones (were %v)", got, ids(before, "p2"))
+	}
+	if after.Ports[1].MTU != 1400 || after.Ports[1].Workers != 2 || after.Ports[1].Running != 2 {
+		t.Errorf("p2 after the change: %+v", after.Ports[1])
+	}
+	for i := range before.Ports {
+		if after.Ports[i].RxPackets < before.Ports[i].RxPackets || after.Ports[i].TxPackets < before.Ports[i].TxPackets {
+			t.Errorf("port %s counters went back: %+v → %+v", before.Ports[i].Name, before.Ports[i], after.Ports[i])
+		}
+	}
+	if !e.Health().OK {
+		t.Errorf("not healthy after the change: %+v", e.Health())
+	}
+	// Every path through p2 works: the other workers' new TX sockets to
+	// it, its new workers, the host port.
+	for _, c := range [][2]string{{"1", "10.42.0.2"}, {"2", "10.42.0.3"}, {"2", "10.42.0.100"}} {
+		h, _ := strconv.Atoi(c[0])
+		if err := tp.ping(h, c[1]); err != nil {
+			t.Errorf("after the change: %v", err)
+		}
+	}
+	// p2's new MTU holds: the interface has it, and p1's worker (which
+	// did not restart) drops a 1428-byte frame for h2 as oversize.
+	if link := sh(t, "ip", "-n", tp.box, "link", "show", "p2"); !strings.Contains(link, "mtu 1400") {
+		t.Errorf("p2 after the change: %s", link)
+	}
+	exec.Command("ip", "netns", "exec", tp.hosts[0], "ping", "-c", "2", "-i", "0.2", "-W", "1", "-M", "do", "-s", "1400", "10.42.0.2").Run()
+	if d := e.Snapshot().Ports[0].Drops[DropOversize]; d == 0 {
+		t.Errorf("no oversize drop counted at p1 for 1428-byte frames to p2 (MTU 1400)")
 	}
 }

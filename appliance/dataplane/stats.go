@@ -24,6 +24,26 @@ func (c *counters) init(nports int) {
 	c.txBytes = make([]uint64, nports)
 }
 
+// add adds o's counts to c (a restarted port's new worker carries on
+// from the stopped ones).
+func (c *counters) add(o *counters) {
+	c.rxPackets += o.rxPackets
+	c.rxBytes += o.rxBytes
+	c.flooded += o.flooded
+	c.rejectsSent += o.rejectsSent
+	c.txFlushErrors += o.txFlushErrors
+	c.batches += o.batches
+	c.cacheHits += o.cacheHits
+	c.cacheMisses += o.cacheMisses
+	for i := range c.drops {
+		c.drops[i] += o.drops[i]
+	}
+	for i := range min(len(c.txPackets), len(o.txPackets)) {
+		c.txPackets[i] += o.txPackets[i]
+		c.txBytes[i] += o.txBytes[i]
+	}
+}
+
 // sharedCounters is the published copy of a worker's counters, read by
 // Snapshot. It sits on its own cache lines: the worker stores to it once
 // per batch, readers load.

@@ -19,14 +19,24 @@ import (
 // worker is one goroutine serving one RX ring (or the host port) and
 // owning its TX sockets.
 type worker struct {
-	id     int
-	e      *Engine
-	port   *portInfo
-	rx     *afpacket.Socket   // nil for the host port's worker
-	txOf   []*afpacket.Socket // TX sockets this worker owns, by out port id (rx itself at the ingress id)
-	stage  *hostStage         // this worker's path into the host port
-	buf    []byte             // the host port worker's read buffer
-	cpu    int                // CPU from the plan, -1 for none
+	id      int
+	rulesID int // its rules.Set handle (and nat.Worker's)
+	e       *Engine
+	port    *portInfo
+	rx      *afpacket.Socket // nil for the host port's worker
+	// txs holds the TX sockets this worker owns, by out port id (rx itself
+	// at the ingress id). The engine replaces the slice (never changes
+	// it) when a port is reopened; readers load it.
+	txs   atomic.Pointer[[]*afpacket.Socket]
+	stage *hostStage // this worker's path into the host port
+	// quit stops this worker alone (its port is being restarted); done
+	// is closed when its goroutine has returned.
+	quit, done chan struct{}
+	// update is a change of output ports handed to the running worker,
+	// which installs it at its next batch and closes update.applied.
+	update atomic.Pointer[workerUpdate]
+	buf    []byte // the host port worker's read buffer
+	cpu    int    // CPU from the plan, -1 for none
 	fwd    *fwd
 	shared *sharedCounters
 
@@ -38,6 +48,22 @@ type worker struct {
 	stableSince      time.Time
 }
 
+// workerUpdate replaces a running worker's view of the ports: the port
+// table (with reopened ports' new portInfo) and the TX paths to them.
+type workerUpdate struct {
+	ports   []*portInfo
+	tx      map[uint16]txPort
+	applied chan struct{}
+}
+
+// txSockets returns the TX sockets the worker owns, by out port id.
+func (w *worker) txSockets() []*afpacket.Socket {
+	if p := w.txs.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // batchHook, when set (by tests), runs at the start of every batch of
 // every worker, on the worker's goroutine.
 var batchHook atomic.Pointer[func(w *worker)]
@@ -46,6 +72,7 @@ var batchHook atomic.Pointer[func(w *worker)]
 // the loop, recovering a panic and restarting the loop with backoff.
 func (w *worker) run() {
 	defer w.e.wg.Done()
+	defer close(w.done)
 	runtime.LockOSThread() // for good: the thread carries the CPU affinity
 	w.pin()
 	backoff := minBackoff
@@ -67,6 +94,8 @@ func (w *worker) run() {
 		w.e.log.Error("dataplane worker panicked; restarting", "worker", w.id, "port", w.port.name, "backoff", backoff, "err", err)
 		select {
 		case <-w.e.stop:
+			return
+		case <-w.quit:
 			return
 		case <-time.After(backoff):
 		}
@@ -109,13 +138,26 @@ func (w *worker) stopped() bool {
 	select {
 	case <-w.e.stop:
 		return true
+	case <-w.quit:
+		return true
 	default:
 		return false
 	}
 }
 
-// beginBatch loads the batch's configuration and clock.
+// beginBatch loads the batch's configuration and clock, and installs a
+// pending port update (after flushing what it queued for the old paths).
 func (w *worker) beginBatch() {
+	if u := w.update.Load(); u != nil {
+		w.fwd.flush()
+		w.fwd.ports = u.ports
+		for id, t := range u.tx {
+			w.fwd.tx[id] = t
+			w.fwd.dirty &^= 1 << id
+		}
+		w.update.Store(nil)
+		close(u.applied)
+	}
 	now := time.Now()
 	w.fwd.begin(now.UnixNano(), int64(now.Sub(w.e.start)))
 	if h := batchHook.Load(); h != nil {
@@ -161,8 +203,12 @@ func (w *worker) ringLoop() error {
 			select {
 			case <-w.e.stop:
 				return nil
+			case <-w.quit:
+				return nil
 			case <-time.After(pollTimeout):
 			}
+			w.beginBatch() // installs a port update even while the link is down
+			w.endBatch()
 			continue
 		}
 		w.beginBatch()
