@@ -41,10 +41,13 @@ func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan) (*dataplane.Config, e
 		if !p.IsEnabled() {
 			continue
 		}
-		if !p.VLANs.IsZero() {
-			return nil, fmt.Errorf("ports[%d].vlans: VLAN filtering is not implemented by the bridge (tags pass unchanged only on VLAN-unaware ports)", i)
-		}
 		dp := dataplane.Port{Name: p.Name, Interface: p.Interface, MTU: p.MTU}
+		if !p.VLANs.IsZero() {
+			if c.Mode == config.ModeNAT {
+				return nil, fmt.Errorf("ports[%d].vlans: VLAN-aware ports are for bridge mode; the NAT router's ports are untagged", i)
+			}
+			dp.VLANs = &dataplane.VLANs{Native: p.VLANs.Native, Allowed: p.VLANs.Allowed}
+		}
 		if c.Mode == config.ModeNAT {
 			dp.Role = dataplane.Role(p.Role)
 			if p.Role == config.RoleLAN && (lanMTU == 0 || p.MTU < lanMTU) {

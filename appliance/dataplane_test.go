@@ -95,8 +95,19 @@ func TestDataplaneConfig(t *testing.T) {
 			t.Errorf("translated config does not validate: %v", err)
 		}
 	})
+	t.Run("bridge vlans", func(t *testing.T) {
+		got, err := dataplaneConfig(parse(t, `{"version": 2, "ports": [{"name": "p1", "interface": "eth1", "vlans": {"native": 10, "allowed": [20, 30]}},
+			{"name": "p2", "interface": "eth2"}]}`), cpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&dataplane.VLANs{Native: 10, Allowed: []uint16{20, 30}}, got.Ports[0].VLANs); diff != "" || got.Ports[1].VLANs != nil {
+			t.Errorf("ports[0].vlans (-want +got):\n%s; ports[1].vlans %+v", diff, got.Ports[1].VLANs)
+		}
+	})
 	for _, tt := range []struct{ name, cfg, err string }{
-		{"vlan filtering", `{"version": 2, "ports": [{"name": "lan", "interface": "eth1", "vlans": {"native": 1}}]}`, "ports[0].vlans"},
+		{"vlans in nat mode", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},
+			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"], "vlans": {"native": 1}}], "nat": {"gateway": "203.0.113.1"}}`, "ports[1].vlans"},
 		{"wan dhcp", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan"},
 			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"]}], "nat": {"wanDHCP": true}}`, "nat.wanDHCP"},
 		{"two LAN addresses", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},

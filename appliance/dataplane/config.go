@@ -119,6 +119,21 @@ type Port struct {
 	// Role is the port's side in NAT mode: exactly one RoleWAN port, at
 	// least one RoleLAN port. Bridge mode ignores it.
 	Role Role `json:"role,omitempty"`
+	// VLANs makes the port VLAN-aware (bridge mode); nil: VLAN-unaware,
+	// frames pass with their tags (or none) unchanged.
+	VLANs *VLANs `json:"vlans,omitempty"`
+}
+
+// VLANs is a VLAN-aware port's 802.1Q membership. A frame entering the
+// port belongs to its tag's VLAN if that is Native or Allowed, untagged
+// (or priority-tagged) frames to Native (dropped when Native is 0);
+// anything else is dropped (DropVLAN). Frames leave the port untagged in
+// Native, tagged in an Allowed VLAN, and not at all in other VLANs.
+// VLAN-unaware ports carry every frame as it is: untagged frames are
+// VLAN 0 there, so they reach no VLAN-aware port.
+type VLANs struct {
+	Native  uint16   `json:"native,omitempty"`  // 1..4094, 0: none
+	Allowed []uint16 `json:"allowed,omitempty"` // 1..4094
 }
 
 // HostPort is the TAP port that holds the box's own addresses.
@@ -269,6 +284,19 @@ func (c *Config) Validate() error {
 		}
 		if p.Workers < 0 || p.Workers > 16 {
 			add("%s.workers: %d outside 0..16", at, p.Workers)
+		}
+		if v := p.VLANs; v != nil {
+			if c.Mode == ModeNAT {
+				add("%s.vlans: VLAN-aware ports are for bridge mode; the NAT router's ports are untagged", at)
+			}
+			if v.Native > 4094 {
+				add("%s.vlans.native: VLAN %d outside 1..4094 (0: none)", at, v.Native)
+			}
+			for j, id := range v.Allowed {
+				if id < 1 || id > 4094 {
+					add("%s.vlans.allowed[%d]: VLAN %d outside 1..4094", at, j, id)
+				}
+			}
 		}
 		seen(at, p.portName(), p.Interface)
 	}

@@ -40,12 +40,28 @@ type settings struct {
 
 type portSettings struct {
 	noLearn, noFlood bool
+	vlan             *vlanSet // nil: VLAN-unaware
 }
+
+// vlanSet is a VLAN-aware port's membership, a bitmap for the hot path.
+type vlanSet struct {
+	native  uint16
+	allowed [4096 / 64]uint64
+}
+
+func (v *vlanSet) allows(vid uint16) bool { return v.allowed[vid>>6]&(1<<(vid&63)) != 0 }
 
 func newSettings(cfg *Config) *settings {
 	s := &settings{cfg: cfg, ports: make([]portSettings, len(cfg.Ports)+2)}
 	for i, p := range cfg.Ports {
 		s.ports[i+1] = portSettings{noLearn: p.NoLearn, noFlood: p.NoFlood}
+		if p.VLANs != nil {
+			v := &vlanSet{native: p.VLANs.Native}
+			for _, id := range p.VLANs.Allowed {
+				v.allowed[id>>6] |= 1 << (id & 63)
+			}
+			s.ports[i+1].vlan = v
+		}
 	}
 	return s
 }
@@ -70,6 +86,8 @@ type fwd struct {
 	f        frame.Frame
 	key      rules.Key
 	rejected bool
+	vid      uint16 // the frame's VLAN: its outer tag's, or the aware ingress port's classification
+	tagged   bool   // it carries an outer 802.1Q tag (in data or stripped)
 
 	// NAT mode; nw is nil in bridge mode.
 	nw     *nat.Worker
@@ -168,6 +186,25 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 		vid = f.Tags[0].VID()
 	}
 	in := w.in.id
+	w.tagged = f.NTags > 0 && f.Tags[0].TPID == frame.EtherTypeVLAN
+	if v := w.set.ports[in].vlan; v != nil {
+		switch {
+		case f.NTags > 0 && !w.tagged: // an 802.1ad outer tag
+			w.drop(DropVLAN)
+			return
+		case w.tagged && vid != 0:
+			if vid != v.native && !v.allows(vid) {
+				w.drop(DropVLAN)
+				return
+			}
+		case v.native == 0: // untagged or priority-tagged, no native VLAN
+			w.drop(DropVLAN)
+			return
+		default:
+			vid = v.native
+		}
+	}
+	w.vid = vid
 	if in == w.wanID {
 		w.natFrame(data, false) // nothing is bridged to or from the WAN
 		return
@@ -181,6 +218,9 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 		return
 	}
 	w.fillKey()
+	if w.set.ports[in].vlan != nil {
+		w.key.VLAN = vid
+	}
 	w.rejected = false
 	if !group {
 		out, ok := w.fdb.Lookup(&f.Dst, vid, w.mono)
@@ -317,6 +357,29 @@ func (w *fwd) forward(out uint16, data []byte, stripped bool, tag frame.VLANTag,
 		}
 		return
 	}
+	// A VLAN-aware out port: the frame leaves untagged in its native
+	// VLAN, tagged in an allowed one, not at all otherwise.
+	egress := egressAsIs
+	if v := w.set.ports[out].vlan; v != nil {
+		switch {
+		case w.vid != 0 && w.vid == v.native:
+			egress = egressUntagged
+		case w.vid != 0 && v.allows(w.vid):
+			egress = egressTagged
+		default:
+			if !flood {
+				w.drop(DropVLAN)
+			}
+			return
+		}
+		if egress == egressUntagged && w.tagged {
+			wire -= frame.VLANTagLen
+			outer = w.f.EtherType
+		} else if egress == egressTagged && !w.tagged {
+			wire += frame.VLANTagLen
+			outer = frame.EtherTypeVLAN
+		}
+	}
 	if !fits(op.mtu, wire, outer) {
 		w.drop(DropOversize)
 		return
@@ -345,10 +408,10 @@ func (w *fwd) forward(out uint16, data []byte, stripped bool, tag frame.VLANTag,
 		return
 	}
 	tx := w.tx[out]
-	if !appendTo(tx, data, stripped, tag) {
+	if !w.appendTo(tx, egress, data, stripped, tag) {
 		// The ring is full: send what it holds and try once more.
 		w.flushPort(out)
-		if !appendTo(tx, data, stripped, tag) {
+		if !w.appendTo(tx, egress, data, stripped, tag) {
 			w.drop(DropTxFull)
 			return
 		}
@@ -358,8 +421,39 @@ func (w *fwd) forward(out uint16, data []byte, stripped bool, tag frame.VLANTag,
 	w.c.txBytes[out] += uint64(wire)
 }
 
-func appendTo(tx txPort, data []byte, stripped bool, tag frame.VLANTag) bool {
-	if stripped {
+// How a copy leaves its port.
+const (
+	egressAsIs     = iota // as received (VLAN-unaware out port)
+	egressUntagged        // without its outer 802.1Q tag
+	egressTagged          // with an outer 802.1Q tag of the frame's VLAN
+)
+
+// appendTo queues a copy of the frame on tx in the form egress asks for.
+func (w *fwd) appendTo(tx txPort, egress int, data []byte, stripped bool, tag frame.VLANTag) bool {
+	switch {
+	case egress == egressUntagged && stripped:
+		return tx.Append(data)
+	case egress == egressUntagged && w.tagged: // the tag is in data: cut it out
+		slot := tx.TxSlot()
+		if slot == nil || len(slot) < len(data)-frame.VLANTagLen {
+			return false
+		}
+		copy(slot, data[:12])
+		n := 12 + copy(slot[12:], data[12+frame.VLANTagLen:])
+		return tx.TxCommit(n)
+	case egress == egressTagged && !w.tagged:
+		return tx.AppendTagged(data, frame.EtherTypeVLAN, w.vid)
+	case egress == egressTagged && stripped:
+		return tx.AppendTagged(data, frame.EtherTypeVLAN, tag.TCI&^0xfff|w.vid)
+	case egress == egressTagged && binary.BigEndian.Uint16(data[14:])&0xfff != w.vid: // a priority tag in data: set the VLAN
+		slot := tx.TxSlot()
+		if slot == nil || len(slot) < len(data) {
+			return false
+		}
+		n := copy(slot, data)
+		binary.BigEndian.PutUint16(slot[14:], binary.BigEndian.Uint16(data[14:])&^0xfff|w.vid)
+		return tx.TxCommit(n)
+	case stripped:
 		return tx.AppendTagged(data, tag.TPID, tag.TCI)
 	}
 	return tx.Append(data)

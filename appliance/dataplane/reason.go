@@ -25,6 +25,7 @@ const (
 	DropRule                                           // a rule (or policy) said drop
 	DropReject                                         // a rule said reject (the answer is counted in RejectsSent)
 	DropTxFull                                         // the out port's TX ring stayed full
+	DropVLAN                                           // a VLAN the ingress (or unicast egress) VLAN-aware port does not carry
 	// DropNATHost (NAT mode): a frame for the router's own address that
 	// the router does not serve (it answers ARP and ping only; the box's
 	// services are on the host port's address), or for the box from the
@@ -50,6 +51,7 @@ var dropNames = [NumDrops]string{
 	DropRule:      "rule_drop",
 	DropReject:    "rule_reject",
 	DropTxFull:    "tx_full",
+	DropVLAN:      "vlan",
 	DropNATHost:   "nat_host",
 }
 
