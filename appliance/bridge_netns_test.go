@@ -489,16 +489,25 @@ func TestBridgeThreePorts(t *testing.T) {
 				}
 			}
 		}
-		eventually(t, 3*time.Second, "iperf3 server up", func() (bool, string) {
-			out, err := l.host(1, "iperf3", "-c", "10.50.0.2", "-t", "2", "-J")
-			if err != nil {
-				return false, out
+		// Up to three 2 s runs: on a loaded 2-core machine a lost SYN or
+		// first segment costs a 1 s retransmission timeout, which can eat a
+		// whole run.
+		for attempt := 1; attempt <= 3; attempt++ {
+			eventually(t, 3*time.Second, "iperf3 server up", func() (bool, string) {
+				out, err := l.host(1, "iperf3", "-c", "10.50.0.2", "-t", "2", "-J")
+				if err != nil {
+					return false, out
+				}
+				if err := json.Unmarshal([]byte(out), &res); err != nil {
+					return false, err.Error()
+				}
+				return true, ""
+			})
+			if res.End.SumReceived.Bytes >= 1e6 {
+				break
 			}
-			if err := json.Unmarshal([]byte(out), &res); err != nil {
-				return false, err.Error()
-			}
-			return true, ""
-		})
+			t.Logf("TCP run %d: %.0f bytes received", attempt, res.End.SumReceived.Bytes)
+		}
 		if res.End.SumReceived.Bytes < 1e6 {
 			t.Errorf("TCP: %.0f bytes received", res.End.SumReceived.Bytes)
 		}

@@ -3,7 +3,9 @@ package nat
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"runtime"
+	"strings"
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
@@ -69,11 +71,11 @@ func BenchmarkNewConns(b *testing.B) {
 
 // fillTable inserts n established UDP connections straight into r's
 // table and returns their original keys.
-func fillTable(b *testing.B, r *Router, n int) []key {
+func fillTable(b testing.TB, r *Router, n int) []key {
 	keys := make([]key, n)
 	sec := uint32(t0 / 1e9)
 	for i := range n {
-		src := uint32(0xc0a80100 | (i % 250) + 2)
+		src := uint32(0xc0a80100) + uint32(i%250) + 2
 		dst := uint32(0xc6336400) + uint32(i/60000)
 		sp, dp := uint16(1024+i%60000), uint16(53)
 		k := mkKey(src, dst, sp, dp, frame.ProtoUDP, LAN)
@@ -89,7 +91,11 @@ func fillTable(b *testing.B, r *Router, n int) []key {
 // BenchmarkLookup is the conntrack lookup (hash, stripe lock, probe,
 // key compare, unlock) at 1k and 1M entries: "hot" cycles through 1024
 // flows of the table (a busy link's working set), "uniform" through all
-// of them in random order (every lookup a cache miss at 1M).
+// of them in random order (every lookup a cache miss at 1M). The
+// ".../prefetch" variants model the engine working a block of frames:
+// before the lookup of key i they prefetch key i+prefetchAhead (what
+// Worker.Prefetch does after parsing), so the cache misses of several
+// lookups overlap.
 func BenchmarkLookup(b *testing.B) {
 	for _, n := range []int{1 << 10, 1 << 20} {
 		cfg := testConfig()
@@ -101,16 +107,28 @@ func BenchmarkLookup(b *testing.B) {
 		keys := fillTable(b, r, n)
 		rng := rand.New(rand.NewPCG(1, 2))
 		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-		for _, mode := range []string{"hot", "uniform"} {
+		for _, mode := range []string{"hot", "uniform", "hot/prefetch", "uniform/prefetch"} {
 			set := keys
-			if mode == "hot" {
+			if strings.HasPrefix(mode, "hot") {
 				set = keys[:1024]
+			}
+			ahead := 0
+			if strings.HasSuffix(mode, "/prefetch") {
+				ahead = prefetchAhead
 			}
 			b.Run(fmt.Sprintf("%dk/%s", n>>10, mode), func(b *testing.B) {
 				t := r.ct
+				mask := len(set) - 1
+				var pf prefetcher
+				for j := range ahead {
+					pf.push(t, t.hash(set[j&mask]))
+				}
 				i := 0
 				for b.Loop() {
-					k := set[i&(len(set)-1)]
+					if ahead != 0 {
+						pf.push(t, t.hash(set[(i+ahead)&mask]))
+					}
+					k := set[i&mask]
 					i++
 					h := t.hash(k)
 					st := &t.stripes[t.stripeOf(h)]
@@ -122,6 +140,65 @@ func BenchmarkLookup(b *testing.B) {
 					st.mu.Unlock()
 					if !ok {
 						b.Fatal("miss")
+					}
+				}
+			})
+		}
+	}
+}
+
+// prefetchAhead is how many frames ahead the benchmarks prefetch: the
+// distance the package documentation recommends to the engine.
+const prefetchAhead = 8
+
+// BenchmarkForwardBlock is the per-frame cost of established UDP flows
+// LAN to WAN through Worker.Process (parse included) at 1k and 1M
+// connections, the frames in random flow order, worked a block of
+// blockFrames frames at a time as the engine does: "plain" processes the
+// frames one after the other, "prefetch" calls Worker.Prefetch for frame
+// i+prefetchAhead of the block before processing frame i.
+func BenchmarkForwardBlock(b *testing.B) {
+	const blockFrames, stride = 64, 64
+	for _, n := range []int{1 << 10, 1 << 20} {
+		e := newEnv(b, func(c *Config) { c.MaxConns = n })
+		keys := fillTable(b, e.r, n)
+		rand.New(rand.NewPCG(3, 4)).Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		// One frame per connection, each in a stride-byte cell.
+		tmpl := make([]byte, n*stride)
+		var flen int
+		for i, k := range keys {
+			src, dst := put32(k.src()), put32(k.dst())
+			fr := fromLAN(hostA, udpBuild(ipHdr{src: netip.AddrFrom4(src), dst: netip.AddrFrom4(dst)}, k.sport(), k.dport(), []byte("payload"), false))
+			flen = copy(tmpl[i*stride:(i+1)*stride], fr)
+		}
+		block := make([]byte, blockFrames*stride)
+		var f frame.Frame
+		for _, mode := range []string{"plain", "prefetch"} {
+			b.Run(fmt.Sprintf("%dk/%s", n>>10, mode), func(b *testing.B) {
+				w := e.lan
+				next := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					i := next % blockFrames
+					if i == 0 { // a new block arrives
+						start := next * stride % len(tmpl)
+						copy(block, tmpl[start:start+len(block)])
+						if mode == "prefetch" {
+							for j := range prefetchAhead {
+								w.Prefetch(lanPort, block[j*stride:j*stride+flen])
+							}
+						}
+					}
+					next++
+					if j := i + prefetchAhead; mode == "prefetch" && j < blockFrames {
+						w.Prefetch(lanPort, block[j*stride:j*stride+flen])
+					}
+					buf := block[i*stride : i*stride+flen]
+					if err := frame.Parse(buf, &f); err != nil {
+						b.Fatal(err)
+					}
+					if res := w.Process(e.now, lanPort, buf, &f); res.Action != Forward {
+						b.Fatalf("frame %d: %v %v", next, res.Action, res.Reason)
 					}
 				}
 			})

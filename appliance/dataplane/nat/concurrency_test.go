@@ -12,8 +12,11 @@ import (
 
 // TestConcurrent runs pairs of LAN and WAN workers on their own
 // goroutines: the LAN one opens UDP connections, the WAN one answers them
-// at the same time (both touch the same entries), while another goroutine
-// lists, deletes and sweeps. Run with -race.
+// at the same time (both touch the same entries), each prefetching its
+// frames first, while another goroutine lists, deletes and sweeps and
+// two more prefetch frames of live, dying and unknown connections
+// without pause (lock-free reads of the index while it changes). Run
+// with -race.
 func TestConcurrent(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxConns = 2048
@@ -47,7 +50,9 @@ func TestConcurrent(t *testing.T) {
 			for round := range rounds {
 				for i := range flows {
 					sp := uint16(20000 + g*1000 + i)
-					res := lan.Handle(now, lanPort, fromLAN(hm, udpBuild(ipHdr{src: hostIP, dst: remote}, sp, 53, []byte{byte(round)}, false)))
+					b := fromLAN(hm, udpBuild(ipHdr{src: hostIP, dst: remote}, sp, 53, []byte{byte(round)}, false))
+					lan.Prefetch(lanPort, b)
+					res := lan.Handle(now, lanPort, b)
 					drain(lan)
 					if res.Action != Forward {
 						if res.Reason != ReasonTableFull {
@@ -69,7 +74,9 @@ func TestConcurrent(t *testing.T) {
 			defer wg.Done()
 			var f frame.Frame
 			for m := range ch {
-				back := wan.Handle(now, wanPort, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, m.nat, nil, false)))
+				b := fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, m.nat, nil, false))
+				wan.Prefetch(wanPort, b)
+				back := wan.Handle(now, wanPort, b)
 				drain(wan)
 				switch back.Action {
 				case Forward:
@@ -97,6 +104,35 @@ func TestConcurrent(t *testing.T) {
 			}
 		}()
 	}
+	stop := make(chan struct{})
+	var pfWG sync.WaitGroup
+	for g := range 2 {
+		pw := r.NewWorker(nil)
+		pfWG.Add(1)
+		go func() {
+			defer pfWG.Done()
+			lan := make([][]byte, 0, pairs*flows)
+			for h := range pairs {
+				for i := range flows {
+					hostIP := netip.AddrFrom4([4]byte{192, 168, 1, byte(101 + h)})
+					lan = append(lan, fromLAN(mac(byte(0x40+h)), udpBuild(ipHdr{src: hostIP, dst: remote}, uint16(20000+h*1000+i), 53, nil, false)))
+				}
+			}
+			wan := make([][]byte, 0, cfg.PortMax-cfg.PortMin+1)
+			for p := cfg.PortMin; p <= cfg.PortMax; p += 7 {
+				wan = append(wan, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, p, nil, false)))
+			}
+			for i := g; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				pw.Prefetch(lanPort, lan[i%len(lan)])
+				pw.Prefetch(wanPort, wan[i%len(wan)])
+			}
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -111,6 +147,8 @@ func TestConcurrent(t *testing.T) {
 		}
 	}()
 	wg.Wait()
+	close(stop)
+	pfWG.Wait()
 	close(errs)
 	for e := range errs {
 		t.Error(e)

@@ -68,10 +68,11 @@ func expired(deadline, sec uint32) bool { return int32(sec-deadline) >= 0 }
 // stripe is one lock and the hash index of the keys that hash to it. A
 // slot is tag<<32 | dir<<31 | (entry index + 1), 0 when empty; the home
 // slot of a key follows from its tag, so linear probing can delete by
-// shifting back (no tombstones).
+// shifting back (no tombstones). Slots change only under mu but are
+// atomics: prefetchEntry reads them without it.
 type stripe struct {
 	mu    sync.Mutex
-	slots []uint64
+	slots []atomic.Uint64 // fixed in newTable
 	used  int
 	_     [24]byte // one stripe per cache line
 }
@@ -86,6 +87,8 @@ type stripe struct {
 type table struct {
 	entries      []entry
 	stripes      []stripe
+	slots        []atomic.Uint64 // the stripes' slots, per each
+	per          int
 	smask        uint64
 	seed0, seed1 uint64
 	maps         *mappings
@@ -114,20 +117,22 @@ func newTable(max int, seed uint64, maps *mappings) *table {
 		maps:    maps,
 		free:    make([]uint32, max),
 	}
-	backing := make([]uint64, per*s)
+	backing := make([]atomic.Uint64, per*s)
+	t.slots, t.per = backing, per
 	for i := range t.stripes {
 		t.stripes[i].slots = backing[i*per : (i+1)*per : (i+1)*per]
 	}
 	for i := range t.free {
 		t.free[i] = uint32(max - 1 - i)
 	}
+	adviseHuge(t)
 	// Touch every page now: the first write to fresh memory faults, which
 	// would otherwise land on the forwarding path of the first connections.
 	for i := 0; i < len(t.entries); i += 32 {
 		t.entries[i].created = 0
 	}
 	for i := 0; i < len(backing); i += 256 {
-		backing[i] = 0
+		backing[i].Store(0)
 	}
 	return t
 }
@@ -155,7 +160,7 @@ func (t *table) find(s *stripe, k key, h uint64) (idx uint32, dir int, pos int, 
 	n := len(s.slots)
 	pos = homeOf(tag, n)
 	for {
-		v := s.slots[pos]
+		v := s.slots[pos].Load()
 		if v == 0 {
 			return 0, 0, 0, false
 		}
@@ -172,16 +177,68 @@ func (t *table) find(s *stripe, k key, h uint64) (idx uint32, dir int, pos int, 
 	}
 }
 
+// A lookup waits for two dependent memory reads when the table is large:
+// the key's slot, then the entry it points to. The prefetch pipeline of a
+// worker (see prefetcher) hides them for frames it will process later in
+// two stages, each issuing prefetch instructions that return at once:
+// prefetchSlots when the frame is queued, prefetchEntry prefetchLag
+// frames later, once the slots have arrived. Plain loads would not do: a
+// load that misses holds the core's reorder window until it is served,
+// so the lookups in between would wait for it.
+
+// prefetchProbe is how many slots from its home prefetchEntry examines
+// for a key (the key lies further in a few percent of lookups, at the
+// stripes' full load of 5/8).
+const prefetchProbe = 4
+
+// prefetchSlots is the first stage of a prefetch for a key with hash h:
+// it asks for the cache lines of the key's stripe (its lock) and of the
+// prefetchProbe slots from its home (at the end of a stripe, the first
+// slots of the next one instead of the wrapped ones: harmless).
+func (t *table) prefetchSlots(h uint64) {
+	s := h & t.smask
+	prefetchStripe(&t.stripes[s], &t.slots[int(s)*t.per+homeOf(h>>32, t.per)])
+}
+
+// prefetchEntry is the second stage: it asks for every cache line of the
+// entry the slots of h point to.
+func (t *table) prefetchEntry(h uint64) { prefetchLines(&t.entries[t.entryFor(h)]) }
+
+// entryFor returns the entry the first of the prefetchProbe slots from the
+// home of h whose tag matches points to, 0 when none does. It takes no
+// lock: it loads the slots atomically, and a slot that changes meanwhile
+// only makes the prefetch fetch the wrong entry. It has no branch on what
+// it loads: a mispredicted one resolved only when a slot arrives would
+// throw away the work after it.
+func (t *table) entryFor(h uint64) uint64 {
+	tag := h >> 32
+	base := int(h&t.smask) * t.per
+	home := homeOf(tag, t.per)
+	var sel uint64
+	for j := range prefetchProbe {
+		pos := home + j
+		if pos >= t.per {
+			pos -= t.per
+		}
+		v := t.slots[base+pos].Load()
+		d := v>>32 ^ tag                    // 0 when the tag matches
+		m := (d|-d)>>63 - 1                 // all ones when it does
+		sel |= v & m & ((sel|-sel)>>63 - 1) // keep the first match
+	}
+	i := sel & slotIdx
+	return i - (i|-i)>>63 // the index is the slot's minus 1
+}
+
 func (s *stripe) add(h uint64, idx uint32, dir int) {
 	tag := h >> 32
 	n := len(s.slots)
 	pos := homeOf(tag, n)
-	for s.slots[pos] != 0 {
+	for s.slots[pos].Load() != 0 {
 		if pos++; pos == n {
 			pos = 0
 		}
 	}
-	s.slots[pos] = tag<<32 | uint64(dir)<<31 | uint64(idx+1)
+	s.slots[pos].Store(tag<<32 | uint64(dir)<<31 | uint64(idx+1))
 	s.used++
 }
 
@@ -190,13 +247,13 @@ func (s *stripe) removeAt(i int) {
 	n := len(s.slots)
 	s.used--
 	for {
-		s.slots[i] = 0
+		s.slots[i].Store(0)
 		j := i
 		for {
 			if j++; j == n {
 				j = 0
 			}
-			v := s.slots[j]
+			v := s.slots[j].Load()
 			if v == 0 {
 				return
 			}
@@ -205,7 +262,7 @@ func (s *stripe) removeAt(i int) {
 			if i <= j && i < k && k <= j || i > j && (i < k || k <= j) {
 				continue
 			}
-			s.slots[i] = v
+			s.slots[i].Store(v)
 			i = j
 			break
 		}

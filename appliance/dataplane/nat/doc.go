@@ -12,6 +12,7 @@
 //	w := r.NewWorker(ruleSet.Worker(i))    // one per worker goroutine
 //	// per received frame (now in Unix nanoseconds, read once per batch):
 //	res := w.Handle(now, inPort, pkt)      // or w.Process(now, inPort, pkt, &f) with f from a successful frame.Parse
+//	                                       // (and w.Prefetch(inPort, pkt) D frames earlier: see Prefetching)
 //	switch res.Action {
 //	case nat.Forward, nat.Reply: transmit res.Frame on port res.Port
 //	case nat.ToHost:             deliver res.Frame to the host port, or drop it without one
@@ -48,6 +49,37 @@
 // Only untagged frames are handled (VLAN-tagged ones are dropped); the
 // engine strips nothing and adds nothing.
 //
+// # Prefetching
+//
+// With a big connection table, each lookup waits for two dependent
+// memory reads (the key's index slot, then its entry), most of the cost
+// of an established packet. The engine hides them by working a block of
+// frames as a pipeline: before processing frame i of the block it calls
+// Prefetch for frame i+D, with the port it will pass to Process for that
+// frame, having prefetched frames 0 to D-1 before the first one. D = 8
+// (BenchmarkForwardBlock); it must exceed 4, see below.
+//
+//	for j := range min(D, n) { w.Prefetch(port, frames[j]) }
+//	for i := range n {
+//		if i+D < n { w.Prefetch(port, frames[i+D]) }
+//		parse frames[i]; res := w.Process(now, port, frames[i], &f); ...
+//	}
+//
+// A reader that yields one frame at a time (afpacket's Block.Next) keeps
+// the last D frames it read in a ring, prefetches each frame as it reads
+// it and processes it D frames later, then processes the rest at the end
+// of the block.
+//
+// Prefetch parses just enough of a frame to compute its connection key
+// and asks for the cache lines of the key's index slots; four Prefetch
+// calls later it reads those slots and asks for the lines of the entry
+// they point to. The fetches of several frames overlap, and Process finds
+// what it needs in the cache. Prefetch takes no lock, changes no shared
+// state, ignores frames the router would not look up and does not
+// allocate; a frame prefetched but not processed (or a frame to the
+// bridge) costs only the prefetch. The last four frames of a block get
+// their slots prefetched but not their entries.
+//
 // # Addresses and neighbours
 //
 // The LAN and WAN addresses belong to the dataplane: it answers ARP for
@@ -71,8 +103,9 @@
 // directions, plus the side they arrive on. The table has a fixed
 // capacity: MaxConns entries of 88 bytes, about 26 bytes of index per
 // entry and the NAT port maps, 124 bytes per connection in all at 1M
-// (BenchmarkTableMemory); it is allocated and touched in New and never
-// allocates afterwards. The index is split into stripes
+// (BenchmarkTableMemory); it is allocated and touched in New (on Linux
+// in transparent huge pages if the kernel has them) and never allocates
+// afterwards. The index is split into stripes
 // (up to 4096), each a lock and an open-addressing hash table; a lookup
 // locks only the stripe of its key, so workers contend only when they hit
 // the same stripe. Counters (packets and IP bytes per direction) and

@@ -11,24 +11,7 @@ import (
 // that forwarded and generated frames parse, and that a forwarded frame
 // whose input checksums were right has right checksums.
 func FuzzTranslate(f *testing.F) {
-	seeds := [][]byte{
-		fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck, payload: []byte("x")}.build(ipHdr{src: ipA, dst: remote})),
-		fromLAN(hostA, tcpSeg{sport: 1001, dport: 80, flags: frame.TCPSyn, opts: []byte{1, 2, 4, 5, 0xb4, 0, 0, 0}}.build(ipHdr{src: ipA, dst: remote})),
-		fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})),
-		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 2000, []byte("a"), false)),
-		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 2000, []byte("a"), true)),
-		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 1, 5004, []byte("fwd"), false)),
-		fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, ttl: 1}, 1, 2, nil, false)),
-		fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote}, 8, 0, 9<<16, []byte("ping"))),
-		fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, 0, 0, 9<<16, []byte("ping"))),
-		fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, 11, 0, 0, udpBuild(ipHdr{src: wanAddr, dst: remote}, 2000, 53, []byte("a"), false)[:28])),
-		fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, 3, 4, 1400, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck}.build(ipHdr{src: wanAddr, dst: remote})[:40])),
-		fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, mf: true}.build(make([]byte, 16))),
-		fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, fragOff: 2}.build(make([]byte, 5))),
-		fromLAN(hostB, tcpSeg{sport: 7, dport: 8080, flags: frame.TCPSyn}.build(ipHdr{src: ipB, dst: wanAddr})),
-		arpBuild(bcast, hostA, 1, hostA, ipA, [6]byte{}, lanAddr),
-		arpBuild(wanMAC, gwMAC, 2, gwMAC, gwAddr, wanMAC, wanAddr),
-	}
+	seeds := fuzzSeeds()
 	for i, s := range seeds {
 		f.Add(s, i%2 == 0)
 	}
@@ -45,6 +28,7 @@ func FuzzTranslate(f *testing.F) {
 		if lan {
 			w, port = e.lan, lanPort
 		}
+		w.Prefetch(port, b)
 		res := w.Handle(e.now, port, b)
 		drain(w)
 		switch res.Action {
@@ -84,4 +68,27 @@ func FuzzTranslate(f *testing.F) {
 		}
 		e.now += 1e6
 	})
+}
+
+// fuzzSeeds are the seed frames of the fuzz targets: connection packets
+// both ways, ICMP errors, fragments, ARP.
+func fuzzSeeds() [][]byte {
+	return [][]byte{
+		fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck, payload: []byte("x")}.build(ipHdr{src: ipA, dst: remote})),
+		fromLAN(hostA, tcpSeg{sport: 1001, dport: 80, flags: frame.TCPSyn, opts: []byte{1, 2, 4, 5, 0xb4, 0, 0, 0}}.build(ipHdr{src: ipA, dst: remote})),
+		fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})),
+		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 2000, []byte("a"), false)),
+		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 2000, []byte("a"), true)),
+		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 1, 5004, []byte("fwd"), false)),
+		fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, ttl: 1}, 1, 2, nil, false)),
+		fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote}, 8, 0, 9<<16, []byte("ping"))),
+		fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, 0, 0, 9<<16, []byte("ping"))),
+		fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, 11, 0, 0, udpBuild(ipHdr{src: wanAddr, dst: remote}, 2000, 53, []byte("a"), false)[:28])),
+		fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, 3, 4, 1400, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck}.build(ipHdr{src: wanAddr, dst: remote})[:40])),
+		fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, mf: true}.build(make([]byte, 16))),
+		fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, fragOff: 2}.build(make([]byte, 5))),
+		fromLAN(hostB, tcpSeg{sport: 7, dport: 8080, flags: frame.TCPSyn}.build(ipHdr{src: ipB, dst: wanAddr})),
+		arpBuild(bcast, hostA, 1, hostA, ipA, [6]byte{}, lanAddr),
+		arpBuild(wanMAC, gwMAC, 2, gwMAC, gwAddr, wanMAC, wanAddr),
+	}
 }

@@ -32,6 +32,7 @@ type Worker struct {
 	done    []int32 // buffers handed out by Output, freed on the next call
 
 	frags []fragEntry
+	pf    prefetcher
 	c     counters
 }
 

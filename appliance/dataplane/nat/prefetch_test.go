@@ -1,0 +1,320 @@
+package nat
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"reflect"
+	"slices"
+	"testing"
+
+	"e1kbox/appliance/dataplane/frame"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestPeekKey checks the key Prefetch computes from raw bytes against the
+// one the lookup path computes (flowKey of frame.Parse), and that frames
+// the router does not look up get none.
+func TestPeekKey(t *testing.T) {
+	tcp := tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck}.build(ipHdr{src: ipA, dst: remote})
+	vlan := func(b []byte) []byte { // insert an 802.1Q tag (VID 10)
+		return slices.Concat(b[:12], []byte{0x81, 0x00, 0x00, 0x0a}, b[12:])
+	}
+	mod := func(b []byte, f func([]byte)) []byte { b = slices.Clone(b); f(b); return b }
+	for _, tc := range []struct {
+		name   string
+		side   Side
+		b      []byte
+		lookup bool // the lookup path computes a key for it
+	}{
+		{"tcp lan", LAN, fromLAN(hostA, tcp), true},
+		{"tcp wan", WAN, fromWAN(tcpSeg{sport: 80, dport: 20000, flags: frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})), true},
+		{"tcp ip options", LAN, fromLAN(hostA, tcpSeg{sport: 7, dport: 9, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: remote, opts: []byte{1, 1, 1, 0}})), true},
+		{"udp lan", LAN, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 5353, 53, []byte("q"), false)), true},
+		{"udp wan", WAN, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 20001, nil, true)), true},
+		{"udp first fragment", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, mf: true}.build(slices.Concat(be16(1), be16(2), be16(100), be16(0), make([]byte, 8)))), true},
+		{"echo request", LAN, fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote}, frame.ICMPEchoRequest, 0, 0x1234<<16|1, []byte("ping"))), true},
+		{"echo reply", WAN, fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, frame.ICMPEchoReply, 0, 0x4321<<16|1, []byte("ping"))), true},
+		{"gre", WAN, fromWAN(ipHdr{src: remote, dst: wanAddr, proto: 47}.build(make([]byte, 8))), true},
+		{"icmp error", WAN, fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, frame.ICMPTimeExceeded, 0, 0, tcp[:28])), false},
+		{"icmp timestamp", LAN, fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote}, 13, 0, 0, make([]byte, 12))), false},
+		{"later fragment", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, fragOff: 2}.build(make([]byte, 8))), false},
+		{"vlan", LAN, vlan(fromLAN(hostA, tcp)), false},
+		{"other mac", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[5] ^= 0x40 }), false},
+		{"broadcast", LAN, eth(bcast, hostA, frame.EtherTypeIPv4, tcp), false},
+		{"lan frame on wan", WAN, fromLAN(hostA, tcp), false},
+		{"arp", LAN, arpBuild(lanMAC, hostA, 1, hostA, ipA, [6]byte{}, lanAddr), false},
+		{"ipv6", LAN, eth(lanMAC, hostA, frame.EtherTypeIPv6, make([]byte, 60)), false},
+		{"ip version 6 in ipv4", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[14] = 0x65 }), false},
+		{"ihl 4", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[14] = 0x44 }), false},
+		{"total length past the frame", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[16], b[17] = 0x05, 0xdc }), false},
+		{"total length under ihl", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[16], b[17] = 0, 16 }), false},
+		{"tcp header cut", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoTCP}.build(make([]byte, 12))), false},
+		{"udp header cut", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP}.build(make([]byte, 6))), false},
+		{"icmp header cut", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoICMP}.build([]byte{8, 0, 0, 0})), false},
+		{"ethernet only", LAN, fromLAN(hostA, nil)[:14], false},
+		{"empty", LAN, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mac := &lanMAC
+			if tc.side == WAN {
+				mac = &wanMAC
+			}
+			got, ok := peekKey(tc.b, tc.side, mac)
+			if ok != tc.lookup {
+				t.Fatalf("peekKey ok = %v, want %v", ok, tc.lookup)
+			}
+			var f frame.Frame
+			if !ok {
+				if frame.Parse(tc.b, &f) == nil && lookedUp(&f, tc.side, mac) {
+					t.Fatalf("peekKey found no key, but the lookup path looks this frame up")
+				}
+				return
+			}
+			if err := frame.Parse(tc.b, &f); err != nil {
+				t.Fatalf("test frame does not parse: %v", err)
+			}
+			want, class := flowKey(&f, tc.side)
+			if class != 0 {
+				t.Fatalf("flowKey class %d, want a connection packet", class)
+			}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(key{})); diff != "" {
+				t.Errorf("peekKey (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// lookedUp reports whether the lookup path computes a connection key for
+// the parsed frame f arriving on side at a port with MAC mac.
+func lookedUp(f *frame.Frame, side Side, mac *[6]byte) bool {
+	if f.NTags != 0 || f.Dst != *mac || f.EtherType != frame.EtherTypeIPv4 || f.LaterFragment {
+		return false
+	}
+	_, class := flowKey(f, side)
+	return class == 0
+}
+
+// TestPrefetchSelectsEntry checks the second prefetch stage: for every key
+// of a full table whose slot lies within prefetchProbe of its home,
+// entryFor finds the entry the locked lookup finds.
+func TestPrefetchSelectsEntry(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxConns = 1 << 14
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := fillTable(t, r, cfg.MaxConns)
+	ct := r.ct
+	near := 0
+	for i, k := range keys {
+		h := ct.hash(k)
+		st := &ct.stripes[ct.stripeOf(h)]
+		idx, _, pos, ok := ct.find(st, k, h)
+		if !ok {
+			t.Fatalf("key %d not found", i)
+		}
+		if d := pos - homeOf(h>>32, len(st.slots)); d < 0 || d >= prefetchProbe {
+			continue
+		}
+		near++
+		if got := ct.entryFor(h); got != uint64(idx) {
+			t.Errorf("key %d: entryFor = %d, want %d", i, got, idx)
+		}
+	}
+	// Most keys lie within the probe window, or the prefetch is useless.
+	if near < len(keys)*9/10 {
+		t.Errorf("only %d of %d keys within %d slots of their home", near, len(keys), prefetchProbe)
+	}
+	// Keys not in the table: entryFor stays in range (no panic).
+	for i := range 10000 {
+		ct.prefetchEntry(ct.hash(mkKey(uint32(i), 1, 2, 3, frame.ProtoUDP, WAN)))
+	}
+}
+
+// TestEntryLayout checks that the three prefetches of prefetchLines
+// (offsets 0, 44 and 87) reach every cache line of an entry, however the
+// entry lies in them, and that the entry stays within its 128-byte budget.
+func TestEntryLayout(t *testing.T) {
+	size := int(reflect.TypeFor[entry]().Size())
+	if size > 88 {
+		t.Fatalf("entry is %d bytes: prefetchLines fetches 88", size)
+	}
+	align := reflect.TypeFor[entry]().Align()
+	for start := 0; start < 64; start += align {
+		for line := start / 64 * 64; line < start+size; line += 64 {
+			hit := false
+			for _, off := range []int{0, 44, 87} {
+				if a := start + off; a >= line && a < line+64 {
+					hit = true
+				}
+			}
+			if !hit {
+				t.Errorf("entry at offset %d in its line: line at %d not prefetched", start, line)
+			}
+		}
+	}
+}
+
+// tableState is everything of a Router that a packet or a sweep can
+// change: the table (entries, index, free list, counters), the NAT
+// mappings and the counters of its workers.
+type tableState struct {
+	Entries []entryState
+	Slots   []uint64
+	Used    []int
+	Free    []uint32
+	Maps    [3][]mapping
+	Index   [3][]uint32
+	Conns   []Conn
+	Stats   Stats
+}
+
+type entryState struct {
+	Keys                          [2]key
+	Created                       uint32
+	Kind                          uint8
+	Gen, Stripes, State, Deadline uint32
+	Pkts, Bytes                   [2]uint64
+}
+
+func snapshotOf(r *Router, now int64) tableState {
+	t := r.ct
+	var s tableState
+	for i := range t.entries {
+		e := &t.entries[i]
+		s.Entries = append(s.Entries, entryState{e.keys, e.created, e.kind, e.gen.Load(), e.stripes.Load(), e.state.Load(), e.deadline.Load(), e.pkts, e.bytes})
+	}
+	for i := range t.slots {
+		s.Slots = append(s.Slots, t.slots[i].Load())
+	}
+	for i := range t.stripes {
+		s.Used = append(s.Used, t.stripes[i].used)
+	}
+	s.Free = slices.Clone(t.free)
+	for c, p := range r.maps.class {
+		s.Maps[c] = slices.Clone(p.byNAT[:])
+		s.Index[c] = slices.Clone(p.index)
+	}
+	s.Conns, _ = r.Conns(Filter{}, 0, 0, now, nil)
+	s.Stats = r.Stats()
+	return s
+}
+
+// prefetchFrames are frames of connections the env knows and of none,
+// valid and not.
+func prefetchFrames() [][]byte {
+	return [][]byte{
+		fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck}.build(ipHdr{src: ipA, dst: remote})),
+		fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})),
+		fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 2000, 53, []byte("q"), false)),
+		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 2000, []byte("a"), false)),
+		fromLAN(hostB, tcpSeg{sport: 1, dport: 2, flags: frame.TCPSyn}.build(ipHdr{src: ipB, dst: remote2})),
+		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 1, 5004, []byte("fwd"), false)),
+		fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote}, 8, 0, 9<<16, []byte("ping"))),
+		fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, 0, 0, 9<<16, []byte("ping"))),
+		arpBuild(bcast, hostA, 1, hostA, ipA, [6]byte{}, lanAddr),
+		{0xff},
+	}
+}
+
+// TestPrefetchChangesNothing runs Prefetch on known, unknown and random
+// frames on both workers and checks that the table, the mappings and all
+// counters are as before, and that the connections still forward.
+func TestPrefetchChangesNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	frames := prefetchFrames()
+	// Connections: TCP (answered), UDP, ICMP echo.
+	e.forward(LAN, fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: remote})), wanPort)
+	e.forward(WAN, fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPSyn | frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})), lanPort)
+	e.forward(LAN, frames[2], wanPort)
+	e.forward(LAN, frames[6], wanPort)
+	e.now += 2 * sec // let an expiry matter if anything recomputed it
+	before := snapshotOf(e.r, e.now)
+	if len(before.Conns) != 3 {
+		t.Fatalf("%d connections, want 3", len(before.Conns))
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	garbage := make([]byte, 128)
+	for range 2000 {
+		for _, b := range frames {
+			e.lan.Prefetch(lanPort, b)
+			e.wan.Prefetch(wanPort, b)
+			e.wan.Prefetch(99, b) // no such port
+		}
+		for i := range garbage {
+			garbage[i] = byte(rng.Uint32())
+		}
+		copy(garbage, lanMAC[:])
+		garbage[12], garbage[13], garbage[14] = 0x08, 0x00, 0x45
+		e.lan.Prefetch(lanPort, garbage[:rng.IntN(len(garbage))])
+	}
+	after := snapshotOf(e.r, e.now)
+	// The big arrays first (cmp is slow on them), then the rest with a diff.
+	for i := range before.Entries {
+		if before.Entries[i] != after.Entries[i] {
+			t.Errorf("entry %d changed:\n%+v\n%+v", i, before.Entries[i], after.Entries[i])
+		}
+	}
+	for c := range before.Maps {
+		if !slices.Equal(before.Maps[c], after.Maps[c]) || !slices.Equal(before.Index[c], after.Index[c]) {
+			t.Errorf("NAT mappings of class %d changed", c)
+		}
+	}
+	if !slices.Equal(before.Slots, after.Slots) {
+		t.Errorf("index slots changed")
+	}
+	before.Entries, before.Maps, before.Index, before.Slots = nil, [3][]mapping{}, [3][]uint32{}, nil
+	after.Entries, after.Maps, after.Index, after.Slots = nil, [3][]mapping{}, [3][]uint32{}, nil
+	opts := cmp.Options{cmp.AllowUnexported(key{}), cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })}
+	if diff := cmp.Diff(before, after, opts); diff != "" {
+		t.Errorf("state changed by Prefetch (-want +got):\n%s", diff)
+	}
+	e.forward(LAN, frames[0], wanPort)
+	e.forward(WAN, frames[1], lanPort)
+}
+
+func TestPrefetchZeroAllocs(t *testing.T) {
+	e := newEnv(t, nil)
+	frames := prefetchFrames()
+	e.forward(LAN, frames[2], wanPort)
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		e.lan.Prefetch(lanPort, frames[i%len(frames)])
+		e.wan.Prefetch(wanPort, frames[i%len(frames)])
+		i++
+	}); n != 0 {
+		t.Errorf("Prefetch: %v allocations, want 0", n)
+	}
+}
+
+// FuzzPrefetch feeds arbitrary frames to Prefetch on both sides of a router
+// with live connections: it must not panic, and for frames that parse, the
+// key it computes must be the lookup path's.
+func FuzzPrefetch(f *testing.F) {
+	for i, s := range slices.Concat(fuzzSeeds(), prefetchFrames()) {
+		f.Add(s, i%2 == 0)
+	}
+	e := newEnv(f, nil)
+	frames := prefetchFrames()
+	e.lan.Handle(e.now, lanPort, slices.Clone(frames[2]))
+	e.lan.Handle(e.now, lanPort, slices.Clone(frames[6]))
+	var fr frame.Frame
+	f.Fuzz(func(t *testing.T, b []byte, lan bool) {
+		side, mac, w, port := WAN, &wanMAC, e.wan, wanPort
+		if lan {
+			side, mac, w, port = LAN, &lanMAC, e.lan, lanPort
+		}
+		w.Prefetch(port, b)
+		k, ok := peekKey(b, side, mac)
+		if frame.Parse(b, &fr) != nil {
+			return
+		}
+		if want := lookedUp(&fr, side, mac); ok != want {
+			t.Fatalf("peekKey ok = %v, lookup path looks it up: %v", ok, want)
+		}
+		if want, _ := flowKey(&fr, side); ok && k != want {
+			t.Fatalf("peekKey = %+v, lookup path's key %+v", k, want)
+		}
+	})
+}
