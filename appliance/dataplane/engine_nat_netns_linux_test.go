@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -12,6 +13,19 @@ import (
 // (the WAN gateway, 10.43.0.1/24) and applies a new router configuration
 // while a connection is tracked: the connection survives.
 func TestEngineNAT(t *testing.T) {
+	// Both ring loops: the plain one (a small table) and the one that
+	// prefetches conntrack lines ahead (big tables; forced here).
+	for _, min := range []int{natPrefetchMin, 0} {
+		t.Run(fmt.Sprintf("prefetch from %d conns", min), func(t *testing.T) {
+			old := natPrefetchMin
+			t.Cleanup(func() { natPrefetchMin = old }) // runs last, after the engine closed
+			natPrefetchMin = min
+			testEngineNAT(t)
+		})
+	}
+}
+
+func testEngineNAT(t *testing.T) {
 	tp := newTopo(t, 2)
 	h1, h2 := tp.hosts[0], tp.hosts[1]
 	// What the tuning plan's quiet sysctls do on the appliance: the

@@ -284,6 +284,19 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 	w.natDrain()
 }
 
+// natPrefetch warms the router's table for a frame handle sees a few
+// frames later (see natBlock).
+func (w *fwd) natPrefetch(data []byte, stripped bool) {
+	if stripped { // the router drops tagged frames without a lookup
+		return
+	}
+	side := w.natLAN
+	if w.in.id == w.wanID {
+		side = int(w.wanID)
+	}
+	w.nw.Prefetch(side, data)
+}
+
 // natDrain sends the router's outbox: ARP requests and frames released
 // from its ARP queue.
 func (w *fwd) natDrain() {

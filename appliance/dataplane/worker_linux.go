@@ -39,6 +39,7 @@ type worker struct {
 	cpu    int    // CPU from the plan, -1 for none
 	fwd    *fwd
 	shared *sharedCounters
+	ahead  [natAhead]afpacket.Packet // natBlock's frames in flight
 
 	pinned           atomic.Int64 // CPU actually pinned to, -1 if none
 	running          atomic.Bool
@@ -217,11 +218,46 @@ func (w *worker) ringLoop() error {
 			w.endBatch()
 			continue
 		}
-		for b.Next(&p) {
-			w.fwd.handle(p.Data, p.Len, p.HasVLAN, frame.VLANTag{TPID: p.VLANTPID, TCI: p.VLANTCI})
+		if nw := w.fwd.nw; nw != nil && nw.Connections() >= natPrefetchMin {
+			w.natBlock(b)
+		} else {
+			for b.Next(&p) {
+				w.fwd.handle(p.Data, p.Len, p.HasVLAN, frame.VLANTag{TPID: p.VLANTPID, TCI: p.VLANTCI})
+			}
 		}
 		w.rx.ReleaseBlock()
 		w.endBatch()
+	}
+}
+
+// natPrefetchMin is the connection count from which a NAT worker
+// prefetches the conntrack lines of the frames ahead (nat.Worker.Prefetch):
+// below it the table sits in the caches and prefetching only costs
+// (about +18 % per frame at 1k connections; at 1M it halves the cost).
+var natPrefetchMin = 1 << 16
+
+// natAhead is how many frames ahead of the one handled the NAT worker
+// prefetches; more than the nat package's two-stage lag.
+const natAhead = 8
+
+// natBlock forwards a block like ringLoop, prefetching natAhead frames
+// ahead of the one it handles. Frames stay valid until ReleaseBlock.
+func (w *worker) natBlock(b *afpacket.Block) {
+	q := &w.ahead
+	n := 0
+	for ; ; n++ {
+		p := &q[n%natAhead]
+		if n >= natAhead { // frame n-natAhead, prefetched natAhead frames ago
+			w.fwd.handle(p.Data, p.Len, p.HasVLAN, frame.VLANTag{TPID: p.VLANTPID, TCI: p.VLANTCI})
+		}
+		if !b.Next(p) {
+			break
+		}
+		w.fwd.natPrefetch(p.Data, p.HasVLAN)
+	}
+	for j := max(0, n-natAhead+1); j < n; j++ {
+		p := &q[j%natAhead]
+		w.fwd.handle(p.Data, p.Len, p.HasVLAN, frame.VLANTag{TPID: p.VLANTPID, TCI: p.VLANTCI})
 	}
 }
 

@@ -105,3 +105,7 @@ func peekKey(pkt []byte, side Side, mac *[6]byte) (k key, ok bool) {
 	}
 	return mkKey(src, dst, sport, dport, proto, side), true
 }
+
+// Connections is the number of live connections (one atomic load): the
+// engine prefetches only when the table is too big for the caches.
+func (w *Worker) Connections() int { return int(w.r.ct.count.Load()) }
