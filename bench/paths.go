@@ -177,9 +177,9 @@ var boxPorts = []string{"b0", "b1"}
 // the tuning package's CPU plan for the two box ports, so the worker
 // lands where the appliance pins it. The generator takes a CPU the box
 // does not use if there is one, else the box's receive CPU rather than
-// the worker's; the sink hop is steered to the generator's CPU so that
-// forwarded frames do not queue behind incoming ones in the box CPU's
-// backlog.
+// the worker's; the sink hop is steered to a CPU other than the box's
+// receive CPU (the generator's, else the worker's) so that forwarded
+// frames do not queue behind incoming ones in that CPU's backlog.
 func placeFor(p Path, cpus tuning.CPUSet) (cpuPlace, error) {
 	if len(cpus) == 0 {
 		return cpuPlace{}, fmt.Errorf("placement: no CPUs")
@@ -213,7 +213,14 @@ func placeFor(p Path, cpus tuning.CPUSet) (cpuPlace, error) {
 	if pl.Gen < 0 {
 		pl.Gen = pl.RX
 	}
+	// The sink hop must not share the box's receive CPU (its backlog would
+	// hold forwarded frames behind incoming ones): the generator's CPU,
+	// or, when the generator shares the receive CPU (e1kbox split on two
+	// CPUs), the worker's.
 	pl.Sink = pl.Gen
+	if pl.Sink == pl.RX && pl.Worker >= 0 && pl.Worker != pl.RX {
+		pl.Sink = pl.Worker
+	}
 	return pl, nil
 }
 

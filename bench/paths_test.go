@@ -85,7 +85,7 @@ func TestPlaceFor(t *testing.T) {
 		{"e1kbox same", Path{Kind: kindE1kbox, Placement: tuning.PlacementSame}, two,
 			cpuPlace{Gen: 1, RX: 0, Worker: 0, Sink: 1}, "gen cpu1, box rx cpu0, worker cpu0, sink cpu1"},
 		{"e1kbox split", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, two,
-			cpuPlace{Gen: 0, RX: 0, Worker: 1, Sink: 0}, "gen cpu0, box rx cpu0, worker cpu1, sink cpu0"},
+			cpuPlace{Gen: 0, RX: 0, Worker: 1, Sink: 1}, "gen cpu0, box rx cpu0, worker cpu1, sink cpu1"},
 		{"e1kbox split, 4 CPUs", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, tuning.CPUSet{0, 1, 2, 3},
 			cpuPlace{Gen: 1, RX: 0, Worker: 2, Sink: 1}, ""},
 		{"kernel, 1 CPU", Path{Kind: kindKernel}, tuning.CPUSet{3}, cpuPlace{Gen: 3, RX: 3, Worker: -1, Sink: 3}, ""},

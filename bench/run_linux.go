@@ -259,7 +259,7 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 	}
 	rep.Notes = append(rep.Notes, "placement: \"box rx\" is the CPU RPS steers b0's receive work to (the veth's stand-in for a NIC IRQ); "+
 		"the e1kbox worker is pinned by the appliance from the tuning package's CPU plan ("+tune+"); "+
-		"the sink hop is steered to the generator's CPU")
+		"the sink hop is steered off the box's receive CPU: to the generator's CPU, or the worker's when the generator shares the receive CPU")
 	if o.profile != "" && ctx.Err() == nil {
 		if perr := h.profile(ctx, o, paths, progress); perr != nil {
 			err = errors.Join(err, perr)

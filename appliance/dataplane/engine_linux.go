@@ -358,7 +358,15 @@ func (e *Engine) openTXTo(cfg *Config, out *portInfo) (*afpacket.Socket, error) 
 	if txFrames == 0 {
 		txFrames = DefaultTxFrames
 	}
-	return afpacket.Open(out.iface, afpacket.Config{NoRX: true, MTU: out.mtu, TxFrames: txFrames})
+	return afpacket.Open(out.iface, afpacket.Config{NoRX: true, MTU: out.mtu, TxFrames: txFrames, TxCopy: e.txCopy(out.iface)})
+}
+
+// txCopy reports whether frames to iface are better copied than sent from
+// a mapped TX ring (see afpacket.Config.TxCopy): on veth, whose peer copies
+// zero-copy frames again; a NIC takes the ring's pages as they are.
+func (e *Engine) txCopy(iface string) bool {
+	link, err := e.nl.LinkByName(iface)
+	return err == nil && link.Type() == "veth"
 }
 
 // memberCPU spreads the fanout members of a port over the CPUs, starting

@@ -127,6 +127,15 @@ type Config struct {
 	// 0 picks DefaultTxRetryTimeout.
 	TxRetryTimeout time.Duration
 
+	// TxCopy keeps the TX slots in process memory and hands them to the
+	// kernel with sendmmsg(2), which copies each frame into a plain
+	// linear skb, instead of a mapped PACKET_TX_RING, whose skbs point at
+	// the ring's pages (zero copy). Zero copy pays off on a NIC that DMAs
+	// the frames; on veth every such skb is copied again when it crosses
+	// into the peer's namespace (skb_copy_ubufs: a page allocation and a
+	// copy per frame), so there TxCopy is cheaper. The API is the same.
+	TxCopy bool
+
 	// NoRX opens a TX-only socket: no RX ring, bound with protocol 0 so the
 	// kernel never queues received frames on it.
 	NoRX bool

@@ -84,6 +84,7 @@ type Socket struct {
 	// Append after a Flush until the Flush that empties the queue).
 	txHeld bool
 	sa     unix.SockaddrLinklayer
+	copy   *copySender // TxCopy
 	_      [cacheLine]byte
 
 	rxTruncated, rxCorrupt, txDropped atomic.Uint64
@@ -161,7 +162,7 @@ func (s *Socket) setup(cfg Config) error {
 			return fmt.Errorf("PACKET_RX_RING %+v: %w", req, err)
 		}
 	}
-	if !cfg.NoTX {
+	if !cfg.NoTX && !cfg.TxCopy {
 		req := unix.TpacketReq3{
 			Block_size: uint32(g.TxBlockSize),
 			Block_nr:   uint32(g.TxBlockCount),
@@ -172,21 +173,33 @@ func (s *Socket) setup(cfg Config) error {
 			return fmt.Errorf("PACKET_TX_RING %+v: %w", req, err)
 		}
 	}
-	mem, err := unix.Mmap(fd, 0, g.RxBytes()+g.TxBytes(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
-	if err != nil {
-		return fmt.Errorf("mmap %d bytes: %w", g.RxBytes()+g.TxBytes(), err)
+	mapped := g.RxBytes()
+	if !cfg.TxCopy {
+		mapped += g.TxBytes()
 	}
-	s.mem = mem
+	var mem []byte
+	if mapped > 0 {
+		if mem, err = unix.Mmap(fd, 0, mapped, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
+			return fmt.Errorf("mmap %d bytes: %w", mapped, err)
+		}
+		s.mem = mem
+	}
 	if !cfg.NoRX {
 		s.rx = rxRing{mem: mem[:g.RxBytes()], blockSize: g.RxBlockSize, blocks: g.RxBlockCount}
 	}
 	if !cfg.NoTX {
-		s.tx = newTxRing(mem[g.RxBytes():], g)
 		// Send with an explicit address of protocol 0 so that the kernel
 		// takes skb->protocol from each frame's Ethernet header instead of
 		// the socket's bound ETH_P_ALL.
 		s.sa = unix.SockaddrLinklayer{Ifindex: s.ifindex}
-		s.tx.send = s.sendto
+		if cfg.TxCopy {
+			s.tx = newTxRing(make([]byte, g.TxBytes()), g)
+			s.copy = newCopySender(s.tx, s.ifindex)
+			s.tx.send = s.sendCopy
+		} else {
+			s.tx = newTxRing(mem[g.RxBytes():], g)
+			s.tx.send = s.sendto
+		}
 	}
 	proto := uint16(0)
 	if !cfg.NoRX {
@@ -230,6 +243,24 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // sendto asks the kernel to transmit every SEND_REQUEST slot from its head.
 func (s *Socket) sendto() error {
 	return unix.Sendto(s.fd, nil, unix.MSG_DONTWAIT, &s.sa)
+}
+
+// sendCopy hands the queued slots to the kernel with sendmmsg (TxCopy)
+// and marks those it took free, as the kernel does in a mapped ring. A
+// frame the kernel refuses (EINVAL, EMSGSIZE) at the head is marked
+// TP_STATUS_WRONG_FORMAT, like the mapped ring's kernel does, and dropped
+// by reap.
+func (s *Socket) sendCopy() error {
+	t := s.tx
+	n, err := s.copy.send(s.fd, t)
+	for i := range n {
+		k := (t.khead + i) % len(t.slots)
+		storeStatus(t.mem, t.slots[k]+offStatus, unix.TP_STATUS_AVAILABLE)
+	}
+	if n == 0 && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EMSGSIZE)) {
+		storeStatus(t.mem, t.slots[t.khead]+offStatus, unix.TP_STATUS_WRONG_FORMAT)
+	}
+	return err
 }
 
 // teardown releases everything setup acquired. It runs once, when the

@@ -70,8 +70,14 @@ func TestRXFromPeer(t *testing.T) {
 // Append reports a full ring, Flush empties it, and every frame reaches the
 // peer in order with the right bytes.
 func TestTXBurstLargerThanRing(t *testing.T) {
+	for _, c := range []bool{false, true} {
+		t.Run(fmt.Sprintf("TxCopy=%v", c), func(t *testing.T) { testTXBurstLargerThanRing(t, c) })
+	}
+}
+
+func testTXBurstLargerThanRing(t *testing.T, txCopy bool) {
 	v := newVeth(t, 1500)
-	s := v.open(t, vethA, Config{TxFrames: 64, NoRX: true})
+	s := v.open(t, vethA, Config{TxFrames: 64, NoRX: true, TxCopy: txCopy})
 	peer := v.plain(t, vethB)
 	ring := s.Geometry().TxFrames
 	n := 20 * ring
@@ -165,8 +171,14 @@ func TestVLANReceive(t *testing.T) {
 // TestAppendTagged checks that AppendTagged puts the tag back on the wire:
 // the peer's kernel sees a tagged frame (it reports the tag out of band).
 func TestAppendTagged(t *testing.T) {
+	for _, c := range []bool{false, true} {
+		t.Run(fmt.Sprintf("TxCopy=%v", c), func(t *testing.T) { testAppendTagged(t, c) })
+	}
+}
+
+func testAppendTagged(t *testing.T, txCopy bool) {
 	v := newVeth(t, 1500)
-	s := v.open(t, vethA, Config{})
+	s := v.open(t, vethA, Config{TxCopy: txCopy})
 	peer := v.plain(t, vethB)
 	frames := [][]byte{
 		testFrame(macB, macA, 4, 0, 60),
@@ -636,8 +648,14 @@ func TestWrongFormatRecovery(t *testing.T) {
 
 // TestTxSlotCommit builds a frame in place.
 func TestTxSlotCommit(t *testing.T) {
+	for _, c := range []bool{false, true} {
+		t.Run(fmt.Sprintf("TxCopy=%v", c), func(t *testing.T) { testTxSlotCommit(t, c) })
+	}
+}
+
+func testTxSlotCommit(t *testing.T, txCopy bool) {
 	v := newVeth(t, 1500)
-	s := v.open(t, vethA, Config{NoRX: true})
+	s := v.open(t, vethA, Config{NoRX: true, TxCopy: txCopy})
 	peer := v.plain(t, vethB)
 	want := testFrame(macB, macA, 13, 0, 300)
 	buf := s.TxSlot()
@@ -707,8 +725,14 @@ func TestLinkDown(t *testing.T) {
 // leaves frames in SEND_REQUEST. Flush retries, gives up with ErrTxStalled
 // keeping every frame queued, and sends them all once the link is back.
 func TestENOBUFSKeepsFrames(t *testing.T) {
+	for _, c := range []bool{false, true} {
+		t.Run(fmt.Sprintf("TxCopy=%v", c), func(t *testing.T) { testENOBUFSKeepsFrames(t, c) })
+	}
+}
+
+func testENOBUFSKeepsFrames(t *testing.T, txCopy bool) {
 	v := newVeth(t, 1500)
-	s := v.open(t, vethA, Config{NoRX: true, TxRetryTimeout: 5 * time.Millisecond})
+	s := v.open(t, vethA, Config{NoRX: true, TxRetryTimeout: 5 * time.Millisecond, TxCopy: txCopy})
 	v.ip(t, "link", "set", vethB, "down")
 	const n = 10
 	for i := range n {
@@ -754,8 +778,14 @@ func TestENOBUFSKeepsFrames(t *testing.T) {
 // allocate: Append, AppendTagged and Flush on the TX side, NextBlock (with
 // and without waiting in ppoll), Next and ReleaseBlock on the RX side.
 func TestSocketZeroAllocs(t *testing.T) {
+	for _, c := range []bool{false, true} {
+		t.Run(fmt.Sprintf("TxCopy=%v", c), func(t *testing.T) { testSocketZeroAllocs(t, c) })
+	}
+}
+
+func testSocketZeroAllocs(t *testing.T, txCopy bool) {
 	v := newVeth(t, 1500)
-	a := v.open(t, vethA, Config{})
+	a := v.open(t, vethA, Config{TxCopy: txCopy})
 	b := v.open(t, vethB, Config{})
 	f := testFrame(macB, macA, 15, 0, 500)
 	tx := testing.AllocsPerRun(50, func() {
