@@ -144,7 +144,7 @@ func TestEarlyExit(t *testing.T) {
 		t.Errorf("Lookup = %+v, want rule 0", v)
 	}
 	// Break the second subtable: a lookup that probed it would panic.
-	tab.subs[1].slots = nil
+	tab.subs[1].slots, tab.subs[1].groups = nil, nil
 	if v := tab.Lookup(&k); v.Rule != 0 {
 		t.Errorf("Lookup = %+v, want rule 0", v)
 	}
@@ -221,7 +221,7 @@ func TestDescribeMask(t *testing.T) {
 	}
 	got := strings.SplitN(tab.Describe(), "\n", 4)[2]
 	// The rare /33 is hashed as /32 and checked exactly after the hit.
-	want := "0: first rule 0, 1 entries, 3 slots, checked(1 candidates): chain ct ethertype proto tcpflags&0x12 dport/6 iif vlan saddr/80 daddr/32"
+	want := "0: first rule 0, 1 entries, 8 slots of 1, key 0 bits, checked(1 candidates): chain ct ethertype proto tcpflags&0x12 dport/6 iif vlan saddr/80 daddr/32"
 	if got != want {
 		t.Errorf("Describe line:\n got %q\nwant %q", got, want)
 	}
@@ -307,9 +307,9 @@ func TestCoarsening(t *testing.T) {
 	}
 	want := "rules 264, subtables 3\n" +
 		"policy input=accept forward=accept output=accept\n" +
-		"0: first rule 0, 78 entries, 193 slots, checked(96 candidates): chain ethertype saddr/16\n" +
-		"1: first rule 7, 104 entries, 209 slots, checked(104 candidates): chain ethertype saddr/24\n" +
-		"2: first rule 200, 64 entries, 129 slots, exact: chain ethertype daddr/30\n"
+		"0: first rule 0, 78 entries, 136 slots of 2, key 8 bits, checked(96 candidates): chain ethertype saddr/16\n" +
+		"1: first rule 7, 104 entries, 144 slots of 2, key 16 bits, checked(104 candidates): chain ethertype saddr/24\n" +
+		"2: first rule 200, 64 entries, 88 slots of 1, key 6 bits, exact: chain ethertype daddr/30\n"
 	if diff := cmp.Diff(want, tab.Describe()); diff != "" {
 		t.Errorf("Describe (-want +got):\n%s", diff)
 	}

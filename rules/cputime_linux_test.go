@@ -1,14 +1,15 @@
 package rules
 
-import "syscall"
+import "golang.org/x/sys/unix"
 
 // threadCPU returns the CPU time of the calling thread in nanoseconds
-// (lock the goroutine to its thread first), or -1.
+// (lock the goroutine to its thread first), or -1. It reads the
+// scheduler's exact per-thread clock: getrusage(RUSAGE_THREAD) splits tick
+// samples and was off by milliseconds, as much as a short benchmark takes.
 func threadCPU() int64 {
-	var ru syscall.Rusage
-	const rusageThread = 1 // RUSAGE_THREAD
-	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return -1
 	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	return ts.Nano()
 }

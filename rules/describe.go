@@ -7,8 +7,9 @@ import (
 )
 
 // Describe returns a readable description of the compiled structure: the
-// subtables in probe order with their masks and sizes. The generation is
-// left out so that the output is reproducible.
+// subtables in probe order with their masks, sizes, slot widths (in words)
+// and compact key widths (the mask bits on which entries differ). The
+// generation is left out so that the output is reproducible.
 func (t *Table) Describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "rules %d, subtables %d\n", len(t.rules), len(t.subs))
@@ -23,8 +24,8 @@ func (t *Table) Describe() string {
 		if st.checked {
 			kind = fmt.Sprintf("checked(%d candidates)", len(st.cands))
 		}
-		fmt.Fprintf(&b, "%d: first rule %d, %d entries, %d slots, %s: %s\n",
-			i, st.minRule, st.entries, st.nslots, kind, describeMask(&st.full))
+		fmt.Fprintf(&b, "%d: first rule %d, %d entries, %d slots of %d, key %d bits, %s: %s\n",
+			i, st.minRule, st.entries, st.ngroups*groupSlots, st.stride(), st.kbits, kind, describeMask(&st.full))
 	}
 	return b.String()
 }

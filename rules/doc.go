@@ -28,13 +28,20 @@
 //     stops when the best match so far beats the next subtable's best rule,
 //     so the cost depends on the number of masks, not of rules. A lookup
 //     only visits the subtables that can match its class (chain, connection
-//     state, family, L4 protocol), and each subtable keeps a 64-bit filter
-//     per key word that rejects most keys before any hashing. Port ranges
-//     with many prefixes are not expanded but checked after the hash hit,
-//     and masks with few entries and odd prefix lengths share the subtable
-//     of shorter prefixes, their exact bits checked after the hit, so that
-//     random prefix lengths do not make one subtable each. Tables are
-//     immutable.
+//     state, family, L4 protocol), and each subtable has a prefilter, two
+//     cache lines of which the first rejects most keys, that checks the
+//     mask bits on which all its entries agree (constant bits: the /8 of an
+//     address list, the interface of a per-interface list) and 64-bit
+//     filters of the other bits before any hashing. Only those varying
+//     bits are stored: gathered into a compact key (usually one word), they
+//     are hashed into groups of eight slots whose one-byte tags share a
+//     word, so that most misses cost one load from a small array, and a
+//     narrow slot holds key and verdict in one word. A subtable of a single
+//     key is decided by its prefilter alone. Port ranges with many
+//     prefixes are not expanded but checked after the hash hit, and masks
+//     with few entries and odd prefix lengths share the subtable of shorter
+//     prefixes, their exact bits checked after the hit, so that random
+//     prefix lengths do not make one subtable each. Tables are immutable.
 //   - Cache: an exact-match flow cache in front of a Table, one per worker,
 //     invalidated by the table's generation number.
 //   - Linear: the reference walk, the oracle of the differential tests.
