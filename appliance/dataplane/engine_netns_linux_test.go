@@ -166,6 +166,10 @@ func TestEngineBridge(t *testing.T) {
 	if _, err := json.Marshal(s); err != nil {
 		t.Errorf("snapshot JSON: %v", err)
 	}
+	// Every worker's thread runs at workerNice.
+	if n := threadsWithNice(t, workerNice); n < len(s.Workers) {
+		t.Errorf("%d threads at nice %d, want one per worker (%d)", n, workerNice, len(s.Workers))
+	}
 
 	// A rule applied at run time drops ICMP between the hosts.
 	cfg2 := *cfg
@@ -389,4 +393,26 @@ func TestPortRestartInPlace(t *testing.T) {
 	if d := e.Snapshot().Ports[0].Drops[DropOversize]; d == 0 {
 		t.Errorf("no oversize drop counted at p1 for 1428-byte frames to p2 (MTU 1400)")
 	}
+}
+
+// threadsWithNice counts this process's threads whose nice value is nice
+// (field 19 of /proc/self/task/*/stat).
+func threadsWithNice(t *testing.T, nice int) int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+		if err != nil {
+			continue // the thread exited
+		}
+		// The command (field 2) may hold spaces; fields after it do not.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 16 && f[16] == strconv.Itoa(nice) {
+			n++
+		}
+	}
+	return n
 }
