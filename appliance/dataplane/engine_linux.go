@@ -99,23 +99,9 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 	e.ports = make([]*portInfo, len(cfg.Ports)+1, len(cfg.Ports)+2)
 	for i := range cfg.Ports {
 		p := &cfg.Ports[i]
-		link, err := e.nl.LinkByName(p.Interface)
+		mtu, err := e.prepareLink(p)
 		if err != nil {
-			return nil, fmt.Errorf("dataplane: port %s: interface %s: %w", p.portName(), p.Interface, err)
-		}
-		if link.Attrs().Flags&net.FlagUp == 0 {
-			if err := e.nl.LinkSetUp(link); err != nil {
-				return nil, fmt.Errorf("dataplane: port %s: set %s up: %w", p.portName(), p.Interface, err)
-			}
-		}
-		mtu := p.MTU
-		if mtu == 0 {
-			mtu = link.Attrs().MTU
-		} else if mtu != link.Attrs().MTU {
-			// The kernel's TX length check follows the interface MTU.
-			if err := e.nl.LinkSetMTU(link, mtu); err != nil {
-				return nil, fmt.Errorf("dataplane: port %s: set %s MTU %d: %w", p.portName(), p.Interface, mtu, err)
-			}
+			return nil, err
 		}
 		e.ports[i+1] = &portInfo{id: uint16(i + 1), name: p.portName(), iface: p.Interface, mtu: mtu}
 	}
@@ -167,6 +153,30 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 	}
 	e.pollLinks()
 	return e, nil
+}
+
+// prepareLink sets port p's interface up and to the port's MTU (the
+// kernel's TX length check follows the interface MTU) and returns the MTU
+// in force.
+func (e *Engine) prepareLink(p *Port) (int, error) {
+	link, err := e.nl.LinkByName(p.Interface)
+	if err != nil {
+		return 0, fmt.Errorf("dataplane: port %s: interface %s: %w", p.portName(), p.Interface, err)
+	}
+	if link.Attrs().Flags&net.FlagUp == 0 {
+		if err := e.nl.LinkSetUp(link); err != nil {
+			return 0, fmt.Errorf("dataplane: port %s: set %s up: %w", p.portName(), p.Interface, err)
+		}
+	}
+	mtu := p.MTU
+	if mtu == 0 {
+		mtu = link.Attrs().MTU
+	} else if mtu != link.Attrs().MTU {
+		if err := e.nl.LinkSetMTU(link, mtu); err != nil {
+			return 0, fmt.Errorf("dataplane: port %s: set %s MTU %d: %w", p.portName(), p.Interface, mtu, err)
+		}
+	}
+	return mtu, nil
 }
 
 // openNAT creates the router: its WAN port is the RoleWAN port, its LAN

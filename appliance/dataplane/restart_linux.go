@@ -3,7 +3,6 @@ package dataplane
 import (
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"time"
 
@@ -152,22 +151,9 @@ func (e *Engine) restartPorts(cfg *Config, changed []int) error {
 	reopened := map[uint16]bool{}
 	for _, i := range changed {
 		p, old := &cfg.Ports[i], ports[i+1]
-		link, err := e.nl.LinkByName(p.Interface)
+		mtu, err := e.prepareLink(p)
 		if err != nil {
-			return fmt.Errorf("%w: port %s: interface %s: %v", ErrRestartRequired, old.name, p.Interface, err)
-		}
-		if link.Attrs().Flags&net.FlagUp == 0 {
-			if err := e.nl.LinkSetUp(link); err != nil {
-				return fmt.Errorf("%w: port %s: set %s up: %v", ErrRestartRequired, old.name, p.Interface, err)
-			}
-		}
-		mtu := p.MTU
-		if mtu == 0 {
-			mtu = link.Attrs().MTU
-		} else if mtu != link.Attrs().MTU {
-			if err := e.nl.LinkSetMTU(link, mtu); err != nil {
-				return fmt.Errorf("%w: port %s: set %s MTU %d: %v", ErrRestartRequired, old.name, p.Interface, mtu, err)
-			}
+			return fmt.Errorf("%w: %v", ErrRestartRequired, err)
 		}
 		if p.Interface != old.iface || mtu != old.mtu {
 			pi := &portInfo{id: old.id, name: old.name, iface: p.Interface, mtu: mtu}
