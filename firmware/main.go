@@ -107,6 +107,7 @@ func cmdUpdate(ctx context.Context, args []string) error {
 	host := fs.String("host", "", "box address host[:port] of the gokrazy UI (default: Hostname from the build, port 80)")
 	dash := fs.String("dashboard", "", "box address host:port of the dashboard (default: the --host host, the built dashboard port)")
 	health := fs.Duration("health-timeout", 90*time.Second, "how long the test-booted build has to become healthy")
+	kexec := fs.Bool("kexec", true, "reboot with kexec (fast); -kexec=false reboots through the firmware")
 	fs.Parse(args)
 	m, err := readManifest(*out)
 	if err != nil {
@@ -127,7 +128,7 @@ func cmdUpdate(ctx context.Context, args []string) error {
 	rep, err := ota.Update(ctx, ota.Options{
 		BaseURL: base, HealthURL: "http://" + d + "/healthz",
 		Boot: m.Boot, Root: m.Root, MBR: m.MBR, BuildTimestamp: m.BuildTimestamp,
-		HealthTimeout: *health,
+		HealthTimeout: *health, NoKexec: !*kexec,
 	})
 	fmt.Print(rep)
 	return err

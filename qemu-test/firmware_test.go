@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +91,7 @@ func TestUpdate(t *testing.T) {
 		rep, err := ota.Update(context.Background(), ota.Options{
 			BaseURL: b.gokrazyURL(b.password), HealthURL: b.dashboardURL("/healthz"),
 			Boot: to.Boot, Root: to.Root, MBR: to.MBR, BuildTimestamp: to.BuildTimestamp,
-			HealthTimeout: healthTimeout, BootTimeout: bootTimeout, Log: quietLog(),
+			HealthTimeout: healthTimeout, BootTimeout: bootTimeout, NoKexec: to.NoKexec, Log: quietLog(),
 		})
 		if rep != nil {
 			t.Logf("%s", rep)
@@ -125,22 +126,45 @@ func TestUpdate(t *testing.T) {
 
 	t.Run("to a broken build rolls back", func(t *testing.T) {
 		start := time.Now()
-		rep, err := update(t, pieces(bs.broke))
-		if !errors.Is(err, ota.ErrRolledBack) {
-			t.Fatalf("update to the broken build: err = %v, want ErrRolledBack\nconsole tail:\n%s", err, tail(b.Console(), 60))
-		}
-		if rep.Outcome != "rolled back" {
-			t.Errorf("outcome = %q, want rolled back", rep.Outcome)
-		}
-		if err := b.healthyOn(bs.second.BuildTimestamp); err != nil {
-			t.Fatalf("after the rollback: %v", err)
-		}
-		if !b.ConsoleContains("test boot not confirmed") {
-			t.Errorf("the console does not show the box's own test-boot revert")
+		// Through the firmware, not kexec: the test boot then depends on
+		// gokrazy's boot-partition edits being on the disk, as after a
+		// power cycle.
+		to := pieces(bs.broke)
+		to.NoKexec = true
+		for attempt := 1; ; attempt++ {
+			reverts := strings.Count(b.Console(), testbootRevert)
+			panics := strings.Count(b.Console(), "Kernel panic")
+			rep, err := update(t, to)
+			if !errors.Is(err, ota.ErrRolledBack) {
+				t.Fatalf("update to the broken build: err = %v, want ErrRolledBack\nconsole tail:\n%s", err, tail(b.Console(), 60))
+			}
+			if rep.Outcome != "rolled back" {
+				t.Errorf("outcome = %q, want rolled back", rep.Outcome)
+			}
+			if err := b.healthyOn(bs.second.BuildTimestamp); err != nil {
+				t.Fatalf("after the rollback: %v", err)
+			}
+			if strings.Count(b.Console(), testbootRevert) > reverts {
+				break // the box's own init reverted the test boot
+			}
+			// The box came back, but not through the init's revert. Under
+			// TCG the kernel very rarely panics early in a boot (see boot);
+			// a test boot that crashed comes back on the previous root
+			// too, which proves nothing about the revert: try once more.
+			if attempt == 1 && strings.Count(b.Console(), "Kernel panic") > panics {
+				t.Logf("the test boot crashed (TCG flake), not reverted by the init; retrying once: %v\nconsole tail:\n%s", err, tail(b.Console(), 30))
+				continue
+			}
+			t.Fatalf("back on the previous build, but the console does not show the init's test-boot revert (%q): %v\nconsole tail:\n%s",
+				testbootRevert, err, tail(b.Console(), 80))
 		}
 		t.Logf("broken update and automatic rollback took %.0fs", time.Since(start).Seconds())
 	})
 }
+
+// testbootRevert is what the init logs when it reverts an unconfirmed
+// test boot (firmware/gokinit).
+const testbootRevert = "test boot not confirmed"
 
 type bootRecord struct {
 	Build string    `json:"build"`
@@ -158,7 +182,10 @@ func (b *box) boots(t *testing.T) []bootRecord {
 	return v.Boots
 }
 
-type manifestPieces struct{ Boot, Root, MBR, BuildTimestamp string }
+type manifestPieces struct {
+	Boot, Root, MBR, BuildTimestamp string
+	NoKexec                         bool // reboot through the firmware
+}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

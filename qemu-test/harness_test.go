@@ -186,9 +186,7 @@ func boot(t testing.TB, m *build.Manifest, opts vm.Options) *box {
 		if err == nil {
 			t.Logf("boot (attempt %d, uefi=%v): healthy after %.1fs", attempt, opts.UEFI, time.Since(start).Seconds())
 			t.Cleanup(func() {
-				if t.Failed() {
-					b.saveConsole(t.Name())
-				}
+				b.saveConsole(t.Name()) // an artifact of every boot, passed or failed
 				b.Kill()
 			})
 			return b

@@ -33,7 +33,11 @@ type Options struct {
 	// HealthTimeout bounds the wait for a test-booted build to become
 	// healthy; it must be shorter than the image's test-boot deadline.
 	HealthTimeout time.Duration
-	Log           *slog.Logger
+	// NoKexec reboots the box through its firmware (BIOS/UEFI) instead of
+	// gokrazy's default kexec into the new kernel: slower, but it reads
+	// the boot partition from the disk, as a power cycle would.
+	NoKexec bool
+	Log     *slog.Logger
 }
 
 // Report says what an update did and how long each step took.
@@ -153,6 +157,7 @@ func (u *updateRun) run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	sawNew := false // the box reported the new build at least once
 	healthErr := u.step("wait for the new build to be healthy", func() error {
 		return u.waitFor(ctx, u.opts.HealthTimeout, func(ctx context.Context) error {
 			ts, err := u.buildTimestamp(ctx)
@@ -162,9 +167,13 @@ func (u *updateRun) run(ctx context.Context) error {
 			if ts != u.opts.BuildTimestamp {
 				return fmt.Errorf("box runs build %s", ts)
 			}
+			sawNew = true
 			return u.healthy(ctx, ts)
 		})
 	})
+	if healthErr != nil && !sawNew {
+		healthErr = fmt.Errorf("the box never ran the new build (its test boot did not start): %w", healthErr)
+	}
 	if healthErr != nil {
 		u.log.Warn("update: new build is not healthy; the box reverts to the previous build by itself", "err", healthErr)
 		u.report.Outcome = "rolled back"
@@ -230,7 +239,7 @@ func (u *updateRun) stream(ctx context.Context, target *updater.Target, dest, fi
 func (u *updateRun) reboot(ctx context.Context, target *updater.Target) error {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := target.Reboot(rctx); err != nil && !isConnDrop(err) {
+	if err := target.Reboot(rctx, updater.WithKexec(!u.opts.NoKexec)); err != nil && !isConnDrop(err) {
 		return fmt.Errorf("reboot: %w", err)
 	}
 	return nil

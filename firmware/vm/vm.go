@@ -122,7 +122,7 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
 	}
 	cmd := exec.CommandContext(ctx, qemu, args...)
-	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 64 << 10}, done: make(chan struct{})}
+	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10}, done: make(chan struct{})}
 	var out io.Writer = v.tail
 	if opts.Console != nil {
 		out = io.MultiWriter(v.tail, opts.Console)
