@@ -6,8 +6,11 @@
 //	g0 ───── veth ───── b0 [path under test] b1 ───── veth ───── s0  nft netdev ingress: counter drop
 //	g1 ──────────────────────── veth (direct, no box) ─────────────── s1  (same counter)
 //
-// A generator (an AF_PACKET TX ring in this process, pinned to one CPU)
-// sends UDP/IPv4 frames from g0 to s0's MAC; the sink namespace counts
+// A generator (an AF_PACKET socket in this process sending sendmmsg
+// batches, pinned to one CPU; -gen-ring sends from a mapped TX ring, whose
+// frames carry a destructor that updates the ring on whichever CPU frees
+// them — for a userspace forwarder, the box's) sends UDP/IPv4 frames
+// from g0 to s0's MAC; the sink namespace counts
 // what arrives with an nftables netdev ingress counter and drops it. The
 // paths under test are: the kernel bridge (br0), the kernel bridge with N
 // linear non-matching nftables rules in a bridge-family forward chain,

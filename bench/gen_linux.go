@@ -19,11 +19,18 @@ type genSpec struct {
 	Frame []byte
 	Flows int     // source ports cycled through, 1..maxFlows
 	Rate  float64 // frames per second; 0 is as fast as possible
+	// Ring sends from a mapped TX ring (tpacket_snd) instead of sendmmsg
+	// from process memory. Its frames carry the ring's destructor and
+	// zero-copy fragments: whoever frees them (the box's CPU, for a
+	// userspace forwarder) updates the generator's ring, and veth copies
+	// the fragments out. A NIC's frames have neither, so copy is the
+	// default.
+	Ring bool
 }
 
 // Generator pacing and batching.
 const (
-	genBatch    = 256              // frames per sendto at full speed
+	genBatch    = 256              // frames per send (sendmmsg or sendto) at full speed
 	genTxFrames = 4096             // TX ring slots
 	genTick     = time.Millisecond // a paced generator's sleep
 )
@@ -55,7 +62,7 @@ func startGenerator(spec genSpec) (*generator, error) {
 					return nil
 				}
 			}
-			s, err := afpacket.Open(spec.Iface, afpacket.Config{NoRX: true, TxFrames: genTxFrames})
+			s, err := afpacket.Open(spec.Iface, afpacket.Config{NoRX: true, TxFrames: genTxFrames, TxCopy: !spec.Ring})
 			if err != nil {
 				opened <- fmt.Errorf("generator: %w", err)
 				return nil

@@ -31,6 +31,8 @@ type options struct {
 	waitIdle   time.Duration
 	// applianceTune runs the appliance with -tune=true.
 	applianceTune bool
+	// genRing makes the generator send from a mapped TX ring.
+	genRing bool
 }
 
 // parseFlags parses args (without the program name).
@@ -54,6 +56,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.out, "out", "", "also write the results to this file: JSON if it ends in .json, else markdown")
 	fs.StringVar(&o.profile, "profile", "", "profile each e1kbox path at the first frame size into this directory and print the top functions")
 	fs.BoolVar(&o.applianceTune, "appliance-tune", false, "run the appliance with -tune=true (its tuning plan turns RPS off; the harness steers again once it forwards)")
+	fs.BoolVar(&o.genRing, "gen-ring", false, "generator sends from a mapped TX ring (tpacket_snd) instead of sendmmsg: its frames' ring destructor then runs on whichever CPU frees them")
 	fs.StringVar(&o.appliance, "appliance", "", "appliance binary (default: go build e1kbox/appliance)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

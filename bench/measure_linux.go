@@ -16,6 +16,7 @@ type harness struct {
 	appliance   string // the appliance binary, "" if not built
 	tmp         string // scratch directory
 	flows       int
+	genRing     bool // the generator sends from a mapped TX ring (genSpec.Ring)
 	brNetfilter bool // br_netfilter's sysctls exist in the box namespace
 	// applianceTune runs the appliance with -tune=true.
 	applianceTune bool
@@ -83,7 +84,7 @@ func (h *harness) genFor(p Path, pl cpuPlace, size int, rate float64) (genSpec, 
 	if err != nil {
 		return genSpec{}, err
 	}
-	return genSpec{NS: h.t.gen, Iface: iface, CPU: pl.Gen, Frame: f, Flows: h.flows, Rate: rate}, nil
+	return genSpec{NS: h.t.gen, Iface: iface, CPU: pl.Gen, Frame: f, Flows: h.flows, Rate: rate, Ring: h.genRing}, nil
 }
 
 // learn lets the path learn where the sink is.

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -168,7 +169,7 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	h := &harness{cpus: cpus, tmp: tmp, flows: o.flows, applianceTune: o.applianceTune}
+	h := &harness{cpus: cpus, tmp: tmp, flows: o.flows, applianceTune: o.applianceTune, genRing: o.genRing}
 	for _, p := range paths {
 		if p.Kind == kindE1kbox {
 			if h.appliance = o.appliance; h.appliance == "" {
@@ -183,8 +184,11 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 	rep = &Report{Started: start, Host: hostInfo(), Settings: Settings{
 		Reps: o.reps, Warmup: o.warmup.String(), Duration: o.duration.String(), CPUWindow: o.cpuWindow.String(),
 		Sizes: o.sizes, Rules: o.rules, Flows: o.flows, Rate: o.rate,
-		Generator: "Go AF_PACKET TX-ring generator (qdisc bypass), one thread pinned to its CPU",
+		Generator: "Go AF_PACKET generator (sendmmsg of " + strconv.Itoa(genBatch) + " frames from process memory, qdisc bypass), one thread pinned to its CPU",
 	}}
+	if o.genRing {
+		rep.Settings.Generator = "Go AF_PACKET TX-ring generator (tpacket_snd, qdisc bypass), one thread pinned to its CPU"
+	}
 	rep.Host.CPUs = cpus.String()
 	if rep.Host.IdleBusy, err = idleBusy(ctx, time.Second, len(cpus)); err != nil {
 		return nil, err
