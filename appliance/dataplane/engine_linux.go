@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"e1kbox/appliance/dataplane/ingressdrop"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -104,6 +105,7 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 			return nil, err
 		}
 		e.ports[i+1] = &portInfo{id: uint16(i + 1), name: p.portName(), iface: p.Interface, mtu: mtu}
+		e.attachDrop(e.ports[i+1])
 	}
 	if h := cfg.HostPort; h != nil {
 		hc := hostport.Config{Name: h.Interface, MTU: h.MTU, Addrs: h.Addresses}
@@ -153,6 +155,21 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 	}
 	e.pollLinks()
 	return e, nil
+}
+
+// attachDrop keeps the kernel's network stack off data port pi's received
+// frames once the rings have them (ingressdrop): the data ports carry no
+// kernel address, and in NAT mode the kernel would otherwise route every
+// frame to the router's MAC only to drop it. Without it (no tcx in the
+// kernel) forwarding works the same, at that cost.
+func (e *Engine) attachDrop(pi *portInfo) {
+	d, err := ingressdrop.Attach(pi.iface)
+	if err != nil {
+		pi.kdropErr = err.Error()
+		e.log.Warn("dataplane: the kernel keeps processing this port's frames", "port", pi.name, "err", err)
+		return
+	}
+	pi.kdrop = d
 }
 
 // prepareLink sets port p's interface up and to the port's MTU (the
@@ -508,6 +525,13 @@ func (e *Engine) release() error {
 			errs = append(errs, err)
 		}
 	}
+	for _, pi := range e.ports {
+		if pi != nil && pi.kdrop != nil {
+			if err := pi.kdrop.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if e.nl != nil {
 		e.nl.Close()
 	}
@@ -700,7 +724,8 @@ func (e *Engine) Snapshot() Snapshot {
 	t := e.rules.Table()
 	s.Rules = RuleStats{Generation: t.Generation(), Rules: len(t.Rules()), RejectsLimited: e.rules.RejectsLimited()}
 	for i, p := range topo.ports[1:] {
-		s.Ports[i] = PortStats{ID: p.id, Name: p.name, Interface: p.iface, Kind: kindOf(p), MTU: p.mtu, LinkUp: p.up.Load()}
+		s.Ports[i] = PortStats{ID: p.id, Name: p.name, Interface: p.iface, Kind: kindOf(p), MTU: p.mtu, LinkUp: p.up.Load(),
+			KernelDrop: p.kdrop != nil, KernelDropError: p.kdropErr}
 	}
 	for _, r := range topo.retired {
 		addSocketStats(&s.Ports[r.port-1].Ring, r.sock.Stats(), r.rx)

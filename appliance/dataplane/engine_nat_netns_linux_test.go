@@ -3,6 +3,8 @@ package dataplane
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
@@ -62,7 +64,6 @@ func testEngineNAT(t *testing.T) {
 	if s.Mode != ModeNAT || s.NAT == nil || s.NAT.NewConns == 0 || s.NAT.EchoReplies == 0 && s.NAT.Forwarded == 0 {
 		t.Errorf("snapshot: mode %q, nat %+v", s.Mode, s.NAT)
 	}
-
 	cfg2 := *cfg
 	n := *cfg.NAT
 	n.Forwards = []nat.PortForward{{Proto: frame.ProtoTCP, Port: 2222, To: netip.MustParseAddrPort("10.42.0.1:22")}}
@@ -99,4 +100,47 @@ func testEngineNAT(t *testing.T) {
 	if got := e.NAT().Config().Gateway; got != netip.MustParseAddr("10.43.0.1") {
 		t.Errorf("a refused Apply changed the gateway to %v", got)
 	}
+	// The kernel's stack gets none of the data ports' frames (ingressdrop):
+	// routed traffic to the router's MAC adds nothing to the box's IP
+	// input counter (without the drop each frame would: ip_rcv counts it,
+	// routes it and drops it).
+	for _, p := range e.Snapshot().Ports {
+		if want := p.Kind == "data"; p.KernelDrop != want {
+			t.Errorf("port %s (%s): kernelDrop = %v (%q), want %v", p.Name, p.Kind, p.KernelDrop, p.KernelDropError, want)
+		}
+	}
+	inReceives := func() uint64 { return snmpIPInReceives(t, tp.box) }
+	in0 := inReceives()
+	if err := tp.ping(1, "10.43.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := inReceives() - in0; d != 0 {
+		t.Errorf("the box kernel's Ip InReceives grew by %d while h1 pinged through the router; want 0 (frames for the dataplane reach the kernel's stack)", d)
+	}
+}
+
+// snmpIPInReceives reads Ip: InReceives from /proc/net/snmp in namespace ns.
+func snmpIPInReceives(t *testing.T, ns string) uint64 {
+	t.Helper()
+	var names, values []string
+	for _, line := range strings.Split(sh(t, "ip", "netns", "exec", ns, "cat", "/proc/net/snmp"), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Ip:" {
+			if names == nil {
+				names = f
+			} else {
+				values = f
+			}
+		}
+	}
+	for i, n := range names {
+		if n == "InReceives" && i < len(values) {
+			v, err := strconv.ParseUint(values[i], 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/net/snmp InReceives %q: %v", values[i], err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no Ip InReceives in /proc/net/snmp of %s", ns)
+	return 0
 }

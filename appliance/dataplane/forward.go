@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"e1kbox/appliance/dataplane/ingressdrop"
 	"encoding/binary"
 	"math/bits"
 	"sync/atomic"
@@ -30,6 +31,10 @@ type portInfo struct {
 	host  bool
 	mtu   int
 	up    atomic.Bool // link state, from the link monitor
+	// kdrop keeps the kernel's stack off a data port's frames (package
+	// ingressdrop); nil, with kdropErr, where it could not be attached.
+	kdrop    *ingressdrop.Drop
+	kdropErr string
 }
 
 // settings is the immutable snapshot the workers load once per batch.

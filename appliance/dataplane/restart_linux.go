@@ -99,7 +99,15 @@ func workerCPUs(c *Config, i int) []int {
 // (they switch their TX paths to a reopened port between two batches).
 // The caller holds e.mu. An error wrapping ErrRestartRequired means the
 // engine is no longer in a known state for cfg: restart it.
-func (e *Engine) restartPorts(cfg *Config, changed []int) error {
+func (e *Engine) restartPorts(cfg *Config, changed []int) (err error) {
+	var attached []*portInfo // new interfaces' kernel drops, released on failure
+	defer func() {
+		if err != nil {
+			for _, pi := range attached {
+				pi.kdrop.Close()
+			}
+		}
+	}()
 	ids := map[uint16]bool{}
 	for _, i := range changed {
 		ids[uint16(i+1)] = true
@@ -158,6 +166,11 @@ func (e *Engine) restartPorts(cfg *Config, changed []int) error {
 		if p.Interface != old.iface || mtu != old.mtu {
 			pi := &portInfo{id: old.id, name: old.name, iface: p.Interface, mtu: mtu}
 			pi.up.Store(old.up.Load() && p.Interface == old.iface)
+			if p.Interface == old.iface {
+				pi.kdrop, pi.kdropErr = old.kdrop, old.kdropErr
+			} else if e.attachDrop(pi); pi.kdrop != nil {
+				attached = append(attached, pi)
+			}
 			ports[i+1] = pi
 			reopened[pi.id] = true
 		}
@@ -226,6 +239,11 @@ func (e *Engine) restartPorts(cfg *Config, changed []int) error {
 					retired = append(retired, retiredSocket{port: id, sock: s})
 				}
 			}
+		}
+	}
+	for _, i := range changed { // a port moved to another interface: give the old one back to the kernel
+		if old := e.ports[i+1]; old.kdrop != nil && old.kdrop != ports[i+1].kdrop {
+			old.kdrop.Close()
 		}
 	}
 	e.ports = ports

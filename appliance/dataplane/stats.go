@@ -154,6 +154,10 @@ type PortStats struct {
 	LinkUp    bool   `json:"linkUp"`
 	Workers   int    `json:"workers"`
 	Running   int    `json:"running"` // workers in their loop (not restarting)
+	// KernelDrop: the kernel's network stack gets none of the port's
+	// received frames (package ingressdrop; data ports only).
+	KernelDrop      bool   `json:"kernelDrop"`
+	KernelDropError string `json:"kernelDropError,omitempty"` // why it is not in place
 
 	RxPackets uint64 `json:"rxPackets"`
 	RxBytes   uint64 `json:"rxBytes"`
