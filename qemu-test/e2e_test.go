@@ -160,6 +160,12 @@ func TestEndToEnd(t *testing.T) {
 			Workers []struct {
 				Restarts uint64 `json:"restarts"`
 			} `json:"workers"`
+			Ports []struct {
+				Name            string `json:"name"`
+				Kind            string `json:"kind"`
+				KernelDrop      bool   `json:"kernelDrop"`
+				KernelDropError string `json:"kernelDropError"`
+			} `json:"ports"`
 		}
 		if err := b.api(http.MethodGet, "/api/dataplane/stats", nil, &st); err != nil {
 			t.Fatal(err)
@@ -168,6 +174,17 @@ func TestEndToEnd(t *testing.T) {
 			if w.Restarts != 0 {
 				t.Errorf("a worker restarted during the live tuning change: %+v", st.Workers)
 			}
+		}
+		// The image's kernel (tcx) keeps its stack off the e1000e data
+		// ports' frames: ingressdrop is attached to both, not to the host
+		// port.
+		for _, p := range st.Ports {
+			if want := p.Kind == "data"; p.KernelDrop != want {
+				t.Errorf("port %s (%s): kernelDrop = %v (%q), want %v", p.Name, p.Kind, p.KernelDrop, p.KernelDropError, want)
+			}
+		}
+		if len(st.Ports) < 3 {
+			t.Errorf("stats list %d ports, want eth1, eth2 and the host port", len(st.Ports))
 		}
 	})
 
