@@ -70,7 +70,7 @@ func TestAttach(t *testing.T) {
 	run(t, "ip", "-n", a, "link", "set", "va", "up")
 	run(t, "ip", "-n", b, "link", "set", "vb", "up")
 	ping := func() error {
-		out, err := exec.Command("ip", "netns", "exec", a, "ping", "-c", "2", "-i", "0.2", "-W", "1", "10.199.0.2").CombinedOutput()
+		out, err := exec.Command("ip", "netns", "exec", a, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.199.0.2").CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
 		}
