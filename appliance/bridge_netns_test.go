@@ -23,6 +23,7 @@ import (
 	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/dataplane/afpacket"
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/internal/testenv"
 )
 
 // The netns suite runs the appliance binary, built by the test, as-is in a
@@ -34,22 +35,7 @@ var netnsTools = []string{"ip", "ethtool", "ping", "curl", "iperf3", "dnsmasq", 
 
 func requireNetns(t *testing.T) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, tool := range netnsTools {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("netns tests need %s (CI=true, not skipping; make deps installs the tools)", strings.Join(missing, ", "))
-	}
-	t.Skipf("netns tests need %s", strings.Join(missing, ", "))
+	testenv.Require(t, append([]string{"root"}, netnsTools...)...)
 }
 
 var (

@@ -19,6 +19,7 @@ import (
 	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/dataplane/afpacket"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/internal/testenv"
 )
 
 // The NAT suite runs the appliance binary in NAT mode in a box namespace
@@ -71,12 +72,7 @@ func natConfigJSON(conntrackSize int) string {
 // conntrack table of size entries.
 func newNATLab(t *testing.T, size int) *lab {
 	requireNetns(t)
-	if _, err := exec.LookPath("traceroute"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("NAT netns tests need traceroute (CI=true, not skipping)")
-		}
-		t.Skip("NAT netns tests need traceroute")
-	}
+	testenv.Require(t, "traceroute")
 	l := &lab{t: t, id: fmt.Sprintf("%d%d", os.Getpid()%100000, nsCount.Add(1)), dir: t.TempDir()}
 	l.box = "e1knb" + l.id
 	for _, name := range []string{l.box, "e1knl" + l.id, "e1kng" + l.id, "e1kni" + l.id} {

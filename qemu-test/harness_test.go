@@ -21,6 +21,7 @@ import (
 
 	"e1kbox/firmware/build"
 	"e1kbox/firmware/vm"
+	"e1kbox/internal/testenv"
 )
 
 // Timeouts for TCG: boots take 20–40 s on an idle 2-core machine.
@@ -52,16 +53,9 @@ func TestMain(m *testing.M) {
 // requireQEMU fails (under CI) or skips when QEMU is missing.
 func requireQEMU(t testing.TB) {
 	t.Helper()
-	for _, tool := range []string{"qemu-system-x86_64", "mkfs.ext4"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required under CI (make deps installs it): %v", tool, err)
-			}
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
+	testenv.Require(t, "qemu-system-x86_64", "mkfs.ext4")
 	if _, err := os.Stat(vm.OVMFCode); err != nil && os.Getenv("CI") == "true" {
-		t.Fatalf("OVMF is required under CI: %v", err)
+		t.Fatalf("OVMF is required under CI: %v", err) // elsewhere only the UEFI boot skips
 	}
 }
 

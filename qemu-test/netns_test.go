@@ -8,25 +8,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"e1kbox/internal/testenv"
 )
 
 // requireRoot fails under CI (or skips) when not root: taps and netns need it.
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test needs root (tap devices, network namespaces) under CI")
-		}
-		t.Skip("needs root")
-	}
-	for _, tool := range []string{"ip", "ping", "iperf3", "dnsmasq", "dhclient", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required under CI (make deps installs it)", tool)
-			}
-			t.Skipf("%s not installed", tool)
-		}
-	}
+	testenv.Require(t, "root", "ip", "ping", "iperf3", "dnsmasq", "dhclient", "curl")
 }
 
 var nameSeq atomic.Int32

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"e1kbox/internal/testenv"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -30,22 +32,7 @@ func TestMain(m *testing.M) {
 // requireRoot fails under CI=true and skips otherwise when the test cannot run.
 func requireRoot(t *testing.T, tools ...string) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true but this test needs %v", missing)
-	}
-	t.Skipf("needs %v", missing)
+	testenv.Require(t, append([]string{"root"}, tools...)...)
 }
 
 type helperSpec struct {

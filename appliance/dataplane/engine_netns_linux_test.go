@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"e1kbox/internal/testenv"
 	"e1kbox/rules"
 )
 
@@ -33,22 +34,7 @@ var nsSeq atomic.Int64
 
 func requireNetns(t *testing.T) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, tool := range []string{"ip", "ethtool", "ping"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("test needs %s (CI=true, not skipping)", strings.Join(missing, ", "))
-	}
-	t.Skipf("test needs %s", strings.Join(missing, ", "))
+	testenv.Require(t, "root", "ip", "ethtool", "ping")
 }
 
 func sh(t *testing.T, args ...string) string {

@@ -10,16 +10,12 @@ import (
 
 	"e1kbox/firmware/build"
 	"e1kbox/firmware/image"
+	"e1kbox/internal/testenv"
 )
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("flash tests need root (loop devices) under CI")
-		}
-		t.Skip("needs root")
-	}
+	testenv.Require(t, "root") // loop devices
 }
 
 // loopDevice attaches a sparse file of size bytes to a loop device that

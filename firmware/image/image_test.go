@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"e1kbox/internal/testenv"
 )
 
 func TestGUID(t *testing.T) {
@@ -82,13 +84,8 @@ func TestTables(t *testing.T) {
 		t.Errorf("partition types %v %v", parts[0].Type, parts[1].Type)
 	}
 
-	sgdisk, err := exec.LookPath("sgdisk")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("sgdisk is required under CI (apt-get install gdisk)")
-		}
-		t.Skip("sgdisk not installed")
-	}
+	testenv.Require(t, "sgdisk")
+	sgdisk, _ := exec.LookPath("sgdisk")
 	out, err := exec.Command(sgdisk, "--verify", p).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "No problems found") {
 		t.Errorf("sgdisk --verify: %v\n%s", err, out)

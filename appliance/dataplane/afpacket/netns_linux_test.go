@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"e1kbox/internal/testenv"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -20,22 +22,7 @@ import (
 // and the ip/ethtool tools to build veth topologies in network namespaces.
 func requireNetAdmin(t testing.TB) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, tool := range []string{"ip", "ethtool"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("test needs %s (CI=true, not skipping)", strings.Join(missing, ", "))
-	}
-	t.Skipf("test needs %s", strings.Join(missing, ", "))
+	testenv.Require(t, "root", "ip", "ethtool")
 }
 
 func run(t testing.TB, args ...string) {

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"e1kbox/internal/testenv"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
@@ -33,10 +35,7 @@ import (
 // needPrivilege skips (or, with CI=true, fails) when the test cannot run.
 func needPrivilege(t *testing.T, why string) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true but %s", why)
-	}
-	t.Skipf("%s (set CI=true to make this fatal)", why)
+	testenv.Unavailable(t, why)
 }
 
 // nsThread runs functions on one locked OS thread that lives in its own

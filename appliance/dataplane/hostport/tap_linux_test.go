@@ -17,28 +17,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/internal/testenv"
 )
 
 // inNetns runs fn on a locked thread inside a fresh network namespace
 // (deleted afterwards). It skips without root, and fails under CI=true.
 func inNetns(t *testing.T, fn func()) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		missing = append(missing, "ip")
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		missing = append(missing, "/dev/net/tun")
-	}
-	if len(missing) > 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("test needs %s (CI=true, not skipping)", strings.Join(missing, ", "))
-		}
-		t.Skipf("test needs %s", strings.Join(missing, ", "))
-	}
+	testenv.Require(t, "root", "ip", "/dev/net/tun")
 	ns := fmt.Sprintf("hpt-%d-%d", os.Getpid(), seq.Add(1))
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v\n%s", err, out)

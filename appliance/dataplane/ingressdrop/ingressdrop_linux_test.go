@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"e1kbox/internal/testenv"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -25,22 +27,7 @@ func TestProgramEncoding(t *testing.T) {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, tool := range []string{"ip", "ping"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("test needs %s (CI=true, not skipping)", strings.Join(missing, ", "))
-	}
-	t.Skipf("test needs %s", strings.Join(missing, ", "))
+	testenv.Require(t, "root", "ip", "ping")
 }
 
 func run(t *testing.T, args ...string) string {
