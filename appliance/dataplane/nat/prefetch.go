@@ -23,13 +23,8 @@ import (
 // other than echo) and frames too short for their headers are ignored.
 func (w *Worker) Prefetch(inPort int, pkt []byte) {
 	s := w.r.cfg.Load()
-	var side Side
-	switch inPort {
-	case s.side[LAN].id:
-		side = LAN
-	case s.side[WAN].id:
-		side = WAN
-	default:
+	side, ok := s.sideOf(inPort)
+	if !ok {
 		return
 	}
 	var h uint64

@@ -152,14 +152,20 @@ func (w *Worker) push(port int, b int32, n int) bool {
 	return true
 }
 
-func (w *Worker) process(now int64, s *snapshot, inPort int, pkt []byte, f *frame.Frame) Result {
-	var side Side
+// sideOf is the side whose port id is inPort; ok is false for any other port.
+func (s *snapshot) sideOf(inPort int) (side Side, ok bool) {
 	switch inPort {
 	case s.side[LAN].id:
-		side = LAN
+		return LAN, true
 	case s.side[WAN].id:
-		side = WAN
-	default:
+		return WAN, true
+	}
+	return 0, false
+}
+
+func (w *Worker) process(now int64, s *snapshot, inPort int, pkt []byte, f *frame.Frame) Result {
+	side, ok := s.sideOf(inPort)
+	if !ok {
 		return drop(ReasonUnknownPort)
 	}
 	w.fwdIn = side
