@@ -135,7 +135,7 @@ func BenchmarkLookup(b *testing.B) {
 					st.mu.Lock()
 					idx, _, _, ok := t.find(st, k, h)
 					if ok {
-						t.entries[idx].pkts[0]++
+						t.entries[idx].count(&t.cold[idx], 0, 64)
 					}
 					st.mu.Unlock()
 					if !ok {

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // key is a connection tuple as it appears on the wire when it enters the
@@ -46,21 +47,44 @@ const (
 	kindHairpin                  // LAN host to a port forward on the WAN address
 )
 
-// entry is one connection. keys and the fields before gen are written only
+// entry is the hot part of one connection, what forwarding a packet of
+// an established connection reads and writes: one cache line (entries are
+// 64-byte aligned, so a lookup waits for one line). keys are written only
 // while the entry is free and its stripes are locked. The counters of
 // direction d change only under the stripe lock of keys[d] (the one a
-// lookup of that direction holds) and are read under both. The rest is
-// atomic. 88 bytes.
+// lookup of that direction holds) and are read under both; pkts holds the
+// low 32 bits of the packet counts, entryCold.pktsHi the carries. state
+// and deadline are atomic.
 type entry struct {
 	keys     [2]key // [0] original direction, [1] reply direction
-	created  uint32 // seconds
-	kind     uint8
-	gen      atomic.Uint32 // incarnation: odd while live
-	stripes  atomic.Uint32 // stripe of keys[0]<<16 | stripe of keys[1]
 	state    atomic.Uint32
 	deadline atomic.Uint32 // seconds; expired when now >= deadline
-	pkts     [2]uint64
+	pkts     [2]uint32
 	bytes    [2]uint64
+}
+
+// entryCold is the rest of a connection, what only creating, deleting,
+// scanning and listing it use. kind, created and pktsHi follow the rules
+// of entry's keys and counters; gen and stripes are atomic.
+type entryCold struct {
+	gen     atomic.Uint32 // incarnation: odd while live
+	stripes atomic.Uint32 // stripe of keys[0]<<16 | stripe of keys[1]
+	created uint32        // seconds
+	pktsHi  [2]uint32     // carries of entry.pkts
+	kind    uint8
+}
+
+// count adds a packet of n bytes to direction d of e (cold is e's).
+func (e *entry) count(cold *entryCold, d int, n uint64) {
+	e.bytes[d] += n
+	if e.pkts[d]++; e.pkts[d] == 0 {
+		cold.pktsHi[d]++
+	}
+}
+
+// packets returns e's packet counts (cold is e's).
+func (e *entry) packets(cold *entryCold) [2]uint64 {
+	return [2]uint64{uint64(cold.pktsHi[0])<<32 | uint64(e.pkts[0]), uint64(cold.pktsHi[1])<<32 | uint64(e.pkts[1])}
 }
 
 func expired(deadline, sec uint32) bool { return int32(sec-deadline) >= 0 }
@@ -69,7 +93,7 @@ func expired(deadline, sec uint32) bool { return int32(sec-deadline) >= 0 }
 // slot is tag<<32 | dir<<31 | (entry index + 1), 0 when empty; the home
 // slot of a key follows from its tag, so linear probing can delete by
 // shifting back (no tombstones). Slots change only under mu but are
-// atomics: prefetchEntry reads them without it.
+// atomics: entryFor reads them without it.
 type stripe struct {
 	mu    sync.Mutex
 	slots []atomic.Uint64 // fixed in newTable
@@ -85,7 +109,8 @@ type stripe struct {
 // listing) read the atomic fields first, lock the stripes named in
 // entry.stripes and check gen again before touching the rest.
 type table struct {
-	entries      []entry
+	entries      []entry     // 64-byte aligned
+	cold         []entryCold // parallel to entries
 	stripes      []stripe
 	slots        []atomic.Uint64 // the stripes' slots, per each
 	per          int
@@ -109,7 +134,8 @@ func newTable(max int, seed uint64, maps *mappings) *table {
 	}
 	per := 2*max/s*8/5 + 64
 	t := &table{
-		entries: make([]entry, max),
+		entries: alignedEntries(max),
+		cold:    make([]entryCold, max),
 		stripes: make([]stripe, s),
 		smask:   uint64(s - 1),
 		seed0:   seed,
@@ -128,13 +154,25 @@ func newTable(max int, seed uint64, maps *mappings) *table {
 	adviseHuge(t)
 	// Touch every page now: the first write to fresh memory faults, which
 	// would otherwise land on the forwarding path of the first connections.
-	for i := 0; i < len(t.entries); i += 32 {
-		t.entries[i].created = 0
+	for i := 0; i < len(t.entries); i += 64 {
+		t.entries[i].pkts[0] = 0
+	}
+	for i := 0; i < len(t.cold); i += 128 {
+		t.cold[i].created = 0
 	}
 	for i := 0; i < len(backing); i += 256 {
 		backing[i].Store(0)
 	}
 	return t
+}
+
+// alignedEntries returns n zero entries starting at a 64-byte boundary.
+// (Big allocations are page-aligned anyway; small ones need not be.)
+func alignedEntries(n int) []entry {
+	const line = 64
+	raw := make([]entry, n+1)
+	p := unsafe.Pointer(unsafe.SliceData(raw))
+	return unsafe.Slice((*entry)(unsafe.Add(p, (line-uintptr(p)%line)%line)), n)
 }
 
 func (t *table) hash(k key) uint64 {
@@ -181,52 +219,44 @@ func (t *table) find(s *stripe, k key, h uint64) (idx uint32, dir int, pos int, 
 // the key's slot, then the entry it points to. The prefetch pipeline of a
 // worker (see prefetcher) hides them for frames it will process later in
 // two stages, each issuing prefetch instructions that return at once:
-// prefetchSlots when the frame is queued, prefetchEntry prefetchLag
-// frames later, once the slots have arrived. Plain loads would not do: a
+// the key's stripe and slots when the frame is queued, its entry
+// prefetchLag frames later, once the slots have arrived. Plain loads would not do: a
 // load that misses holds the core's reorder window until it is served,
 // so the lookups in between would wait for it.
 
-// prefetchProbe is how many slots from its home prefetchEntry examines
+// prefetchProbe is how many slots from its home entryFor examines
 // for a key (the key lies further in a few percent of lookups, at the
 // stripes' full load of 5/8).
 const prefetchProbe = 4
 
-// prefetchSlots is the first stage of a prefetch for a key with hash h:
-// it asks for the cache lines of the key's stripe (its lock) and of the
-// prefetchProbe slots from its home (at the end of a stripe, the first
-// slots of the next one instead of the wrapped ones: harmless).
-func (t *table) prefetchSlots(h uint64) {
-	s := h & t.smask
-	prefetchStripe(&t.stripes[s], &t.slots[int(s)*t.per+homeOf(h>>32, t.per)])
-}
-
-// prefetchEntry is the second stage: it asks for every cache line of the
-// entry the slots of h point to.
-func (t *table) prefetchEntry(h uint64) { prefetchLines(&t.entries[t.entryFor(h)]) }
-
-// entryFor returns the entry the first of the prefetchProbe slots from the
-// home of h whose tag matches points to, 0 when none does. It takes no
-// lock: it loads the slots atomically, and a slot that changes meanwhile
-// only makes the prefetch fetch the wrong entry. It has no branch on what
-// it loads: a mispredicted one resolved only when a slot arrives would
-// throw away the work after it.
+// entryFor returns the entry a slot among the prefetchProbe slots from
+// the home of h whose tag matches points to, 0 when none does (at the end
+// of a stripe it looks at the stripe's last prefetchProbe slots instead of
+// wrapping around). It takes no lock: it loads the slots atomically, and
+// a slot that changes meanwhile only makes the prefetch fetch the wrong
+// entry. It has no branch on what it loads (a mispredicted one resolved
+// only when a slot arrives would throw away the work after it), and the
+// slots' matches are independent of each other: two matching tags among
+// four slots (a 32-bit tag collision) merge their indexes, which the
+// bound keeps inside the table; the prefetch is then only useless.
 func (t *table) entryFor(h uint64) uint64 {
 	tag := h >> 32
-	base := int(h&t.smask) * t.per
-	home := homeOf(tag, t.per)
+	home := min(homeOf(tag, t.per), t.per-prefetchProbe)
+	base := int(h&t.smask)*t.per + home
+	w := (*[prefetchProbe]atomic.Uint64)(t.slots[base : base+prefetchProbe])
 	var sel uint64
-	for j := range prefetchProbe {
-		pos := home + j
-		if pos >= t.per {
-			pos -= t.per
-		}
-		v := t.slots[base+pos].Load()
-		d := v>>32 ^ tag                    // 0 when the tag matches
-		m := (d|-d)>>63 - 1                 // all ones when it does
-		sel |= v & m & ((sel|-sel)>>63 - 1) // keep the first match
+	for j := range w {
+		v := w[j].Load()
+		d := v>>32 ^ tag    // 0 when the tag matches
+		m := (d|-d)>>63 - 1 // all ones when it does
+		sel |= v & m
 	}
 	i := sel & slotIdx
-	return i - (i|-i)>>63 // the index is the slot's minus 1
+	i -= (i | -i) >> 63 // the index is the slot's minus 1
+	if i >= uint64(len(t.entries)) {
+		i = 0
+	}
+	return i
 }
 
 func (s *stripe) add(h uint64, idx uint32, dir int) {
@@ -329,12 +359,11 @@ func (t *table) tryInsert(keys [2]key, h [2]uint64, kind uint8, state, sec, dead
 		if !ok {
 			continue
 		}
-		e := &t.entries[idx]
-		if !expired(e.deadline.Load(), sec) {
+		if !expired(t.entries[idx].deadline.Load(), sec) {
 			t.unlock2(s0, s1)
 			return 0, insClash
 		}
-		g := e.gen.Load()
+		g := t.cold[idx].gen.Load()
 		t.unlock2(s0, s1)
 		if t.remove(idx, g, rmExpired, sec) {
 			t.swept.Add(1)
@@ -351,16 +380,16 @@ func (t *table) tryInsert(keys [2]key, h [2]uint64, kind uint8, state, sec, dead
 		t.unlock2(s0, s1)
 		return 0, insRetry
 	}
-	e := &t.entries[idx]
+	e, c := &t.entries[idx], &t.cold[idx]
 	e.keys = keys
-	e.kind = kind
-	e.created = sec
+	c.kind = kind
+	c.created = sec
 	e.state.Store(state)
 	e.deadline.Store(deadline)
-	e.pkts = [2]uint64{1, 0}
+	e.pkts, c.pktsHi = [2]uint32{1, 0}, [2]uint32{}
 	e.bytes = [2]uint64{bytes, 0}
-	e.stripes.Store(s0<<16 | s1)
-	e.gen.Add(1)
+	c.stripes.Store(s0<<16 | s1)
+	c.gen.Add(1)
 	st0.add(h[0], idx, 0)
 	st1.add(h[1], idx, 1)
 	t.unlock2(s0, s1)
@@ -414,14 +443,14 @@ func evictTier(state, deadline, sec uint32) int {
 
 // remove deletes entry idx if it is still incarnation gen and why allows.
 func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
-	e := &t.entries[idx]
-	sw := e.stripes.Load()
-	if gen&1 == 0 || e.gen.Load() != gen {
+	e, c := &t.entries[idx], &t.cold[idx]
+	sw := c.stripes.Load()
+	if gen&1 == 0 || c.gen.Load() != gen {
 		return false
 	}
 	s0, s1 := sw>>16, sw&0xffff
 	t.lock2(s0, s1)
-	if e.gen.Load() != gen || e.stripes.Load() != sw {
+	if c.gen.Load() != gen || c.stripes.Load() != sw {
 		t.unlock2(s0, s1)
 		return false
 	}
@@ -429,7 +458,7 @@ func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
 		t.unlock2(s0, s1)
 		return false
 	}
-	keys, kind := e.keys, e.kind
+	keys, kind := e.keys, c.kind
 	for d, s := range [2]uint32{s0, s1} {
 		st := &t.stripes[s]
 		_, _, pos, ok := t.find(st, keys[d], t.hash(keys[d]))
@@ -438,7 +467,7 @@ func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
 		}
 	}
 	e.state.Store(0)
-	e.gen.Add(1)
+	c.gen.Add(1)
 	t.unlock2(s0, s1)
 	t.maps.releaseConn(kind, keys)
 	t.release(idx)
@@ -461,7 +490,7 @@ func (t *table) evict(sec uint32) bool {
 	for i := range w {
 		idx := uint32((start + i) % n)
 		e := &t.entries[idx]
-		g := e.gen.Load()
+		g := t.cold[idx].gen.Load()
 		if g&1 == 0 {
 			return true // a free slot appeared
 		}
@@ -496,9 +525,8 @@ func (t *table) sweep(sec uint32, n int) int {
 	removed := 0
 	for i := range w {
 		idx := uint32((start + i) % total)
-		e := &t.entries[idx]
-		g := e.gen.Load()
-		if g&1 == 1 && expired(e.deadline.Load(), sec) && t.remove(idx, g, rmExpired, sec) {
+		g := t.cold[idx].gen.Load()
+		if g&1 == 1 && expired(t.entries[idx].deadline.Load(), sec) && t.remove(idx, g, rmExpired, sec) {
 			removed++
 		}
 	}

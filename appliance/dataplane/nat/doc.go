@@ -101,15 +101,19 @@
 //
 // Connections are keyed by their 5-tuple as they arrive, in both
 // directions, plus the side they arrive on. The table has a fixed
-// capacity: MaxConns entries of 88 bytes, about 26 bytes of index per
-// entry and the NAT port maps, 124 bytes per connection in all at 1M
+// capacity: MaxConns entries, each a 64-byte hot part (keys, state,
+// deadline, counters: one aligned cache line, all an established packet
+// reads and writes) and a 24-byte cold part (incarnation, stripes,
+// creation time, kind), about 26 bytes of index per entry and the NAT
+// port maps, 124 bytes per connection in all at 1M
 // (BenchmarkTableMemory); it is allocated and touched in New (on Linux
 // in transparent huge pages if the kernel has them) and never allocates
 // afterwards. The index is split into stripes
 // (up to 4096), each a lock and an open-addressing hash table; a lookup
 // locks only the stripe of its key, so workers contend only when they hit
-// the same stripe. Counters (packets and IP bytes per direction) and
-// state are atomics in the entry.
+// the same stripe. Counters (packets and IP bytes per direction) change
+// under the stripe lock of their direction; state and deadline are
+// atomics.
 //
 // States and timeouts follow Linux (see Timeouts): TCP SYN_SENT 120 s,
 // SYN_RECV 60 s, ESTABLISHED 5 days, FIN_WAIT 120 s, CLOSE_WAIT 60 s,

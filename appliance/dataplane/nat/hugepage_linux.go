@@ -15,6 +15,7 @@ import (
 // changes.
 func adviseHuge(t *table) {
 	adviseRange(unsafe.Pointer(unsafe.SliceData(t.entries)), uintptr(len(t.entries))*unsafe.Sizeof(entry{}))
+	adviseRange(unsafe.Pointer(unsafe.SliceData(t.cold)), uintptr(len(t.cold))*unsafe.Sizeof(entryCold{}))
 	adviseRange(unsafe.Pointer(unsafe.SliceData(t.slots)), uintptr(len(t.slots))*unsafe.Sizeof(atomic.Uint64{}))
 }
 

@@ -119,24 +119,24 @@ func dstOf(k key) netip.AddrPort { return netip.AddrPortFrom(addrOf(k.dst()), k.
 // read copies live entry idx into c.
 func (r *Router) read(idx uint32, now int64, c *Conn) bool {
 	t := r.ct
-	e := &t.entries[idx]
-	g := e.gen.Load()
+	e, cold := &t.entries[idx], &t.cold[idx]
+	g := cold.gen.Load()
 	if g&1 == 0 {
 		return false
 	}
-	sw := e.stripes.Load()
-	if e.gen.Load() != g {
+	sw := cold.stripes.Load()
+	if cold.gen.Load() != g {
 		return false
 	}
 	s0, s1 := sw>>16, sw&0xffff
 	t.lock2(s0, s1)
-	if e.gen.Load() != g || e.stripes.Load() != sw {
+	if cold.gen.Load() != g || cold.stripes.Load() != sw {
 		t.unlock2(s0, s1)
 		return false
 	}
-	k, kind, created := e.keys, e.kind, e.created
+	k, kind, created := e.keys, cold.kind, cold.created
 	st, dl := e.state.Load(), e.deadline.Load()
-	pkts, bytes := e.pkts, e.bytes
+	pkts, bytes := e.packets(cold), e.bytes
 	t.unlock2(s0, s1)
 	*c = Conn{
 		ID: ConnID(uint64(idx)<<32 | uint64(g)), Proto: k[0].proto(), Kind: Kind(kind), State: stateOf(k[0].proto(), st),

@@ -48,17 +48,21 @@ type prefetcher struct {
 }
 
 // push starts the prefetch of the key with hash h (0 for a frame without
-// one) and finishes the one started prefetchLag pushes ago.
+// one) and finishes the one started prefetchLag pushes ago: one call to
+// prefetchPipe asks for the cache lines of h's stripe and probe slots and
+// of the entry the old key's slots point to (entry 0 when there is no old
+// key: a harmless fetch instead of a branch).
 func (p *prefetcher) push(t *table, h uint64) {
 	i := p.n % prefetchLag
 	p.n++
-	if old := p.ring[i]; old != 0 {
-		t.prefetchEntry(old)
-	}
+	old := p.ring[i]
 	p.ring[i] = h
-	if h != 0 {
-		t.prefetchSlots(h)
+	var e uint64
+	if old != 0 {
+		e = t.entryFor(old)
 	}
+	s := h & t.smask
+	prefetchPipe(&t.stripes[s], &t.slots[int(s)*t.per+homeOf(h>>32, t.per)], &t.entries[e])
 }
 
 // peekKey returns the connection key the lookup of pkt, arriving on side

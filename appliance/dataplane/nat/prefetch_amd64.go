@@ -2,17 +2,12 @@ package nat
 
 import "sync/atomic"
 
-// Prefetch instructions (PREFETCHT0): they ask for a cache line and
-// return at once; they never fault, read nothing for the program and are
-// no memory access to the race detector.
-
-// prefetchStripe fetches the cache lines of stripe st and of the
-// prefetchProbe slots from slot.
+// prefetchPipe asks for the cache lines of stripe st, of the
+// prefetchProbe slots from slot and of entry e with prefetch
+// instructions (PREFETCHT0): they return at once, never fault, read
+// nothing for the program and are no memory access to the race detector.
+// One call for both stages of the pipeline: an assembly function is not
+// inlined.
 //
 //go:noescape
-func prefetchStripe(st *stripe, slot *atomic.Uint64)
-
-// prefetchLines fetches every cache line of entry e.
-//
-//go:noescape
-func prefetchLines(e *entry)
+func prefetchPipe(st *stripe, slot *atomic.Uint64, e *entry)

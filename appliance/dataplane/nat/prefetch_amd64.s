@@ -1,18 +1,12 @@
 #include "textflag.h"
 
-// func prefetchStripe(st *stripe, slot *atomic.Uint64)
-TEXT ·prefetchStripe(SB), NOSPLIT|NOFRAME, $0-16
+// func prefetchPipe(st *stripe, slot *atomic.Uint64, e *entry)
+TEXT ·prefetchPipe(SB), NOSPLIT|NOFRAME, $0-24
 	MOVQ	st+0(FP), AX
 	MOVQ	slot+8(FP), BX
+	MOVQ	e+16(FP), CX
 	PREFETCHT0	(AX)
 	PREFETCHT0	(BX)
 	PREFETCHT0	24(BX) // the last of prefetchProbe slots
-	RET
-
-// func prefetchLines(e *entry)
-TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-8
-	MOVQ	e+0(FP), AX
-	PREFETCHT0	(AX)
-	PREFETCHT0	44(AX)
-	PREFETCHT0	87(AX) // the last byte of the 88-byte entry
+	PREFETCHT0	(CX)   // entries are one aligned cache line
 	RET

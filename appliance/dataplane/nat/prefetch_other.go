@@ -7,6 +7,4 @@ import "sync/atomic"
 // Without prefetch instructions (e1kbox images are amd64), Prefetch only
 // parses and hashes.
 
-func prefetchStripe(st *stripe, slot *atomic.Uint64) {}
-
-func prefetchLines(e *entry) {}
+func prefetchPipe(st *stripe, slot *atomic.Uint64, e *entry) {}

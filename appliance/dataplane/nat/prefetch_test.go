@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"e1kbox/appliance/dataplane/frame"
 	"github.com/google/go-cmp/cmp"
@@ -128,30 +129,31 @@ func TestPrefetchSelectsEntry(t *testing.T) {
 	}
 	// Keys not in the table: entryFor stays in range (no panic).
 	for i := range 10000 {
-		ct.prefetchEntry(ct.hash(mkKey(uint32(i), 1, 2, 3, frame.ProtoUDP, WAN)))
+		_ = ct.entryFor(ct.hash(mkKey(uint32(i), 1, 2, 3, frame.ProtoUDP, WAN)))
 	}
 }
 
-// TestEntryLayout checks that the three prefetches of prefetchLines
-// (offsets 0, 44 and 87) reach every cache line of an entry, however the
-// entry lies in them, and that the entry stays within its 128-byte budget.
+// TestEntryLayout checks that an entry is one cache line and that the
+// table's entries start on one for every table size (prefetchPipe fetches
+// one line per entry), and that an entry and its cold part stay within
+// the 128-byte budget.
 func TestEntryLayout(t *testing.T) {
-	size := int(reflect.TypeFor[entry]().Size())
-	if size > 88 {
-		t.Fatalf("entry is %d bytes: prefetchLines fetches 88", size)
+	if size := reflect.TypeFor[entry]().Size(); size != 64 {
+		t.Fatalf("entry is %d bytes, want 64 (one cache line)", size)
 	}
-	align := reflect.TypeFor[entry]().Align()
-	for start := 0; start < 64; start += align {
-		for line := start / 64 * 64; line < start+size; line += 64 {
-			hit := false
-			for _, off := range []int{0, 44, 87} {
-				if a := start + off; a >= line && a < line+64 {
-					hit = true
-				}
+	if size := reflect.TypeFor[entry]().Size() + reflect.TypeFor[entryCold]().Size(); size > 128 {
+		t.Fatalf("entry and entryCold are %d bytes, want at most 128", size)
+	}
+	for _, n := range []int{1, 2, 3, 7, 100, 1000, 4096} {
+		for range 20 { // different heap positions
+			e := alignedEntries(n)
+			if len(e) != n {
+				t.Fatalf("alignedEntries(%d) has %d entries", n, len(e))
 			}
-			if !hit {
-				t.Errorf("entry at offset %d in its line: line at %d not prefetched", start, line)
+			if p := uintptr(unsafe.Pointer(&e[0])); p%64 != 0 {
+				t.Fatalf("alignedEntries(%d) starts at %#x, not on a cache line", n, p)
 			}
+			_ = make([]byte, n%48+1) // move the next allocation
 		}
 	}
 }
@@ -182,8 +184,8 @@ func snapshotOf(r *Router, now int64) tableState {
 	t := r.ct
 	var s tableState
 	for i := range t.entries {
-		e := &t.entries[i]
-		s.Entries = append(s.Entries, entryState{e.keys, e.created, e.kind, e.gen.Load(), e.stripes.Load(), e.state.Load(), e.deadline.Load(), e.pkts, e.bytes})
+		e, c := &t.entries[i], &t.cold[i]
+		s.Entries = append(s.Entries, entryState{e.keys, c.created, c.kind, c.gen.Load(), c.stripes.Load(), e.state.Load(), e.deadline.Load(), e.packets(c), e.bytes})
 	}
 	for i := range t.slots {
 		s.Slots = append(s.Slots, t.slots[i].Load())
@@ -317,4 +319,35 @@ func FuzzPrefetch(f *testing.F) {
 			t.Fatalf("peekKey = %+v, lookup path's key %+v", k, want)
 		}
 	})
+}
+
+// TestEntryCounters checks that a direction's packet count carries from
+// the hot 32 bits into the cold part and that bytes add up.
+func TestEntryCounters(t *testing.T) {
+	tests := []struct {
+		name  string
+		start uint64 // packets before, direction 1
+		add   int
+		want  [2]uint64
+	}{
+		{"zero", 0, 3, [2]uint64{0, 3}},
+		{"carry", 1<<32 - 2, 3, [2]uint64{0, 1<<32 + 1}},
+		{"second carry", 2<<32 - 1, 1, [2]uint64{0, 2 << 32}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var e entry
+			var c entryCold
+			e.pkts[1], c.pktsHi[1] = uint32(tc.start), uint32(tc.start>>32)
+			for range tc.add {
+				e.count(&c, 1, 100)
+			}
+			if diff := cmp.Diff(tc.want, e.packets(&c)); diff != "" {
+				t.Errorf("packets (-want +got):\n%s", diff)
+			}
+			if got, want := e.bytes, [2]uint64{0, uint64(tc.add) * 100}; got != want {
+				t.Errorf("bytes = %v, want %v", got, want)
+			}
+		})
+	}
 }

@@ -111,8 +111,7 @@ func (r *Router) Config() Config {
 func (r *Router) flushAddr(a uint32) {
 	t := r.ct
 	for i := range t.entries {
-		e := &t.entries[i]
-		g := e.gen.Load()
+		g := t.cold[i].gen.Load()
 		if g&1 == 0 {
 			continue
 		}
@@ -129,16 +128,16 @@ func (r *Router) flushAddr(a uint32) {
 // readKeys copies the keys of entry idx if it is still incarnation gen.
 func (r *Router) readKeys(idx, gen uint32, k *[2]key) bool {
 	t := r.ct
-	e := &t.entries[idx]
-	sw := e.stripes.Load()
-	if e.gen.Load() != gen {
+	c := &t.cold[idx]
+	sw := c.stripes.Load()
+	if c.gen.Load() != gen {
 		return false
 	}
 	s := &t.stripes[sw>>16]
 	s.mu.Lock()
-	ok := e.gen.Load() == gen && e.stripes.Load() == sw
+	ok := c.gen.Load() == gen && c.stripes.Load() == sw
 	if ok {
-		*k = e.keys
+		*k = t.entries[idx].keys
 	}
 	s.mu.Unlock()
 	return ok

@@ -473,7 +473,7 @@ func (w *Worker) established(now int64, s *snapshot, k key, pkt []byte, f *frame
 	}
 	e := &t.entries[idx]
 	if expired(e.deadline.Load(), w.sec) {
-		g := e.gen.Load()
+		g := t.cold[idx].gen.Load()
 		st.mu.Unlock()
 		if t.remove(idx, g, rmExpired, w.sec) {
 			t.swept.Add(1)
@@ -496,7 +496,7 @@ func (w *Worker) established(now int64, s *snapshot, k key, pkt []byte, f *frame
 			return drop(ReasonInvalid), true
 		}
 		if reopen {
-			g := e.gen.Load()
+			g := t.cold[idx].gen.Load()
 			st.mu.Unlock()
 			t.remove(idx, g, rmAny, w.sec)
 			return Result{}, false
@@ -508,8 +508,7 @@ func (w *Worker) established(now int64, s *snapshot, k key, pkt []byte, f *frame
 	if dl := w.sec + s.timeout(f.Proto, next); e.deadline.Load() != dl {
 		e.deadline.Store(dl)
 	}
-	e.pkts[dir]++
-	e.bytes[dir] += uint64(f.L3End - f.L3Off)
+	e.count(&t.cold[idx], dir, uint64(f.L3End-f.L3Off))
 	st.mu.Unlock()
 	return w.emit(now, s, out, pkt, f, xlate{src: other.dst(), dst: other.src(), sport: other.dport(), dport: other.sport()}, true), true
 }
