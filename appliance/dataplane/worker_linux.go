@@ -252,10 +252,15 @@ func (w *worker) ringLoop() error {
 }
 
 // natPrefetchMin is the connection count from which a NAT worker
-// prefetches the conntrack lines of the frames ahead (nat.Worker.Prefetch):
-// below it the table sits in the caches and prefetching only costs
-// (about +18 % per frame at 1k connections; at 1M it halves the cost).
-var natPrefetchMin = 1 << 16
+// prefetches the conntrack lines of the frames ahead (nat.Worker.Prefetch).
+// Only a tiny table stays in the caches between two frames of a flow: the
+// RX ring and the kernel's buffers stream through them. With 8192 flows in
+// the netns bench (a 1.5 MB working set) the plain lookup missed twice per
+// frame (perf at 200 kpps: find was the worker's top symbol) and the
+// prefetch cut the box's CPU per packet by 5-12 %; a table that fits the
+// L1 cache gains nothing from it (+12 ns per frame at 1k connections in
+// the nat package's BenchmarkLookup).
+var natPrefetchMin = 256
 
 // natAhead is how many frames ahead of the one handled the NAT worker
 // prefetches; more than the nat package's two-stage lag.
