@@ -101,13 +101,14 @@ type stripe struct {
 	_     [24]byte // one stripe per cache line
 }
 
-// table is the connection table: a fixed slab of entries and a striped
-// index in which every entry has its two keys. A lookup locks the one
+// table is the connection table: a fixed slab of entries (hot parts and,
+// in a parallel slab, cold parts) and a striped index in which every
+// entry has its two keys. A lookup locks the one
 // stripe of its key; creating and deleting lock both stripes of the entry
 // (in index order). Whoever holds either stripe of a live entry may read
 // its keys: it cannot be deleted meanwhile. Scans (expiry, eviction,
 // listing) read the atomic fields first, lock the stripes named in
-// entry.stripes and check gen again before touching the rest.
+// entryCold.stripes and check gen again before touching the rest.
 type table struct {
 	entries      []entry     // 64-byte aligned
 	cold         []entryCold // parallel to entries
@@ -220,9 +221,9 @@ func (t *table) find(s *stripe, k key, h uint64) (idx uint32, dir int, pos int, 
 // worker (see prefetcher) hides them for frames it will process later in
 // two stages, each issuing prefetch instructions that return at once:
 // the key's stripe and slots when the frame is queued, its entry
-// prefetchLag frames later, once the slots have arrived. Plain loads would not do: a
-// load that misses holds the core's reorder window until it is served,
-// so the lookups in between would wait for it.
+// prefetchLag frames later, once the slots have arrived. Plain loads
+// would not do: a load that misses holds the core's reorder window until
+// it is served, so the lookups in between would wait for it.
 
 // prefetchProbe is how many slots from its home entryFor examines
 // for a key (the key lies further in a few percent of lookups, at the
