@@ -106,7 +106,8 @@ func cmdUpdate(ctx context.Context, args []string) error {
 	out := fs.String("out", "build", "build directory (from firmware build)")
 	host := fs.String("host", "", "box address host[:port] of the gokrazy UI (default: Hostname from the build, port 80)")
 	dash := fs.String("dashboard", "", "box address host:port of the dashboard (default: the --host host, the built dashboard port)")
-	health := fs.Duration("health-timeout", 90*time.Second, "how long the test-booted build has to become healthy")
+	health := fs.Duration("health-timeout", 90*time.Second, "how long the test-booted build has to become healthy, counted from when the box answers again after the reboot (keep it under the build's -testboot-timeout)")
+	bootTimeout := fs.Duration("boot-timeout", 5*time.Minute, "how long the box may stay silent in a reboot before the update gives up on it")
 	kexec := fs.Bool("kexec", true, "reboot with kexec (fast); -kexec=false reboots through the firmware")
 	fs.Parse(args)
 	m, err := readManifest(*out)
@@ -128,7 +129,7 @@ func cmdUpdate(ctx context.Context, args []string) error {
 	rep, err := ota.Update(ctx, ota.Options{
 		BaseURL: base, HealthURL: "http://" + d + "/healthz",
 		Boot: m.Boot, Root: m.Root, MBR: m.MBR, BuildTimestamp: m.BuildTimestamp,
-		HealthTimeout: *health, NoKexec: !*kexec,
+		HealthTimeout: *health, BootTimeout: *bootTimeout, NoKexec: !*kexec,
 	})
 	fmt.Print(rep)
 	return err

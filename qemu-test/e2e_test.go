@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,6 +28,7 @@ func TestEndToEnd(t *testing.T) {
 	bs := theBuilds(t)
 	tap1, tap2 := newTap(t), newTap(t)
 	b := boot(t, bs.good, vm.Options{DataTaps: [2]string{tap1, tap2}})
+	outer := t
 	a := attach(t, tap1, "10.77.0.1/24")
 	bb := attach(t, tap2, "10.77.0.2/24")
 
@@ -291,13 +293,20 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { ping.Process.Kill(); ping.Wait() }()
-		rep, err := ota.Update(context.Background(), ota.Options{
-			BaseURL: b.gokrazyURL(b.password), HealthURL: b.dashboardURL("/healthz"),
-			Boot: bs.second.Boot, Root: bs.second.Root, MBR: bs.second.MBR, BuildTimestamp: bs.second.BuildTimestamp,
-			HealthTimeout: healthTimeout, BootTimeout: bootTimeout, Log: quietLog(),
-		})
+		update := func() (*ota.Report, error) {
+			return ota.Update(context.Background(), ota.Options{
+				BaseURL: b.gokrazyURL(b.password), HealthURL: b.dashboardURL("/healthz"),
+				Boot: bs.second.Boot, Root: bs.second.Root, MBR: bs.second.MBR, BuildTimestamp: bs.second.BuildTimestamp,
+				HealthTimeout: healthTimeout, BootTimeout: bootTimeout, Log: quietLog(),
+			})
+		}
+		rep, err := update()
+		if errors.Is(err, ota.ErrNoAnswer) {
+			b = b.powerCycle(t, outer, bs.good, rep, err)
+			rep, err = update()
+		}
 		if err != nil {
-			t.Fatalf("OTA: %v\n%v", err, rep)
+			t.Fatalf("%s\nOTA: %v", b.diagnosis(rep), err)
 		}
 		t.Logf("%s", rep)
 		var cur struct {

@@ -31,7 +31,9 @@ type Options struct {
 	// BootTimeout bounds each wait for the box to come back (default 5 min).
 	BootTimeout time.Duration
 	// HealthTimeout bounds the wait for a test-booted build to become
-	// healthy; it must be shorter than the image's test-boot deadline.
+	// healthy, counted from when the box answers again after the reboot
+	// (a slow reboot is not an unhealthy build); it must be shorter than
+	// the image's test-boot deadline, which counts from the new init's start.
 	HealthTimeout time.Duration
 	// NoKexec reboots the box through its firmware (BIOS/UEFI) instead of
 	// gokrazy's default kexec into the new kernel: slower, but it reads
@@ -43,7 +45,7 @@ type Options struct {
 // Report says what an update did and how long each step took.
 type Report struct {
 	OldBuild, NewBuild string
-	Outcome            string // "committed" or "rolled back"
+	Outcome            string // "committed", "rolled back" or "no answer"
 	Steps              []Step
 	Total              time.Duration
 }
@@ -67,6 +69,12 @@ func (r *Report) String() string {
 // ErrRolledBack means the new build was not healthy and the box went back
 // to the previous build by itself.
 var ErrRolledBack = errors.New("update rolled back: the new build did not become healthy")
+
+// ErrNoAnswer means the box went down for the test boot and did not answer
+// again within BootTimeout: it hangs or is off. A power cycle brings it
+// back: on the previous build, or on one more unconfirmed test boot of the
+// new build that its init reverts by itself.
+var ErrNoAnswer = errors.New("the box did not come back from the test-boot reboot; power-cycle it: it boots the previous build")
 
 // Update streams the new build to the box, test-boots it once, waits for the
 // new build timestamp and a healthy appliance, and only then makes the new
@@ -159,18 +167,14 @@ func (u *updateRun) run(ctx context.Context) error {
 	}
 	sawNew := false // the box reported the new build at least once
 	healthErr := u.step("wait for the new build to be healthy", func() error {
-		return u.waitFor(ctx, u.opts.HealthTimeout, func(ctx context.Context) error {
-			ts, err := u.buildTimestamp(ctx)
-			if err != nil {
-				return err
-			}
-			if ts != u.opts.BuildTimestamp {
-				return fmt.Errorf("box runs build %s", ts)
-			}
-			sawNew = true
-			return u.healthy(ctx, ts)
-		})
+		var err error
+		sawNew, err = u.waitTestboot(ctx)
+		return err
 	})
+	if errors.Is(healthErr, ErrNoAnswer) {
+		u.report.Outcome = "no answer"
+		return healthErr
+	}
 	if healthErr != nil && !sawNew {
 		healthErr = fmt.Errorf("the box never ran the new build (its test boot did not start): %w", healthErr)
 	}
@@ -217,6 +221,53 @@ func (u *updateRun) run(ctx context.Context) error {
 	}
 	u.report.Outcome = "committed"
 	return nil
+}
+
+// waitTestboot waits for the test-booted build to be healthy. The health
+// deadline runs from when the box answers again after going down for the
+// reboot (or from the reboot request, if it never went down): under a slow
+// reboot it is the boot that takes long, not the build that is unhealthy.
+// A box that goes down and stays silent for BootTimeout is ErrNoAnswer.
+func (u *updateRun) waitTestboot(ctx context.Context) (sawNew bool, err error) {
+	start := time.Now()
+	deadline := start.Add(u.opts.HealthTimeout)
+	var down, back bool
+	for {
+		last := func() error {
+			ts, err := u.buildTimestamp(ctx)
+			if err != nil {
+				if !back {
+					down = true
+				}
+				return err
+			}
+			if down && !back {
+				back = true
+				deadline = time.Now().Add(u.opts.HealthTimeout)
+			}
+			if ts != u.opts.BuildTimestamp {
+				return fmt.Errorf("box runs build %s", ts)
+			}
+			sawNew = true
+			return u.healthy(ctx, ts)
+		}()
+		if last == nil {
+			return sawNew, nil
+		}
+		now := time.Now()
+		if down && !back {
+			if now.Sub(start) > u.opts.BootTimeout {
+				return sawNew, fmt.Errorf("%w (silent for %v: %v)", ErrNoAnswer, u.opts.BootTimeout, last)
+			}
+		} else if now.After(deadline) {
+			return sawNew, fmt.Errorf("gave up after %v: %w", u.opts.HealthTimeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return sawNew, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (u *updateRun) stream(ctx context.Context, target *updater.Target, dest, file string) error {

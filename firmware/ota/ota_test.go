@@ -33,6 +33,11 @@ type fakeBox struct {
 	// revertAfter is how many status polls the test-booted build answers
 	// before the box reverts by itself (0: it never reverts).
 	revertAfter int
+	// downFor is how long the box answers nothing after the test-boot
+	// reboot (a slow boot); negative: it never answers again (a hang).
+	downFor   time.Duration
+	downUntil time.Time
+	hung      bool
 
 	testboot, switched bool
 	polls              int
@@ -43,6 +48,10 @@ type fakeBox struct {
 func (f *fakeBox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.hung || time.Now().Before(f.downUntil) {
+		http.Error(w, "no route to host", http.StatusBadGateway)
+		return
+	}
 	switch {
 	case r.URL.Path == "/healthz":
 		status := "degraded"
@@ -81,6 +90,10 @@ func (f *fakeBox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.running = f.new
 		case f.testboot && f.testbootStarts:
 			f.running = f.new
+			if f.downFor < 0 {
+				f.hung = true
+			}
+			f.downUntil = time.Now().Add(f.downFor)
 		}
 	default:
 		http.NotFound(w, r)
@@ -107,6 +120,7 @@ func TestUpdate(t *testing.T) {
 		wantErrText string // a part of the error's text
 		wantReboots []string
 		wantRunning string
+		bootTimeout time.Duration // default 10 s
 	}{
 		{
 			name:        "good build is committed",
@@ -126,6 +140,18 @@ func TestUpdate(t *testing.T) {
 			wantReboots: []string{"kexec"}, wantRunning: "old",
 		},
 		{
+			name:        "a test boot slower than the health timeout is still committed",
+			box:         &fakeBox{healthy: healthyAll, testbootStarts: true, downFor: 3 * time.Second},
+			wantOutcome: "committed", wantReboots: []string{"kexec", "kexec"}, wantRunning: "new",
+		},
+		{
+			name:        "a box that hangs in the test boot is reported, not waited for twice",
+			box:         &fakeBox{healthy: healthyAll, testbootStarts: true, downFor: -1},
+			bootTimeout: 3 * time.Second,
+			wantOutcome: "no answer", wantErr: ErrNoAnswer, wantErrText: "power-cycle it",
+			wantReboots: []string{"kexec"}, wantRunning: "new",
+		},
+		{
 			name:        "test boot that never starts is named",
 			box:         &fakeBox{healthy: healthyAll, testbootStarts: false},
 			wantOutcome: "rolled back", wantErr: ErrRolledBack, wantErrText: "the box never ran the new build",
@@ -138,14 +164,22 @@ func TestUpdate(t *testing.T) {
 			srv := httptest.NewServer(box)
 			defer srv.Close()
 			host := strings.TrimPrefix(srv.URL, "http://")
+			if tc.bootTimeout == 0 {
+				tc.bootTimeout = 10 * time.Second
+			}
+			start := time.Now()
 			rep, err := Update(context.Background(), Options{
 				BaseURL: "http://gokrazy:pw@" + host + "/", HealthURL: srv.URL + "/healthz",
 				Boot: pieces[0], Root: pieces[1], MBR: pieces[2], BuildTimestamp: "new",
-				HealthTimeout: 2 * time.Second, BootTimeout: 10 * time.Second, NoKexec: tc.noKexec,
+				HealthTimeout: 2 * time.Second, BootTimeout: tc.bootTimeout, NoKexec: tc.noKexec,
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			})
+			took := time.Since(start)
 			if tc.wantErr == nil && err != nil {
 				t.Fatalf("Update: %v", err)
+			}
+			if errors.Is(err, ErrNoAnswer) && took > 2*tc.bootTimeout {
+				t.Errorf("a silent box was waited for %v, want one boot timeout (%v)", took, tc.bootTimeout)
 			}
 			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Update: err = %v, want %v", err, tc.wantErr)

@@ -122,7 +122,7 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
 	}
 	cmd := exec.CommandContext(ctx, qemu, args...)
-	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10}, done: make(chan struct{})}
+	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10, start: time.Now()}, done: make(chan struct{})}
 	var out io.Writer = v.tail
 	if opts.Console != nil {
 		out = io.MultiWriter(v.tail, opts.Console)
@@ -177,20 +177,93 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
+// Quiet is how long the console has been silent (since QEMU started, if
+// it never printed). A box that is silent for minutes while unreachable has
+// hung.
+func (v *VM) Quiet() time.Duration { return v.tail.quiet() }
+
+// Timeline lists the console lines that mark a boot's milestones (kernel
+// start, init, reboots, kexec, panics, the test-boot guard), each with the
+// host time it arrived at, since QEMU started. A failed test prints it: it
+// tells a box that was slow from one that hung or rebooted twice.
+func (v *VM) Timeline() string { return v.tail.timeline() }
+
+// milestones are the console lines Timeline keeps.
+var milestones = []string{
+	"Command line:", "Run /gokrazy/init", "e1kbox init:", "Synchronous reboot requested",
+	"kexec_core:", "reboot: ", "Kernel panic", "Oops", "BUG:", "hardware watchdog", "rcu_sched",
+	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock",
 }
+
+type tailBuffer struct {
+	mu      sync.Mutex
+	buf     []byte
+	max     int
+	start   time.Time
+	partial []byte    // the console line being received
+	events  []string  // "+12.3s line", at most maxEvents (oldest dropped)
+	last    time.Time // when the console last printed
+}
+
+const maxEvents = 400
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.scan(p)
+	t.last = time.Now()
 	t.buf = append(t.buf, p...)
 	if over := len(t.buf) - t.max; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 	}
 	return len(p), nil
+}
+
+// scan keeps the milestone lines of p (with t.mu held).
+func (t *tailBuffer) scan(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(t.partial) < 4096 {
+				t.partial = append(t.partial, p...)
+			}
+			return
+		}
+		line := p[:i]
+		if len(t.partial) > 0 {
+			line = append(t.partial, line...)
+			t.partial = t.partial[:0]
+		}
+		p = p[i+1:]
+		s := strings.TrimRight(string(bytes.ToValidUTF8(line, nil)), "\r")
+		for _, m := range milestones {
+			if strings.Contains(s, m) {
+				if len(s) > 160 {
+					s = s[:160] + "…"
+				}
+				if len(t.events) == maxEvents {
+					t.events = append(t.events[:0], t.events[1:]...)
+				}
+				t.events = append(t.events, fmt.Sprintf("%+7.1fs %s", time.Since(t.start).Seconds(), s))
+				break
+			}
+		}
+	}
+}
+
+func (t *tailBuffer) quiet() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last.IsZero() {
+		return time.Since(t.start)
+	}
+	return time.Since(t.last)
+}
+
+func (t *tailBuffer) timeline() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.events, "\n")
 }
 
 func (t *tailBuffer) String() string {
