@@ -302,7 +302,9 @@ func TestEndToEnd(t *testing.T) {
 		}
 		rep, err := update()
 		if errors.Is(err, ota.ErrNoAnswer) {
-			b = b.powerCycle(t, outer, bs.good, rep, err)
+			b = b.powerCycle(t, outer, bs.good, rep, err, func() { a.detach(t); bb.detach(t) })
+			a.rejoin(t, "192.168.50.10/24", "192.168.50.1")
+			bb.rejoin(t, "198.51.100.1/24", "")
 			rep, err = update()
 		}
 		if err != nil {

@@ -103,7 +103,7 @@ func TestUpdate(t *testing.T) {
 	t.Run("to a good build", func(t *testing.T) {
 		rep, err := update(t, pieces(bs.second))
 		if errors.Is(err, ota.ErrNoAnswer) {
-			b = b.powerCycle(t, outer, bs.good, rep, err)
+			b = b.powerCycle(t, outer, bs.good, rep, err, nil)
 			rep, err = update(t, pieces(bs.second))
 		}
 		if err != nil {
@@ -142,7 +142,7 @@ func TestUpdate(t *testing.T) {
 			panics := strings.Count(b.Console(), "Kernel panic")
 			rep, err := update(t, to)
 			if attempt == 1 && errors.Is(err, ota.ErrNoAnswer) {
-				b = b.powerCycle(t, outer, bs.second, rep, err)
+				b = b.powerCycle(t, outer, bs.second, rep, err, nil)
 				continue
 			}
 			if !errors.Is(err, ota.ErrRolledBack) {

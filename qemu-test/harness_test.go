@@ -172,7 +172,8 @@ func boot(t testing.TB, m *build.Manifest, opts vm.Options) *box {
 // not to t: a subtest that power-cycles a box hands the new one on.
 func bootFor(t, owner testing.TB, m *build.Manifest, opts vm.Options) *box {
 	t.Helper()
-	keep := opts.Image // boot this disk as it is (a reboot after a power cut)
+	opts.OneTCGThread = true // see vm.Options: no multi-threaded TCG hangs in functional tests
+	keep := opts.Image       // boot this disk as it is (a reboot after a power cut)
 	for attempt := 1; ; attempt++ {
 		if keep == "" {
 			opts.Image = copyImage(t, m.Image)
@@ -232,11 +233,16 @@ func (b *box) saveConsole(name string) {
 // Under TCG a test boot very rarely goes silent (once in CI: the console
 // stopped mid-boot for minutes; never in 5 local update runs and 25 kexec
 // reboots); callers then retry the update once.
-func (b *box) powerCycle(t, owner testing.TB, m *build.Manifest, rep fmt.Stringer, err error) *box {
+// unplug, if set, runs while the box is off (e.g. moving its taps back to
+// where the new QEMU opens them).
+func (b *box) powerCycle(t, owner testing.TB, m *build.Manifest, rep fmt.Stringer, err error, unplug func()) *box {
 	t.Helper()
 	t.Logf("%s\nthe box stopped answering (console silent for %v): %v\npower-cycling it; the update is retried once",
 		b.diagnosis(rep), b.Quiet().Round(time.Second), err)
 	b.Kill()
+	if unplug != nil {
+		unplug()
+	}
 	opts := b.Opts
 	opts.HTTPPort, opts.DashboardPort = 0, 0
 	return bootFor(t, owner, m, opts)

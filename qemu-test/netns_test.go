@@ -97,6 +97,31 @@ func (h *host) must(args ...string) string {
 	return out
 }
 
+// detach moves the host's tap back to the root namespace, where a new QEMU
+// (after a power cycle) opens it by name again.
+func (h *host) detach(t testing.TB) {
+	t.Helper()
+	if out, err := h.exec("ip", "link", "set", h.dev, "netns", "1"); err != nil {
+		t.Fatalf("[%s] moving %s out: %v\n%s", h.name, h.dev, err, out)
+	}
+}
+
+// rejoin moves the tap back into the host's namespace with addr and, if gw
+// is set, a default route via gw (a move between namespaces drops both).
+func (h *host) rejoin(t testing.TB, addr, gw string) {
+	t.Helper()
+	run(t, "ip", "link", "set", h.dev, "netns", h.name)
+	cmds := [][]string{{"ip", "link", "set", h.dev, "up"}, {"ip", "addr", "add", addr, "dev", h.dev}}
+	if gw != "" {
+		cmds = append(cmds, []string{"ip", "route", "add", "default", "via", gw})
+	}
+	for _, c := range cmds {
+		if out, err := h.exec(c...); err != nil {
+			t.Fatalf("[%s] %s: %v\n%s", h.name, strings.Join(c, " "), err, out)
+		}
+	}
+}
+
 // start runs a background process in the namespace, killed at cleanup.
 func (h *host) start(args ...string) *exec.Cmd {
 	h.t.Helper()
