@@ -22,8 +22,10 @@ import (
 
 	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/dataplane/afpacket"
+	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/internal/testenv"
+	"e1kbox/webui"
 )
 
 // The netns suite runs the appliance binary, built by the test, as-is in a
@@ -217,7 +219,7 @@ func (l *lab) boxGet(path string) (int, string) {
 
 func (l *lab) stats(t *testing.T) dataplane.Snapshot {
 	t.Helper()
-	code, body := l.boxGet("/api/dataplane/stats")
+	code, body := l.boxGet("/api/dataplane")
 	var s dataplane.Snapshot
 	if code != 200 {
 		t.Fatalf("/api/stats: %d %s", code, body)
@@ -230,15 +232,23 @@ func (l *lab) stats(t *testing.T) dataplane.Snapshot {
 
 func (l *lab) fdb(t *testing.T) []dataplane.FDBEntry {
 	t.Helper()
-	code, body := l.boxGet("/api/dataplane/fdb")
-	var r struct{ Entries []dataplane.FDBEntry }
+	code, body := l.boxGet("/api/fdb")
+	var r struct{ Entries []webui.FDBEntry }
 	if code != 200 {
 		t.Fatalf("/api/fdb: %d %s", code, body)
 	}
 	if err := json.Unmarshal([]byte(body), &r); err != nil {
 		t.Fatalf("/api/fdb: %v\n%s", err, body)
 	}
-	return r.Entries
+	var out []dataplane.FDBEntry
+	for _, e := range r.Entries {
+		mac, err := bridge.ParseMAC(e.MAC)
+		if err != nil {
+			t.Fatalf("/api/fdb: %v\n%s", err, body)
+		}
+		out = append(out, dataplane.FDBEntry{Entry: bridge.Entry{MAC: mac, VLAN: e.VLAN, Static: e.Static}, PortName: e.Port})
+	}
+	return out
 }
 
 func (l *lab) port(t *testing.T, s dataplane.Snapshot, name string) dataplane.PortStats {

@@ -3,8 +3,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -33,125 +31,57 @@ func main() {
 	}
 }
 
-func run() error {
-	var (
-		livePath    = flag.String("config", "/perm/e1kbox/config.json", "live runtime config")
-		factoryPath = flag.String("factory", "/etc/e1kbox/factory.json", "factory runtime config (from the image)")
-		listen      = flag.String("listen", ":8080", "dashboard and API address")
-		stateDir    = flag.String("state", "/perm/e1kbox", "directory for persistent state")
-		interfaces  = flag.String("interfaces", "", "comma-separated data interfaces: run a bridge over them (ports named after them), "+
-			"overriding the config's ports; with no config file at all, a default bridge config is used")
-		tune          = flag.Bool("tune", true, "apply the config's NIC and kernel tuning plan before starting the dataplane")
-		passwordFiles = flag.String("password-files", strings.Join(webui.DefaultPasswordFiles, ","), "dashboard password files, tried in order (gokrazy's)")
-	)
+// flags are the supervisor's command line.
+type flags struct {
+	live, factory, listen, state, interfaces, passwordFiles string
+	tune                                                    bool
+}
+
+func parseFlags() flags {
+	var f flags
+	flag.StringVar(&f.live, "config", "/perm/e1kbox/config.json", "live runtime config")
+	flag.StringVar(&f.factory, "factory", "/etc/e1kbox/factory.json", "factory runtime config (from the image)")
+	flag.StringVar(&f.listen, "listen", ":8080", "dashboard and API address")
+	flag.StringVar(&f.state, "state", "/perm/e1kbox", "directory for persistent state")
+	flag.StringVar(&f.interfaces, "interfaces", "", "comma-separated data interfaces: run a bridge over them (ports named after them), "+
+		"overriding the config's ports; with no config file at all, a default bridge config is used")
+	flag.BoolVar(&f.tune, "tune", true, "apply the config's NIC and kernel tuning plan before starting the dataplane")
+	flag.StringVar(&f.passwordFiles, "password-files", strings.Join(webui.DefaultPasswordFiles, ","), "dashboard password files, tried in order (gokrazy's)")
 	flag.Parse()
+	return f
+}
+
+func run() error {
+	f := parseFlags()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	slog.SetDefault(log)
 	log.Info("e1kbox appliance starting", "build", buildTimestamp, "go", goVersion())
 
-	_, source, _ := loadConfig(*livePath, *factoryPath)
-	env, err := config.SystemEnv()
+	store, cfg, source, err := loadConfig(log, f)
 	if err != nil {
 		return err
 	}
-	store := config.NewStore(config.Paths{Factory: *factoryPath, Live: *livePath}, env)
-	cfg, warnings, err := store.Load()
-	for _, w := range warnings {
-		log.Warn("config", "warning", w)
-	}
-	switch {
-	case err != nil && *interfaces == "":
-		return fmt.Errorf("config: %w", err)
-	case err != nil:
-		log.Warn("no usable config; running a default bridge over -interfaces", "err", err)
-		if cfg, err = config.Parse([]byte(`{"version": 2, "mode": "bridge"}`)); err != nil {
-			return fmt.Errorf("default config: %w", err)
-		}
-		source = "default"
-	}
-	if *interfaces != "" {
-		cfg.Mode = config.ModeBridge
-		cfg.Ports = nil
-		for _, name := range strings.Split(*interfaces, ",") {
-			cfg.Ports = append(cfg.Ports, config.Port{Name: name, Interface: name})
-		}
-		cfg.ApplyDefaults()
-	}
-	log.Info("config loaded", "source", source, "mode", cfg.Mode, "ports", len(cfg.Ports))
-
-	perm := system.CheckPerm(*stateDir)
+	perm := system.CheckPerm(f.state)
 	if !perm.Writable {
 		log.Warn("persistent storage is not writable: changes will not survive a reboot", "dir", perm.Dir, "err", perm.Error)
 	}
-	boots, err := system.RecordBoot(filepath.Join(*stateDir, "boots.json"), buildTimestamp, time.Now())
+	boots, err := system.RecordBoot(filepath.Join(f.state, "boots.json"), buildTimestamp, time.Now())
 	if err != nil {
 		log.Warn("boot history not saved", "err", err)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-
-	dp := &plane{log: log, tune: *tune}
-	if err := dp.Apply(ctx, cfg); err != nil {
-		// Keep serving: /healthz reports the dataplane as down.
-		log.Error("dataplane not started", "err", err)
-	}
+	dp := newPlane(log, f.tune)
 	defer dp.Close()
+	if err := dp.Apply(ctx, cfg); err != nil {
+		log.Error("dataplane not started", "err", err) // keep serving: /healthz reports it
+	}
 	var dataIfaces []string
 	for _, port := range cfg.Ports {
 		dataIfaces = append(dataIfaces, port.Interface)
 	}
 	go dp.watchHangs(ctx, dataIfaces)
-
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("dashboard listener: %w", err)
-	}
-	started := time.Now()
-	public := http.NewServeMux()
-	public.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		body := map[string]any{
-			"status": "ok", "build": buildTimestamp, "config_source": source,
-			"uptime_seconds": int(time.Since(started).Seconds()), "perm": perm,
-		}
-		code := http.StatusOK
-		if e, err := dp.Engine(); err != nil {
-			body["status"], body["dataplane_error"] = "degraded", err.Error()
-			code = http.StatusServiceUnavailable
-		} else {
-			h := e.Health()
-			body["dataplane"] = h
-			if !h.OK {
-				body["status"] = "degraded"
-				code = http.StatusServiceUnavailable
-			}
-		}
-		writeJSON(w, code, body)
-	})
-	public.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"build_timestamp": buildTimestamp, "go": goVersion(), "boots": boots})
-	})
-	raw := http.NewServeMux() // the engine's own JSON, behind the dashboard's auth
-	raw.HandleFunc("GET /api/dataplane/stats", func(w http.ResponseWriter, r *http.Request) {
-		e, err := dp.Engine()
-		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, e.Snapshot())
-	})
-	raw.HandleFunc("GET /api/dataplane/fdb", func(w http.ResponseWriter, r *http.Request) {
-		e, err := dp.Engine()
-		if err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"entries": e.FDBEntries(), "agingTime": e.FDB().AgingTime().String()})
-	})
-	raw.HandleFunc("GET /api/dataplane/irqs", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"irqs": readIRQCPUs("/")})
-	})
-	natAPI(raw, dp)
 
 	adapter := newStoreAdapter(store, dp)
 	store.OnRollback(func(c *config.Config) {
@@ -161,44 +91,99 @@ func run() error {
 		}
 		log.Warn("config change not confirmed in time: rolled back")
 	})
-	view := &boxView{dp: dp, started: started, hostname: hostname(), procRoot: "/"}
-	web, err := webui.New(webui.Options{
-		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
-		PasswordFiles:  strings.Split(*passwordFiles, ","),
-		ConfirmTimeout: time.Duration(cfg.Dashboard.ConfirmTimeout),
-		Logger:         log,
-		Public:         []webui.Route{{Pattern: "GET /healthz", Handler: public}, {Pattern: "GET /version", Handler: public}},
-		Protected:      []webui.Route{{Pattern: "/api/dataplane/", Handler: raw}},
-	})
-	errc := make(chan error, 1)
+	view := &boxView{dp: dp, source: source, build: buildTimestamp, started: time.Now(), hostname: hostname(),
+		procRoot: "/", perm: perm, boots: boots}
+	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		// Without a password the dashboard stays closed; the box still
-		// forwards and answers /healthz for the update health gate.
+		return fmt.Errorf("dashboard listener: %w", err)
+	}
+	errc := serveDashboard(ctx, log, ln, webui.Options{
+		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
+		Health: view, Dataplane: view, Neighbours: view,
+		PasswordFiles:  strings.Split(f.passwordFiles, ","),
+		ConfirmTimeout: cfg.Dashboard.ConfirmTimeout.D(),
+		Logger:         log,
+	})
+	return supervise(ctx, log, errc, store, dp)
+}
+
+// loadConfig loads the running config from the store; -interfaces
+// replaces its ports (or, with no usable config at all, runs a default
+// bridge). source says for /healthz where the running config came from.
+func loadConfig(log *slog.Logger, f flags) (*config.Store, *config.Config, func() string, error) {
+	env, err := config.SystemEnv()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store := config.NewStore(config.Paths{Factory: f.factory, Live: f.live}, env)
+	cfg, warnings, err := store.Load()
+	for _, w := range warnings {
+		log.Warn("config", "warning", w)
+	}
+	source := store.Source
+	switch {
+	case err != nil && f.interfaces == "":
+		return nil, nil, nil, fmt.Errorf("config: %w", err)
+	case err != nil:
+		log.Warn("no usable config; running a default bridge over -interfaces", "err", err)
+		if cfg, err = config.Parse([]byte(`{"version": 2, "mode": "bridge"}`)); err != nil {
+			return nil, nil, nil, fmt.Errorf("default config: %w", err)
+		}
+		source = func() string { return "default" }
+	}
+	if f.interfaces != "" {
+		cfg.Mode = config.ModeBridge
+		cfg.Ports = nil
+		for _, name := range strings.Split(f.interfaces, ",") {
+			cfg.Ports = append(cfg.Ports, config.Port{Name: name, Interface: name})
+		}
+		cfg.ApplyDefaults()
+		inner := source
+		source = func() string { return "-interfaces over " + inner() }
+	}
+	log.Info("config loaded", "source", source(), "mode", cfg.Mode, "ports", len(cfg.Ports))
+	return store, cfg, source, nil
+}
+
+// serveDashboard serves the dashboard on ln until ctx ends; without a
+// password it serves only the unauthenticated /healthz and /version, so
+// that the box still answers the update health gate.
+func serveDashboard(ctx context.Context, log *slog.Logger, ln net.Listener, opts webui.Options) <-chan error {
+	errc := make(chan error, 1)
+	web, err := webui.New(opts)
+	if err != nil {
 		log.Error("dashboard disabled", "err", err)
-		srv := &http.Server{Handler: public, ReadHeaderTimeout: 10 * time.Second}
+		srv := newHTTPServer(webui.PublicHandler(opts.Health))
 		go func() { errc <- srv.Serve(ln) }()
 		go func() { <-ctx.Done(); srv.Close() }()
 	} else {
 		go func() { errc <- web.Serve(ctx, ln) }()
 	}
 	log.Info("dashboard listening", "addr", ln.Addr().String())
+	return errc
+}
 
+// supervise runs until a signal or a dashboard failure: SIGHUP reloads
+// the config from disk.
+func supervise(ctx context.Context, log *slog.Logger, errc <-chan error, store *config.Store, dp *plane) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-loop:
 	for {
 		select {
 		case err := <-errc:
 			if ctx.Err() == nil {
 				return fmt.Errorf("dashboard: %w", err)
 			}
-			break loop
+			return stopAll(log, errc, dp)
 		case <-hup:
 			reload(ctx, log, store, dp)
 		case <-ctx.Done():
-			break loop
+			return stopAll(log, errc, dp)
 		}
 	}
+}
+
+func stopAll(log *slog.Logger, errc <-chan error, dp *plane) error {
 	log.Info("stopping")
 	select { // the dashboard shuts down with ctx
 	case <-errc:
@@ -207,14 +192,6 @@ loop:
 	dp.Close()
 	log.Info("stopped")
 	return nil
-}
-
-func hostname() string {
-	if b, err := os.ReadFile("/etc/hostname"); err == nil {
-		return strings.TrimSpace(string(b))
-	}
-	h, _ := os.Hostname()
-	return h
 }
 
 // reload re-reads the config from disk (SIGHUP) and applies it; a config
@@ -235,30 +212,12 @@ func reload(ctx context.Context, log *slog.Logger, store *config.Store, dp *plan
 	log.Info("SIGHUP: config reloaded from disk")
 }
 
-// loadConfig returns the live config if it exists, else the factory one,
-// and its path (reported as the config source; the Store may still pick a
-// saved version instead).
-func loadConfig(live, factory string) ([]byte, string, error) {
-	for _, p := range []string{live, factory} {
-		b, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("reading config: %w", err)
-		}
-		if !json.Valid(b) {
-			return nil, "", fmt.Errorf("config %s is not valid JSON", p)
-		}
-		return b, p, nil
+func hostname() string {
+	if b, err := os.ReadFile("/etc/hostname"); err == nil {
+		return strings.TrimSpace(string(b))
 	}
-	return nil, "", fmt.Errorf("no config: neither %s nor %s exists", live, factory)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
+	h, _ := os.Hostname()
+	return h
 }
 
 func goVersion() string {
@@ -266,4 +225,8 @@ func goVersion() string {
 		return bi.GoVersion
 	}
 	return "unknown"
+}
+
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 }

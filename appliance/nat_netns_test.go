@@ -20,6 +20,7 @@ import (
 	"e1kbox/appliance/dataplane/afpacket"
 	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/internal/testenv"
+	"e1kbox/webui"
 )
 
 // The NAT suite runs the appliance binary in NAT mode in a box namespace
@@ -172,13 +173,27 @@ func (l *lab) serve(t *testing.T, ns int, name string) string {
 
 func (l *lab) conntrack(t *testing.T, query string) dataplane.ConnPage {
 	t.Helper()
-	code, body := l.boxGet("/api/dataplane/conntrack?" + query)
-	var p dataplane.ConnPage
+	code, body := l.boxGet("/api/conntrack?" + query)
+	var wp webui.ConnPage
 	if code != 200 {
 		t.Fatalf("/api/conntrack?%s: %d %s", query, code, body)
 	}
-	if err := json.Unmarshal([]byte(body), &p); err != nil {
+	if err := json.Unmarshal([]byte(body), &wp); err != nil {
 		t.Fatalf("/api/conntrack: %v\n%s", err, body)
+	}
+	// The dashboard lists a connection by its original direction and
+	// the translated addresses: the reply direction follows from them.
+	p := dataplane.ConnPage{Total: wp.Total}
+	for _, c := range wp.Entries {
+		dc := dataplane.Conn{ID: c.ID, Proto: c.Proto, Kind: c.Kind, State: c.State,
+			Orig: dataplane.ConnTuple{Src: c.Src, Dst: c.Dst}, Reply: dataplane.ConnTuple{Src: c.Dst, Dst: c.Src}}
+		if c.NATSrc.IsValid() {
+			dc.Reply.Dst = c.NATSrc
+		}
+		if c.NATDst.IsValid() {
+			dc.Reply.Src = c.NATDst
+		}
+		p.Conns = append(p.Conns, dc)
 	}
 	return p
 }
@@ -418,14 +433,14 @@ func TestNATRouter(t *testing.T) {
 			t.Fatalf("no forward connection left: %+v", p)
 		}
 		out, err := exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "-X", "DELETE", "-u", "gokrazy:"+testPassword, "-H", "X-E1kbox-CSRF: 1", "-w", "\n%{http_code}",
-			fmt.Sprintf("http://127.0.0.1:8080/api/dataplane/conntrack/%d", p.Conns[0].ID)).Output()
-		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "200") {
+			fmt.Sprintf("http://127.0.0.1:8080/api/conntrack/%d", p.Conns[0].ID)).Output()
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "204") {
 			t.Fatalf("DELETE: %v %s", err, out)
 		}
 		if q := l.conntrack(t, "kind=forward"); q.Total != p.Total-1 {
 			t.Errorf("after DELETE: %d forward connections, want %d", q.Total, p.Total-1)
 		}
-		if code, body := l.boxGet("/api/dataplane/neighbours"); code != 200 || !strings.Contains(body, natGateway) || !strings.Contains(body, natLANHost) {
+		if code, body := l.boxGet("/api/neighbours"); code != 200 || !strings.Contains(body, natGateway) || !strings.Contains(body, natLANHost) {
 			t.Errorf("/api/neighbours: %d %s", code, body)
 		}
 	})

@@ -169,7 +169,7 @@ func TestEndToEnd(t *testing.T) {
 				KernelDropError string `json:"kernelDropError"`
 			} `json:"ports"`
 		}
-		if err := b.api(http.MethodGet, "/api/dataplane/stats", nil, &st); err != nil {
+		if err := b.api(http.MethodGet, "/api/dataplane", nil, &st); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range st.Workers {
@@ -413,7 +413,7 @@ func (b *box) irqCounts(t *testing.T, name string) []uint64 {
 			PerCPU []uint64 `json:"per_cpu"`
 		} `json:"irqs"`
 	}
-	if err := b.api(http.MethodGet, "/api/dataplane/irqs", nil, &v); err != nil {
+	if err := b.api(http.MethodGet, "/api/dataplane", nil, &v); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range v.IRQs {
@@ -429,8 +429,8 @@ func (b *box) irqCounts(t *testing.T, name string) []uint64 {
 func (b *box) portCounters(t *testing.T) map[string]counters {
 	t.Helper()
 	var raw json.RawMessage
-	if err := b.api(http.MethodGet, "/api/dataplane/stats", nil, &raw); err != nil {
-		t.Fatalf("/api/dataplane/stats: %v", err)
+	if err := b.api(http.MethodGet, "/api/dataplane", nil, &raw); err != nil {
+		t.Fatalf("/api/dataplane: %v", err)
 	}
 	var snap struct {
 		Ports []struct {

@@ -105,7 +105,7 @@ func sumIRQ(b *testing.B, bx *box, name string) uint64 {
 			PerCPU []uint64 `json:"per_cpu"`
 		} `json:"irqs"`
 	}
-	if err := bx.api(http.MethodGet, "/api/dataplane/irqs", nil, &v); err != nil {
+	if err := bx.api(http.MethodGet, "/api/dataplane", nil, &v); err != nil {
 		b.Fatal(err)
 	}
 	for _, q := range v.IRQs {

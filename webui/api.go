@@ -204,6 +204,31 @@ func (s *Server) handleConntrackDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handleConntrackDeleteMatching deletes the connections matching the
+// filters (addr, port, proto, state, kind): at least one, or all=true.
+func (s *Server) handleConntrackDeleteMatching(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Conntrack == nil {
+		notAvailable(w, "connection tracking (NAT mode)")
+		return
+	}
+	v := r.URL.Query()
+	q, err := ParseConnQuery(v)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if !q.Addr.IsValid() && q.Port == 0 && q.Proto == "" && q.State == "" && q.Kind == "" && v.Get("all") != "true" {
+		writeError(w, http.StatusBadRequest, "no filter: name connections with addr, port, proto, state or kind, or pass all=true")
+		return
+	}
+	n, err := s.opts.Conntrack.DeleteMatching(q)
+	if err != nil {
+		writeStoreError(w, fmt.Errorf("deleting connections: %w", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"deleted": n})
+}
+
 func (s *Server) handleFDB(w http.ResponseWriter, r *http.Request) {
 	if s.opts.FDB == nil {
 		notAvailable(w, "the bridge forwarding database (bridge mode)")

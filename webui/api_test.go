@@ -543,6 +543,26 @@ func TestConntrackAPI(t *testing.T) {
 	if page.Total != n-1 || page.Entries[0].ID == id {
 		t.Errorf("after delete: total %d, first %d", page.Total, page.Entries[0].ID)
 	}
+
+	// Delete by filter: one is needed (or all=true).
+	f.doJSON("DELETE", "/api/conntrack", nil, http.StatusBadRequest, nil)
+	f.doJSON("DELETE", "/api/conntrack?port=0", nil, http.StatusBadRequest, nil)
+	var udp ConnPage
+	f.doJSON("GET", "/api/conntrack?proto=udp&limit=1", nil, http.StatusOK, &udp)
+	var del struct{ Deleted int }
+	f.doJSON("DELETE", "/api/conntrack?proto=udp", nil, http.StatusOK, &del)
+	if del.Deleted != udp.Total || udp.Total == 0 {
+		t.Errorf("DELETE proto=udp deleted %d, want %d", del.Deleted, udp.Total)
+	}
+	f.doJSON("GET", "/api/conntrack?proto=udp", nil, http.StatusOK, &udp)
+	if udp.Total != 0 {
+		t.Errorf("after DELETE proto=udp: %d left", udp.Total)
+	}
+	f.doJSON("DELETE", "/api/conntrack?all=true", nil, http.StatusOK, &del)
+	f.doJSON("GET", "/api/conntrack", nil, http.StatusOK, &page)
+	if page.Total != 0 || del.Deleted == 0 {
+		t.Errorf("after DELETE all=true: %d left, %d deleted", page.Total, del.Deleted)
+	}
 }
 
 func TestRulesAPI(t *testing.T) {

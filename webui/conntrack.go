@@ -20,6 +20,7 @@ type ConnQuery struct {
 	Port  uint16
 	Proto string // "tcp", "udp", "icmp", ...
 	State string // "established", ...
+	Kind  string // "masquerade", "forward", "hairpin"
 	Sort  ConnSort
 	// Asc sorts ascending; the default is descending (largest first).
 	Asc    bool
@@ -44,7 +45,7 @@ const (
 )
 
 // ParseConnQuery reads a query from URL parameters: addr, port, proto,
-// state, sort (bytes, packets, age), order (asc, desc), offset, limit.
+// state, kind, sort (bytes, packets, age), order (asc, desc), offset, limit.
 func ParseConnQuery(v url.Values) (ConnQuery, error) {
 	q := ConnQuery{Sort: SortBytes, Limit: DefaultConnLimit}
 	if a := strings.TrimSpace(v.Get("addr")); a != "" {
@@ -77,6 +78,10 @@ func ParseConnQuery(v url.Values) (ConnQuery, error) {
 	q.State = strings.ToLower(strings.TrimSpace(v.Get("state")))
 	if !validWord(q.State) {
 		return ConnQuery{}, fmt.Errorf("state: bad value %q", q.State)
+	}
+	q.Kind = strings.ToLower(strings.TrimSpace(v.Get("kind")))
+	if !validWord(q.Kind) {
+		return ConnQuery{}, fmt.Errorf("kind: bad value %q", q.Kind)
 	}
 	switch s := ConnSort(v.Get("sort")); s {
 	case "":
@@ -133,6 +138,9 @@ func (q *ConnQuery) Match(c *Conn) bool {
 		return false
 	}
 	if q.State != "" && !strings.EqualFold(c.State, q.State) {
+		return false
+	}
+	if q.Kind != "" && !strings.EqualFold(c.Kind, q.Kind) {
 		return false
 	}
 	if q.Addr.IsValid() {

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -401,6 +402,14 @@ func (f *fakeConntrack) Query(q ConnQuery) ([]Conn, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return FilterConns(f.conns, q)
+}
+
+func (f *fakeConntrack) DeleteMatching(q ConnQuery) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := len(f.conns)
+	f.conns = slices.DeleteFunc(f.conns, func(c Conn) bool { return q.Match(&c) })
+	return n - len(f.conns), nil
 }
 
 func (f *fakeConntrack) Delete(id uint64) error {

@@ -35,6 +35,10 @@ type Options struct {
 	FDB       FDB
 	Tuning    Tuning
 	System    System
+	// Health serves the unauthenticated /healthz and /version.
+	Health     Health
+	Dataplane  Dataplane
+	Neighbours Neighbours
 
 	// PasswordFiles are tried in order; default DefaultPasswordFiles.
 	PasswordFiles []string
@@ -69,11 +73,6 @@ type Options struct {
 	WriteTimeout time.Duration
 
 	Logger *slog.Logger
-
-	// Public routes are served without authentication (the supervisor's
-	// /healthz); Protected routes behind the same authentication, CSRF
-	// checks and body limits as the API. Patterns are http.ServeMux's.
-	Public, Protected []Route
 }
 
 // Server is the dashboard: an http.Handler plus the 1 Hz publisher.
@@ -309,12 +308,6 @@ func (s *Server) publish(now time.Time) {
 	s.hub.publish(pm)
 }
 
-// Route is an extra handler the supervisor mounts on the server.
-type Route struct {
-	Pattern string
-	Handler http.Handler
-}
-
 // routes builds the handler: security headers, then authentication, CSRF
 // checks and body limits around the API and the static files.
 func (s *Server) routes() http.Handler {
@@ -327,6 +320,9 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("PUT /api/rules", s.handlePutRules)
 	api.HandleFunc("GET /api/conntrack", s.handleConntrack)
 	api.HandleFunc("DELETE /api/conntrack/{id}", s.handleConntrackDelete)
+	api.HandleFunc("DELETE /api/conntrack", s.handleConntrackDeleteMatching)
+	api.HandleFunc("GET /api/neighbours", s.handleNeighbours)
+	api.HandleFunc("GET /api/dataplane", s.handleDataplane)
 	api.HandleFunc("GET /api/fdb", s.handleFDB)
 	api.HandleFunc("GET /api/tuning", s.handleTuning)
 	api.HandleFunc("GET /api/system", s.handleSystem)
@@ -348,16 +344,14 @@ func (s *Server) routes() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
-	for _, r := range s.opts.Protected {
-		api.Handle(r.Pattern, r.Handler)
-	}
 	api.Handle("/", s.staticHandler())
 
 	protected := s.protect(api)
 	root := http.NewServeMux()
 	root.HandleFunc("GET /api/stream", s.handleWS) // authenticates itself (Basic or ticket)
-	for _, r := range s.opts.Public {
-		root.Handle(r.Pattern, r.Handler)
+	if s.opts.Health != nil {
+		root.HandleFunc("GET /healthz", s.handleHealth) // unauthenticated: the update health gate
+		root.HandleFunc("GET /version", s.handleVersion)
 	}
 	root.Handle("/", protected)
 	return securityHeaders(root)

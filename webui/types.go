@@ -77,6 +77,8 @@ type IRQStat struct {
 	// Name is the vector's name in /proc/interrupts, e.g. "eth1-rx-0".
 	Name  string `json:"name"`
 	Count uint64 `json:"count"`
+	// PerCPU are the counts per CPU, to see a pinned vector follow its CPU.
+	PerCPU []uint64 `json:"per_cpu,omitempty"`
 }
 
 // ConntrackSummary is the size of the NAT connection table.
@@ -221,15 +223,21 @@ type Conntrack interface {
 	Query(q ConnQuery) (page []Conn, total int)
 	// Delete removes a connection. Errors: ErrNotFound.
 	Delete(id uint64) error
+	// DeleteMatching removes the connections matching q's filters (its
+	// sort and paging do not apply) and returns how many.
+	DeleteMatching(q ConnQuery) (int, error)
 }
 
 // Conn is one tracked connection. Src and Dst are the original direction
 // (as the initiator sent it); NATSrc and NATDst the translated addresses,
 // invalid when the connection is not translated.
 type Conn struct {
-	ID      uint64         `json:"id"`
+	// ID names the connection for Delete; a string in JSON (it needs
+	// more than 53 bits).
+	ID      uint64         `json:"id,string"`
 	Proto   string         `json:"proto"`
 	State   string         `json:"state"`
+	Kind    string         `json:"kind,omitempty"` // masquerade, forward, hairpin
 	Src     netip.AddrPort `json:"src"`
 	Dst     netip.AddrPort `json:"dst"`
 	NATSrc  netip.AddrPort `json:"nat_src,omitzero"`

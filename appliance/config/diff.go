@@ -3,14 +3,51 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 )
 
-// Changes says which parts of the config differ between two versions, so
-// that the supervisor applies only what changed.
+// Effect is what it takes to run a changed config: every change is
+// classified once, here, and the supervisor and the dataplane act on it.
+type Effect uint8
+
+// The effects, from the least disruptive.
+const (
+	// Unchanged: nothing the box runs changed (a disabled port, the
+	// dashboard's confirm timeout).
+	Unchanged Effect = iota
+	// Live: the dataplane takes the new settings between two batches;
+	// nothing stops, connections and learned addresses stay.
+	Live
+	// RestartPorts: the ports in Changes.Restart restart their workers
+	// (their frames pause for milliseconds); the other ports keep
+	// forwarding, connections and learned addresses stay.
+	RestartPorts
+	// Restart: the dataplane is rebuilt; forwarding pauses and the
+	// connection table and the learned addresses are lost.
+	Restart
+)
+
+func (e Effect) String() string {
+	switch e {
+	case Unchanged:
+		return "unchanged"
+	case Live:
+		return "live"
+	case RestartPorts:
+		return "restart-ports"
+	}
+	return "restart"
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (e Effect) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+// Changes says which parts of the config differ between two versions and
+// what applying the new one takes.
 type Changes struct {
-	// Mode is set when the mode changed (everything must be rebuilt).
+	// Mode is set when the mode changed.
 	Mode bool `json:"mode,omitempty"`
 	// Ports are the names of data ports that were added, removed or
 	// changed in any field, sorted.
@@ -21,14 +58,133 @@ type Changes struct {
 	Rules     bool     `json:"rules,omitempty"`
 	Tuning    bool     `json:"tuning,omitempty"`
 	Dashboard bool     `json:"dashboard,omitempty"`
+
+	// Effect is what applying the change takes.
+	Effect Effect `json:"effect"`
+	// Restart are the ports whose workers restart (Effect RestartPorts),
+	// sorted.
+	Restart []string `json:"restart,omitempty"`
+	// Retune: the tuning plan must be applied again (tuning or a data
+	// port changed).
+	Retune bool `json:"retune,omitempty"`
+	// Why explains every restart, naming the field: "nat.conntrack.size:
+	// the connection table is allocated once".
+	Why []string `json:"why,omitempty"`
 }
 
-// Diff compares two configs section by section (by their JSON form). A
-// nil old config counts as all changed.
+// Diff compares two configs section by section (by their JSON form) and
+// classifies the change. A nil old config (nothing runs yet) is a Restart.
 func Diff(old, new *Config) Changes {
+	var ch Changes
 	if old == nil {
-		old = &Config{}
+		ch = sections(&Config{}, new)
+		ch.Retune = true
+		ch.restart("the dataplane is not running")
+		return ch
 	}
+	ch = sections(old, new)
+	ch.Retune = ch.Tuning || len(ch.Ports) > 0
+	running := slices.ContainsFunc(ch.Ports, func(name string) bool {
+		o, p := old.Port(name), new.Port(name)
+		return o != nil && o.IsEnabled() || p != nil && p.IsEnabled()
+	})
+	if ch.Rules || ch.Bridge || ch.Tuning || running || ch.NAT && new.Mode == ModeNAT {
+		ch.raise(Live)
+	}
+	ch.classify(old, new)
+	return ch
+}
+
+// classify finds the changes that restart ports or the dataplane: what
+// the dataplane opens or allocates once.
+func (ch *Changes) classify(old, new *Config) {
+	if old.Mode != new.Mode {
+		ch.restart("mode: %s → %s", old.Mode, new.Mode)
+	}
+	if a, b := enabledNames(old), enabledNames(new); !slices.Equal(a, b) {
+		ch.restart("ports: the enabled ports changed (%s → %s); port ids follow their order", strings.Join(a, ","), strings.Join(b, ","))
+	}
+	nat := new.Mode == ModeNAT
+	for i := range new.Ports {
+		p := &new.Ports[i]
+		o := old.Port(p.Name)
+		if !p.IsEnabled() || o == nil || !o.IsEnabled() {
+			continue
+		}
+		at := index("ports", i)
+		switch {
+		case nat && o.Role != p.Role:
+			ch.restart("%s.role: the router's sides are fixed when it starts", at)
+		case nat && (o.Interface != p.Interface || o.mtu() != p.mtu()):
+			ch.restart("%s: in NAT mode the router's MACs and MTUs come from its ports' interfaces", at)
+		case o.Interface != p.Interface || o.mtu() != p.mtu():
+			ch.RestartPort(p.Name, "%s: a new interface or MTU reopens the port's rings", at)
+		}
+	}
+	if !sameJSON(old.HostPort, new.HostPort) {
+		ch.restart("hostPort: the host port's TAP device is created once")
+	}
+	if old.Bridge.size() != new.Bridge.size() {
+		ch.restart("bridge.fdbSize: the forwarding database is allocated once")
+	}
+	if nat && old.Mode == ModeNAT && old.NAT.Conntrack.size() != new.NAT.Conntrack.size() {
+		ch.restart("nat.conntrack.size: the connection table is allocated once")
+	}
+}
+
+// RestartPort adds a port whose workers must restart (the supervisor adds
+// ports whose workers the new tuning plan moves to other CPUs); why says
+// why, as in Changes.Why.
+func (ch *Changes) RestartPort(name, why string, args ...any) {
+	ch.raise(RestartPorts)
+	ch.Why = append(ch.Why, fmt.Sprintf(why, args...))
+	if !slices.Contains(ch.Restart, name) {
+		ch.Restart = append(ch.Restart, name)
+		slices.Sort(ch.Restart)
+	}
+}
+
+func (ch *Changes) restart(why string, args ...any) {
+	ch.raise(Restart)
+	ch.Why = append(ch.Why, fmt.Sprintf(why, args...))
+}
+
+func (ch *Changes) raise(e Effect) { ch.Effect = max(ch.Effect, e) }
+
+// enabledNames lists the enabled data ports' names in order.
+func enabledNames(c *Config) []string {
+	var names []string
+	for i := range c.Ports {
+		if c.Ports[i].IsEnabled() {
+			names = append(names, c.Ports[i].Name)
+		}
+	}
+	return names
+}
+
+func (p *Port) mtu() int {
+	if p.MTU == 0 {
+		return DefaultMTU
+	}
+	return p.MTU
+}
+
+func (b *Bridge) size() int {
+	if b.FDBSize == 0 {
+		return DefaultFDBSize
+	}
+	return b.FDBSize
+}
+
+func (c *Conntrack) size() int {
+	if c.Size == 0 {
+		return DefaultConntrackSize
+	}
+	return c.Size
+}
+
+// sections compares two configs section by section.
+func sections(old, new *Config) Changes {
 	var ch Changes
 	ch.Mode = old.Mode != new.Mode
 	ch.HostPort = !sameJSON(old.HostPort, new.HostPort)
@@ -62,7 +218,9 @@ func (c Changes) IsZero() bool {
 	return !c.Mode && len(c.Ports) == 0 && !c.HostPort && !c.Bridge && !c.NAT && !c.Rules && !c.Tuning && !c.Dashboard
 }
 
-// String lists the changed parts, e.g. "ports(lan1,wan) rules", or "none".
+// String lists the changed parts and the effect, e.g. "ports(lan1,wan)
+// rules: restart-ports(lan1)", or "none"; an Unchanged effect is not
+// shown.
 func (c Changes) String() string {
 	var parts []string
 	add := func(changed bool, name string) {
@@ -83,7 +241,14 @@ func (c Changes) String() string {
 	if len(parts) == 0 {
 		return "none"
 	}
-	return strings.Join(parts, " ")
+	s := strings.Join(parts, " ")
+	switch c.Effect {
+	case Unchanged:
+		return s
+	case RestartPorts:
+		return s + ": restart-ports(" + strings.Join(c.Restart, ",") + ")"
+	}
+	return s + ": " + c.Effect.String()
 }
 
 // sameJSON compares two values by their JSON encoding (maps are encoded

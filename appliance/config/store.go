@@ -61,6 +61,7 @@ type Store struct {
 	curID      uint64
 	lastID     uint64
 	pending    *Pending
+	source     string // where the running config came from (Source)
 	timer      *time.Timer
 	warnings   []string
 	onRollback func(*Config)
@@ -112,6 +113,7 @@ func (s *Store) Load() (*Config, []string, error) {
 	if err != nil {
 		return nil, slices.Clone(s.warnings), err
 	}
+	s.source = c.source
 	if err := s.adopt(c, marker); err != nil {
 		s.warn("%v", err)
 	}
@@ -125,6 +127,7 @@ type candidate struct {
 	raw    []byte
 	id     uint64 // its version, 0 if not from the history
 	reason string // for a new version: ReasonFactory or ReasonImport
+	source string // for Source
 }
 
 func (s *Store) choose(disk dirStorage) (candidate, *Pending, error) {
@@ -138,7 +141,7 @@ func (s *Store) choose(disk dirStorage) (candidate, *Pending, error) {
 		cfg, raw, err := s.version(disk, p.Previous)
 		if err == nil {
 			s.warn("change %d was not confirmed before the restart; rolled back to version %d", p.ID, p.Previous)
-			return candidate{cfg: cfg, raw: raw, id: p.Previous}, p, nil
+			return candidate{cfg: cfg, raw: raw, id: p.Previous, source: fmt.Sprintf("history version %d (change %d was not confirmed)", p.Previous, p.ID)}, p, nil
 		}
 		s.warn("change %d was not confirmed before the restart, and version %d before it is unusable: %v", p.ID, p.Previous, err)
 	}
@@ -159,7 +162,7 @@ func (s *Store) choose(disk dirStorage) (candidate, *Pending, error) {
 			// The live file is the unconfirmed change, and the version
 			// before it is unusable: fall back to an older one.
 		default:
-			return candidate{cfg: cfg, raw: raw, id: s.find(disk, raw), reason: ReasonImport}, p, nil
+			return candidate{cfg: cfg, raw: raw, id: s.find(disk, raw), reason: ReasonImport, source: s.paths.Live}, p, nil
 		}
 	}
 
@@ -178,7 +181,7 @@ func (s *Store) choose(disk dirStorage) (candidate, *Pending, error) {
 			continue
 		}
 		s.warn("running the last good config, version %d of %s", v.ID, v.Time.Format(time.RFC3339))
-		return candidate{cfg: cfg, raw: raw, id: v.ID}, p, nil
+		return candidate{cfg: cfg, raw: raw, id: v.ID, source: fmt.Sprintf("history version %d", v.ID)}, p, nil
 	}
 
 	raw, err = os.ReadFile(s.paths.Factory)
@@ -195,7 +198,7 @@ func (s *Store) choose(disk dirStorage) (candidate, *Pending, error) {
 	if !liveMissing || len(vs) > 0 || p != nil {
 		s.warn("no usable saved config: running the factory config")
 	}
-	return candidate{cfg: cfg, raw: raw, reason: ReasonFactory}, p, nil
+	return candidate{cfg: cfg, raw: raw, reason: ReasonFactory, source: s.paths.Factory}, p, nil
 }
 
 // adopt makes c the running config: saved in the history (if it is not
@@ -307,6 +310,16 @@ func (s *Store) Warnings() []string {
 	return slices.Clone(s.warnings)
 }
 
+// Source says where the running config came from: the live file's or
+// the factory config's path as Load found it, "history version N" when
+// Load fell back to the history, or "web" after a change through Apply
+// (its version is in Current).
+func (s *Store) Source() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.source
+}
+
 // Current returns the running config and its version. The config is
 // shared: do not modify it.
 func (s *Store) Current() (*Config, uint64) {
@@ -375,7 +388,7 @@ func (s *Store) Apply(cfg *Config, timeout time.Duration) (uint64, error) {
 		}
 		return 0, fmt.Errorf("apply: %w", err)
 	}
-	s.cur, s.curID, s.pending = c, id, p
+	s.cur, s.curID, s.pending, s.source = c, id, p, "web"
 	s.arm(p, timeout)
 	s.prune()
 	return id, nil
@@ -468,6 +481,7 @@ func (s *Store) rollbackLocked() (*Config, error) {
 	}
 	s.stopTimer()
 	s.cur, s.curID, s.pending = cfg, p.Previous, nil
+	s.source = fmt.Sprintf("history version %d (change %d rolled back)", p.Previous, p.ID)
 	if err := s.st.writePending(nil); err != nil {
 		// The live config is the old one already; a marker left behind
 		// makes the next Load roll back to the same version.

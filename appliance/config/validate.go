@@ -36,8 +36,13 @@ func SystemEnv() (Env, error) {
 
 // Limits checked by Validate.
 const (
-	MinMTU            = 68
-	MaxMTU            = 9216
+	MinMTU = 68
+	MaxMTU = 9216
+	// MinNATMTU is the smallest MTU of a router port in NAT mode: RFC
+	// 791's 576-byte datagram every host must accept.
+	MinNATMTU = 576
+	// MaxPorts bounds the enabled data ports plus the host port.
+	MaxPorts          = 32
 	MinVLAN           = 1
 	MaxVLAN           = 4094
 	minFDBSize        = 16
@@ -70,6 +75,7 @@ func (c *Config) Validate(env Env) error {
 	v.hostPort()
 	if c.Mode == ModeNAT {
 		v.natRoles()
+		v.natPorts()
 	}
 	v.addresses()
 	v.bridge()
@@ -171,6 +177,12 @@ func (v *validator) ports() {
 	if enabled == 0 {
 		v.add("ports", "no enabled port; add a port like {\"name\": \"port1\", \"interface\": \"eth1\"}")
 	}
+	if v.c.HostPort != nil {
+		enabled++
+	}
+	if enabled > MaxPorts {
+		v.add("ports", "%d enabled ports (the host port included); the dataplane runs at most %d", enabled, MaxPorts)
+	}
 }
 
 func (v *validator) vlans(at string, vl VLANs) {
@@ -231,6 +243,44 @@ func (v *validator) natRoles() {
 	}
 	if lan == 0 {
 		v.add("ports", "NAT mode needs at least one enabled port with role lan")
+	}
+}
+
+// natPorts checks what the router needs of its ports: untagged (no
+// VLANs), an MTU of at least MinNATMTU, one IPv4 address per side.
+func (v *validator) natPorts() {
+	var lanAddr string // path of the LAN address
+	for i := range v.c.Ports {
+		p := &v.c.Ports[i]
+		at := index("ports", i)
+		if !p.IsEnabled() {
+			continue
+		}
+		if !p.VLANs.IsZero() {
+			v.add(join(at, "vlans"), "VLAN-aware ports are for bridge mode; the NAT router's ports are untagged")
+		}
+		if p.MTU >= MinMTU && p.MTU < MinNATMTU {
+			v.add(join(at, "mtu"), "%d is below %d, the smallest MTU of a router port", p.MTU, MinNATMTU)
+		}
+		wanAddr := ""
+		for j, a := range p.Addresses {
+			aat := index(join(at, "addresses"), j)
+			switch {
+			case !a.IsValid():
+			case !a.Addr().Is4():
+				v.add(aat, "%s: NAT mode routes IPv4 only; an IPv6 address on a router port is not supported", a)
+			case a.Bits() < 8 || a.Bits() > 30:
+				v.add(aat, "%s: the router's subnets are /8 to /30", a)
+			case p.Role == RoleWAN && wanAddr != "":
+				v.add(aat, "the router has one WAN address (%s already); the first is the masquerade address", wanAddr)
+			case p.Role == RoleWAN:
+				wanAddr = aat
+			case p.Role == RoleLAN && lanAddr != "":
+				v.add(aat, "the router has one LAN address (%s already); the LAN ports form one segment", lanAddr)
+			case p.Role == RoleLAN:
+				lanAddr = aat
+			}
+		}
 	}
 }
 
@@ -399,6 +449,9 @@ func (v *validator) nat() {
 			lanAt = index("ports", i) + ".addresses"
 		}
 	}
+	if n.WANDHCP {
+		v.add("nat.wanDHCP", "the WAN DHCP client is not built yet; give the WAN port a static IPv4 address and set nat.gateway")
+	}
 	if v.wan >= 0 {
 		wan := &v.c.Ports[v.wan]
 		at := index("ports", v.wan) + ".addresses"
@@ -478,6 +531,8 @@ func (v *validator) forward(i int, lan []netip.Prefix) {
 		v.add(at+".lanHost", "%s is not an IPv4 address (NAT is IPv4 only)", h)
 	case slices.ContainsFunc(lan, func(p netip.Prefix) bool { return p.Addr() == h }):
 		v.add(at+".lanHost", "%s is the router's own LAN address", h)
+	case slices.ContainsFunc(lan, func(p netip.Prefix) bool { return p.Masked().Addr() == h || lastAddr(p) == h }):
+		v.add(at+".lanHost", "%s is the network or broadcast address of the LAN", h)
 	case len(lan) > 0 && !slices.ContainsFunc(lan, func(p netip.Prefix) bool { return p.Contains(h) }):
 		subnets := make([]string, len(lan))
 		for k, p := range lan {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/netip"
 	"os"
@@ -136,7 +137,10 @@ func TestValidate(t *testing.T) {
 		{
 			name: "NAT without WAN",
 			edit: func(c *Config) { c.Ports[0].Role = RoleLAN },
-			want: map[string]string{"ports": "NAT mode needs exactly one enabled port with role wan, found none"},
+			want: map[string]string{
+				"ports":                 "NAT mode needs exactly one enabled port with role wan, found none",
+				"ports[1].addresses[0]": "the router has one LAN address (ports[0].addresses[0] already)",
+			},
 		},
 		{
 			name: "NAT with two WANs",
@@ -186,11 +190,15 @@ func TestValidate(t *testing.T) {
 			want: map[string]string{
 				"ports[0].addresses": "nat.wanDHCP is on",
 				"nat.gateway":        "nat.wanDHCP is on",
+				"nat.wanDHCP":        "the WAN DHCP client is not built yet",
 			},
 		},
 		{
+			// The box has no WAN DHCP client yet: it refused this config
+			// when applying it, so Validate refuses it too.
 			name: "DHCP WAN",
 			edit: func(c *Config) { c.NAT.WANDHCP = true; c.Ports[0].Addresses = nil; c.NAT.Gateway = netip.Addr{} },
+			want: map[string]string{"nat.wanDHCP": "the WAN DHCP client is not built yet"},
 		},
 		{
 			name: "bridge mode takes no port addresses",
@@ -244,8 +252,9 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
-			name: "VLANs out of range",
-			edit: func(c *Config) { c.Ports[1].VLANs = VLANs{Native: 4095, Allowed: []uint16{10, 0, 5000}} },
+			name:   "VLANs out of range",
+			bridge: true,
+			edit:   func(c *Config) { c.Ports[1].VLANs = VLANs{Native: 4095, Allowed: []uint16{10, 0, 5000}} },
 			want: map[string]string{
 				"ports[1].vlans.native":     "VLAN 4095 out of range 1..4094",
 				"ports[1].vlans.allowed[1]": "VLAN 0 out of range 1..4094",
@@ -253,8 +262,9 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
-			name: "VLAN listed twice or native",
-			edit: func(c *Config) { c.Ports[1].VLANs = VLANs{Native: 10, Allowed: []uint16{20, 20, 10}} },
+			name:   "VLAN listed twice or native",
+			bridge: true,
+			edit:   func(c *Config) { c.Ports[1].VLANs = VLANs{Native: 10, Allowed: []uint16{20, 20, 10}} },
 			want: map[string]string{
 				"ports[1].vlans.allowed[1]": "VLAN 20 already listed at allowed[0]",
 				"ports[1].vlans.allowed[2]": "VLAN 10 is the native VLAN",
@@ -269,8 +279,13 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
-			name: "MTU limits",
-			edit: func(c *Config) { c.Ports[0].MTU = 68; c.Ports[1].MTU = 9216 },
+			name:   "MTU limits",
+			bridge: true,
+			edit:   func(c *Config) { c.Ports[0].MTU = 68; c.Ports[1].MTU = 9216 },
+		},
+		{
+			name: "NAT MTU limits",
+			edit: func(c *Config) { c.Ports[0].MTU = 576; c.Ports[1].MTU = 9216 },
 		},
 		{
 			name: "rules errors",
@@ -379,6 +394,44 @@ func TestValidate(t *testing.T) {
 			want: map[string]string{"ports": "no enabled port"},
 		},
 		{
+			name: "what the NAT router cannot run",
+			edit: func(c *Config) {
+				c.Ports[0].Addresses = append(c.Ports[0].Addresses, prefixes("203.0.113.9/24", "2001:db8::2/64")...)
+				c.Ports[1].VLANs = VLANs{Native: 1, Allowed: []uint16{10}}
+				c.Ports[1].MTU = 500
+				c.Ports[2].Enabled = nil
+				c.Ports[2].Addresses = prefixes("192.168.2.1/24")
+				c.NAT.Forwards[1].LANHost = netip.MustParseAddr("192.168.1.255")
+			},
+			want: map[string]string{
+				"ports[0].addresses[1]":   "the router has one WAN address (ports[0].addresses[0] already)",
+				"ports[0].addresses[2]":   "NAT mode routes IPv4 only",
+				"ports[1].vlans":          "VLAN-aware ports are for bridge mode",
+				"ports[1].mtu":            "500 is below 576",
+				"ports[2].addresses[0]":   "the router has one LAN address (ports[1].addresses[0] already)",
+				"nat.forwards[1].lanHost": "192.168.1.255 is the network or broadcast address of the LAN",
+			},
+		},
+		{
+			name: "NAT subnets /8 to /30",
+			edit: func(c *Config) {
+				c.Ports[0].Addresses = prefixes("203.0.113.2/31")
+				c.NAT.Gateway = netip.MustParseAddr("203.0.113.3")
+				c.Ports[1].Addresses = prefixes("10.0.0.1/7")
+			},
+			want: map[string]string{
+				"ports[0].addresses[0]":   "203.0.113.2/31: the router's subnets are /8 to /30",
+				"ports[1].addresses[0]":   "10.0.0.1/7: the router's subnets are /8 to /30",
+				"nat.forwards[0].lanHost": "not in the LAN",
+				"nat.forwards[1].lanHost": "not in the LAN",
+			},
+		},
+		{
+			name: "WAN by DHCP is not built yet",
+			edit: func(c *Config) { c.Ports[0].Addresses = nil; c.NAT.Gateway = netip.Addr{}; c.NAT.WANDHCP = true },
+			want: map[string]string{"nat.wanDHCP": "the WAN DHCP client is not built yet"},
+		},
+		{
 			name:   "bridge ignores roles and the NAT section",
 			bridge: true,
 			edit: func(c *Config) {
@@ -434,6 +487,21 @@ func TestErrorsJSON(t *testing.T) {
 	}
 	if got := err.Error(); got != "ports[0].mtu: 1 out of range 68..9216" {
 		t.Errorf("Error() = %q", got)
+	}
+}
+
+func TestValidatePortCount(t *testing.T) {
+	c := bridgeConfig(t)
+	for i := range 29 {
+		c.Ports = append(c.Ports, Port{Name: fmt.Sprintf("x%d", i), Interface: fmt.Sprintf("x%d", i)})
+	}
+	if err := c.Validate(Env{}); err != nil { // 32 ports with the host port
+		t.Fatalf("32 ports: %v", err)
+	}
+	c.Ports = append(c.Ports, Port{Name: "x29", Interface: "x29"})
+	err := c.Validate(Env{})
+	if diff := cmp.Diff(Errors{{Path: "ports", Message: "33 enabled ports (the host port included); the dataplane runs at most 32"}}, AsErrors(err)); diff != "" {
+		t.Errorf("33 ports (-want +got):\n%s", diff)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 	"e1kbox/appliance/dataplane/nat"
 )
 
-// ErrNotNAT is returned by the connection and neighbour methods of an
-// engine in bridge mode.
+// ErrNotNAT is returned by the connection and neighbour listings for an
+// engine in bridge mode (no router).
 var ErrNotNAT = errors.New("dataplane: not in NAT mode")
 
 // MaxConnPage bounds the connections one Conns call returns.
@@ -156,4 +156,85 @@ func neighbourOf(n *nat.Neighbour) Neighbour {
 		v.MAC = net.HardwareAddr(n.MAC[:]).String()
 	}
 	return v
+}
+
+// connChunk is how many connections a listing reads from the table at a time.
+const connChunk = 1024
+
+// ListConns lists the live connections of router r matching f, at most limit of them
+// (1..MaxConnPage; 0 means MaxConnPage) from table position cursor (0 for
+// the first page); ConnPage.Next continues the listing. Paging through a
+// changing table neither repeats nor skips a connection that lives
+// throughout. Connections past their timeout that the sweep has not
+// removed yet are left out, as the router no longer matches them.
+func ListConns(r *nat.Router, f ConnFilter, cursor, limit int) (ConnPage, error) {
+	return listConnsAt(r, f, cursor, limit, time.Now().UnixNano())
+}
+
+// listConnsAt is ListConns at time now (Unix ns).
+func listConnsAt(r *nat.Router, f ConnFilter, cursor, limit int, now int64) (ConnPage, error) {
+	if r == nil {
+		return ConnPage{}, ErrNotNAT
+	}
+	nf, err := f.natFilter()
+	if err != nil {
+		return ConnPage{}, fmt.Errorf("dataplane: connection filter: %w", err)
+	}
+	if limit <= 0 || limit > MaxConnPage {
+		limit = MaxConnPage
+	}
+	page := ConnPage{Conns: []Conn{}}
+	buf := make([]nat.Conn, 0, connChunk)
+	// Total: every live match, in chunks.
+	for c := 0; ; {
+		buf, c = r.Conns(nf, c, connChunk, now, buf[:0])
+		for i := range buf {
+			if buf[i].ExpiresIn > 0 {
+				page.Total++
+			}
+		}
+		if c == 0 {
+			break
+		}
+	}
+	// The page, from the cursor.
+	for c := max(cursor, 0); ; {
+		buf, c = r.Conns(nf, c, limit-len(page.Conns), now, buf[:0])
+		for i := range buf {
+			if buf[i].ExpiresIn > 0 {
+				page.Conns = append(page.Conns, connOf(&buf[i]))
+			}
+		}
+		if c == 0 || len(page.Conns) == limit {
+			page.Next = c
+			break
+		}
+	}
+	return page, nil
+}
+
+// DeleteConns deletes router r's connections matching f and returns how
+// many. (nat.Router.DeleteConn deletes one by its Conn.ID.)
+func DeleteConns(r *nat.Router, f ConnFilter) (int, error) {
+	if r == nil {
+		return 0, ErrNotNAT
+	}
+	nf, err := f.natFilter()
+	if err != nil {
+		return 0, fmt.Errorf("dataplane: connection filter: %w", err)
+	}
+	return r.DeleteConns(nf), nil
+}
+
+// Neighbours lists router r's ARP cache.
+func Neighbours(r *nat.Router) ([]Neighbour, error) {
+	if r == nil {
+		return nil, ErrNotNAT
+	}
+	ns := r.Neighbours()
+	out := make([]Neighbour, len(ns))
+	for i := range ns {
+		out[i] = neighbourOf(&ns[i])
+	}
+	return out, nil
 }

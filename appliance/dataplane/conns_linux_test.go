@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"e1kbox/appliance/dataplane/nat"
 	"encoding/json"
 	"errors"
 	"net/netip"
@@ -17,9 +18,9 @@ func TestConnsAPI(t *testing.T) {
 		tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, uint16(2000+i), 53, 10))
 	}
 	tr.rx(idLAN2, icmpEcho(t, rLAN, macB, hBIP, remIP, 64))
-	e := &Engine{natr: tr.r}
+	r := tr.r
 
-	all, err := e.Conns(ConnFilter{}, 0, 0)
+	all, err := ListConns(r, ConnFilter{}, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func TestConnsAPI(t *testing.T) {
 	// Pages of two cover the listing without repeats.
 	seen := map[uint64]bool{}
 	for cur, pages := 0, 0; ; pages++ {
-		p, err := e.Conns(ConnFilter{}, cur, 2)
+		p, err := ListConns(r, ConnFilter{}, cur, 2)
 		if err != nil || len(p.Conns) > 2 || pages > 4 {
 			t.Fatalf("page %d: %d conns, %v", pages, len(p.Conns), err)
 		}
@@ -47,7 +48,7 @@ func TestConnsAPI(t *testing.T) {
 		t.Errorf("paging listed %d connections, want 7", len(seen))
 	}
 
-	udp, err := e.Conns(ConnFilter{Proto: "udp", Port: 2003}, 0, 0)
+	udp, err := ListConns(r, ConnFilter{Proto: "udp", Port: 2003}, 0, 0)
 	if err != nil || udp.Total != 1 || len(udp.Conns) != 1 {
 		t.Fatalf("udp port 2003: %+v, %v", udp, err)
 	}
@@ -71,41 +72,41 @@ func TestConnsAPI(t *testing.T) {
 		{ConnFilter{Kind: "forward"}, 0},
 		{ConnFilter{Addr: netip.AddrFrom4(remIP), Proto: "udp"}, 5},
 	} {
-		p, err := e.Conns(tc.f, 0, 0)
+		p, err := ListConns(r, tc.f, 0, 0)
 		if err != nil || p.Total != tc.want || len(p.Conns) != tc.want {
 			t.Errorf("filter %+v: total %d listed %d, %v; want %d", tc.f, p.Total, len(p.Conns), err, tc.want)
 		}
 	}
 	for _, f := range []ConnFilter{{Proto: "sctpish"}, {Kind: "snat"}, {State: "open"}} {
-		if _, err := e.Conns(f, 0, 0); err == nil {
+		if _, err := ListConns(r, f, 0, 0); err == nil {
 			t.Errorf("filter %+v: no error", f)
 		}
 	}
 
-	if ok, err := e.DeleteConn(c.ID); !ok || err != nil {
-		t.Errorf("DeleteConn = %v, %v", ok, err)
+	if ok := r.DeleteConn(nat.ConnID(c.ID)); !ok {
+		t.Errorf("DeleteConn = %v", ok)
 	}
-	if ok, _ := e.DeleteConn(c.ID); ok {
+	if ok := r.DeleteConn(nat.ConnID(c.ID)); ok {
 		t.Errorf("DeleteConn of a deleted connection = true")
 	}
-	if n, err := e.DeleteConns(ConnFilter{Proto: "udp"}); n != 4 || err != nil {
+	if n, err := DeleteConns(r, ConnFilter{Proto: "udp"}); n != 4 || err != nil {
 		t.Errorf("DeleteConns(udp) = %d, %v; want 4", n, err)
 	}
-	if p, _ := e.Conns(ConnFilter{}, 0, 0); p.Total != 2 {
+	if p, _ := ListConns(r, ConnFilter{}, 0, 0); p.Total != 2 {
 		t.Errorf("%d connections left, want 2", p.Total)
 	}
 
 	// Expired connections are not listed, even before the sweep.
 	tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, 4000, 53, 10))
-	if p, _ := e.Conns(ConnFilter{Port: 4000}, 0, 0); p.Total != 1 {
+	if p, _ := ListConns(r, ConnFilter{Port: 4000}, 0, 0); p.Total != 1 {
 		t.Fatalf("new UDP connection not listed: %+v", p)
 	}
 	later := time.Now().Add(6 * time.Second).UnixNano()
-	if p, err := e.connsAt(ConnFilter{Port: 4000}, 0, 0, later); err != nil || p.Total != 0 || len(p.Conns) != 0 {
+	if p, err := listConnsAt(r, ConnFilter{Port: 4000}, 0, 0, later); err != nil || p.Total != 0 || len(p.Conns) != 0 {
 		t.Errorf("UDP connection past its 5 s timeout listed: %+v, %v", p, err)
 	}
 
-	ns, err := e.Neighbours()
+	ns, err := Neighbours(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +120,10 @@ func TestConnsAPI(t *testing.T) {
 		t.Errorf("gateway not among the neighbours %+v", ns)
 	}
 
-	bridgeOnly := &Engine{}
-	if _, err := bridgeOnly.Conns(ConnFilter{}, 0, 0); !errors.Is(err, ErrNotNAT) {
+	if _, err := ListConns(nil, ConnFilter{}, 0, 0); !errors.Is(err, ErrNotNAT) {
 		t.Errorf("Conns in bridge mode: %v", err)
 	}
-	if _, err := bridgeOnly.Neighbours(); !errors.Is(err, ErrNotNAT) {
+	if _, err := Neighbours(nil); !errors.Is(err, ErrNotNAT) {
 		t.Errorf("Neighbours in bridge mode: %v", err)
 	}
 }

@@ -1,32 +1,26 @@
 package dataplane
 
 import (
-	"e1kbox/appliance/dataplane/ingressdrop"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
-	"e1kbox/appliance/dataplane/afpacket"
 	"e1kbox/appliance/dataplane/bridge"
-	"e1kbox/appliance/dataplane/frame"
-	"e1kbox/appliance/dataplane/hostport"
 	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/rules"
 )
 
-// ErrRestartRequired is returned by Apply for a configuration that
-// changes what the engine opened (ports, interfaces, MTUs, worker counts,
-// host port, ring sizes, FDB size or policy, CPU plan): close the engine
-// and start a new one.
+// ErrRestartRequired is returned by Apply for a configuration it cannot
+// take over in place: another set of ports (count, names, order), mode,
+// host port, router table size, MACs or roles. Close the engine and start
+// a new one. The appliance knows this in advance (its config.Diff says
+// which changes restart the engine); the error guards the engine's own
+// invariants.
 var ErrRestartRequired = errors.New("dataplane: configuration change needs a restart")
 
 // Timing of the control loops.
@@ -48,408 +42,65 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Engine runs the bridge: one worker per RX ring, the FDB, the rules, the
-// host port, and the link monitor.
+// Engine runs the dataplane: one worker per RX ring, the FDB, the rules,
+// the host port, the router (NAT mode) and the link monitor.
 type Engine struct {
+	tables
 	log   *slog.Logger
 	start time.Time
 	cur   atomic.Pointer[settings]
+	deps  *workerDeps
+	b     *builder
 
 	mu      sync.Mutex // Apply, Start, Close
 	ports   []*portInfo
-	fdb     *bridge.FDB
-	rules   *rules.Set
-	host    *hostport.Port
-	hostMAC [6]byte
-	nl      *netlink.Handle
-	natr    *nat.Router // NAT mode only
-	natp    natPorts    // the router's ports as opened
 	workers []*worker
 	// topo is what readers outside Apply see (ports, workers, closed
 	// sockets' counters); replaced when ports restart.
-	topo atomic.Pointer[topology]
-	// Worker ids and rules handles: handles of stopped workers are
-	// reused by the next ones.
-	nextID, nextRules, rulesHandles int
-	freeRules                       []int
-	stop                            chan struct{}
-	wg                              sync.WaitGroup
-	started                         bool
-	closed                          bool
+	topo    atomic.Pointer[topology]
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	started bool
+	closed  bool
 }
 
 // New checks cfg, opens every port's rings (and the host port) in the
 // calling thread's network namespace, sets the data ports up, and returns
 // an engine ready to Start. On error nothing stays open.
 func New(cfg *Config, opts Options) (e *Engine, err error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("dataplane: %w", err)
+	if err := cfg.Check(); err != nil {
+		return nil, err
 	}
 	e = &Engine{log: opts.Log, start: time.Now(), stop: make(chan struct{})}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
+	e.deps = &workerDeps{log: e.log, stop: e.stop, wg: &e.wg, start: e.start}
 	defer func() {
 		if err != nil {
 			e.release()
 		}
 	}()
-	if e.nl, err = netlink.NewHandle(); err != nil {
+	nl, err := netlink.NewHandle()
+	if err != nil {
 		return nil, fmt.Errorf("dataplane: netlink: %w", err)
 	}
-	e.ports = make([]*portInfo, len(cfg.Ports)+1, len(cfg.Ports)+2)
-	for i := range cfg.Ports {
-		p := &cfg.Ports[i]
-		mtu, err := e.prepareLink(p)
-		if err != nil {
-			return nil, err
-		}
-		e.ports[i+1] = &portInfo{id: uint16(i + 1), name: p.portName(), iface: p.Interface, mtu: mtu}
-		e.attachDrop(e.ports[i+1])
-	}
-	if h := cfg.HostPort; h != nil {
-		hc := hostport.Config{Name: h.Interface, MTU: h.MTU, Addrs: h.Addresses}
-		if h.MAC != "" {
-			m, _ := bridge.ParseMAC(h.MAC) // validated
-			hc.MAC = net.HardwareAddr(m[:])
-		}
-		if e.host, err = hostport.Open(hc); err != nil {
-			return nil, fmt.Errorf("dataplane: host port: %w", err)
-		}
-		copy(e.hostMAC[:], e.host.MAC())
-		e.ports = append(e.ports, &portInfo{id: uint16(len(e.ports)), name: h.portName(), iface: e.host.Name(), host: true, mtu: e.host.MTU()})
-	}
-	full := bridge.EvictOldest
-	if cfg.Bridge.Refuse {
-		full = bridge.Refuse
-	}
-	if e.fdb, err = bridge.New(bridge.Options{Capacity: cfg.Bridge.FDBSize, AgingTime: time.Duration(cfg.Bridge.AgingTime),
-		Full: full, SharedVLAN: cfg.Bridge.SharedVLAN}); err != nil {
-		return nil, fmt.Errorf("dataplane: %w", err)
-	}
-	if err := e.setStatics(nil, cfg); err != nil {
+	e.b = &builder{log: e.log, nl: nl, t: &e.tables, cur: &e.cur, deps: e.deps}
+	if e.ports, err = e.b.openPorts(cfg); err != nil {
 		return nil, err
 	}
-	nworkers := 0
-	for _, p := range cfg.Ports {
-		nworkers += max(p.Workers, 1)
-	}
-	if e.host != nil {
-		nworkers++
-	}
-	// Spare handles let a port restart with more workers without
-	// restarting the engine.
-	e.rulesHandles = nworkers + spareWorkers
-	e.rules = rules.NewSet(rules.SetOptions{Workers: e.rulesHandles})
-	if err := e.setRules(cfg); err != nil {
+	e.deps.host = e.host
+	if err := e.openTables(cfg); err != nil {
 		return nil, err
-	}
-	if modeOf(cfg) == ModeNAT {
-		if err := e.openNAT(cfg); err != nil {
-			return nil, err
-		}
 	}
 	e.cur.Store(newSettings(cfg))
-	if err := e.openWorkers(cfg); err != nil {
+	e.workers, err = e.b.openWorkers(cfg, e.ports)
+	if err != nil {
 		return nil, err
 	}
+	e.topo.Store(&topology{ports: e.ports, workers: e.workers})
 	e.pollLinks()
 	return e, nil
-}
-
-// attachDrop keeps the kernel's network stack off data port pi's received
-// frames once the rings have them (ingressdrop): the data ports carry no
-// kernel address, and in NAT mode the kernel would otherwise route every
-// frame to the router's MAC only to drop it. Without it (no tcx in the
-// kernel) forwarding works the same, at that cost.
-func (e *Engine) attachDrop(pi *portInfo) {
-	d, err := ingressdrop.Attach(pi.iface)
-	if err != nil {
-		pi.kdropErr = err.Error()
-		e.log.Warn("dataplane: the kernel keeps processing this port's frames", "port", pi.name, "err", err)
-		return
-	}
-	pi.kdrop = d
-}
-
-// prepareLink sets port p's interface up and to the port's MTU (the
-// kernel's TX length check follows the interface MTU) and returns the MTU
-// in force.
-func (e *Engine) prepareLink(p *Port) (int, error) {
-	link, err := e.nl.LinkByName(p.Interface)
-	if err != nil {
-		return 0, fmt.Errorf("dataplane: port %s: interface %s: %w", p.portName(), p.Interface, err)
-	}
-	if link.Attrs().Flags&net.FlagUp == 0 {
-		if err := e.nl.LinkSetUp(link); err != nil {
-			return 0, fmt.Errorf("dataplane: port %s: set %s up: %w", p.portName(), p.Interface, err)
-		}
-	}
-	mtu := p.MTU
-	if mtu == 0 {
-		mtu = link.Attrs().MTU
-	} else if mtu != link.Attrs().MTU {
-		if err := e.nl.LinkSetMTU(link, mtu); err != nil {
-			return 0, fmt.Errorf("dataplane: port %s: set %s MTU %d: %w", p.portName(), p.Interface, mtu, err)
-		}
-	}
-	return mtu, nil
-}
-
-// openNAT creates the router: its WAN port is the RoleWAN port, its LAN
-// side the LAN segment, named by the first LAN port's id. The MACs default
-// to the interfaces'; the LAN MTU is the smallest of the segment's ports.
-func (e *Engine) openNAT(cfg *Config) error {
-	p := natPorts{lanMTU: maxNATMTU}
-	for i := range cfg.Ports {
-		pi := e.ports[i+1]
-		link, err := e.nl.LinkByName(pi.iface)
-		if err != nil {
-			return fmt.Errorf("dataplane: port %s: interface %s: %w", pi.name, pi.iface, err)
-		}
-		var mac [6]byte
-		copy(mac[:], link.Attrs().HardwareAddr)
-		switch cfg.Ports[i].Role {
-		case RoleWAN:
-			p.wanID, p.wanMAC, p.wanMTU = int(pi.id), mac, pi.mtu
-		case RoleLAN:
-			if p.lanID == 0 {
-				p.lanID, p.lanMAC = int(pi.id), mac
-			}
-			p.lanMTU = min(p.lanMTU, pi.mtu)
-		}
-	}
-	if e.host != nil {
-		p.lanMTU = min(p.lanMTU, e.ports[len(e.ports)-1].mtu)
-	}
-	if m := cfg.NAT.LANMAC; m != "" {
-		mac, _ := bridge.ParseMAC(m) // validated
-		p.lanMAC = [6]byte(mac)
-	}
-	if m := cfg.NAT.WANMAC; m != "" {
-		mac, _ := bridge.ParseMAC(m)
-		p.wanMAC = [6]byte(mac)
-	}
-	r, err := nat.New(cfg.natConfig(p))
-	if err != nil {
-		return fmt.Errorf("dataplane: %w", err)
-	}
-	e.natr, e.natp = r, p
-	return nil
-}
-
-// openWorkers opens each worker's RX socket and its TX sockets: one TX-only
-// socket per (worker, other data port) and a stage into the host port.
-func (e *Engine) openWorkers(cfg *Config) error {
-	for i := range cfg.Ports {
-		ws, err := e.openPort(cfg, e.ports, i, nil)
-		e.workers = append(e.workers, ws...) // release closes what they hold
-		if err != nil {
-			return err
-		}
-	}
-	if e.host != nil {
-		w := e.newWorker(cfg, e.ports, e.ports[len(e.ports)-1], nil, e.nextRules, nil)
-		e.nextRules++
-		e.workers = append(e.workers, w)
-		if err := e.openTX(cfg, w, e.ports); err != nil {
-			return err
-		}
-		w.buf = make([]byte, 65536+64)
-	}
-	e.topo.Store(&topology{ports: e.ports, workers: e.workers})
-	return nil
-}
-
-// openPort opens the workers of cfg.Ports[i] (port id i+1 in ports): an
-// RX ring each (a fanout group when there are several) and their TX
-// sockets. reuse are the stopped workers of the port's previous
-// incarnation: the new ones take over their rules and NAT handles and
-// their counters. It returns what it opened, also on error.
-func (e *Engine) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worker) ([]*worker, error) {
-	p := &cfg.Ports[i]
-	in := ports[i+1]
-	n := max(p.Workers, 1)
-	cpu, pinned := cfg.CPU.WorkerCPU(p.Interface)
-	rc := cfg.Ring
-	var fanout *afpacket.Fanout
-	if n > 1 {
-		// The previous incarnation's group is gone: its sockets are closed.
-		fanout = &afpacket.Fanout{ID: uint16(os.Getpid()*MaxPorts + i), Mode: afpacket.FanoutHash}
-	}
-	var ws []*worker
-	for m := range n {
-		ac := afpacket.Config{MTU: in.mtu, BlockSize: rc.BlockSize, BlockCount: rc.BlockCount,
-			BlockTimeout: time.Duration(rc.BlockTimeout), TxFrames: DefaultReplyFrames, Fanout: fanout}
-		if ac.BlockSize == 0 && ac.BlockCount == 0 {
-			ac.BlockSize, ac.BlockCount = DefaultRxBlockSize, DefaultRxBlocks
-		}
-		var prev *worker
-		if m < len(reuse) {
-			prev = reuse[m]
-		}
-		rulesID := 0
-		switch {
-		case prev != nil:
-			rulesID = prev.rulesID
-		case len(e.freeRules) > 0:
-			rulesID = e.freeRules[len(e.freeRules)-1]
-			e.freeRules = e.freeRules[:len(e.freeRules)-1]
-		case e.nextRules < e.rulesHandles:
-			rulesID = e.nextRules
-			e.nextRules++
-		default:
-			return ws, fmt.Errorf("%w: port %s: no free worker handle for %d workers", ErrRestartRequired, in.name, n)
-		}
-		rx, err := afpacket.Open(p.Interface, ac)
-		if err != nil {
-			if prev == nil {
-				e.freeRules = append(e.freeRules, rulesID)
-			}
-			return ws, fmt.Errorf("dataplane: port %s: %w", in.name, err)
-		}
-		w := e.newWorker(cfg, ports, in, rx, rulesID, prev)
-		ws = append(ws, w)
-		if err := e.openTX(cfg, w, ports); err != nil {
-			return ws, err
-		}
-		if pinned {
-			w.cpu = memberCPU(cfg.CPU.CPUs, cpu, m)
-		}
-	}
-	// The counters of the previous incarnation's extra workers fold into
-	// the first new one: the port's totals keep growing.
-	for _, old := range reuse[min(n, len(reuse)):] {
-		ws[0].fwd.c.add(&old.fwd.c)
-		e.freeRules = append(e.freeRules, old.rulesID)
-	}
-	return ws, nil
-}
-
-// newWorker makes the worker of port in on ring rx (nil: the host port)
-// with rules handle rulesID. prev, when set, is the stopped worker it
-// replaces: it inherits its counters and its NAT worker.
-func (e *Engine) newWorker(cfg *Config, ports []*portInfo, in *portInfo, rx *afpacket.Socket, rulesID int, prev *worker) *worker {
-	w := &worker{id: e.nextID, rulesID: rulesID, e: e, port: in, rx: rx, cpu: -1, shared: newSharedCounters(len(ports)),
-		quit: make(chan struct{}), done: make(chan struct{})}
-	e.nextID++
-	tx := make([]txPort, len(ports))
-	rw := e.rules.Worker(rulesID)
-	w.fwd = newFwd(in, ports, tx, e.fdb, rw, &e.cur)
-	if prev != nil {
-		w.shared = prev.shared
-		w.fwd.c.add(&prev.fwd.c)
-	}
-	if e.natr != nil {
-		nw := (*nat.Worker)(nil)
-		if prev != nil {
-			nw = prev.fwd.nw
-		} else {
-			nw = e.natr.NewWorker(rw)
-		}
-		w.fwd.setNAT(nw, uint16(e.natp.wanID), e.natp.lanID, e.natp.lanMAC)
-	}
-	return w
-}
-
-// openTX opens w's TX paths: its own ring for replies on its ingress
-// port, a TX-only socket to each other data port, a stage into the host
-// port.
-func (e *Engine) openTX(cfg *Config, w *worker, ports []*portInfo) error {
-	txs := make([]*afpacket.Socket, len(ports))
-	w.txs.Store(&txs)
-	for _, out := range ports[1:] {
-		switch {
-		case out.host:
-			w.stage = newHostStage(e.host.Write, out.mtu+frame.EthernetHeaderLen+2*frame.VLANTagLen)
-			w.fwd.tx[out.id] = w.stage
-		case out == w.port:
-			if w.rx != nil {
-				w.fwd.tx[out.id] = w.rx // its own TX ring answers rejects
-				txs[out.id] = w.rx
-			}
-		default:
-			s, err := e.openTXTo(cfg, out)
-			if err != nil {
-				return fmt.Errorf("dataplane: worker %d (%s): TX to %s: %w", w.id, w.port.name, out.name, err)
-			}
-			txs[out.id] = s
-			w.fwd.tx[out.id] = s
-		}
-	}
-	return nil
-}
-
-func (e *Engine) openTXTo(cfg *Config, out *portInfo) (*afpacket.Socket, error) {
-	txFrames := cfg.Ring.TxFrames
-	if txFrames == 0 {
-		txFrames = DefaultTxFrames
-	}
-	return afpacket.Open(out.iface, afpacket.Config{NoRX: true, MTU: out.mtu, TxFrames: txFrames, TxCopy: e.txCopy(out.iface)})
-}
-
-// txCopy reports whether frames to iface are better copied than sent from
-// a mapped TX ring (see afpacket.Config.TxCopy): on veth, whose peer copies
-// zero-copy frames again; a NIC takes the ring's pages as they are.
-func (e *Engine) txCopy(iface string) bool {
-	link, err := e.nl.LinkByName(iface)
-	return err == nil && link.Type() == "veth"
-}
-
-// memberCPU spreads the fanout members of a port over the CPUs, starting
-// at the port's planned CPU.
-func memberCPU(cpus []int, first, m int) int {
-	if m == 0 || len(cpus) == 0 {
-		return first
-	}
-	i := slices.Index(cpus, first)
-	if i < 0 {
-		return first
-	}
-	return cpus[(i+m)%len(cpus)]
-}
-
-// setStatics replaces the static FDB entries of old (nil: none) with
-// those of cfg, and keeps the host port's MAC static.
-func (e *Engine) setStatics(old, cfg *Config) error {
-	ids := cfg.PortNames()
-	type key struct {
-		mac  bridge.MAC
-		vlan uint16
-	}
-	want := map[key]uint16{}
-	for _, s := range cfg.Bridge.Static {
-		want[key{s.MAC, s.VLAN}] = ids[s.Port]
-	}
-	if e.host != nil {
-		want[key{e.hostMAC, 0}] = uint16(len(e.ports) - 1)
-	}
-	if old != nil {
-		for _, s := range old.Bridge.Static {
-			if _, ok := want[key{s.MAC, s.VLAN}]; !ok {
-				e.fdb.Delete(s.MAC, s.VLAN)
-			}
-		}
-	}
-	for k, port := range want {
-		if err := e.fdb.AddStatic(k.mac, k.vlan, port); err != nil {
-			return fmt.Errorf("dataplane: static FDB entry %s vlan %d: %w", k.mac, k.vlan, err)
-		}
-	}
-	return nil
-}
-
-func (e *Engine) setRules(cfg *Config) error {
-	rs := cfg.Rules
-	if rs == nil {
-		rs = &rules.Ruleset{}
-	}
-	t, err := rules.Compile(rs, rules.Options{Ports: cfg.PortNames()})
-	if err != nil {
-		return fmt.Errorf("dataplane: rules: %w", err)
-	}
-	e.rules.Swap(t)
-	return nil
 }
 
 // Start starts the workers and the link monitor.
@@ -507,66 +158,49 @@ func (e *Engine) Close() error {
 func (e *Engine) release() error {
 	var errs []error
 	for _, w := range e.workers {
-		if w.rx != nil {
-			if err := w.rx.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		for _, s := range w.txSockets() {
-			if s != nil && s != w.rx {
-				if err := s.Close(); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
+		errs = append(errs, w.closeSockets())
 	}
 	if e.host != nil {
-		if err := e.host.Close(); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, e.host.Close())
 	}
 	for _, pi := range e.ports {
 		if pi != nil && pi.kdrop != nil {
-			if err := pi.kdrop.Close(); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, pi.kdrop.Close())
 		}
 	}
-	if e.nl != nil {
-		e.nl.Close()
+	if e.b != nil && e.b.nl != nil {
+		e.b.nl.Close()
 	}
 	return errors.Join(errs...)
 }
 
 // Apply replaces the configuration without stopping forwarding: aging
-// time, static entries, rules, per-port learning and flooding, and in NAT
-// mode the router's addresses, gateway, port forwards, timeouts and MSS
-// clamp (nat.Router.Update: connections stay, except those through a WAN
-// address that changed). A port whose interface or MTU (bridge mode),
-// worker count or worker CPUs changed restarts only its own workers; the
-// others keep forwarding (like New, Apply then opens sockets in the
-// calling thread's network namespace). A change of anything else the engine opened
-// (the set of ports, the host port, rings, FDB size or policy, the mode,
-// the roles, the router's MACs or its table size) returns
-// ErrRestartRequired and changes nothing.
-func (e *Engine) Apply(cfg *Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("dataplane: %w", err)
+// time, static entries, rules, per-port learning, flooding and VLANs, and
+// in NAT mode the router's addresses, gateway, port forwards, timeouts,
+// masquerade ports and MSS clamp (nat.Router.Update: connections stay,
+// except those through an address that changed). The ports named in
+// restart (by Port.Name) restart their own workers with their new
+// interface, MTU, worker count and CPUs while the others keep forwarding;
+// like New, that opens sockets in the calling thread's network namespace.
+// A port's interface, MTU, workers or CPUs change only when it is named.
+// Anything else New opened (see ErrRestartRequired) cannot change.
+func (e *Engine) Apply(cfg *Config, restart ...string) error {
+	if err := cfg.Check(); err != nil {
+		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	old := e.cur.Load().cfg
-	changed, ok := portChanges(old, cfg)
-	if !ok {
+	if !e.sameShape(old, cfg) {
 		return ErrRestartRequired
 	}
-	rs := cfg.Rules
-	if rs == nil {
-		rs = &rules.Ruleset{}
-	}
-	t, err := rules.Compile(rs, rules.Options{Ports: cfg.PortNames()})
+	changed, err := portIndexes(cfg, restart)
 	if err != nil {
-		return fmt.Errorf("dataplane: rules: %w", err)
+		return err
+	}
+	t, err := compileRules(cfg)
+	if err != nil {
+		return err
 	}
 	if len(changed) > 0 {
 		if err := e.restartPorts(cfg, changed); err != nil {
@@ -588,11 +222,57 @@ func (e *Engine) Apply(cfg *Config) error {
 	return nil
 }
 
-func agingOf(cfg *Config) time.Duration {
-	if cfg.Bridge.AgingTime == 0 {
-		return bridge.DefaultAgingTime
+// sameShape reports whether b keeps what the running engine opened once:
+// the mode, the ports by name and order, the host port, the FDB, and in
+// NAT mode the roles, the router's MACs and its table size.
+func (e *Engine) sameShape(a, b *Config) bool {
+	if modeOf(a) != modeOf(b) || len(a.Ports) != len(b.Ports) || (a.HostPort == nil) != (b.HostPort == nil) ||
+		a.Ring != b.Ring || a.Bridge.FDBSize != b.Bridge.FDBSize || a.Bridge.Refuse != b.Bridge.Refuse ||
+		a.Bridge.SharedVLAN != b.Bridge.SharedVLAN {
+		return false
 	}
-	return time.Duration(cfg.Bridge.AgingTime)
+	for i := range a.Ports {
+		p, q := &a.Ports[i], &b.Ports[i]
+		if p.portName() != q.portName() || modeOf(a) == ModeNAT && (p.Role != q.Role || p.Interface != q.Interface || p.MTU != q.MTU) {
+			return false
+		}
+	}
+	if h, k := a.HostPort, b.HostPort; h != nil && (h.portName() != k.portName() || h.Interface != k.Interface ||
+		h.MTU != k.MTU || h.MAC != k.MAC || fmt.Sprint(h.Addresses) != fmt.Sprint(k.Addresses)) {
+		return false
+	}
+	if e.natr != nil {
+		m, n := a.NAT, b.NAT
+		if m.LANMAC != n.LANMAC || m.WANMAC != n.WANMAC || orDefault(n.MaxConns, nat.DefaultMaxConns) != e.natr.Config().MaxConns {
+			return false
+		}
+	}
+	return true
+}
+
+// portIndexes maps port names to their indexes in cfg.Ports.
+func portIndexes(cfg *Config, names []string) ([]int, error) {
+	var out []int
+	for _, n := range names {
+		i := -1
+		for j := range cfg.Ports {
+			if cfg.Ports[j].portName() == n {
+				i = j
+			}
+		}
+		if i < 0 {
+			return nil, fmt.Errorf("dataplane: restart of unknown port %q", n)
+		}
+		out = append(out, i)
+	}
+	return out, nil
+}
+
+func orDefault(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
 }
 
 // Config returns the configuration in force. Do not modify it.
@@ -604,6 +284,10 @@ func (e *Engine) Rules() *rules.Set { return e.rules }
 // FDB returns the forwarding database.
 func (e *Engine) FDB() *bridge.FDB { return e.fdb }
 
+// NAT returns the router in NAT mode, nil in bridge mode: its connection
+// table, mappings and neighbours (see ListConns for paging).
+func (e *Engine) NAT() *nat.Router { return e.natr }
+
 // Now is the engine's monotonic clock, as the FDB sees it.
 func (e *Engine) Now() int64 { return int64(time.Since(e.start)) }
 
@@ -611,100 +295,22 @@ func (e *Engine) Now() int64 { return int64(time.Since(e.start)) }
 func (e *Engine) FDBEntries() []FDBEntry {
 	ents := e.fdb.Entries(nil, e.Now())
 	out := make([]FDBEntry, len(ents))
+	ports := e.topo.Load().ports
 	for i, en := range ents {
 		out[i] = FDBEntry{Entry: en}
-		if ports := e.topo.Load().ports; int(en.Port) < len(ports) && en.Port > 0 {
+		if int(en.Port) < len(ports) && en.Port > 0 {
 			out[i].PortName = ports[en.Port].name
 		}
 	}
 	return out
 }
 
-// monitor polls the links and sweeps the FDB until the engine stops.
-func (e *Engine) monitor() {
-	defer e.wg.Done()
-	t := time.NewTicker(linkPoll)
-	defer t.Stop()
-	lastSweep := time.Now()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C:
-		}
-		e.pollLinks()
-		if time.Since(lastSweep) >= sweepInterval {
-			e.fdb.Sweep(e.Now())
-			lastSweep = time.Now()
-		}
-	}
-}
-
-// pollLinks updates each port's link state: administratively up with a
-// carrier (IFF_UP and IFF_LOWER_UP). A port that goes down loses its
-// learned FDB entries.
-func (e *Engine) pollLinks() {
-	for _, p := range e.topo.Load().ports[1:] {
-		up := false
-		if link, err := e.nl.LinkByName(p.iface); err == nil {
-			a := link.Attrs()
-			up = a.Flags&net.FlagUp != 0 && a.RawFlags&unix.IFF_LOWER_UP != 0
-		}
-		if was := p.up.Swap(up); was != up {
-			e.log.Info("dataplane link", "port", p.name, "interface", p.iface, "up", up)
-			if !up {
-				e.fdb.Flush(p.id, false)
-			}
-		}
-	}
-}
-
-// Health is whether every port forwards: its workers run and its link is up.
-type Health struct {
-	OK    bool         `json:"ok"`
-	Ports []PortHealth `json:"ports"`
-}
-
-// PortHealth is one port's part of Health.
-type PortHealth struct {
-	Name      string `json:"name"`
-	Interface string `json:"interface"`
-	Kind      string `json:"kind"`
-	LinkUp    bool   `json:"linkUp"`
-	Workers   int    `json:"workers"`
-	Running   int    `json:"running"`
-	OK        bool   `json:"ok"`
-}
-
 // Health reports per port whether its workers run and its link is up.
 func (e *Engine) Health() Health {
-	h := Health{OK: true}
 	e.mu.Lock()
-	stopped := !e.started || e.closed
+	running := e.started && !e.closed
 	e.mu.Unlock()
-	topo := e.topo.Load()
-	for _, p := range topo.ports[1:] {
-		ph := PortHealth{Name: p.name, Interface: p.iface, Kind: kindOf(p), LinkUp: p.up.Load()}
-		for _, w := range topo.workers {
-			if w.port == p {
-				ph.Workers++
-				if w.running.Load() {
-					ph.Running++
-				}
-			}
-		}
-		ph.OK = !stopped && ph.LinkUp && ph.Workers > 0 && ph.Running == ph.Workers
-		h.OK = h.OK && ph.OK
-		h.Ports = append(h.Ports, ph)
-	}
-	return h
-}
-
-func kindOf(p *portInfo) string {
-	if p.host {
-		return "host"
-	}
-	return "data"
+	return e.topo.Load().health(running)
 }
 
 // Snapshot returns the engine's counters and state. It takes no lock the
@@ -712,64 +318,13 @@ func kindOf(p *portInfo) string {
 // batch) and reads the sockets' kernel statistics.
 func (e *Engine) Snapshot() Snapshot {
 	now := time.Now()
-	topo := e.topo.Load()
-	s := Snapshot{
-		Time:    now,
-		Uptime:  Duration(now.Sub(e.start).Round(time.Millisecond)),
-		Mode:    modeOf(e.cur.Load().cfg),
-		Ports:   make([]PortStats, len(topo.ports)-1),
-		Workers: make([]WorkerStats, len(topo.workers)),
-		FDB:     e.fdb.Stats(),
-	}
+	s := e.topo.Load().snapshot()
+	s.Time = now
+	s.Uptime = Duration(now.Sub(e.start).Round(time.Millisecond))
+	s.Mode = modeOf(e.cur.Load().cfg)
+	s.FDB = e.fdb.Stats()
 	t := e.rules.Table()
 	s.Rules = RuleStats{Generation: t.Generation(), Rules: len(t.Rules()), RejectsLimited: e.rules.RejectsLimited()}
-	for i, p := range topo.ports[1:] {
-		s.Ports[i] = PortStats{ID: p.id, Name: p.name, Interface: p.iface, Kind: kindOf(p), MTU: p.mtu, LinkUp: p.up.Load(),
-			KernelDrop: p.kdrop != nil, KernelDropError: p.kdropErr}
-	}
-	for _, r := range topo.retired {
-		addSocketStats(&s.Ports[r.port-1].Ring, r.sock.Stats(), r.rx)
-	}
-	for i, w := range topo.workers {
-		c := w.shared
-		ps := &s.Ports[w.port.id-1]
-		ps.Workers++
-		running := w.running.Load()
-		if running {
-			ps.Running++
-		}
-		ps.RxPackets += c.rxPackets.Load()
-		ps.RxBytes += c.rxBytes.Load()
-		ps.Flooded += c.flooded.Load()
-		ps.RejectsSent += c.rejectsSent.Load()
-		ps.Ring.TxErrors += c.txFlushErrors.Load()
-		for r := range c.drops {
-			v := c.drops[r].Load()
-			ps.Drops[r] += v
-			s.Drops[r] += v
-		}
-		for id := 1; id < len(c.txPackets); id++ {
-			s.Ports[id-1].TxPackets += c.txPackets[id].Load()
-			s.Ports[id-1].TxBytes += c.txBytes[id].Load()
-		}
-		if w.rx != nil {
-			addSocketStats(&ps.Ring, w.rx.Stats(), true)
-		}
-		for id, sock := range w.txSockets() {
-			if sock != nil && sock != w.rx {
-				addSocketStats(&s.Ports[id-1].Ring, sock.Stats(), false)
-			}
-		}
-		if w.stage != nil {
-			s.Ports[len(s.Ports)-1].Ring.TxErrors += w.stage.errs.Load()
-		}
-		w.mu.Lock()
-		last := w.lastPanic
-		w.mu.Unlock()
-		s.Workers[i] = WorkerStats{ID: w.id, Port: w.port.name, CPU: int(w.pinned.Load()), Running: running,
-			Batches: c.batches.Load(), Panics: w.panics.Load(), Restarts: w.restarts.Load(), LastPanic: last,
-			CacheHits: c.cacheHits.Load(), CacheMisses: c.cacheMisses.Load()}
-	}
 	if e.natr != nil {
 		ns := e.natr.Stats()
 		s.NAT = natStats(&ns)

@@ -56,7 +56,7 @@ func testEngineNAT(t *testing.T) {
 	if err := tp.ping(1, "10.42.0.100"); err != nil {
 		t.Errorf("host port on the LAN segment: %v", err)
 	}
-	before, err := e.Conns(ConnFilter{Proto: "icmp"}, 0, 0)
+	before, err := ListConns(e.NAT(), ConnFilter{Proto: "icmp"}, 0, 0)
 	if err != nil || before.Total != 1 || before.Conns[0].Reply.Dst.Addr() != netip.MustParseAddr("10.43.0.2") {
 		t.Fatalf("ICMP connection after ping: %+v, %v", before, err)
 	}
@@ -72,7 +72,7 @@ func testEngineNAT(t *testing.T) {
 	if err := e.Apply(&cfg2); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	after, err := e.Conns(ConnFilter{Proto: "icmp"}, 0, 0)
+	after, err := ListConns(e.NAT(), ConnFilter{Proto: "icmp"}, 0, 0)
 	if err != nil || after.Total != 1 || after.Conns[0].ID != before.Conns[0].ID {
 		t.Errorf("ICMP connection after Apply: %+v, %v (before %+v)", after, err, before)
 	}

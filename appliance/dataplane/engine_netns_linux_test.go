@@ -334,7 +334,7 @@ func TestPortRestartInPlace(t *testing.T) {
 	cfg2 := *cfg
 	cfg2.Ports = []Port{{Interface: "p1"}, {Interface: "p2", MTU: 1400, Workers: 2}, {Interface: "p3"}}
 	var err error
-	tp.in(func() { err = e.Apply(&cfg2) }) // it opens sockets, like New, in the caller's namespace
+	tp.in(func() { err = e.Apply(&cfg2, "p2") }) // it opens sockets, like New, in the caller's namespace
 	if err != nil {
 		t.Fatalf("Apply with p2's MTU and workers changed: %v", err)
 	}

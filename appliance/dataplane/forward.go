@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"e1kbox/appliance/dataplane/ingressdrop"
 	"encoding/binary"
 	"math/bits"
 	"sync/atomic"
@@ -11,65 +10,6 @@ import (
 	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/rules"
 )
-
-// txPort is a transmit ring as the forwarding path sees it. It is owned
-// by exactly one worker. *afpacket.Socket implements it; so does the host
-// port's per-worker stage.
-type txPort interface {
-	Append(frame []byte) bool
-	AppendTagged(frame []byte, tpid, tci uint16) bool
-	TxSlot() []byte
-	TxCommit(n int) bool
-	Flush() error
-}
-
-// portInfo is a port as the engine opened it; only up changes.
-type portInfo struct {
-	id    uint16
-	name  string // rule name
-	iface string
-	host  bool
-	mtu   int
-	up    atomic.Bool // link state, from the link monitor
-	// kdrop keeps the kernel's stack off a data port's frames (package
-	// ingressdrop); nil, with kdropErr, where it could not be attached.
-	kdrop    *ingressdrop.Drop
-	kdropErr string
-}
-
-// settings is the immutable snapshot the workers load once per batch.
-type settings struct {
-	cfg   *Config
-	ports []portSettings // by port id; [0] unused
-}
-
-type portSettings struct {
-	noLearn, noFlood bool
-	vlan             *vlanSet // nil: VLAN-unaware
-}
-
-// vlanSet is a VLAN-aware port's membership, a bitmap for the hot path.
-type vlanSet struct {
-	native  uint16
-	allowed [4096 / 64]uint64
-}
-
-func (v *vlanSet) allows(vid uint16) bool { return v.allowed[vid>>6]&(1<<(vid&63)) != 0 }
-
-func newSettings(cfg *Config) *settings {
-	s := &settings{cfg: cfg, ports: make([]portSettings, len(cfg.Ports)+2)}
-	for i, p := range cfg.Ports {
-		s.ports[i+1] = portSettings{noLearn: p.NoLearn, noFlood: p.NoFlood}
-		if p.VLANs != nil {
-			v := &vlanSet{native: p.VLANs.Native}
-			for _, id := range p.VLANs.Allowed {
-				v.allowed[id>>6] |= 1 << (id & 63)
-			}
-			s.ports[i+1].vlan = v
-		}
-	}
-	return s
-}
 
 // fwd is one worker's forwarding state: everything the per-frame path
 // touches, owned by the worker's goroutine alone.
@@ -101,13 +41,6 @@ type fwd struct {
 	lanMAC [6]byte // the router's LAN MAC
 
 	c counters
-}
-
-// setNAT makes the worker route: frames from the WAN port and frames to
-// the router's LAN MAC go to nw. wan is the WAN port's id, natLAN the id
-// nat.Config.LAN.ID names the LAN segment by.
-func (w *fwd) setNAT(nw *nat.Worker, wan uint16, natLAN int, lanMAC [6]byte) {
-	w.nw, w.wanID, w.natLAN, w.lanMAC = nw, wan, natLAN, lanMAC
 }
 
 func newFwd(in *portInfo, ports []*portInfo, tx []txPort, fdb *bridge.FDB, rw *rules.Worker, cur *atomic.Pointer[settings]) *fwd {
@@ -146,76 +79,22 @@ func (w *fwd) drop(r Drop) { w.c.drops[r]++ }
 // destination MAC on; origLen its length before any truncation; a tag the
 // kernel stripped is in tag when stripped. It does not allocate.
 func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag) {
-	wire := len(data)
-	var outer uint16
-	if stripped {
-		wire += frame.VLANTagLen
-		if tag.TPID == 0 {
-			tag.TPID = frame.EtherTypeVLAN
-		}
-		outer = tag.TPID
-	} else if len(data) >= frame.EthernetHeaderLen {
-		outer = binary.BigEndian.Uint16(data[12:])
-	}
-	w.c.rxPackets++
-	w.c.rxBytes += uint64(wire)
-	if origLen > len(data) {
-		w.drop(Drop(frame.ReasonTruncated))
-		return
-	}
-	if !fits(w.in.mtu, wire, outer) {
-		w.drop(DropOversize)
+	wire, outer, ok := w.receive(data, origLen, stripped, &tag)
+	if !ok {
 		return
 	}
 	f := &w.f
-	var err error
-	if stripped {
-		err = frame.ParseWithTag(data, tag, f)
-	} else {
-		err = frame.Parse(data, f)
-	}
-	if err != nil {
-		w.drop(Drop(frame.ReasonOf(err)))
+	if w.vid, ok = w.ingressVLAN(); !ok {
+		w.drop(DropVLAN)
 		return
-	}
-	if bridge.IsGroup(&f.Src) || bridge.IsZero(&f.Src) {
-		w.drop(DropBadSource)
-		return
-	}
-	if f.Dst[0] == 0x01 && f.Dst[1] == 0x80 && f.Dst[2] == 0xc2 && f.Dst[3] == 0 && f.Dst[4] == 0 && f.Dst[5]&0xf0 == 0 {
-		w.drop(DropLinkLocal)
-		return
-	}
-	var vid uint16
-	if f.NTags > 0 {
-		vid = f.Tags[0].VID()
 	}
 	in := w.in.id
-	w.tagged = f.NTags > 0 && f.Tags[0].TPID == frame.EtherTypeVLAN
-	if v := w.set.ports[in].vlan; v != nil {
-		switch {
-		case f.NTags > 0 && !w.tagged: // an 802.1ad outer tag
-			w.drop(DropVLAN)
-			return
-		case w.tagged && vid != 0:
-			if vid != v.native && !v.allows(vid) {
-				w.drop(DropVLAN)
-				return
-			}
-		case v.native == 0: // untagged or priority-tagged, no native VLAN
-			w.drop(DropVLAN)
-			return
-		default:
-			vid = v.native
-		}
-	}
-	w.vid = vid
 	if in == w.wanID {
 		w.natFrame(data, false) // nothing is bridged to or from the WAN
 		return
 	}
 	if !w.set.ports[in].noLearn {
-		w.fdb.Learn(&f.Src, vid, in, w.mono)
+		w.fdb.Learn(&f.Src, w.vid, in, w.mono)
 	}
 	group := bridge.IsGroup(&f.Dst)
 	if w.nw != nil && !group && f.Dst == w.lanMAC {
@@ -224,11 +103,11 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 	}
 	w.fillKey()
 	if w.set.ports[in].vlan != nil {
-		w.key.VLAN = vid
+		w.key.VLAN = w.vid
 	}
 	w.rejected = false
 	if !group {
-		out, ok := w.fdb.Lookup(&f.Dst, vid, w.mono)
+		out, ok := w.fdb.Lookup(&f.Dst, w.vid, w.mono)
 		switch {
 		case !ok:
 			// unknown unicast: flood
@@ -257,111 +136,76 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 	}
 }
 
-// natFrame hands the parsed frame to the router and carries out its
-// Result (see package nat): Forward to the port it names, Reply on the
-// ingress port, ToHost and Drop counted. flooded says the frame was also
-// bridged: then nothing but the router's answers counts. It then drains
-// the router's outbox.
-func (w *fwd) natFrame(data []byte, flooded bool) {
-	side := w.natLAN
-	if w.in.id == w.wanID {
-		side = int(w.wanID)
-	}
-	res := w.nw.Process(w.now, side, data, &w.f)
-	switch res.Action {
-	case nat.Forward:
-		w.natSend(res.Port, res.Frame)
-	case nat.Reply:
-		// An answer to the frame: its source is on the ingress port.
-		w.natEmit(w.in.id, res.Frame)
-	case nat.ToHost:
-		// Broadcasts reached the host port through the bridge already;
-		// unicast for the router's own address or for the box on the
-		// WAN has no service behind it.
-		if !flooded {
-			w.drop(DropNATHost)
+// receive counts a received frame, checks its length against the ingress
+// MTU and parses it into w.f; it drops (and counts) frames that are
+// truncated, too long, malformed, from a group or zero source, or for an
+// 802.1D link-local address. It returns the frame's length on the wire
+// (a stripped tag included) and its outer EtherType, and fills in a
+// stripped tag's default TPID.
+func (w *fwd) receive(data []byte, origLen int, stripped bool, tag *frame.VLANTag) (wire int, outer uint16, ok bool) {
+	wire = len(data)
+	if stripped {
+		wire += frame.VLANTagLen
+		if tag.TPID == 0 {
+			tag.TPID = frame.EtherTypeVLAN
 		}
-	case nat.Drop:
-		if !flooded {
-			w.drop(NATDrop(res.Reason))
-		}
+		outer = tag.TPID
+	} else if len(data) >= frame.EthernetHeaderLen {
+		outer = binary.BigEndian.Uint16(data[12:])
 	}
-	w.natDrain()
-}
-
-// natPrefetch warms the router's table for a frame handle sees a few
-// frames later (see natBlock).
-func (w *fwd) natPrefetch(data []byte, stripped bool) {
-	if stripped { // the router drops tagged frames without a lookup
-		return
+	w.c.rxPackets++
+	w.c.rxBytes += uint64(wire)
+	if origLen > len(data) {
+		w.drop(Drop(frame.ReasonTruncated))
+		return 0, 0, false
 	}
-	side := w.natLAN
-	if w.in.id == w.wanID {
-		side = int(w.wanID)
-	}
-	w.nw.Prefetch(side, data)
-}
-
-// natDrain sends the router's outbox: ARP requests and frames released
-// from its ARP queue.
-func (w *fwd) natDrain() {
-	for port, b, ok := w.nw.Output(); ok; port, b, ok = w.nw.Output() {
-		w.natSend(port, b)
-	}
-}
-
-// natTick is the router's housekeeping at the end of a batch or on an
-// idle tick.
-func (w *fwd) natTick() {
-	w.nw.Tick(w.now)
-	w.natDrain()
-}
-
-// natSend transmits a routed frame on the router's port: the WAN port, or
-// the LAN segment, where the destination MAC picks the port (FDB) and an
-// unknown or group destination floods the segment.
-func (w *fwd) natSend(port int, b []byte) {
-	if port == int(w.wanID) {
-		w.natEmit(w.wanID, b)
-		return
-	}
-	dst := (*[6]byte)(b[0:6])
-	if !bridge.IsGroup(dst) {
-		if out, ok := w.fdb.Lookup(dst, 0, w.mono); ok && out != w.wanID && int(out) < len(w.ports) {
-			w.natEmit(out, b)
-			return
-		}
-	}
-	w.c.flooded++
-	for id := 1; id < len(w.ports); id++ {
-		if uint16(id) == w.wanID || w.set.ports[id].noFlood || !w.up[id] {
-			continue
-		}
-		w.natEmit(uint16(id), b)
-	}
-}
-
-// natEmit copies a routed frame (untagged) into port out's TX ring.
-func (w *fwd) natEmit(out uint16, b []byte) {
-	if !w.up[out] {
-		w.drop(DropPortDown)
-		return
-	}
-	if !fits(w.ports[out].mtu, len(b), 0) {
+	if !fits(w.in.mtu, wire, outer) {
 		w.drop(DropOversize)
-		return
+		return 0, 0, false
 	}
-	tx := w.tx[out]
-	if !tx.Append(b) {
-		w.flushPort(out)
-		if !tx.Append(b) {
-			w.drop(DropTxFull)
-			return
-		}
+	f := &w.f
+	var err error
+	if stripped {
+		err = frame.ParseWithTag(data, *tag, f)
+	} else {
+		err = frame.Parse(data, f)
 	}
-	w.dirty |= 1 << out
-	w.c.txPackets[out]++
-	w.c.txBytes[out] += uint64(len(b))
+	switch {
+	case err != nil:
+		w.drop(Drop(frame.ReasonOf(err)))
+	case bridge.IsGroup(&f.Src) || bridge.IsZero(&f.Src):
+		w.drop(DropBadSource)
+	case f.Dst[0] == 0x01 && f.Dst[1] == 0x80 && f.Dst[2] == 0xc2 && f.Dst[3] == 0 && f.Dst[4] == 0 && f.Dst[5]&0xf0 == 0:
+		w.drop(DropLinkLocal)
+	default:
+		return wire, outer, true
+	}
+	return 0, 0, false
+}
+
+// ingressVLAN classifies the parsed frame into a VLAN: its outer tag's
+// VLAN id, or on a VLAN-aware ingress port the tag's VLAN if the port
+// carries it and the native VLAN for untagged or priority-tagged frames.
+// It sets w.tagged; false means the port does not carry the frame.
+func (w *fwd) ingressVLAN() (uint16, bool) {
+	f := &w.f
+	var vid uint16
+	if f.NTags > 0 {
+		vid = f.Tags[0].VID()
+	}
+	w.tagged = f.NTags > 0 && f.Tags[0].TPID == frame.EtherTypeVLAN
+	v := w.set.ports[w.in.id].vlan
+	switch {
+	case v == nil:
+		return vid, true
+	case f.NTags > 0 && !w.tagged: // an 802.1ad outer tag
+		return 0, false
+	case w.tagged && vid != 0:
+		return vid, vid == v.native || v.allows(vid)
+	case v.native == 0: // untagged or priority-tagged, no native VLAN
+		return 0, false
+	}
+	return v.native, true
 }
 
 // forward sends one copy of the frame to port out after the rules had
@@ -437,44 +281,6 @@ func (w *fwd) forward(out uint16, data []byte, stripped bool, tag frame.VLANTag,
 	w.dirty |= 1 << out
 	w.c.txPackets[out]++
 	w.c.txBytes[out] += uint64(wire)
-}
-
-// How a copy leaves its port.
-const (
-	egressAsIs     = iota // as received (VLAN-unaware out port)
-	egressUntagged        // without its outer 802.1Q tag
-	egressTagged          // with an outer 802.1Q tag of the frame's VLAN
-)
-
-// appendTo queues a copy of the frame on tx in the form egress asks for.
-func (w *fwd) appendTo(tx txPort, egress int, data []byte, stripped bool, tag frame.VLANTag) bool {
-	switch {
-	case egress == egressUntagged && stripped:
-		return tx.Append(data)
-	case egress == egressUntagged && w.tagged: // the tag is in data: cut it out
-		slot := tx.TxSlot()
-		if slot == nil || len(slot) < len(data)-frame.VLANTagLen {
-			return false
-		}
-		copy(slot, data[:12])
-		n := 12 + copy(slot[12:], data[12+frame.VLANTagLen:])
-		return tx.TxCommit(n)
-	case egress == egressTagged && !w.tagged:
-		return tx.AppendTagged(data, frame.EtherTypeVLAN, w.vid)
-	case egress == egressTagged && stripped:
-		return tx.AppendTagged(data, frame.EtherTypeVLAN, tag.TCI&^0xfff|w.vid)
-	case egress == egressTagged && binary.BigEndian.Uint16(data[14:])&0xfff != w.vid: // a priority tag in data: set the VLAN
-		slot := tx.TxSlot()
-		if slot == nil || len(slot) < len(data) {
-			return false
-		}
-		n := copy(slot, data)
-		binary.BigEndian.PutUint16(slot[14:], binary.BigEndian.Uint16(data[14:])&^0xfff|w.vid)
-		return tx.TxCommit(n)
-	case stripped:
-		return tx.AppendTagged(data, tag.TPID, tag.TCI)
-	}
-	return tx.Append(data)
 }
 
 // reject answers the current frame on its ingress port (TCP RST or ICMP

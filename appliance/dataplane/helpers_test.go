@@ -122,7 +122,7 @@ func newTestBridge(t testing.TB, n int, host bool, ruleText string, keep bool, m
 	if mutate != nil {
 		mutate(cfg)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Check(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
 	b := &testBridge{t: t, cfg: cfg}

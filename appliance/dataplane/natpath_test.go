@@ -403,7 +403,7 @@ func TestNATZeroAllocs(t *testing.T) {
 	}
 }
 
-func TestNATConfigValidate(t *testing.T) {
+func TestNATConfigCheck(t *testing.T) {
 	base := func() *Config {
 		c := &Config{Ports: []Port{{Interface: "eth1"}, {Interface: "eth2"}}}
 		c.Mode = ModeNAT
@@ -412,7 +412,7 @@ func TestNATConfigValidate(t *testing.T) {
 			Gateway: netip.MustParseAddr("203.0.113.1")}
 		return c
 	}
-	if err := base().Validate(); err != nil {
+	if err := base().Check(); err != nil {
 		t.Fatalf("valid NAT config: %v", err)
 	}
 	for _, tc := range []struct {
@@ -420,34 +420,40 @@ func TestNATConfigValidate(t *testing.T) {
 		mod  func(*Config)
 		want string
 	}{
-		{"no wan", func(c *Config) { c.Ports[0].Role = RoleLAN }, "exactly one port with role wan"},
-		{"two wans", func(c *Config) { c.Ports[1].Role = RoleWAN }, "at least one port with role lan"},
-		{"no role", func(c *Config) { c.Ports[1].Role = "" }, "ports[1].role"},
-		{"no nat section", func(c *Config) { c.NAT = nil }, "nat: missing"},
-		{"bad mac", func(c *Config) { c.NAT.LANMAC = "01:00:5e:00:00:01" }, "nat.lanMAC"},
+		{"no wan", func(c *Config) { c.Ports[0].Role = RoleLAN }, "NAT mode needs one WAN port and LAN ports, has 0 and 2"},
+		{"two wans", func(c *Config) { c.Ports[1].Role = RoleWAN }, "NAT mode needs one WAN port and LAN ports, has 2 and 0"},
+		{"no nat section", func(c *Config) { c.NAT = nil }, "without a router configuration"},
+		{"bad mac", func(c *Config) { c.NAT.LANMAC = [6]byte{1, 0, 0x5e, 0, 0, 1} }, "not a unicast address"},
 		{"gateway off the WAN", func(c *Config) { c.NAT.Gateway = netip.MustParseAddr("10.0.0.1") }, "gateway"},
 		{"forward off the LAN", func(c *Config) {
 			c.NAT.Forwards = []nat.PortForward{{Proto: frame.ProtoTCP, Port: 80, To: netip.MustParseAddrPort("10.9.9.9:80")}}
 		}, "lan subnet"},
-		{"unknown mode", func(c *Config) { c.Mode = "router" }, `mode: "router"`},
+		{"unknown mode", func(c *Config) { c.Mode = "router" }, `mode "router"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base()
 			tc.mod(c)
-			err := c.Validate()
+			err := c.Check()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Validate = %v, want an error containing %q", err, tc.want)
+				t.Errorf("Check = %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
 }
 
-func TestNATSameTopology(t *testing.T) {
+// TestNATSameShape: what a NAT engine can take over in Apply and what
+// needs a new engine (the appliance's config.Diff plans the same).
+func TestNATSameShape(t *testing.T) {
 	base := func() *Config {
 		c := &Config{Ports: []Port{{Interface: "eth1"}, {Interface: "eth2"}, {Interface: "eth3"}}}
 		natTestConfig(0)(c)
 		return c
 	}
+	r, err := nat.New(base().natConfig(natPorts{wanID: 1, lanID: 2, wanMAC: [6]byte{2, 0, 0, 0, 0, 1}, lanMAC: [6]byte{2, 0, 0, 0, 0, 2}, wanMTU: 1500, lanMTU: 1500}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{tables: tables{natr: r}}
 	for _, tc := range []struct {
 		name string
 		mod  func(*Config)
@@ -460,14 +466,15 @@ func TestNATSameTopology(t *testing.T) {
 		{"table size", func(c *Config) { c.NAT.MaxConns = 4096 }, false},
 		{"table size default spelled out", func(c *Config) { c.NAT.MaxConns = 65536 }, true},
 		{"roles", func(c *Config) { c.Ports[0].Role, c.Ports[2].Role = RoleWAN, RoleLAN }, false},
-		{"MAC", func(c *Config) { c.NAT.WANMAC = "02:00:00:00:00:07" }, false},
+		{"MAC", func(c *Config) { c.NAT.WANMAC = [6]byte{2, 0, 0, 0, 0, 7} }, false},
 		{"mode", func(c *Config) { c.Mode = ModeBridge }, false},
+		{"LAN MTU", func(c *Config) { c.Ports[1].MTU = 9000 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := base()
 			tc.mod(b)
-			if got := sameTopology(base(), b); got != tc.same {
-				t.Errorf("sameTopology = %v, want %v", got, tc.same)
+			if got := e.sameShape(base(), b); got != tc.same {
+				t.Errorf("sameShape = %v, want %v", got, tc.same)
 			}
 		})
 	}

@@ -82,6 +82,23 @@ func (s *sharedCounters) publish(c *counters) {
 	}
 }
 
+// Duration is a time.Duration written as text ("1m30s") in the
+// dataplane's JSON output.
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
 // Snapshot is the dataplane's state and counters at one moment, for the
 // API and the dashboard. Counters only grow while the engine runs.
 type Snapshot struct {

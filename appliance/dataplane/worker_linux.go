@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -16,12 +17,21 @@ import (
 	"e1kbox/appliance/dataplane/hostport"
 )
 
+// workerDeps are what a worker uses of the engine that runs it.
+type workerDeps struct {
+	log   *slog.Logger
+	stop  <-chan struct{} // closed when the engine stops
+	wg    *sync.WaitGroup // the engine's goroutines; a worker calls Done
+	start time.Time       // the origin of the engine's clock (FDB)
+	host  *hostport.Port  // read by the host port's worker
+}
+
 // worker is one goroutine serving one RX ring (or the host port) and
 // owning its TX sockets.
 type worker struct {
 	id      int
 	rulesID int // its rules.Set handle (and nat.Worker's)
-	e       *Engine
+	deps    *workerDeps
 	port    *portInfo
 	rx      *afpacket.Socket // nil for the host port's worker
 	// txs holds the TX sockets this worker owns, by out port id (rx itself
@@ -57,6 +67,32 @@ type workerUpdate struct {
 	applied chan struct{}
 }
 
+// install takes over a port update (after flushing what was queued for
+// the old paths) and signals it.
+func (w *worker) install(u *workerUpdate) {
+	w.fwd.flush()
+	w.fwd.ports = u.ports
+	for id, t := range u.tx {
+		w.fwd.tx[id] = t
+		w.fwd.dirty &^= 1 << id
+	}
+	close(u.applied)
+}
+
+// closeSockets closes the worker's RX ring and the TX sockets it owns.
+func (w *worker) closeSockets() error {
+	var errs []error
+	if w.rx != nil {
+		errs = append(errs, w.rx.Close())
+	}
+	for _, s := range w.txSockets() {
+		if s != nil && s != w.rx {
+			errs = append(errs, s.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // txSockets returns the TX sockets the worker owns, by out port id.
 func (w *worker) txSockets() []*afpacket.Socket {
 	if p := w.txs.Load(); p != nil {
@@ -72,7 +108,7 @@ var batchHook atomic.Pointer[func(w *worker)]
 // run is the worker goroutine: it locks its OS thread, pins it, and runs
 // the loop, recovering a panic and restarting the loop with backoff.
 func (w *worker) run() {
-	defer w.e.wg.Done()
+	defer w.deps.wg.Done()
 	defer close(w.done)
 	runtime.LockOSThread() // for good: the thread carries the CPU affinity and priority
 	w.pin()
@@ -93,9 +129,9 @@ func (w *worker) run() {
 		if time.Since(w.stableSince) > time.Minute {
 			backoff = minBackoff
 		}
-		w.e.log.Error("dataplane worker panicked; restarting", "worker", w.id, "port", w.port.name, "backoff", backoff, "err", err)
+		w.deps.log.Error("dataplane worker panicked; restarting", "worker", w.id, "port", w.port.name, "backoff", backoff, "err", err)
 		select {
-		case <-w.e.stop:
+		case <-w.deps.stop:
 			return
 		case <-w.quit:
 			return
@@ -122,7 +158,7 @@ const workerNice = -10
 func (w *worker) raisePriority() {
 	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 0 /* SCHED_OTHER */, Nice: workerNice}
 	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
-		w.e.log.Warn("dataplane worker priority not raised", "worker", w.id, "port", w.port.name, "nice", workerNice, "err", err)
+		w.deps.log.Warn("dataplane worker priority not raised", "worker", w.id, "port", w.port.name, "nice", workerNice, "err", err)
 	}
 }
 
@@ -136,7 +172,7 @@ func (w *worker) pin() {
 	var set unix.CPUSet
 	set.Set(w.cpu)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		w.e.log.Warn("dataplane worker not pinned", "worker", w.id, "port", w.port.name, "cpu", w.cpu, "err", err)
+		w.deps.log.Warn("dataplane worker not pinned", "worker", w.id, "port", w.port.name, "cpu", w.cpu, "err", err)
 		return
 	}
 	w.pinned.Store(int64(w.cpu))
@@ -158,7 +194,7 @@ func (w *worker) safeLoop() (err error) {
 
 func (w *worker) stopped() bool {
 	select {
-	case <-w.e.stop:
+	case <-w.deps.stop:
 		return true
 	case <-w.quit:
 		return true
@@ -171,17 +207,11 @@ func (w *worker) stopped() bool {
 // pending port update (after flushing what it queued for the old paths).
 func (w *worker) beginBatch() {
 	if u := w.update.Load(); u != nil {
-		w.fwd.flush()
-		w.fwd.ports = u.ports
-		for id, t := range u.tx {
-			w.fwd.tx[id] = t
-			w.fwd.dirty &^= 1 << id
-		}
 		w.update.Store(nil)
-		close(u.applied)
+		w.install(u)
 	}
 	now := time.Now()
-	w.fwd.begin(now.UnixNano(), int64(now.Sub(w.e.start)))
+	w.fwd.begin(now.UnixNano(), int64(now.Sub(w.deps.start)))
 	if h := batchHook.Load(); h != nil {
 		(*h)(w)
 	}
@@ -223,7 +253,7 @@ func (w *worker) ringLoop() error {
 			// ENETDOWN while the link is down, or a socket error: wait
 			// a little; the socket works again once the link is back.
 			select {
-			case <-w.e.stop:
+			case <-w.deps.stop:
 				return nil
 			case <-w.quit:
 				return nil
@@ -292,7 +322,7 @@ const hostBatch = 64
 
 // hostLoop forwards the frames the kernel sends on the host port.
 func (w *worker) hostLoop() error {
-	host := w.e.host
+	host := w.deps.host
 	for {
 		if w.stopped() {
 			return nil

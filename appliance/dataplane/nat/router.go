@@ -10,6 +10,10 @@ import (
 	"e1kbox/rules"
 )
 
+// DefaultMaxConns is the connection table's capacity when Config.MaxConns
+// is 0.
+const DefaultMaxConns = 65536
+
 // Router is the NAT router shared by the workers: the configuration
 // snapshot, the connection table, the NAT mappings and the ARP cache.
 type Router struct {

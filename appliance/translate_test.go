@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +42,7 @@ func TestDataplaneConfig(t *testing.T) {
 			Mode:     dataplane.ModeBridge,
 			Ports:    []dataplane.Port{{Name: "lan", Interface: "eth1", MTU: 9000}, {Name: "dmz", Interface: "eth3", MTU: 1500}},
 			HostPort: &dataplane.HostPort{Name: "host", Interface: "e1khost0", Addresses: []netip.Prefix{netip.MustParsePrefix("192.168.1.2/24")}},
-			Bridge: dataplane.Bridge{AgingTime: dataplane.Duration(10 * time.Second), FDBSize: 1024,
+			Bridge: dataplane.Bridge{AgingTime: 10 * time.Second, FDBSize: 1024,
 				Static: []dataplane.StaticEntry{{MAC: [6]byte{2, 0, 0, 0, 0, 1}, VLAN: 7, Port: "dmz"}}},
 			Rules: &c.Rules,
 			CPU:   cpu,
@@ -49,13 +51,13 @@ func TestDataplaneConfig(t *testing.T) {
 			cmp.Comparer(func(a, b *rules.Ruleset) bool { return rules.Format(a) == rules.Format(b) })); diff != "" {
 			t.Errorf("dataplaneConfig (-want +got):\n%s", diff)
 		}
-		if err := got.Validate(); err != nil {
+		if err := got.Check(); err != nil {
 			t.Errorf("translated config does not validate: %v", err)
 		}
 	})
 	t.Run("nat", func(t *testing.T) {
 		c := parse(t, `{"version": 2, "mode": "nat",
-			"ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24", "2001:db8::2/64"]},
+			"ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},
 			          {"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"], "mtu": 9000},
 			          {"name": "lan2", "interface": "eth3", "role": "lan", "mtu": 4000},
 			          {"name": "off", "interface": "eth4", "role": "lan", "enabled": false}],
@@ -75,7 +77,7 @@ func TestDataplaneConfig(t *testing.T) {
 			Ports: []dataplane.Port{{Name: "wan", Interface: "eth1", MTU: 1500, Role: dataplane.RoleWAN},
 				{Name: "lan", Interface: "eth2", MTU: 9000, Role: dataplane.RoleLAN}, {Name: "lan2", Interface: "eth3", MTU: 4000, Role: dataplane.RoleLAN}},
 			HostPort: &dataplane.HostPort{Name: "host", Interface: "e1khost0", MTU: 4000, Addresses: []netip.Prefix{netip.MustParsePrefix("192.168.1.2/24")}},
-			Bridge:   dataplane.Bridge{AgingTime: dataplane.Duration(300 * time.Second), FDBSize: 8192},
+			Bridge:   dataplane.Bridge{AgingTime: 300 * time.Second, FDBSize: 8192},
 			NAT: &dataplane.NAT{
 				LANAddr: netip.MustParsePrefix("192.168.1.1/24"), WANAddr: netip.MustParsePrefix("203.0.113.2/24"),
 				Gateway: netip.MustParseAddr("203.0.113.1"), PortMin: 20000, PortMax: 29999, MaxConns: 4096,
@@ -91,7 +93,7 @@ func TestDataplaneConfig(t *testing.T) {
 			cmp.Comparer(func(a, b *rules.Ruleset) bool { return rules.Format(a) == rules.Format(b) })); diff != "" {
 			t.Errorf("dataplaneConfig (-want +got):\n%s", diff)
 		}
-		if err := got.Validate(); err != nil {
+		if err := got.Check(); err != nil {
 			t.Errorf("translated config does not validate: %v", err)
 		}
 	})
@@ -105,20 +107,97 @@ func TestDataplaneConfig(t *testing.T) {
 			t.Errorf("ports[0].vlans (-want +got):\n%s; ports[1].vlans %+v", diff, got.Ports[1].VLANs)
 		}
 	})
-	for _, tt := range []struct{ name, cfg, err string }{
-		{"vlans in nat mode", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},
+	t.Run("what the box refused at apply time is a validation error now", func(t *testing.T) {
+		for _, tt := range []struct{ name, cfg, path string }{
+			{"vlans in nat mode", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},
 			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"], "vlans": {"native": 1}}], "nat": {"gateway": "203.0.113.1"}}`, "ports[1].vlans"},
-		{"wan dhcp", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan"},
+			{"wan dhcp", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan"},
 			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"]}], "nat": {"wanDHCP": true}}`, "nat.wanDHCP"},
-		{"two LAN addresses", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},
+			{"two LAN addresses", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},
 			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"]},
-			{"name": "lan2", "interface": "eth3", "role": "lan", "addresses": ["192.168.1.3/24"]}], "nat": {"gateway": "203.0.113.1"}}`, "one LAN address"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := dataplaneConfig(parse(t, tt.cfg), cpu)
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("dataplaneConfig = %v, want an error containing %q", err, tt.err)
+			{"name": "lan2", "interface": "eth3", "role": "lan", "addresses": ["192.168.1.3/24"]}], "nat": {"gateway": "203.0.113.1"}}`, "ports[2].addresses[0]"},
+		} {
+			err := parse(t, tt.cfg).Validate(config.Env{})
+			if fe := config.AsErrors(err); len(fe) != 1 || fe[0].Path != tt.path {
+				t.Errorf("%s: Validate = %v, want one error at %s", tt.name, err, tt.path)
 			}
-		})
+		}
+	})
+}
+
+// validConfigSeeds are the configs the project ships: the config
+// package's examples, the factory config in config.json, and the JSON
+// examples of docs/config.md.
+func validConfigSeeds(t testing.TB) [][]byte {
+	t.Helper()
+	var seeds [][]byte
+	for _, f := range []string{"config/testdata/example.json", "config/testdata/v1.json"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = append(seeds, b)
 	}
+	var inst struct {
+		PackageConfig map[string]struct{ ExtraFileContents map[string]string }
+	}
+	b, err := os.ReadFile("../config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &inst); err != nil {
+		t.Fatal(err)
+	}
+	seeds = append(seeds, []byte(inst.PackageConfig["e1kbox/appliance"].ExtraFileContents["/etc/e1kbox/factory.json"]))
+	doc, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range strings.Split(string(doc), "```json")[1:] {
+		if js, _, ok := strings.Cut(block, "```"); ok && strings.Contains(js, `"version"`) {
+			seeds = append(seeds, []byte(js))
+		}
+	}
+	return seeds
+}
+
+// runs checks the promise of package config: a config that validates is
+// one the dataplane runs (the derived configuration passes the engine's
+// own checks, the router's included).
+func runs(t testing.TB, b []byte) {
+	c, err := config.Parse(b)
+	if err != nil || c.Validate(config.Env{}) != nil {
+		return
+	}
+	cpu := tuning.CPUPlan{Placement: tuning.PlacementSplit, CPUs: tuning.CPUSet{0, 1}}
+	d, err := dataplaneConfig(c, cpu)
+	if err != nil {
+		t.Fatalf("a valid config does not translate: %v\n%s", err, b)
+	}
+	if err := d.Check(); err != nil {
+		t.Fatalf("a valid config is refused by the dataplane: %v\n%s", err, b)
+	}
+}
+
+func TestEveryValidConfigRuns(t *testing.T) {
+	seeds := validConfigSeeds(t)
+	valid := 0
+	for _, b := range seeds {
+		if c, err := config.Parse(b); err == nil && c.Validate(config.Env{}) == nil {
+			valid++
+		}
+		runs(t, b)
+	}
+	if valid < 4 {
+		t.Errorf("only %d of %d shipped configs validate; the seeds should be valid", valid, len(seeds))
+	}
+}
+
+// FuzzValidConfigRuns mutates the shipped configs: whatever validates must
+// run.
+func FuzzValidConfigRuns(f *testing.F) {
+	for _, b := range validConfigSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { runs(t, b) })
 }

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"e1kbox/appliance/config"
+	"e1kbox/webui"
+)
+
+// This file adapts the supervisor's parts to the small interfaces the web
+// UI defines (DESIGN.md §2: webui imports nothing from appliance/).
+
+// storeAdapter is the config store with commit-confirm for the web UI: an
+// applied config is saved, made pending and applied to the running box; a
+// rollback (timer, API or restart) re-applies the previous config.
+type storeAdapter struct {
+	store *config.Store
+	dp    *plane
+
+	mu     sync.Mutex
+	states map[uint64]webui.ApplyState
+}
+
+func newStoreAdapter(store *config.Store, dp *plane) *storeAdapter {
+	return &storeAdapter{store: store, dp: dp, states: map[uint64]webui.ApplyState{}}
+}
+
+func versionOf(v config.VersionInfo) webui.Version {
+	return webui.Version{ID: strconv.FormatUint(v.ID, 10), Time: v.Time, Source: v.Reason}
+}
+
+func (a *storeAdapter) version(id uint64) webui.Version {
+	hist, _ := a.store.History()
+	for _, v := range hist {
+		if v.ID == id {
+			return versionOf(v)
+		}
+	}
+	return webui.Version{ID: strconv.FormatUint(id, 10)}
+}
+
+func (a *storeAdapter) Current() (json.RawMessage, webui.Version) {
+	cfg, id := a.store.Current()
+	b, err := config.Marshal(cfg)
+	if err != nil {
+		b = []byte("null")
+	}
+	return b, a.version(id)
+}
+
+func fieldErrors(err error) []webui.FieldError {
+	var out []webui.FieldError
+	for _, e := range config.AsErrors(err) {
+		out = append(out, webui.FieldError{Path: e.Path, Message: e.Message})
+	}
+	if len(out) == 0 && err != nil {
+		out = append(out, webui.FieldError{Message: err.Error()})
+	}
+	return out
+}
+
+func (a *storeAdapter) Validate(b []byte) []webui.FieldError {
+	if _, err := a.store.Check(b); err != nil {
+		return fieldErrors(err)
+	}
+	return nil
+}
+
+func (a *storeAdapter) Apply(b []byte, timeout time.Duration) (webui.PendingID, error) {
+	cfg, err := a.store.Check(b)
+	if err != nil {
+		return "", webui.FieldErrors(fieldErrors(err))
+	}
+	id, err := a.store.Apply(cfg, timeout)
+	if err != nil {
+		if fe := config.AsErrors(err); len(fe) > 0 {
+			return "", webui.FieldErrors(fieldErrors(err))
+		}
+		return "", err
+	}
+	a.setState(id, webui.ApplyPending)
+	if err := a.dp.Apply(context.Background(), cfg); err != nil {
+		// The box could not run it: go back at once, keep the reason.
+		if _, rerr := a.store.Rollback(); rerr != nil {
+			return "", fmt.Errorf("applying the config failed (%v), and so did the rollback: %w", err, rerr)
+		}
+		return "", webui.FieldErrors{{Message: "the box could not run this config: " + err.Error()}}
+	}
+	return webui.PendingID(strconv.FormatUint(id, 10)), nil
+}
+
+func parseID(id webui.PendingID) (uint64, error) {
+	n, err := strconv.ParseUint(string(id), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q", webui.ErrNotFound, id)
+	}
+	return n, nil
+}
+
+func (a *storeAdapter) Confirm(id webui.PendingID) error {
+	n, err := parseID(id)
+	if err != nil {
+		return err
+	}
+	if err := a.store.Confirm(n); err != nil {
+		if errors.Is(err, config.ErrNoPending) || errors.Is(err, config.ErrExpired) {
+			return fmt.Errorf("%w: %v", webui.ErrNotFound, err)
+		}
+		return err
+	}
+	a.setState(n, webui.ApplyConfirmed)
+	return nil
+}
+
+func (a *storeAdapter) Rollback(id webui.PendingID) error {
+	n, err := parseID(id)
+	if err != nil {
+		return err
+	}
+	if p := a.store.Pending(); p == nil || p.ID != n {
+		return fmt.Errorf("%w: no pending change %d", webui.ErrNotFound, n)
+	}
+	if _, err := a.store.Rollback(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// rolledBack is called by the store's rollback hook.
+func (a *storeAdapter) rolledBack() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, st := range a.states {
+		if st == webui.ApplyPending {
+			a.states[id] = webui.ApplyRolledBack
+		}
+	}
+}
+
+func (a *storeAdapter) setState(id uint64, st webui.ApplyState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.states[id] = st
+}
+
+func (a *storeAdapter) Pending() *webui.PendingInfo {
+	p := a.store.Pending()
+	if p == nil {
+		return nil
+	}
+	return &webui.PendingInfo{ID: webui.PendingID(strconv.FormatUint(p.ID, 10)),
+		Version: a.version(p.ID), Previous: a.version(p.Previous), Deadline: p.Deadline}
+}
+
+func (a *storeAdapter) State(id webui.PendingID) webui.ApplyState {
+	n, err := parseID(id)
+	if err != nil {
+		return webui.ApplyUnknown
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st, ok := a.states[n]; ok {
+		return st
+	}
+	return webui.ApplyUnknown
+}
+
+func (a *storeAdapter) History() []webui.Version {
+	hist, _ := a.store.History()
+	out := make([]webui.Version, 0, len(hist))
+	for i := len(hist) - 1; i >= 0; i-- { // newest first
+		out = append(out, versionOf(hist[i]))
+	}
+	if len(out) > 1 && out[0].Time.Before(out[len(out)-1].Time) {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
+}
+
+func (a *storeAdapter) Get(id string) (json.RawMessage, error) {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: version %q", webui.ErrNotFound, id)
+	}
+	b, err := a.store.Get(n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", webui.ErrNotFound, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,120 @@
+package dataplane
+
+import (
+	"e1kbox/appliance/dataplane/bridge"
+	"e1kbox/appliance/dataplane/nat"
+)
+
+// setNAT makes the worker route: frames from the WAN port and frames to
+// the router's LAN MAC go to nw. wan is the WAN port's id, natLAN the id
+// nat.Config.LAN.ID names the LAN segment by.
+func (w *fwd) setNAT(nw *nat.Worker, wan uint16, natLAN int, lanMAC [6]byte) {
+	w.nw, w.wanID, w.natLAN, w.lanMAC = nw, wan, natLAN, lanMAC
+}
+
+// natFrame hands the parsed frame to the router and carries out its
+// Result (see package nat): Forward to the port it names, Reply on the
+// ingress port, ToHost and Drop counted. flooded says the frame was also
+// bridged: then nothing but the router's answers counts. It then drains
+// the router's outbox.
+func (w *fwd) natFrame(data []byte, flooded bool) {
+	side := w.natLAN
+	if w.in.id == w.wanID {
+		side = int(w.wanID)
+	}
+	res := w.nw.Process(w.now, side, data, &w.f)
+	switch res.Action {
+	case nat.Forward:
+		w.natSend(res.Port, res.Frame)
+	case nat.Reply:
+		// An answer to the frame: its source is on the ingress port.
+		w.natEmit(w.in.id, res.Frame)
+	case nat.ToHost:
+		// Broadcasts reached the host port through the bridge already;
+		// unicast for the router's own address or for the box on the
+		// WAN has no service behind it.
+		if !flooded {
+			w.drop(DropNATHost)
+		}
+	case nat.Drop:
+		if !flooded {
+			w.drop(NATDrop(res.Reason))
+		}
+	}
+	w.natDrain()
+}
+
+// natPrefetch warms the router's table for a frame handle sees a few
+// frames later (see natBlock).
+func (w *fwd) natPrefetch(data []byte, stripped bool) {
+	if stripped { // the router drops tagged frames without a lookup
+		return
+	}
+	side := w.natLAN
+	if w.in.id == w.wanID {
+		side = int(w.wanID)
+	}
+	w.nw.Prefetch(side, data)
+}
+
+// natDrain sends the router's outbox: ARP requests and frames released
+// from its ARP queue.
+func (w *fwd) natDrain() {
+	for port, b, ok := w.nw.Output(); ok; port, b, ok = w.nw.Output() {
+		w.natSend(port, b)
+	}
+}
+
+// natTick is the router's housekeeping at the end of a batch or on an
+// idle tick.
+func (w *fwd) natTick() {
+	w.nw.Tick(w.now)
+	w.natDrain()
+}
+
+// natSend transmits a routed frame on the router's port: the WAN port, or
+// the LAN segment, where the destination MAC picks the port (FDB) and an
+// unknown or group destination floods the segment.
+func (w *fwd) natSend(port int, b []byte) {
+	if port == int(w.wanID) {
+		w.natEmit(w.wanID, b)
+		return
+	}
+	dst := (*[6]byte)(b[0:6])
+	if !bridge.IsGroup(dst) {
+		if out, ok := w.fdb.Lookup(dst, 0, w.mono); ok && out != w.wanID && int(out) < len(w.ports) {
+			w.natEmit(out, b)
+			return
+		}
+	}
+	w.c.flooded++
+	for id := 1; id < len(w.ports); id++ {
+		if uint16(id) == w.wanID || w.set.ports[id].noFlood || !w.up[id] {
+			continue
+		}
+		w.natEmit(uint16(id), b)
+	}
+}
+
+// natEmit copies a routed frame (untagged) into port out's TX ring.
+func (w *fwd) natEmit(out uint16, b []byte) {
+	if !w.up[out] {
+		w.drop(DropPortDown)
+		return
+	}
+	if !fits(w.ports[out].mtu, len(b), 0) {
+		w.drop(DropOversize)
+		return
+	}
+	tx := w.tx[out]
+	if !tx.Append(b) {
+		w.flushPort(out)
+		if !tx.Append(b) {
+			w.drop(DropTxFull)
+			return
+		}
+	}
+	w.dirty |= 1 << out
+	w.c.txPackets[out]++
+	w.c.txBytes[out] += uint64(len(b))
+}

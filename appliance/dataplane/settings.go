@@ -1,0 +1,66 @@
+package dataplane
+
+import (
+	"sync/atomic"
+
+	"e1kbox/appliance/dataplane/ingressdrop"
+)
+
+// txPort is a transmit ring as the forwarding path sees it. It is owned
+// by exactly one worker. *afpacket.Socket implements it; so does the host
+// port's per-worker stage.
+type txPort interface {
+	Append(frame []byte) bool
+	AppendTagged(frame []byte, tpid, tci uint16) bool
+	TxSlot() []byte
+	TxCommit(n int) bool
+	Flush() error
+}
+
+// portInfo is a port as the engine opened it; only up changes.
+type portInfo struct {
+	id    uint16
+	name  string // rule name
+	iface string
+	host  bool
+	mtu   int
+	up    atomic.Bool // link state, from the link monitor
+	// kdrop keeps the kernel's stack off a data port's frames (package
+	// ingressdrop); nil, with kdropErr, where it could not be attached.
+	kdrop    *ingressdrop.Drop
+	kdropErr string
+}
+
+// settings is the immutable snapshot the workers load once per batch.
+type settings struct {
+	cfg   *Config
+	ports []portSettings // by port id; [0] unused
+}
+
+type portSettings struct {
+	noLearn, noFlood bool
+	vlan             *vlanSet // nil: VLAN-unaware
+}
+
+// vlanSet is a VLAN-aware port's membership, a bitmap for the hot path.
+type vlanSet struct {
+	native  uint16
+	allowed [4096 / 64]uint64
+}
+
+func (v *vlanSet) allows(vid uint16) bool { return v.allowed[vid>>6]&(1<<(vid&63)) != 0 }
+
+func newSettings(cfg *Config) *settings {
+	s := &settings{cfg: cfg, ports: make([]portSettings, len(cfg.Ports)+2)}
+	for i, p := range cfg.Ports {
+		s.ports[i+1] = portSettings{noLearn: p.NoLearn, noFlood: p.NoFlood}
+		if p.VLANs != nil {
+			v := &vlanSet{native: p.VLANs.Native}
+			for _, id := range p.VLANs.Allowed {
+				v.allowed[id>>6] |= 1 << (id & 63)
+			}
+			s.ports[i+1].vlan = v
+		}
+	}
+	return s
+}
