@@ -32,11 +32,10 @@ const (
 	PlacementManual Placement = "manual"
 )
 
-// DefaultPlacement is what PlacementAuto means. Split, because on this
-// machine kind a worker that shared its CPU with the port's RX softirq
-// collapsed to 0.15 Mpps (the softirq starves it) against 1.05 Mpps with
-// the worker on the other CPU. The bench harness re-measures the
-// placements; change this when the numbers say so.
+// DefaultPlacement is what PlacementAuto means. Split, because a worker
+// that shares its CPU with the port's RX softirq is starved by it (the
+// numbers: docs/dataplane.md, Measured). The bench harness re-measures
+// the placements; change this when the numbers say so.
 const DefaultPlacement = PlacementSplit
 
 // PortCPU is one data port's placement.

@@ -108,8 +108,8 @@
 // CPUPlan places the data ports' IRQ vectors and dataplane workers over
 // the online CPUs: split (IRQ and worker on different CPUs), same,
 // threaded (same plus threaded NAPI), auto (= DefaultPlacement, split: a
-// worker that shared its CPU with the RX softirq did 0.15 Mpps against
-// 1.05 Mpps split on this machine kind), manual (nothing derived). The
+// worker that shares its CPU with the RX softirq is starved by it; see
+// docs/dataplane.md), manual (nothing derived). The
 // dataplane pins its workers with CPUPlan.WorkerCPU; Tuner.CPUPlan
 // computes the same plan Apply uses.
 //

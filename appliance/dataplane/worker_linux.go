@@ -146,11 +146,8 @@ func (w *worker) run() {
 // CPU with the kernel's receive work whenever the softirq overflows into
 // ksoftirqd (always, in the "same" placement) and with the management
 // plane; at nice 0 the scheduler splits the CPU evenly and the RX ring
-// overflows while the worker waits. Measured on the netns bench (64 B,
-// 2 CPUs): worker on the RX CPU 0.22 → 0.35 Mpps, worker on its own CPU
-// 0.74 → 0.84 Mpps (then the generator is the limit). nice -20 was no
-// better than -10; SCHED_FIFO was worse (0.32 Mpps) and can starve the
-// management plane.
+// overflows while the worker waits. -20 was no better, SCHED_FIFO worse
+// and it can starve the management plane (docs/dataplane.md, Measured).
 const workerNice = -10
 
 // raisePriority gives the worker's thread workerNice. Failure (no
@@ -284,12 +281,9 @@ func (w *worker) ringLoop() error {
 // natPrefetchMin is the connection count from which a NAT worker
 // prefetches the conntrack lines of the frames ahead (nat.Worker.Prefetch).
 // Only a tiny table stays in the caches between two frames of a flow: the
-// RX ring and the kernel's buffers stream through them. With 8192 flows in
-// the netns bench (a 1.5 MB working set) the plain lookup missed twice per
-// frame (perf at 200 kpps: find was the worker's top symbol) and the
-// prefetch cut the box's CPU per packet by 5-12 %; a table that fits the
-// L1 cache gains nothing from it (+12 ns per frame at 1k connections in
-// the nat package's BenchmarkLookup).
+// RX ring and the kernel's buffers stream through them, so a plain lookup
+// misses twice per frame; a table that fits the L1 cache gains nothing
+// from prefetching (docs/dataplane.md, Measured).
 var natPrefetchMin = 256
 
 // natAhead is how many frames ahead of the one handled the NAT worker

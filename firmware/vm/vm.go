@@ -43,7 +43,7 @@ type Options struct {
 	Console io.Writer
 	// OneTCGThread runs all vCPUs on one host thread (-accel
 	// tcg,thread=single) instead of one thread each. Boots take as long;
-	// forwarding through the box is slower (iperf3 TCP 168 vs 264 Mbit/s).
+	// forwarding through the box is slower (docs/dataplane.md, Measured).
 	// The functional QEMU tests use it: with a thread per vCPU, guests
 	// very rarely hang (an RCU stall on a spinlock no CPU holds) or panic
 	// early in a boot (a cross-vCPU code-patching race), see qemu-test.

@@ -104,9 +104,9 @@
 // capacity: MaxConns entries, each a 64-byte hot part (keys, state,
 // deadline, counters: one aligned cache line, all an established packet
 // reads and writes) and a 24-byte cold part (incarnation, stripes,
-// creation time, kind), about 26 bytes of index per entry and the NAT
-// port maps, 124 bytes per connection in all at 1M
-// (BenchmarkTableMemory); it is allocated and touched in New (on Linux
+// creation time, kind), plus about 26 bytes of index per entry and the
+// NAT port maps (BenchmarkTableMemory measures the whole; the figure is in
+// docs/dataplane.md); it is allocated and touched in New (on Linux
 // in transparent huge pages if the kernel has them) and never allocates
 // afterwards. The index is split into stripes
 // (up to 4096), each a lock and an open-addressing hash table; a lookup
