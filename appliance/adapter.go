@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,19 +15,18 @@ import (
 // This file adapts the supervisor's parts to the small interfaces the web
 // UI defines (DESIGN.md §2: webui imports nothing from appliance/).
 
-// storeAdapter is the config store with commit-confirm for the web UI: an
-// applied config is saved, made pending and applied to the running box; a
-// rollback (timer, API or restart) re-applies the previous config.
+// storeAdapter is the config store with commit-confirm for the web UI:
+// the store saves, runs (its Run function is the plane's Apply) and rolls
+// back each change as one serialized step.
 type storeAdapter struct {
 	store *config.Store
-	dp    *plane
 
 	mu     sync.Mutex
 	states map[uint64]webui.ApplyState
 }
 
-func newStoreAdapter(store *config.Store, dp *plane) *storeAdapter {
-	return &storeAdapter{store: store, dp: dp, states: map[uint64]webui.ApplyState{}}
+func newStoreAdapter(store *config.Store) *storeAdapter {
+	return &storeAdapter{store: store, states: map[uint64]webui.ApplyState{}}
 }
 
 func versionOf(v config.VersionInfo) webui.Version {
@@ -77,21 +75,19 @@ func (a *storeAdapter) Apply(b []byte, timeout time.Duration) (webui.PendingID, 
 	if err != nil {
 		return "", webui.FieldErrors(fieldErrors(err))
 	}
+	// The store saves it, runs it on the box and, if the box cannot run
+	// it, goes back at once: one serialized change.
 	id, err := a.store.Apply(cfg, timeout)
-	if err != nil {
-		if fe := config.AsErrors(err); len(fe) > 0 {
-			return "", webui.FieldErrors(fieldErrors(err))
-		}
+	var invalid config.Errors
+	switch {
+	case errors.Is(err, config.ErrRun):
+		return "", webui.FieldErrors{{Message: err.Error()}}
+	case errors.As(err, &invalid):
+		return "", webui.FieldErrors(fieldErrors(err))
+	case err != nil:
 		return "", err
 	}
 	a.setState(id, webui.ApplyPending)
-	if err := a.dp.Apply(context.Background(), cfg); err != nil {
-		// The box could not run it: go back at once, keep the reason.
-		if _, rerr := a.store.Rollback(); rerr != nil {
-			return "", fmt.Errorf("applying the config failed (%v), and so did the rollback: %w", err, rerr)
-		}
-		return "", webui.FieldErrors{{Message: "the box could not run this config: " + err.Error()}}
-	}
 	return webui.PendingID(strconv.FormatUint(id, 10)), nil
 }
 

@@ -83,13 +83,13 @@ func run() error {
 	}
 	go dp.watchHangs(ctx, dataIfaces)
 
-	adapter := newStoreAdapter(store, dp)
-	store.OnRollback(func(c *config.Config) {
+	// Every later change runs through the store: saved, run and rolled
+	// back as one serialized step.
+	store.Run(func(c *config.Config) error { return dp.Apply(context.Background(), c) })
+	adapter := newStoreAdapter(store)
+	store.OnRollback(func(*config.Config) {
 		adapter.rolledBack()
-		if err := dp.Apply(context.Background(), c); err != nil {
-			log.Error("dataplane: rolled-back config not applied", "err", err)
-		}
-		log.Warn("config change not confirmed in time: rolled back")
+		log.Warn("config change rolled back")
 	})
 	view := &boxView{dp: dp, source: source, build: buildTimestamp, started: time.Now(), hostname: hostname(),
 		procRoot: "/", perm: perm, boots: boots}
@@ -176,7 +176,7 @@ func supervise(ctx context.Context, log *slog.Logger, errc <-chan error, store *
 			}
 			return stopAll(log, errc, dp)
 		case <-hup:
-			reload(ctx, log, store, dp)
+			reload(log, store)
 		case <-ctx.Done():
 			return stopAll(log, errc, dp)
 		}
@@ -194,19 +194,15 @@ func stopAll(log *slog.Logger, errc <-chan error, dp *plane) error {
 	return nil
 }
 
-// reload re-reads the config from disk (SIGHUP) and applies it; a config
+// reload re-reads the config from disk (SIGHUP) and runs it; a config
 // that fails to load keeps the running one.
-func reload(ctx context.Context, log *slog.Logger, store *config.Store, dp *plane) {
-	cfg, warnings, err := store.Load()
+func reload(log *slog.Logger, store *config.Store) {
+	_, warnings, err := store.Reload()
 	for _, w := range warnings {
 		log.Warn("config", "warning", w)
 	}
 	if err != nil {
-		log.Error("SIGHUP: config not reloaded; the running config stays", "err", err)
-		return
-	}
-	if err := dp.Apply(ctx, cfg); err != nil {
-		log.Error("SIGHUP: reloaded config not applied", "err", err)
+		log.Error("SIGHUP: config not reloaded", "err", err)
 		return
 	}
 	log.Info("SIGHUP: config reloaded from disk")

@@ -176,6 +176,9 @@ func (d dirStorage) removeVersion(id uint64) error {
 	if err != nil {
 		return err
 	}
+	if err := checkWrite(f); err != nil {
+		return err
+	}
 	if err := os.Remove(f); err != nil {
 		return err
 	}
@@ -199,6 +202,9 @@ func (d dirStorage) readPending() (*Pending, error) {
 
 func (d dirStorage) writePending(p *Pending) error {
 	if p == nil {
+		if err := checkWrite(d.pendingPath()); err != nil {
+			return err
+		}
 		err := os.Remove(d.pendingPath())
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -215,10 +221,24 @@ func (d dirStorage) writePending(p *Pending) error {
 	return writeFileAtomic(d.pendingPath(), append(b, '\n'))
 }
 
+// failWrite, when set (by tests), is asked before every write and removal
+// of a file: a non-nil error fails it, as a full or read-only disk would.
+var failWrite func(path string) error
+
+func checkWrite(path string) error {
+	if failWrite != nil {
+		return failWrite(path)
+	}
+	return nil
+}
+
 // writeFileAtomic replaces path with data so that a crash at any point
 // leaves either the old or the new file: temp file in the same directory,
 // fsync, rename, fsync of the directory.
 func writeFileAtomic(path string, data []byte) (err error) {
+	if err := checkWrite(path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	dir, base := filepath.Split(path)
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {

@@ -36,20 +36,17 @@ var (
 	ErrExpired   = errors.New("the change was not confirmed in time and has been rolled back")
 )
 
-// retryRollback is how long an automatic rollback that failed waits
-// before it tries again.
-const retryRollback = 5 * time.Second
-
 // Store keeps the runtime config on disk: the live config, the last
 // HistorySize versions and the commit-confirm marker. Every write is
 // atomic. A Store is safe for concurrent use; call Load first.
 //
 // Commit-confirm: Apply saves a new config as live and writes a pending
-// marker (the previous version and a deadline); Confirm removes it. If
-// the deadline passes first, the Store rolls back to the previous version
-// by itself and calls the OnRollback function, which re-applies it to the
-// running box. A marker found by Load (the process or box restarted during
-// the window) also rolls back, whatever its deadline.
+// marker (the previous version and a deadline) and runs it on the box
+// (Run); Confirm removes the marker. If the deadline passes first, the
+// Store rolls back to the previous version by itself — in memory and on
+// the box first, then on disk as far as the disk allows — and calls the
+// OnRollback function. A marker found by Load (the process or box
+// restarted during the window) also rolls back, whatever its deadline.
 type Store struct {
 	paths Paths
 	env   Env
@@ -65,6 +62,17 @@ type Store struct {
 	timer      *time.Timer
 	warnings   []string
 	onRollback func(*Config)
+
+	// op serializes every change of the running config, from saving it
+	// to running it on the box (Apply, Confirm, rollbacks, Reload), so the
+	// config the box runs and the one the store holds cannot drift apart.
+	// It is taken before mu, and run is called with op held but not mu.
+	op  sync.Mutex
+	run func(*Config) error
+	// confirmed is the last confirmed config with its stored form: what a
+	// rollback restores, from memory, whatever the disk does.
+	confirmed    *Config
+	confirmedRaw []byte
 }
 
 // NewStore returns a Store for paths; env is used to validate configs.
@@ -73,9 +81,10 @@ func NewStore(paths Paths, env Env) *Store {
 }
 
 // OnRollback sets the function called after an automatic or a manual
-// rollback, with the config now live. It runs without the Store's lock
-// (it may call the Store) on the rollback's goroutine. Load's rollbacks
-// do not call it: Load's result is the config to run.
+// rollback, with the config now live and run: a notification (the Run
+// function has run it). It runs without the Store's lock (it may read the
+// Store) on the rollback's goroutine. Load's rollbacks do not call it:
+// Load's result is the config to run.
 func (s *Store) OnRollback(f func(cfg *Config)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -205,6 +214,7 @@ func (s *Store) choose(disk dirStorage) (candidate, *Pending, error) {
 // there yet), written as live, the pending marker removed.
 func (s *Store) adopt(c candidate, marker *Pending) error {
 	s.cur, s.curID = c.cfg, c.id
+	s.confirmed, s.confirmedRaw = c.cfg, c.raw
 	if _, err := s.st.readVersion(c.id); c.id == 0 || err != nil {
 		raw, err := Marshal(c.cfg)
 		if err != nil {
@@ -223,6 +233,7 @@ func (s *Store) adopt(c candidate, marker *Pending) error {
 		}
 		s.lastID = max(s.lastID, id)
 		s.curID, c.raw = id, raw
+		s.confirmedRaw = raw
 	}
 	if live, err := s.st.readLive(); err != nil || !bytes.Equal(live, c.raw) {
 		if err := s.keepReplaced(); err != nil {
@@ -297,10 +308,21 @@ func (s *Store) matches(st storage, id uint64, raw []byte) bool {
 	return err == nil && bytes.Equal(b, raw)
 }
 
+// maxWarnings bounds the warnings kept for the dashboard.
+const maxWarnings = 32
+
+// warn logs a warning and keeps it for Warnings: the newest maxWarnings,
+// a repeat of the newest one not kept twice.
 func (s *Store) warn(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
+	if n := len(s.warnings); n > 0 && s.warnings[n-1] == msg {
+		return
+	}
 	slog.Warn("config: " + msg)
 	s.warnings = append(s.warnings, msg)
+	if len(s.warnings) > maxWarnings {
+		s.warnings = slices.Delete(s.warnings, 0, len(s.warnings)-maxWarnings)
+	}
 }
 
 // Warnings returns the warnings of Load and of later automatic rollbacks.
@@ -343,182 +365,6 @@ func (s *Store) Pending() *Pending {
 // the API does with an upload before Apply. The error is an Errors.
 func (s *Store) Check(data []byte) (*Config, error) {
 	return s.check(data)
-}
-
-// Apply validates cfg, saves it as a new version, writes the pending
-// marker and makes it live. It returns the new version's id, which Confirm
-// takes. Unless confirmed within timeout (0: the new config's
-// dashboard.confirmTimeout) the Store rolls back to the last confirmed
-// version. Applying while another change is pending replaces that change:
-// a rollback still returns to the last confirmed version. Validation
-// errors are an Errors. The caller applies the config to the running box.
-func (s *Store) Apply(cfg *Config, timeout time.Duration) (uint64, error) {
-	c, raw, err := s.normalize(cfg)
-	if err != nil {
-		return 0, err
-	}
-	if timeout == 0 {
-		timeout = c.Dashboard.ConfirmTimeout.D()
-	}
-	if timeout < 0 {
-		return 0, fmt.Errorf("apply: negative confirm timeout %s", timeout)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == nil {
-		return 0, errors.New("apply: the store is not loaded")
-	}
-	prev := s.curID
-	if s.pending != nil {
-		prev = s.pending.Previous
-	}
-	now := s.now()
-	id := s.lastID + 1
-	if err := s.st.addVersion(VersionInfo{ID: id, Time: now, Reason: ReasonApply}, raw); err != nil {
-		return 0, fmt.Errorf("apply: save version %d: %w", id, err)
-	}
-	s.lastID = id
-	p := &Pending{ID: id, Previous: prev, Deadline: now.Add(timeout)}
-	if err := s.st.writePending(p); err != nil {
-		return 0, fmt.Errorf("apply: write the commit-confirm marker: %w", err)
-	}
-	if err := s.st.writeLive(raw); err != nil {
-		if err2 := s.st.writePending(s.pending); err2 != nil {
-			s.warn("restore the commit-confirm marker after a failed apply: %v", err2)
-		}
-		return 0, fmt.Errorf("apply: %w", err)
-	}
-	s.cur, s.curID, s.pending, s.source = c, id, p, "web"
-	s.arm(p, timeout)
-	s.prune()
-	return id, nil
-}
-
-// normalize validates cfg and returns a private copy with defaults and its
-// stored form.
-func (s *Store) normalize(cfg *Config) (*Config, []byte, error) {
-	cp := *cfg
-	if cp.Version == 0 {
-		cp.Version = Version
-	}
-	c, err := cp.Clone()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := c.Validate(s.env); err != nil {
-		return nil, nil, err
-	}
-	raw, err := Marshal(c)
-	return c, raw, err
-}
-
-// Confirm keeps the pending change id. After its deadline it is too late:
-// the change is rolled back (if the timer has not done it yet) and Confirm
-// returns ErrExpired.
-func (s *Store) Confirm(id uint64) error {
-	s.mu.Lock()
-	if s.pending == nil || s.pending.ID != id {
-		defer s.mu.Unlock()
-		if s.pending == nil {
-			return fmt.Errorf("confirm %d: %w", id, ErrNoPending)
-		}
-		return fmt.Errorf("confirm %d: the change waiting for confirmation is %d", id, s.pending.ID)
-	}
-	if !s.now().Before(s.pending.Deadline) {
-		cfg, err := s.rollbackLocked()
-		s.finishRollback(cfg, err)
-		if err != nil {
-			return fmt.Errorf("confirm %d: %w", id, err)
-		}
-		return fmt.Errorf("confirm %d: %w", id, ErrExpired)
-	}
-	defer s.mu.Unlock()
-	if err := s.st.writePending(nil); err != nil {
-		return fmt.Errorf("confirm %d: remove the commit-confirm marker: %w", id, err)
-	}
-	s.stopTimer()
-	s.pending = nil
-	s.prune()
-	return nil
-}
-
-// Rollback rolls the pending change back now and returns the config that
-// is live again; it calls the OnRollback function as well.
-func (s *Store) Rollback() (*Config, error) {
-	s.mu.Lock()
-	if s.pending == nil {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("rollback: %w", ErrNoPending)
-	}
-	cfg, err := s.rollbackLocked()
-	s.finishRollback(cfg, err)
-	return cfg, err
-}
-
-// finishRollback unlocks s and calls the rollback function after a
-// successful rollback.
-func (s *Store) finishRollback(cfg *Config, err error) {
-	f := s.onRollback
-	s.mu.Unlock()
-	if err == nil && f != nil {
-		f(cfg)
-	}
-}
-
-// rollbackLocked restores the pending change's previous version.
-func (s *Store) rollbackLocked() (*Config, error) {
-	p := s.pending
-	raw, err := s.st.readVersion(p.Previous)
-	if err != nil {
-		return nil, fmt.Errorf("roll back to version %d: %w", p.Previous, err)
-	}
-	cfg, err := Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("roll back to version %d: %w", p.Previous, err)
-	}
-	if err := s.st.writeLive(raw); err != nil {
-		return nil, fmt.Errorf("roll back to version %d: %w", p.Previous, err)
-	}
-	s.stopTimer()
-	s.cur, s.curID, s.pending = cfg, p.Previous, nil
-	s.source = fmt.Sprintf("history version %d (change %d rolled back)", p.Previous, p.ID)
-	if err := s.st.writePending(nil); err != nil {
-		// The live config is the old one already; a marker left behind
-		// makes the next Load roll back to the same version.
-		s.warn("rolled back to version %d, but the commit-confirm marker stays: %v", p.Previous, err)
-	}
-	slog.Info("config: rolled back", "change", p.ID, "version", p.Previous)
-	return cfg, nil
-}
-
-func (s *Store) arm(p *Pending, after time.Duration) {
-	s.stopTimer()
-	id := p.ID
-	s.timer = time.AfterFunc(after, func() { s.expire(id) })
-}
-
-func (s *Store) stopTimer() {
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
-}
-
-// expire rolls back change id when its deadline passed unconfirmed.
-func (s *Store) expire(id uint64) {
-	s.mu.Lock()
-	if s.pending == nil || s.pending.ID != id {
-		s.mu.Unlock()
-		return
-	}
-	cfg, err := s.rollbackLocked()
-	if err != nil {
-		s.warn("automatic rollback of change %d failed, retrying in %s: %v", id, retryRollback, err)
-		s.arm(s.pending, retryRollback)
-	} else {
-		s.warn("change %d was not confirmed within its timeout; rolled back to version %d", id, s.curID)
-	}
-	s.finishRollback(cfg, err)
 }
 
 // Close stops the rollback timer. A pending change stays pending: the next
