@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -41,7 +42,7 @@ func parseFlags() flags {
 	var f flags
 	flag.StringVar(&f.live, "config", "/perm/e1kbox/config.json", "live runtime config")
 	flag.StringVar(&f.factory, "factory", "/etc/e1kbox/factory.json", "factory runtime config (from the image)")
-	flag.StringVar(&f.listen, "listen", ":8080", "dashboard and API address")
+	flag.StringVar(&f.listen, "listen", "", "dashboard and API address, exactly (\":8080\": every address); empty: the runtime config's dashboard.listen")
 	flag.StringVar(&f.state, "state", "/perm/e1kbox", "directory for persistent state")
 	flag.StringVar(&f.interfaces, "interfaces", "", "comma-separated data interfaces: run a bridge over them (ports named after them), "+
 		"overriding the config's ports; with no config file at all, a default bridge config is used")
@@ -83,9 +84,25 @@ func run() error {
 	}
 	go dp.watchHangs(ctx, dataIfaces)
 
+	ml := newMgmtListener(log)
+	spec, err := specFor(f.listen, cfg)
+	if err != nil {
+		return err
+	}
+	if err := ml.Configure(spec); err != nil {
+		return err
+	}
+	go ml.Watch(ctx)
 	// Every later change runs through the store: saved, run and rolled
 	// back as one serialized step.
-	store.Run(func(c *config.Config) error { return dp.Apply(context.Background(), c) })
+	store.Run(func(c *config.Config) error {
+		err := dp.Apply(context.Background(), c)
+		spec, serr := specFor(f.listen, c)
+		if serr == nil {
+			serr = ml.Configure(spec)
+		}
+		return errors.Join(err, serr)
+	})
 	adapter := newStoreAdapter(store)
 	store.OnRollback(func(*config.Config) {
 		adapter.rolledBack()
@@ -93,11 +110,7 @@ func run() error {
 	})
 	view := &boxView{dp: dp, source: source, build: buildTimestamp, started: time.Now(), hostname: hostname(),
 		procRoot: "/", perm: perm, boots: boots}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("dashboard listener: %w", err)
-	}
-	errc := serveDashboard(ctx, log, ln, webui.Options{
+	errc := serveDashboard(ctx, log, ml, webui.Options{
 		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
 		Health: view, Dataplane: view, Neighbours: view,
 		PasswordFiles:  strings.Split(f.passwordFiles, ","),
@@ -159,7 +172,6 @@ func serveDashboard(ctx context.Context, log *slog.Logger, ln net.Listener, opts
 	} else {
 		go func() { errc <- web.Serve(ctx, ln) }()
 	}
-	log.Info("dashboard listening", "addr", ln.Addr().String())
 	return errc
 }
 

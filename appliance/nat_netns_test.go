@@ -70,8 +70,8 @@ func natConfigJSON(conntrackSize int) string {
 }
 
 // newNATLab builds the namespaces and starts the appliance with a
-// conntrack table of size entries.
-func newNATLab(t *testing.T, size int) *lab {
+// conntrack table of size entries (and the extra flags).
+func newNATLab(t *testing.T, size int, flags ...string) *lab {
 	requireNetns(t)
 	testenv.Require(t, "traceroute")
 	l := &lab{t: t, id: fmt.Sprintf("%d%d", os.Getpid()%100000, nsCount.Add(1)), dir: t.TempDir()}
@@ -109,7 +109,7 @@ func newNATLab(t *testing.T, size int) *lab {
 	if err := os.WriteFile(cfgPath, []byte(natConfigJSON(size)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l.start("-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
+	l.start(append([]string{"-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json")}, flags...)...)
 	return l
 }
 

@@ -36,16 +36,11 @@ func (l *lab) apply(t *testing.T, cfg string, confirm bool) {
 	if code != 202 {
 		t.Fatalf("apply: HTTP %d %s", code, body)
 	}
-	var a struct {
-		Pending struct{ ID string } `json:"pending"`
-	}
-	if err := json.Unmarshal([]byte(body), &a); err != nil || a.Pending.ID == "" {
-		t.Fatalf("apply answer %s: %v", body, err)
-	}
+	id := pendingID(t, body)
 	if !confirm {
 		return
 	}
-	if code, body := l.boxPost("/api/config/changes/"+a.Pending.ID+"/confirm", nil); code != 200 {
+	if code, body := l.boxPost("/api/config/changes/"+id+"/confirm", nil); code != 200 {
 		t.Fatalf("confirm: HTTP %d %s", code, body)
 	}
 }

@@ -162,8 +162,7 @@ func (s *Server) upgrader() *websocket.Upgrader {
 // handleWS upgrades to the stream. It accepts Basic credentials or a ticket
 // from /api/stream/ticket; browsers must come from this origin.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
-	if !s.auth.ok(r) && !s.tickets.redeem(r.URL.Query().Get("ticket"), time.Now()) {
-		s.unauthorized(w)
+	if !s.check(w, r, func() bool { return s.tickets.redeem(r.URL.Query().Get("ticket"), time.Now()) }) {
 		return
 	}
 	if !s.origins.checkWebSocket(r) {

@@ -44,6 +44,7 @@ var (
 	descConfigPending = desc("config_pending", "1 while an applied config change waits for confirmation.")
 	descWSClients     = desc("webui_stream_clients", "Connected dashboard WebSocket clients.")
 	descWSDropped     = desc("webui_stream_dropped_total", "Dashboard WebSocket clients dropped for being too slow or failing.")
+	descFailedLogins  = desc("webui_failed_logins_total", "Dashboard requests with a wrong password.")
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -51,7 +52,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descPortUp, descPortSpeed, descPortRxPackets, descPortRxBytes, descPortTxPackets, descPortTxBytes,
 		descPortRingDrops, descDrops, descCPU, descIRQ, descRestarts, descCtEntries, descCtCapacity,
 		descRulePackets, descRuleBytes, descRuleLastHit, descPolicyPackets, descPolicyBytes,
-		descSubtables, descRules, descTuning, descConfigPending, descWSClients, descWSDropped,
+		descSubtables, descRules, descTuning, descConfigPending, descWSClients, descWSDropped, descFailedLogins,
 	} {
 		ch <- d
 	}
@@ -72,6 +73,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	counter(descFailedLogins, float64(s.guard.failed.Load()))
 	if s.opts.Stats != nil {
 		snap := s.opts.Stats.Snapshot()
 		seen := map[string]bool{}

@@ -92,6 +92,7 @@ func TestMetrics(t *testing.T) {
 	want["e1kbox_conntrack_entries"] = float64(snap.Conntrack.Entries)
 	want["e1kbox_conntrack_capacity"] = float64(snap.Conntrack.Capacity)
 	want["e1kbox_config_pending"] = 0
+	want["e1kbox_webui_failed_logins_total"] = 0
 	want["e1kbox_webui_stream_clients"] = 0
 	want["e1kbox_webui_stream_dropped_total"] = 0
 	want["e1kbox_rules"] = 3

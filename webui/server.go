@@ -80,6 +80,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	auth    *authenticator
+	guard   *loginGuard
 	tickets *tickets
 	origins *originChecker
 	hub     *hub
@@ -154,6 +155,7 @@ func New(opts Options) (*Server, error) {
 		opts:    opts,
 		log:     opts.Logger,
 		auth:    newAuthenticator(pw),
+		guard:   newLoginGuard(opts.Logger),
 		tickets: newTickets(30 * time.Second),
 		origins: origins,
 		hub:     newHub(opts.Logger, opts.SendQueue, opts.WriteTimeout),
@@ -361,8 +363,7 @@ func (s *Server) routes() http.Handler {
 // mutations, and limits request bodies.
 func (s *Server) protect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.auth.ok(r) {
-			s.unauthorized(w)
+		if !s.check(w, r, nil) {
 			return
 		}
 		switch r.Method {

@@ -154,7 +154,7 @@ func (b *builder) run() (*Manifest, error) {
 			err = fmt.Errorf("root file system is %d MiB, more than the 500 MiB root partition", len(rootImg)>>20)
 		}
 		if err == nil {
-			err = writeFileAtomic(m.Root, rootImg)
+			err = writeFileAtomic(m.Root, rootImg, secretMode) // it holds /etc/gokr-pw.txt
 		}
 		return err
 	}); err != nil {
@@ -164,10 +164,10 @@ func (b *builder) run() (*Manifest, error) {
 	if err := b.step("boot file system (FAT16) and MBR", func() error {
 		bootImg, mbr, err = b.bootFS(kernelDir, loaderPath)
 		if err == nil {
-			err = writeFileAtomic(m.Boot, bootImg)
+			err = writeFileAtomic(m.Boot, bootImg, 0o644)
 		}
 		if err == nil {
-			err = writeFileAtomic(m.MBR, mbr)
+			err = writeFileAtomic(m.MBR, mbr, 0o644)
 		}
 		return err
 	}); err != nil {
@@ -176,14 +176,17 @@ func (b *builder) run() (*Manifest, error) {
 	if !b.opts.NoDiskImage {
 		m.Image = filepath.Join(b.opts.OutDir, "e1kbox.img")
 		if err := b.step("disk image", func() error {
-			return WriteDisk(m.Image, b.opts.DiskBytes, image.HostID(cfg.Hostname), bootImg, rootImg, mbr, true)
+			if err := WriteDisk(m.Image, b.opts.DiskBytes, image.HostID(cfg.Hostname), bootImg, rootImg, mbr, true); err != nil {
+				return err
+			}
+			return os.Chmod(m.Image, secretMode) // its root holds the password
 		}); err != nil {
 			return nil, err
 		}
 	}
 	b.steps["total"] = time.Since(start).Round(time.Millisecond).String()
 	mb, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeFileAtomic(filepath.Join(b.opts.OutDir, "manifest.json"), append(mb, '\n')); err != nil {
+	if err := writeFileAtomic(filepath.Join(b.opts.OutDir, "manifest.json"), append(mb, '\n'), secretMode); err != nil {
 		return nil, err
 	}
 	b.log.Info("build: finished", "build_timestamp", m.BuildTimestamp, "took", b.steps["total"], "image", m.Image)
@@ -692,9 +695,18 @@ func FormatPerm(path string, layout image.Layout) error {
 	return nil
 }
 
-func writeFileAtomic(path string, data []byte) error {
+// secretMode is the mode of the build outputs that hold the gokrazy
+// password (manifest.json, root.img, the disk image): the build host's
+// other users must not read it.
+const secretMode = 0o600
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	os.Remove(tmp)
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil { // the umask may have narrowed it; never wider
 		return err
 	}
 	return os.Rename(tmp, path)
