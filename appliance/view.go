@@ -123,42 +123,34 @@ func (v *boxView) Info() webui.SystemInfo {
 	return info
 }
 
-// Query lists connections for the web UI: the engine's listing, then the
-// web UI's filter, sort and paging.
+// Query lists connections for the web UI: the router's table streamed in
+// chunks through a selector that keeps only the page and the entries
+// ranked before it, never a copy of the table.
 func (v *boxView) Query(q webui.ConnQuery) ([]webui.Conn, int) {
 	e := v.engine()
 	if e == nil {
 		return nil, 0
 	}
-	var all []webui.Conn
-	f := connFilter(q)
-	if q.Addr.IsValid() && q.Addr.IsSingleIP() {
-		f.Addr = q.Addr.Addr()
-	}
+	sel := webui.NewConnSelector(q)
 	now := time.Now()
-	for cursor := 0; ; {
-		page, err := dataplane.ListConns(e.NAT(), f, cursor, dataplane.MaxConnPage)
-		if err != nil {
-			return nil, 0
+	var wc webui.Conn
+	err := dataplane.EachConn(e.NAT(), connFilter(q), func(c *dataplane.Conn) bool {
+		wc = webui.Conn{ID: c.ID, Proto: c.Proto, State: c.State, Kind: c.Kind, Src: c.Orig.Src, Dst: c.Orig.Dst,
+			Packets: c.Packets[0] + c.Packets[1], Bytes: c.Bytes[0] + c.Bytes[1], Created: c.Created,
+			Expires: now.Add(time.Duration(c.ExpiresIn))}
+		if c.Reply.Dst != c.Orig.Src {
+			wc.NATSrc = c.Reply.Dst
 		}
-		for _, c := range page.Conns {
-			wc := webui.Conn{ID: c.ID, Proto: c.Proto, State: c.State, Kind: c.Kind, Src: c.Orig.Src, Dst: c.Orig.Dst,
-				Packets: c.Packets[0] + c.Packets[1], Bytes: c.Bytes[0] + c.Bytes[1], Created: c.Created,
-				Expires: now.Add(time.Duration(c.ExpiresIn))}
-			if c.Reply.Dst != c.Orig.Src {
-				wc.NATSrc = c.Reply.Dst
-			}
-			if c.Reply.Src != c.Orig.Dst {
-				wc.NATDst = c.Reply.Src
-			}
-			all = append(all, wc)
+		if c.Reply.Src != c.Orig.Dst {
+			wc.NATDst = c.Reply.Src
 		}
-		if page.Next == 0 {
-			break
-		}
-		cursor = page.Next
+		sel.Add(&wc)
+		return true
+	})
+	if err != nil {
+		return nil, 0
 	}
-	return webui.FilterConns(all, q)
+	return sel.Page()
 }
 
 func (v *boxView) Delete(id uint64) error {
@@ -192,15 +184,21 @@ func (v *boxView) DeleteMatching(q webui.ConnQuery) (int, error) {
 	if !q.Addr.IsValid() || q.Addr.IsSingleIP() {
 		return dataplane.DeleteConns(e.NAT(), connFilter(q))
 	}
-	q.Offset, q.Limit = 0, 1<<30
-	page, _ := v.Query(q)
+	var ids []nat.ConnID
+	err := dataplane.EachConn(e.NAT(), connFilter(q), func(c *dataplane.Conn) bool {
+		if q.Addr.Contains(c.Orig.Src.Addr()) || q.Addr.Contains(c.Orig.Dst.Addr()) ||
+			q.Addr.Contains(c.Reply.Src.Addr()) || q.Addr.Contains(c.Reply.Dst.Addr()) {
+			ids = append(ids, nat.ConnID(c.ID))
+		}
+		return true
+	})
 	n := 0
-	for _, c := range page {
-		if e.NAT().DeleteConn(nat.ConnID(c.ID)) {
+	for _, id := range ids {
+		if e.NAT().DeleteConn(id) {
 			n++
 		}
 	}
-	return n, nil
+	return n, err
 }
 
 // Neighbours lists the router's ARP cache.

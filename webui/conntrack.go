@@ -38,10 +38,12 @@ const (
 	SortAge     ConnSort = "age" // descending: oldest first
 )
 
-// Paging bounds of ParseConnQuery.
+// Paging bounds of ParseConnQuery: a page deeper than MaxConnOffset is
+// refused, so that answering one keeps a bounded number of entries.
 const (
 	DefaultConnLimit = 100
 	MaxConnLimit     = 1000
+	MaxConnOffset    = 100000
 )
 
 // ParseConnQuery reads a query from URL parameters: addr, port, proto,
@@ -98,7 +100,7 @@ func ParseConnQuery(v url.Values) (ConnQuery, error) {
 		return ConnQuery{}, fmt.Errorf("order: want asc or desc, not %q", o)
 	}
 	var err error
-	if q.Offset, err = intParam(v, "offset", 0, 0, 1<<30); err != nil {
+	if q.Offset, err = intParam(v, "offset", 0, 0, MaxConnOffset); err != nil {
 		return ConnQuery{}, err
 	}
 	if q.Limit, err = intParam(v, "limit", DefaultConnLimit, 1, MaxConnLimit); err != nil {
@@ -181,55 +183,89 @@ func (q *ConnQuery) compare(a, b *Conn) int {
 
 // FilterConns answers a query over a slice of connections (which it does
 // not modify): the requested page of the matching entries and their
-// number. A Conntrack implementation can snapshot its table and call it.
-// Early pages cost one pass (a bounded top list); deep pages a sort.
+// number.
 func FilterConns(all []Conn, q ConnQuery) ([]Conn, int) {
+	sel := NewConnSelector(q)
+	for i := range all {
+		sel.Add(&all[i])
+	}
+	return sel.Page()
+}
+
+// ConnSelector picks one page of a query's answer from a stream of
+// connections, keeping no more than the page and the entries ranked
+// before it (Offset+Limit, at most MaxConnOffset+MaxConnLimit): a
+// Conntrack implementation pages through a big table with it without
+// copying the table.
+type ConnSelector struct {
+	q     ConnQuery
+	k     int
+	best  []Conn // a heap with the worst of the best k at [0]
+	total int
+}
+
+// NewConnSelector returns a selector for q.
+func NewConnSelector(q ConnQuery) *ConnSelector {
 	k := q.Offset + q.Limit
 	if q.Limit <= 0 {
 		k = 0
 	}
-	var top []*Conn // the best k so far, in order, while k is small
-	var match []*Conn
-	small := k <= topListMax
-	if small {
-		top = make([]*Conn, 0, k)
-	} else {
-		match = make([]*Conn, 0, len(all))
-	}
-	total := 0
-	for i := range all {
-		c := &all[i]
-		if !q.Match(c) {
-			continue
-		}
-		total++
-		if !small {
-			match = append(match, c)
-			continue
-		}
-		if k == 0 || (len(top) == k && q.compare(c, top[k-1]) >= 0) {
-			continue
-		}
-		at, _ := slices.BinarySearchFunc(top, c, q.compare)
-		if len(top) < k {
-			top = append(top, nil)
-		}
-		copy(top[at+1:], top[at:len(top)-1])
-		top[at] = c
-	}
-	if !small {
-		slices.SortFunc(match, q.compare)
-		top = match[:min(k, len(match))]
-	}
-	if q.Offset >= len(top) {
-		return []Conn{}, total
-	}
-	page := make([]Conn, 0, len(top)-q.Offset)
-	for _, c := range top[q.Offset:] {
-		page = append(page, *c)
-	}
-	return page, total
+	return &ConnSelector{q: q, k: k, best: make([]Conn, 0, min(k, 1024))}
 }
 
-// topListMax bounds the pages FilterConns answers with a top list.
-const topListMax = 2000
+// Add offers c; it is copied if it ranks among the best Offset+Limit.
+func (s *ConnSelector) Add(c *Conn) {
+	if !s.q.Match(c) {
+		return
+	}
+	s.total++
+	switch {
+	case s.k == 0:
+	case len(s.best) < s.k:
+		s.best = append(s.best, *c)
+		s.up(len(s.best) - 1)
+	case s.q.compare(c, &s.best[0]) < 0:
+		s.best[0] = *c
+		s.down(0)
+	}
+}
+
+// Page returns the page in order and the number of matching entries.
+func (s *ConnSelector) Page() ([]Conn, int) {
+	slices.SortFunc(s.best, func(a, b Conn) int { return s.q.compare(&a, &b) })
+	if s.q.Offset >= len(s.best) {
+		return []Conn{}, s.total
+	}
+	return s.best[s.q.Offset:], s.total
+}
+
+// worse reports whether best[i] ranks after best[j].
+func (s *ConnSelector) worse(i, j int) bool { return s.q.compare(&s.best[i], &s.best[j]) > 0 }
+
+func (s *ConnSelector) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.worse(i, p) {
+			return
+		}
+		s.best[i], s.best[p] = s.best[p], s.best[i]
+		i = p
+	}
+}
+
+func (s *ConnSelector) down(i int) {
+	for {
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(s.best) && s.worse(l, w) {
+			w = l
+		}
+		if r < len(s.best) && s.worse(r, w) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		s.best[i], s.best[w] = s.best[w], s.best[i]
+		i = w
+	}
+}

@@ -213,6 +213,38 @@ func listConnsAt(r *nat.Router, f ConnFilter, cursor, limit int, now int64) (Con
 	return page, nil
 }
 
+// EachConn calls fn for every live connection of router r that matches f,
+// reading the table in chunks of connChunk: a listing of any size needs
+// no copy of the table. fn's Conn is valid only during the call; EachConn
+// stops when fn returns false.
+func EachConn(r *nat.Router, f ConnFilter, fn func(*Conn) bool) error {
+	if r == nil {
+		return ErrNotNAT
+	}
+	nf, err := f.natFilter()
+	if err != nil {
+		return fmt.Errorf("dataplane: connection filter: %w", err)
+	}
+	now := time.Now().UnixNano()
+	buf := make([]nat.Conn, 0, connChunk)
+	var c Conn
+	for cursor := 0; ; {
+		buf, cursor = r.Conns(nf, cursor, connChunk, now, buf[:0])
+		for i := range buf {
+			if buf[i].ExpiresIn <= 0 {
+				continue
+			}
+			c = connOf(&buf[i])
+			if !fn(&c) {
+				return nil
+			}
+		}
+		if cursor == 0 {
+			return nil
+		}
+	}
+}
+
 // DeleteConns deletes router r's connections matching f and returns how
 // many. (nat.Router.DeleteConn deletes one by its Conn.ID.)
 func DeleteConns(r *nat.Router, f ConnFilter) (int, error) {
