@@ -13,8 +13,9 @@ import (
 )
 
 // Version is the schema version this package reads and writes. Older
-// versions are migrated by Parse (see migrate.go).
-const Version = 2
+// versions are migrated by Parse (see migrate.go): version 3 added the
+// router services (dhcp, dns, time).
+const Version = 3
 
 // Config is the runtime configuration of the box: one JSON document,
 // stored as /perm/e1kbox/config.json. Parse fills in every default, so a
@@ -44,6 +45,102 @@ type Config struct {
 	Tuning tuning.Plan `json:"tuning"`
 	// Dashboard configures the web UI and API.
 	Dashboard Dashboard `json:"dashboard"`
+	// DHCP is the LAN's DHCPv4 server; used in NAT mode only.
+	DHCP DHCPServer `json:"dhcp"`
+	// DNS is the LAN's DNS forwarder and cache; used in NAT mode only.
+	DNS DNSServer `json:"dns"`
+	// Time keeps the box's clock (NTP).
+	Time Time `json:"time"`
+}
+
+// DHCPServer is the LAN's DHCPv4 server. It answers on the router's LAN
+// address and hands out the router as gateway and DNS server.
+type DHCPServer struct {
+	// Enabled runs the server. Default: on in NAT mode (off in a version
+	// 2 config migrated to 3, which had none), off in bridge mode.
+	Enabled *bool `json:"enabled"`
+	// Range is the pool, "192.168.1.100-192.168.1.250", inside the LAN
+	// subnet. Default: the whole subnet but the network, broadcast,
+	// router and host port addresses.
+	Range AddrRange `json:"range,omitzero"`
+	// LeaseTime is how long a lease lasts, 2m..30 days. Default 12h.
+	LeaseTime Duration `json:"leaseTime"`
+	// Static are fixed leases. Default none.
+	Static []StaticLease `json:"static,omitempty"`
+}
+
+// IsEnabled reports whether the server runs.
+func (d *DHCPServer) IsEnabled() bool { return d.Enabled != nil && *d.Enabled }
+
+// StaticLease gives a device (by MAC) a fixed address and name.
+type StaticLease struct {
+	MAC rules.MAC `json:"mac"`
+	// Address is an IPv4 address of the LAN subnet, not the router's; it
+	// may lie inside or outside Range.
+	Address netip.Addr `json:"address"`
+	// Hostname is the device's DNS name under dns.domain (a DNS label).
+	// Default: the name the device sends.
+	Hostname string `json:"hostname,omitempty"`
+}
+
+// DNSServer is the LAN's DNS forwarder and cache on the router's LAN
+// address (UDP and TCP 53; never on the WAN side).
+type DNSServer struct {
+	// Enabled runs the server; defaults as DHCPServer.Enabled.
+	Enabled *bool `json:"enabled"`
+	// Domain is the local domain: LAN devices are <hostname>.<domain>,
+	// and the DHCP server hands it out. Default "lan".
+	Domain string `json:"domain"`
+	// Upstreams are the DNS servers asked for everything else. Default:
+	// those of the WAN DHCP lease; with a static WAN address and none
+	// here, only local names are answered.
+	Upstreams []netip.Addr `json:"upstreams,omitempty"`
+	// CacheSize bounds the cached answers, 0..1000000. Default 10000.
+	CacheSize int `json:"cacheSize"`
+}
+
+// IsEnabled reports whether the server runs.
+func (d *DNSServer) IsEnabled() bool { return d.Enabled != nil && *d.Enabled }
+
+// Time configures the NTP client that keeps the box's clock.
+type Time struct {
+	// Servers are NTP servers (names or addresses). Default: gokrazy's
+	// pool, 0-3.gokrazy.pool.ntp.org.
+	Servers []string `json:"servers,omitempty"`
+	// FromDHCP also asks the NTP servers of the WAN DHCP lease (option
+	// 42), first. Default true.
+	FromDHCP *bool `json:"fromDHCP"`
+}
+
+// AddrRange is an inclusive range of IPv4 addresses, written
+// "192.168.1.100-192.168.1.250" in JSON.
+type AddrRange struct {
+	First, Last netip.Addr
+}
+
+// IsZero reports whether r is unset.
+func (r AddrRange) IsZero() bool { return !r.First.IsValid() && !r.Last.IsValid() }
+
+func (r AddrRange) String() string {
+	if r.IsZero() {
+		return ""
+	}
+	return r.First.String() + "-" + r.Last.String()
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (r AddrRange) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (r *AddrRange) UnmarshalText(b []byte) error {
+	lo, hi, ok := strings.Cut(string(b), "-")
+	first, err1 := netip.ParseAddr(strings.TrimSpace(lo))
+	last, err2 := netip.ParseAddr(strings.TrimSpace(hi))
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("bad address range %q (want a range like \"192.168.1.100-192.168.1.250\")", b)
+	}
+	*r = AddrRange{First: first, Last: last}
+	return nil
 }
 
 // Mode selects bridge or NAT operation.
@@ -244,7 +341,14 @@ const (
 	DefaultConntrackSize     = 65536
 	DefaultListen            = ":8080"
 	DefaultConfirmTimeout    = 60 * time.Second
+	DefaultLeaseTime         = 12 * time.Hour
+	DefaultDomain            = "lan"
+	DefaultDNSCacheSize      = 10000
 )
+
+// DefaultNTPServers are the NTP servers of Time.Servers by default:
+// gokrazy's pool, as its own ntp program uses.
+var DefaultNTPServers = []string{"0.gokrazy.pool.ntp.org", "1.gokrazy.pool.ntp.org", "2.gokrazy.pool.ntp.org", "3.gokrazy.pool.ntp.org"}
 
 // DefaultMasqueradePorts is the default NAT.MasqueradePorts.
 var DefaultMasqueradePorts = PortRange{First: 1024, Last: 65535}

@@ -1,6 +1,10 @@
 package config
 
-import "e1kbox/rules"
+import (
+	"slices"
+
+	"e1kbox/rules"
+)
 
 // ApplyDefaults fills every unset optional field (zero, nil, or an empty
 // string) with its default; see the field documentation of Config. Parse
@@ -67,6 +71,39 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Dashboard.ConfirmTimeout == 0 {
 		c.Dashboard.ConfirmTimeout = Duration(DefaultConfirmTimeout)
+	}
+	c.applyServiceDefaults()
+}
+
+// applyServiceDefaults fills the router services' defaults: on in NAT
+// mode, off in bridge mode.
+func (c *Config) applyServiceDefaults() {
+	on := c.Mode == ModeNAT
+	if on && c.HostPort == nil && (c.DHCP.Enabled == nil || *c.DHCP.Enabled || c.DNS.Enabled == nil || *c.DNS.Enabled) {
+		// The services run on the host port (the router's LAN address is
+		// the kernel's there).
+		c.HostPort = &HostPort{Name: DefaultHostPortName, Interface: DefaultHostPortInterface}
+	}
+	if c.DHCP.Enabled == nil {
+		c.DHCP.Enabled = ptr(on)
+	}
+	if c.DHCP.LeaseTime == 0 {
+		c.DHCP.LeaseTime = Duration(DefaultLeaseTime)
+	}
+	if c.DNS.Enabled == nil {
+		c.DNS.Enabled = ptr(on)
+	}
+	if c.DNS.Domain == "" {
+		c.DNS.Domain = DefaultDomain
+	}
+	if c.DNS.CacheSize == 0 {
+		c.DNS.CacheSize = DefaultDNSCacheSize
+	}
+	if c.Time.Servers == nil {
+		c.Time.Servers = slices.Clone(DefaultNTPServers)
+	}
+	if c.Time.FromDHCP == nil {
+		c.Time.FromDHCP = ptr(true)
 	}
 }
 

@@ -15,7 +15,7 @@ type Effect uint8
 // The effects, from the least disruptive.
 const (
 	// Unchanged: nothing the box runs changed (a disabled port, the
-	// dashboard's confirm timeout).
+	// dashboard's confirm timeout, the router services in bridge mode).
 	Unchanged Effect = iota
 	// Live: the dataplane takes the new settings between two batches;
 	// nothing stops, connections and learned addresses stay.
@@ -58,6 +58,9 @@ type Changes struct {
 	Rules     bool     `json:"rules,omitempty"`
 	Tuning    bool     `json:"tuning,omitempty"`
 	Dashboard bool     `json:"dashboard,omitempty"`
+	// Services: the DHCP or DNS server or the NTP client changed (they
+	// are reconfigured live; the dataplane is not touched).
+	Services bool `json:"services,omitempty"`
 
 	// Effect is what applying the change takes.
 	Effect Effect `json:"effect"`
@@ -88,7 +91,7 @@ func Diff(old, new *Config) Changes {
 		o, p := old.Port(name), new.Port(name)
 		return o != nil && o.IsEnabled() || p != nil && p.IsEnabled()
 	})
-	if ch.Rules || ch.Bridge || ch.Tuning || running || ch.NAT && new.Mode == ModeNAT {
+	if ch.Rules || ch.Bridge || ch.Tuning || running || (ch.NAT || ch.Services) && new.Mode == ModeNAT {
 		ch.raise(Live)
 	}
 	ch.classify(old, new)
@@ -193,6 +196,7 @@ func sections(old, new *Config) Changes {
 	ch.Rules = !sameJSON(old.Rules, new.Rules)
 	ch.Tuning = !sameJSON(old.Tuning, new.Tuning)
 	ch.Dashboard = !sameJSON(old.Dashboard, new.Dashboard)
+	ch.Services = !sameJSON(old.DHCP, new.DHCP) || !sameJSON(old.DNS, new.DNS) || !sameJSON(old.Time, new.Time)
 
 	ports := map[string]*Port{}
 	for i := range old.Ports {
@@ -215,7 +219,7 @@ func sections(old, new *Config) Changes {
 
 // IsZero reports whether nothing changed.
 func (c Changes) IsZero() bool {
-	return !c.Mode && len(c.Ports) == 0 && !c.HostPort && !c.Bridge && !c.NAT && !c.Rules && !c.Tuning && !c.Dashboard
+	return !c.Mode && len(c.Ports) == 0 && !c.HostPort && !c.Bridge && !c.NAT && !c.Rules && !c.Tuning && !c.Dashboard && !c.Services
 }
 
 // String lists the changed parts and the effect, e.g. "ports(lan1,wan)
@@ -238,6 +242,7 @@ func (c Changes) String() string {
 	add(c.Rules, "rules")
 	add(c.Tuning, "tuning")
 	add(c.Dashboard, "dashboard")
+	add(c.Services, "services")
 	if len(parts) == 0 {
 		return "none"
 	}

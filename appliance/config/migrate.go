@@ -82,3 +82,17 @@ func (old *configV1) migrate() (*Config, error) {
 	}
 	return c, nil
 }
+
+// migrateV2 brings a version-2 config (decoded into Config: version 3
+// only added fields) to version 3. Version 2 had no router services, so
+// a migrated NAT router keeps running without them until they are turned
+// on.
+func (c *Config) migrateV2() {
+	c.Version = Version
+	if c.DHCP.Enabled == nil {
+		c.DHCP.Enabled = ptr(false)
+	}
+	if c.DNS.Enabled == nil {
+		c.DNS.Enabled = ptr(false)
+	}
+}

@@ -40,6 +40,9 @@ func TestMigrateV1(t *testing.T) {
 		},
 		Rules:     *rs,
 		Dashboard: Dashboard{Listen: ":8080", ConfirmTimeout: Duration(DefaultConfirmTimeout)},
+		DHCP:      DHCPServer{Enabled: ptr(false), LeaseTime: Duration(DefaultLeaseTime)},
+		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
+		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
 	}
 	if diff := cmp.Diff(want, got, cmpConfig); diff != "" {
 		t.Errorf("migrated v1.json (-want +got):\n%s", diff)
@@ -73,7 +76,7 @@ func TestMigrateV1Errors(t *testing.T) {
 		{
 			name: "nat mode",
 			json: `{"version": 1, "mode": "nat", "ports": []}`,
-			want: Errors{{Path: "mode", Message: `version 1 has bridge mode only, got "nat" (write a version 2 config for nat)`}},
+			want: Errors{{Path: "mode", Message: `version 1 has bridge mode only, got "nat" (write a version 3 config for nat)`}},
 		},
 		{
 			name: "bad rules text",

@@ -38,6 +38,12 @@ func Parse(data []byte) (*Config, error) {
 		if c, err = old.migrate(); err != nil {
 			return nil, err
 		}
+	case 2:
+		c = new(Config)
+		if errs := decodeStrict(data, c); errs != nil {
+			return nil, errs
+		}
+		c.migrateV2()
 	case Version:
 		c = new(Config)
 		if errs := decodeStrict(data, c); errs != nil {

@@ -51,6 +51,9 @@ func TestDefaults(t *testing.T) {
 		},
 		Rules:     rules.Ruleset{Rules: []rules.Rule{}},
 		Dashboard: Dashboard{Listen: ":8080", ConfirmTimeout: Duration(60 * time.Second)},
+		DHCP:      DHCPServer{Enabled: ptr(false), LeaseTime: Duration(DefaultLeaseTime)},
+		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
+		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
 	}
 	if diff := cmp.Diff(want, c, cmpConfig); diff != "" {
 		t.Errorf("Parse with defaults (-want +got):\n%s", diff)
@@ -90,7 +93,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "missing version",
 			json: `{"mode": "bridge"}`,
-			want: Errors{{Path: "version", Message: "missing; want 2 (this firmware reads versions 1 to 2)"}},
+			want: Errors{{Path: "version", Message: "missing; want 3 (this firmware reads versions 1 to 3)"}},
 		},
 		{
 			name: "bad version",
@@ -99,8 +102,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name: "future version",
-			json: `{"version": 3}`,
-			want: Errors{{Path: "version", Message: "version 3 is not supported; this firmware reads versions 1 to 2"}},
+			json: `{"version": 4}`,
+			want: Errors{{Path: "version", Message: "version 4 is not supported; this firmware reads versions 1 to 3"}},
 		},
 		{
 			name: "unknown fields everywhere",
@@ -110,7 +113,7 @@ func TestParseErrors(t *testing.T) {
 				"rules": {"rules": [{"action": "accept", "dprot": "22"}]},
 				"tuning": {"ports": [{"name": "eth1", "ring": 4}]}}`,
 			want: Errors{
-				{Path: "colour", Message: `unknown field "colour" (known fields: bridge, dashboard, hostPort, mode, nat, ports, rules, tuning, version)`},
+				{Path: "colour", Message: `unknown field "colour" (known fields: bridge, dashboard, dhcp, dns, hostPort, mode, nat, ports, rules, time, tuning, version)`},
 				{Path: "ports[1].MTU", Message: `unknown field "MTU" (did you mean "mtu"?)`},
 				{Path: "nat.conntrack.timeouts.tcp", Message: `unknown field "tcp" (known fields: generic, icmp, tcpClose, tcpCloseWait, tcpEstablished, tcpFinWait, tcpLastAck, tcpSynRecv, tcpSynSent, tcpTimeWait, udp, udpStream)`},
 				{Path: "rules.rules[0].dprot", Message: `unknown field "dprot" (known fields: action, chain, comment, counter, ct_state, daddr, dport, ether_daddr, ether_saddr, ether_type, icmp_code, icmp_type, iif, l4proto, log, oif, saddr, sport, tcp_flags, vlan_id)`},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -464,8 +465,8 @@ func TestImportLive(t *testing.T) {
 		t.Errorf("History() = %+v, want one import", h)
 	}
 	b, _ := os.ReadFile(paths.Live)
-	if !strings.Contains(string(b), `"version": 2`) {
-		t.Errorf("live file not rewritten as version 2:\n%s", b)
+	if !strings.Contains(string(b), fmt.Sprintf(`"version": %d`, Version)) {
+		t.Errorf("live file not rewritten as version %d:\n%s", Version, b)
 	}
 	if kept, _ := os.ReadFile(paths.Live + ".replaced"); string(kept) != v1 {
 		t.Errorf("original live file not kept: %q", kept)

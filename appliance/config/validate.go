@@ -85,6 +85,7 @@ func (c *Config) Validate(env Env) error {
 	v.rules()
 	v.tuning()
 	v.dashboard()
+	v.services()
 	return v.err()
 }
 
@@ -631,4 +632,162 @@ func (v *validator) dashboard() {
 	if t := d.ConfirmTimeout.D(); t != 0 && (t < minConfirmTimeout || t > maxConfirmTimeout) {
 		v.add("dashboard.confirmTimeout", "%s out of range %s..%s", d.ConfirmTimeout, Duration(minConfirmTimeout), Duration(maxConfirmTimeout))
 	}
+}
+
+// Limits of the router services.
+const (
+	minLeaseTime   = 2 * time.Minute
+	maxLeaseTime   = 30 * 24 * time.Hour
+	maxDNSCache    = 1000000
+	maxUpstreams   = 8
+	maxNTPServers  = 8
+	maxStaticLease = 4096
+)
+
+// services checks the DHCP and DNS servers and the NTP client.
+func (v *validator) services() {
+	c := v.c
+	if c.Mode != ModeNAT {
+		return // the services are the NAT router's: bridge mode ignores them, as it does the nat section
+	}
+	if (c.DHCP.IsEnabled() || c.DNS.IsEnabled()) && c.HostPort == nil {
+		v.add("hostPort", "the router's DHCP and DNS servers run on the host port; add \"hostPort\": {}")
+	}
+	lan, router := v.lanPrefix()
+	d := &c.DHCP
+	if t := d.LeaseTime.D(); t != 0 && (t < minLeaseTime || t > maxLeaseTime) {
+		v.add("dhcp.leaseTime", "%s out of range %s..%s", d.LeaseTime, Duration(minLeaseTime), Duration(maxLeaseTime))
+	}
+	if !d.Range.IsZero() {
+		v.addrRange("dhcp.range", d.Range, lan, router)
+	}
+	if len(d.Static) > maxStaticLease {
+		v.add("dhcp.static", "%d entries, at most %d", len(d.Static), maxStaticLease)
+	}
+	macs, addrs := map[rules.MAC]int{}, map[netip.Addr]int{}
+	for i, s := range d.Static {
+		at := index("dhcp.static", i)
+		switch {
+		case s.MAC == rules.MAC{}:
+			v.add(at+".mac", "missing; want the device's MAC like \"02:00:5e:10:00:01\"")
+		case s.MAC[0]&1 != 0:
+			v.add(at+".mac", "%s is a multicast address", s.MAC)
+		default:
+			if j, dup := macs[s.MAC]; dup {
+				v.add(at+".mac", "%s already has a static lease at dhcp.static[%d]", s.MAC, j)
+			}
+			macs[s.MAC] = i
+		}
+		if v.lanHostAddr(at+".address", s.Address, lan, router) {
+			if j, dup := addrs[s.Address]; dup {
+				v.add(at+".address", "%s is already given to dhcp.static[%d]", s.Address, j)
+			}
+			addrs[s.Address] = i
+		}
+		if s.Hostname != "" && !isLabel(s.Hostname) {
+			v.add(at+".hostname", "%q is not a DNS label (letters, digits and '-', 1-63, not starting or ending with '-')", s.Hostname)
+		}
+	}
+	n := &c.DNS
+	if n.Domain != "" && !isDomain(n.Domain) {
+		v.add("dns.domain", "%q is not a domain name like \"lan\" or \"home.arpa\"", n.Domain)
+	}
+	if n.CacheSize < 0 || n.CacheSize > maxDNSCache {
+		v.add("dns.cacheSize", "%d out of range 0..%d", n.CacheSize, maxDNSCache)
+	}
+	if len(n.Upstreams) > maxUpstreams {
+		v.add("dns.upstreams", "%d servers, at most %d", len(n.Upstreams), maxUpstreams)
+	}
+	for i, u := range n.Upstreams {
+		at := index("dns.upstreams", i)
+		switch {
+		case !u.IsValid():
+			v.add(at, "missing; want a DNS server's address like \"9.9.9.9\"")
+		case u.IsUnspecified() || u.IsLoopback() || u.IsMulticast() || u.IsLinkLocalUnicast():
+			v.add(at, "%s is not a DNS server's address", u)
+		case router.IsValid() && u == router:
+			v.add(at, "%s is the router itself", u)
+		}
+	}
+	if len(c.Time.Servers) > maxNTPServers {
+		v.add("time.servers", "%d servers, at most %d", len(c.Time.Servers), maxNTPServers)
+	}
+	for i, s := range c.Time.Servers {
+		if _, err := netip.ParseAddr(s); err != nil && !isDomain(s) {
+			v.add(index("time.servers", i), "%q is neither an address nor a host name", s)
+		}
+	}
+}
+
+// lanPrefix returns the router's LAN prefix and address in NAT mode.
+func (v *validator) lanPrefix() (netip.Prefix, netip.Addr) {
+	for _, p := range v.c.LANPorts() {
+		for _, a := range p.Addresses {
+			if a.Addr().Is4() {
+				return a.Masked(), a.Addr()
+			}
+		}
+	}
+	return netip.Prefix{}, netip.Addr{}
+}
+
+// lanHostAddr checks that a is a host address of the LAN subnet other
+// than the router's.
+func (v *validator) lanHostAddr(at string, a netip.Addr, lan netip.Prefix, router netip.Addr) bool {
+	switch {
+	case !a.IsValid():
+		v.add(at, "missing; want an IPv4 address of the LAN")
+	case !a.Is4():
+		v.add(at, "%s is not an IPv4 address", a)
+	case !lan.IsValid():
+	case !lan.Contains(a):
+		v.add(at, "%s is not in the LAN %s", a, lan)
+	case a == router:
+		v.add(at, "%s is the router's own LAN address", a)
+	case a == lan.Addr() || a == lastAddr(lan):
+		v.add(at, "%s is the network or broadcast address of the LAN", a)
+	default:
+		return true
+	}
+	return false
+}
+
+// addrRange checks the DHCP pool.
+func (v *validator) addrRange(at string, r AddrRange, lan netip.Prefix, router netip.Addr) {
+	if !v.lanHostAddr(at, r.First, lan, router) || !v.lanHostAddr(at, r.Last, lan, router) {
+		return
+	}
+	if r.Last.Less(r.First) {
+		v.add(at, "range %s is reversed (want %s-%s)", r, r.Last, r.First)
+	}
+	if !router.Less(r.First) && !r.Last.Less(router) {
+		v.add(at, "range %s contains the router's address %s", r, router)
+	}
+}
+
+// isLabel reports whether s is a DNS label (RFC 1123 host name part).
+func isLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isDomain reports whether s is a domain name of DNS labels.
+func isDomain(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !isLabel(l) {
+			return false
+		}
+	}
+	return true
 }

@@ -377,9 +377,9 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "version and mode",
-			edit: func(c *Config) { c.Version = 3; c.Mode = "router" },
+			edit: func(c *Config) { c.Version = 4; c.Mode = "router" },
 			want: map[string]string{
-				"version": "is 3; want 2",
+				"version": "is 4; want 3",
 				"mode":    `want bridge or nat, got "router"`,
 			},
 		},
@@ -430,6 +430,59 @@ func TestValidate(t *testing.T) {
 			name: "WAN by DHCP is not built yet",
 			edit: func(c *Config) { c.Ports[0].Addresses = nil; c.NAT.Gateway = netip.Addr{}; c.NAT.WANDHCP = true },
 			want: map[string]string{"nat.wanDHCP": "the WAN DHCP client is not built yet"},
+		},
+		{
+			name: "router services",
+			edit: func(c *Config) {
+				c.DHCP.Range = AddrRange{First: netip.MustParseAddr("192.168.1.200"), Last: netip.MustParseAddr("192.168.1.100")}
+				c.DHCP.LeaseTime = Duration(time.Minute)
+				c.DHCP.Static = []StaticLease{
+					{MAC: rules.MAC{2, 0, 0, 0, 0, 1}, Address: netip.MustParseAddr("192.168.1.20"), Hostname: "nas"},
+					{MAC: rules.MAC{2, 0, 0, 0, 0, 1}, Address: netip.MustParseAddr("192.168.1.20"), Hostname: "-bad"},
+					{MAC: rules.MAC{1, 0, 0x5e, 0, 0, 1}, Address: netip.MustParseAddr("10.9.9.9")},
+					{Address: netip.MustParseAddr("192.168.1.1")},
+				}
+				c.DNS.Domain = "bad_domain"
+				c.DNS.CacheSize = -1
+				c.DNS.Upstreams = []netip.Addr{netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("192.168.1.1")}
+				c.Time.Servers = []string{"pool.ntp.org", "not a name"}
+			},
+			want: map[string]string{
+				"dhcp.range":              "range 192.168.1.200-192.168.1.100 is reversed",
+				"dhcp.leaseTime":          "1m0s out of range 2m0s..720h0m0s",
+				"dhcp.static[1].mac":      "02:00:00:00:00:01 already has a static lease at dhcp.static[0]",
+				"dhcp.static[1].address":  "192.168.1.20 is already given to dhcp.static[0]",
+				"dhcp.static[1].hostname": `"-bad" is not a DNS label`,
+				"dhcp.static[2].mac":      "01:00:5e:00:00:01 is a multicast address",
+				"dhcp.static[2].address":  "10.9.9.9 is not in the LAN 192.168.1.0/24",
+				"dhcp.static[3].mac":      "missing",
+				"dhcp.static[3].address":  "192.168.1.1 is the router's own LAN address",
+				"dns.domain":              `"bad_domain" is not a domain name`,
+				"dns.cacheSize":           "-1 out of range 0..1000000",
+				"dns.upstreams[1]":        "127.0.0.1 is not a DNS server's address",
+				"dns.upstreams[2]":        "192.168.1.1 is the router itself",
+				"time.servers[1]":         `"not a name" is neither an address nor a host name`,
+			},
+		},
+		{
+			name: "a DHCP range over the router's address",
+			edit: func(c *Config) {
+				c.DHCP.Range = AddrRange{First: netip.MustParseAddr("192.168.1.0"), Last: netip.MustParseAddr("192.168.1.50")}
+			},
+			want: map[string]string{"dhcp.range": "192.168.1.0 is the network or broadcast address"},
+		},
+		{
+			name: "services need the host port",
+			edit: func(c *Config) { c.HostPort = nil; c.Bridge.Static = nil },
+			want: map[string]string{"hostPort": "the router's DHCP and DNS servers run on the host port"},
+		},
+		{
+			name:   "bridge mode ignores the router services",
+			bridge: true,
+			edit: func(c *Config) {
+				c.DHCP.Enabled = ptr(true)
+				c.DHCP.Range = AddrRange{First: netip.MustParseAddr("10.0.0.9"), Last: netip.MustParseAddr("10.0.0.1")}
+			},
 		},
 		{
 			name:   "bridge ignores roles and the NAT section",
