@@ -1,0 +1,65 @@
+package frametest
+
+import "slices"
+
+// The reference checksum: RFC 1071 as the RFC's own section 4.1 writes it,
+// one big-endian 16-bit word at a time into a 32-bit accumulator. It is
+// deliberately slow and plain, and shares nothing with package frame, whose
+// checksums it exists to check.
+
+// Sum returns the one's complement sum of the concatenation of chunks, not
+// complemented: big-endian 16-bit words, an odd final byte padded with a
+// zero byte, the carries folded back in at the end.
+func Sum(chunks ...[]byte) uint16 {
+	b := slices.Concat(chunks...)
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		s += uint32(b[len(b)-1]) << 8
+	}
+	for s > 0xffff {
+		s = s&0xffff + s>>16
+	}
+	return uint16(s)
+}
+
+// Checksum returns the Internet checksum of the concatenation of chunks: the
+// complement of Sum. A packet whose checksum field holds it sums to 0xffff.
+func Checksum(chunks ...[]byte) uint16 { return ^Sum(chunks...) }
+
+// Pseudo4 returns the IPv4 pseudo header (RFC 793 3.1, RFC 768) of a
+// transport segment of n bytes.
+func Pseudo4(src, dst [4]byte, proto uint8, n int) []byte {
+	return slices.Concat(src[:], dst[:], []byte{0, proto}, be16(uint16(n)))
+}
+
+// Pseudo6 returns the IPv6 pseudo header (RFC 8200 8.1) of an upper-layer
+// packet of n bytes.
+func Pseudo6(src, dst [16]byte, proto uint8, n int) []byte {
+	return slices.Concat(src[:], dst[:], be32(uint32(n)), []byte{0, 0, 0, proto})
+}
+
+// WithChecksum returns a copy of seg with the checksum of pseudo and seg
+// stored at seg[at:at+2] (the field counted as zero).
+func WithChecksum(seg []byte, at int, pseudo []byte) []byte {
+	seg = slices.Clone(seg)
+	seg[at], seg[at+1] = 0, 0
+	c := Checksum(pseudo, seg)
+	seg[at], seg[at+1] = byte(c>>8), byte(c)
+	return seg
+}
+
+// withUDPChecksum is WithChecksum for UDP, where a computed 0 is sent as
+// 0xffff because 0 means "no checksum" (RFC 768, RFC 8200 8.1).
+func withUDPChecksum(seg, pseudo []byte) []byte {
+	seg = WithChecksum(seg, 6, pseudo)
+	if seg[6] == 0 && seg[7] == 0 {
+		seg[6], seg[7] = 0xff, 0xff
+	}
+	return seg
+}
+
+func be16(v uint16) []byte { return []byte{byte(v >> 8), byte(v)} }
+func be32(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }
