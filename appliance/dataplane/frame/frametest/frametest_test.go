@@ -196,6 +196,8 @@ func TestBuilders(t *testing.T) {
 			"45000014" + "0000" + "4000" + "4006" + "26e2" + "0a000001" + "0a000002"},
 		{"ipv4 overrides for malformed headers", IPv4{Src: a, Dst: b, IHL: 4, TotalLen: 7, Version: 6}.Build(nil),
 			"64000007" + "0000" + "0000" + "4000" + "47f5" + "0a000001" + "0a000002"},
+		{"ipv4 ttl 0", IPv4{Src: a, Dst: b, TTL: 9, ZeroTTL: true}.Build(nil),
+			"45000014" + "0000" + "0000" + "0000" + "a6e8" + "0a000001" + "0a000002"},
 		{"udp without checksum", IPv4{Src: a, Dst: b}.UDPPacketNoChecksum(1, 2, []byte{0xee}),
 			"4500001d" + "0000" + "0000" + "4011" + "66ce" + "0a000001" + "0a000002" + "0001" + "0002" + "0009" + "0000" + "ee"},
 		// Pseudo header and header sum to 0x142b: a payload word of 0xebd4
@@ -209,6 +211,7 @@ func TestBuilders(t *testing.T) {
 			"020000000002" + "020000000001" + "0806" + "0001080006040002" + "020000000001" + "0a000001" + "020000000002" + "0a000002" + strings.Repeat("00", 18)},
 		{"ipv6 traffic class, flow label, hop limit", IPv6{Src: [16]byte{15: 1}, Dst: [16]byte{15: 2}, NextHeader: ProtoNoNext, HopLimit: 1, TrafficClass: 0xb8, FlowLabel: 0x12345}.Build(nil),
 			"6b812345" + "0000" + "3b01" + strings.Repeat("00", 15) + "01" + strings.Repeat("00", 15) + "02"},
+		{"ipv6 hop limit 0", IPv6{NextHeader: ProtoNoNext, ZeroHopLimit: true}.Build(nil), "60000000" + "0000" + "3b00" + strings.Repeat("00", 32)},
 		{"ipv6 extension header padded to 8 bytes", Ext6(ProtoTCP, []byte{1, 2, 3}), "0600010203000000"},
 		{"ipv6 extension header of 16 bytes", Ext6(ProtoUDP, make([]byte, 7)), "1101" + strings.Repeat("00", 14)},
 		{"ipv6 fragment header", Frag6(ProtoUDP, 185, true, 0xdeadbeef), "1100" + "05c9" + "deadbeef"},

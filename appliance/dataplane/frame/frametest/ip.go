@@ -7,6 +7,7 @@ type IPv4 struct {
 	Src, Dst [4]byte
 	Proto    uint8
 	TTL      uint8 // 0 means DefaultTTL
+	ZeroTTL  bool  // a TTL of 0, which TTL cannot say
 	TOS      uint8
 	ID       uint16
 	DF, MF   bool
@@ -36,7 +37,7 @@ func (h IPv4) Build(payload []byte) []byte {
 		fo |= 0x2000
 	}
 	b := []byte{or(h.Version, 4)<<4 | ihl, h.TOS}
-	b = slices.Concat(b, be16(tl), be16(h.ID), be16(fo), []byte{or(h.TTL, DefaultTTL), h.Proto, 0, 0}, h.Src[:], h.Dst[:], h.Opts)
+	b = slices.Concat(b, be16(tl), be16(h.ID), be16(fo), []byte{ttl(h.TTL, h.ZeroTTL), h.Proto, 0, 0}, h.Src[:], h.Dst[:], h.Opts)
 	c := Checksum(b)
 	b[10], b[11] = byte(c>>8), byte(c)
 	return append(b, payload...)
@@ -86,6 +87,7 @@ type IPv6 struct {
 	Src, Dst     [16]byte
 	NextHeader   uint8
 	HopLimit     uint8 // 0 means DefaultTTL
+	ZeroHopLimit bool  // a hop limit of 0, which HopLimit cannot say
 	TrafficClass uint8
 	FlowLabel    uint32
 	// Overrides for malformed headers; 0 means the right value.
@@ -100,7 +102,7 @@ func (h IPv6) Build(payload []byte) []byte {
 		plen = uint16(len(payload))
 	}
 	b := be32(uint32(or(h.Version, 6))<<28 | uint32(h.TrafficClass)<<20 | h.FlowLabel&0xfffff)
-	b = slices.Concat(b, be16(plen), []byte{h.NextHeader, or(h.HopLimit, DefaultTTL)}, h.Src[:], h.Dst[:])
+	b = slices.Concat(b, be16(plen), []byte{h.NextHeader, ttl(h.HopLimit, h.ZeroHopLimit)}, h.Src[:], h.Dst[:])
 	return append(b, payload...)
 }
 
@@ -178,4 +180,12 @@ func or(v, def uint8) uint8 {
 		return def
 	}
 	return v
+}
+
+// ttl returns the TTL (hop limit) field for v: DefaultTTL for 0 unless zero.
+func ttl(v uint8, zero bool) uint8 {
+	if zero {
+		return 0
+	}
+	return or(v, DefaultTTL)
 }
