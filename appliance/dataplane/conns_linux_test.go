@@ -14,9 +14,9 @@ func TestConnsAPI(t *testing.T) {
 	tr.now = time.Now().UnixNano() // Conns dates expiry by the wall clock
 	tr.resolve(t)                  // one TCP connection (SYN_SENT) from A
 	for i := range 5 {
-		tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, uint16(2000+i), 53, 10))
+		tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, uint16(2000+i), 53, 10))
 	}
-	tr.rx(idLAN2, icmpEcho(t, rLAN, macB, hBIP, remIP, 64))
+	tr.rx(idLAN2, icmpEcho(rLAN, macB, hBIP, remIP, 64))
 	e := &Engine{natr: tr.r}
 
 	all, err := e.Conns(ConnFilter{}, 0, 0)
@@ -96,7 +96,7 @@ func TestConnsAPI(t *testing.T) {
 	}
 
 	// Expired connections are not listed, even before the sweep.
-	tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, 4000, 53, 10))
+	tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, 4000, 53, 10))
 	if p, _ := e.Conns(ConnFilter{Port: 4000}, 0, 0); p.Total != 1 {
 		t.Fatalf("new UDP connection not listed: %+v", p)
 	}
