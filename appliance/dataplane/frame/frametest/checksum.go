@@ -51,15 +51,5 @@ func WithChecksum(seg []byte, at int, pseudo []byte) []byte {
 	return seg
 }
 
-// withUDPChecksum is WithChecksum for UDP, where a computed 0 is sent as
-// 0xffff because 0 means "no checksum" (RFC 768, RFC 8200 8.1).
-func withUDPChecksum(seg, pseudo []byte) []byte {
-	seg = WithChecksum(seg, 6, pseudo)
-	if seg[6] == 0 && seg[7] == 0 {
-		seg[6], seg[7] = 0xff, 0xff
-	}
-	return seg
-}
-
 func be16(v uint16) []byte { return []byte{byte(v >> 8), byte(v)} }
 func be32(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }

@@ -44,16 +44,14 @@ func (h IPv4) Build(payload []byte) []byte {
 }
 
 // TCP returns a TCP segment with its checksum over h's addresses.
-func (h IPv4) TCP(t TCP, payload []byte) []byte {
-	seg := t.Raw(payload)
-	return WithChecksum(seg, 16, Pseudo4(h.Src, h.Dst, ProtoTCP, len(seg)))
-}
+func (h IPv4) TCP(t TCP, payload []byte) []byte { return tcpSegment(h, t, payload) }
 
 // UDP returns a UDP datagram with its checksum over h's addresses.
 func (h IPv4) UDP(sport, dport uint16, payload []byte) []byte {
-	seg := UDPRaw(sport, dport, payload)
-	return withUDPChecksum(seg, Pseudo4(h.Src, h.Dst, ProtoUDP, len(seg)))
+	return udpDatagram(h, sport, dport, payload)
 }
+
+func (h IPv4) pseudo(proto uint8, n int) []byte { return Pseudo4(h.Src, h.Dst, proto, n) }
 
 // TCPPacket returns the IPv4 packet h (protocol TCP) carrying h.TCP(t, payload).
 func (h IPv4) TCPPacket(t TCP, payload []byte) []byte {
@@ -107,22 +105,39 @@ func (h IPv6) Build(payload []byte) []byte {
 }
 
 // TCP returns a TCP segment with its checksum over h's addresses.
-func (h IPv6) TCP(t TCP, payload []byte) []byte {
-	seg := t.Raw(payload)
-	return WithChecksum(seg, 16, Pseudo6(h.Src, h.Dst, ProtoTCP, len(seg)))
-}
+func (h IPv6) TCP(t TCP, payload []byte) []byte { return tcpSegment(h, t, payload) }
 
 // UDP returns a UDP datagram with its checksum over h's addresses.
 func (h IPv6) UDP(sport, dport uint16, payload []byte) []byte {
-	seg := UDPRaw(sport, dport, payload)
-	return withUDPChecksum(seg, Pseudo6(h.Src, h.Dst, ProtoUDP, len(seg)))
+	return udpDatagram(h, sport, dport, payload)
 }
 
 // ICMP returns an ICMPv6 message (RFC 4443) with its checksum over h's
 // addresses.
 func (h IPv6) ICMP(typ, code uint8, rest uint32, payload []byte) []byte {
 	seg := ICMPRaw(typ, code, rest, payload)
-	return WithChecksum(seg, 2, Pseudo6(h.Src, h.Dst, ProtoICMPv6, len(seg)))
+	return WithChecksum(seg, 2, h.pseudo(ProtoICMPv6, len(seg)))
+}
+
+func (h IPv6) pseudo(proto uint8, n int) []byte { return Pseudo6(h.Src, h.Dst, proto, n) }
+
+// ipHeader is an IPv4 or IPv6 header: what a transport checksum covers of it.
+type ipHeader interface {
+	pseudo(proto uint8, n int) []byte
+}
+
+func tcpSegment(h ipHeader, t TCP, payload []byte) []byte {
+	seg := t.Raw(payload)
+	return WithChecksum(seg, 16, h.pseudo(ProtoTCP, len(seg)))
+}
+
+func udpDatagram(h ipHeader, sport, dport uint16, payload []byte) []byte {
+	seg := UDPRaw(sport, dport, payload)
+	seg = WithChecksum(seg, 6, h.pseudo(ProtoUDP, len(seg)))
+	if seg[6] == 0 && seg[7] == 0 {
+		seg[6], seg[7] = 0xff, 0xff // 0 means none: a computed 0 is sent as 0xffff (RFC 768, RFC 8200 8.1)
+	}
+	return seg
 }
 
 // TCPPacket returns the IPv6 packet h (next header TCP) carrying
