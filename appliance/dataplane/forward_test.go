@@ -235,8 +235,8 @@ func TestBuildReject(t *testing.T) {
 				if f.TCP.Flags != frame.TCPRst || f.TCP.Seq != 777 || f.TCP.Ack != 0 {
 					t.Errorf("TCP %+v", f.TCP)
 				}
-				if n != minFrameLen {
-					t.Errorf("length %d, want padded to %d", n, minFrameLen)
+				if n != frame.MinFrameLen {
+					t.Errorf("length %d, want padded to %d", n, frame.MinFrameLen)
 				}
 			}},
 		{"udp over IPv4 gets port unreachable quoting the datagram",
