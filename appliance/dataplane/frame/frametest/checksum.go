@@ -3,21 +3,32 @@ package frametest
 import "slices"
 
 // The reference checksum: RFC 1071 as the RFC's own section 4.1 writes it,
-// one big-endian 16-bit word at a time into a 32-bit accumulator. It is
+// one big-endian 16-bit word at a time into a wide accumulator. It is
 // deliberately slow and plain, and shares nothing with package frame, whose
 // checksums it exists to check.
 
 // Sum returns the one's complement sum of the concatenation of chunks, not
 // complemented: big-endian 16-bit words, an odd final byte padded with a
-// zero byte, the carries folded back in at the end.
+// zero byte, the carries folded back in at the end. A word may straddle two
+// chunks. It does not allocate.
 func Sum(chunks ...[]byte) uint16 {
-	b := slices.Concat(chunks...)
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
+	var s uint64
+	high := -1 // a word's high byte, when the chunk ended after it
+	for _, b := range chunks {
+		if high >= 0 && len(b) > 0 {
+			s += uint64(high)<<8 | uint64(b[0])
+			b, high = b[1:], -1
+		}
+		i := 0
+		for ; i+1 < len(b); i += 2 {
+			s += uint64(b[i])<<8 | uint64(b[i+1])
+		}
+		if i < len(b) {
+			high = int(b[i])
+		}
 	}
-	if len(b)%2 == 1 {
-		s += uint32(b[len(b)-1]) << 8
+	if high >= 0 {
+		s += uint64(high) << 8
 	}
 	for s > 0xffff {
 		s = s&0xffff + s>>16

@@ -256,3 +256,20 @@ func TestChecksumsVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestSumChunks: a sum over chunks is the sum of their concatenation,
+// wherever the chunks split the words.
+func TestSumChunks(t *testing.T) {
+	b := Payload(37)
+	want := Sum(b)
+	for i := range len(b) + 1 {
+		for j := i; j <= len(b); j++ {
+			if got := Sum(b[:i], b[i:j], nil, b[j:]); got != want {
+				t.Fatalf("Sum of chunks split at %d and %d = %#04x, want %#04x", i, j, got, want)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { Sum(b[:3], b[3:]) }); n != 0 {
+		t.Errorf("Sum: %v allocs per run, want 0", n)
+	}
+}
