@@ -1,4 +1,4 @@
-// Package frame parses Ethernet frames and computes Internet checksums without allocating.
+// Package frame parses, rewrites and builds Ethernet frames and computes Internet checksums without allocating.
 package frame
 
 import "net/netip"
