@@ -39,27 +39,34 @@ func TestBuildRejectWhom(t *testing.T) {
 		{"ipv6 loopback source", icmp6([16]byte{15: 1}, frame.ICMPv6EchoRequest), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var in frame.Frame
-			if err := frame.Parse(tc.frame, &in); err != nil {
-				t.Fatalf("Parse: %v", err)
+			in, out := rejectAnswer(t, tc.frame)
+			if (out != nil) != tc.answer {
+				t.Fatalf("answered %v, want %v", out != nil, tc.answer)
 			}
-			dst := make([]byte, 2048)
-			n := buildReject(dst, tc.frame, &in, 1500)
-			if (n > 0) != tc.answer {
-				t.Fatalf("buildReject = %d, want answer %v", n, tc.answer)
-			}
-			if n == 0 {
-				return
-			}
-			var f frame.Frame
-			if err := frame.Parse(dst[:n], &f); err != nil {
-				t.Fatalf("answer does not parse: %v", err)
-			}
-			if !frame.IsICMPError(&f) || f.Dst != in.Src || f.Src != in.Dst {
-				t.Errorf("answer %x > %x ICMP type %d, want an ICMP error to %x", f.Src, f.Dst, f.ICMP.Type, in.Src)
+			if out != nil && (!frame.IsICMPError(out) || out.Dst != in.Src || out.Src != in.Dst) {
+				t.Errorf("answer %x > %x ICMP type %d, want an ICMP error to %x", out.Src, out.Dst, out.ICMP.Type, in.Src)
 			}
 		})
 	}
+}
+
+// rejectAnswer parses b and what buildReject answers to it on a port of
+// MTU 1500; out is nil for no answer.
+func rejectAnswer(t *testing.T, b []byte) (in, out *frame.Frame) {
+	t.Helper()
+	in, out = new(frame.Frame), new(frame.Frame)
+	if err := frame.Parse(b, in); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	dst := make([]byte, 2048)
+	n := buildReject(dst, b, in, 1500)
+	if n == 0 {
+		return in, nil
+	}
+	if err := frame.Parse(dst[:n], out); err != nil {
+		t.Fatalf("answer does not parse: %v", err)
+	}
+	return in, out
 }
 
 func TestBuildRejectZeroAllocs(t *testing.T) {
