@@ -69,7 +69,7 @@ func (w *Worker) reject(now int64, s *snapshot, pkt []byte, f *frame.Frame) Resu
 	a := w.answer(p, f.IPv4.Dst, 0)
 	n := frame.PutRST(w.scratch, f, &a)
 	if n == 0 {
-		return drop(ReasonReject) // a RST is not answered
+		return drop(ReasonReject) // a RST (or a segment cut before its header) is not answered
 	}
 	w.c.resets.Add(1)
 	w.c.drops[ReasonReject].Add(1)
