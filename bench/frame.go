@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // Frame layout of the generated UDP/IPv4 frames.
@@ -38,28 +40,12 @@ func udpFrame(size int, src, dst net.HardwareAddr, sip, dip netip.Addr) ([]byte,
 	if len(src) != 6 || len(dst) != 6 || !sip.Is4() || !dip.Is4() {
 		return nil, fmt.Errorf("frame addresses %v %v %v %v: want MACs and IPv4", src, dst, sip, dip)
 	}
-	f := make([]byte, size-fcsLen)
-	copy(f[0:6], dst)
-	copy(f[6:12], src)
-	binary.BigEndian.PutUint16(f[12:], 0x0800)
-	ip := f[ethLen:]
-	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:], uint16(len(f)-ethLen))
-	ip[6] = 0x40 // DF
-	ip[8] = 64
-	ip[9] = 17
-	s4, d4 := sip.As4(), dip.As4()
-	copy(ip[12:16], s4[:])
-	copy(ip[16:20], d4[:])
-	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip[:ipv4Len]))
-	udp := f[sportOff:]
-	binary.BigEndian.PutUint16(udp[0:], firstSport)
-	binary.BigEndian.PutUint16(udp[2:], udpDport)
-	binary.BigEndian.PutUint16(udp[4:], uint16(len(f)-sportOff))
-	for i := sportOff + udpLen; i < len(f); i++ {
-		f[i] = byte(i)
+	payload := make([]byte, size-fcsLen-sportOff-udpLen)
+	for i := range payload {
+		payload[i] = byte(sportOff + udpLen + i) // the byte's offset in the frame
 	}
-	return f, nil
+	ip := frametest.IPv4{Src: sip.As4(), Dst: dip.As4(), DF: true}
+	return frametest.Frame([6]byte(dst), [6]byte(src), frametest.EtherTypeIPv4, ip.UDPPacketNoChecksum(firstSport, udpDport, payload)), nil
 }
 
 // setFlow rewrites the UDP source port of a udpFrame for flow n (0-based,
@@ -68,29 +54,10 @@ func setFlow(f []byte, n int) {
 	binary.BigEndian.PutUint16(f[sportOff:], uint16(firstSport+n))
 }
 
-// ipChecksum is the Internet checksum of h.
-func ipChecksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	if len(h)%2 == 1 {
-		sum += uint32(h[len(h)-1]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
-}
-
 // learnFrame is a broadcast frame from src with an experimental
 // EtherType: bridges learn src from it and the sink drops it.
 func learnFrame(src net.HardwareAddr) []byte {
-	f := make([]byte, minFrame-fcsLen)
-	copy(f[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	copy(f[6:12], src)
-	binary.BigEndian.PutUint16(f[12:], 0x88b5)
-	return f
+	return frametest.Pad(frametest.Eth([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, [6]byte(src), 0x88b5))
 }
 
 // ruleAddr is the address of the i-th non-matching rule: 10.128.0.1 on.

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"testing"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 func TestUDPFrame(t *testing.T) {
@@ -25,7 +27,7 @@ func TestUDPFrame(t *testing.T) {
 			t.Errorf("ethertype %#x", et)
 		}
 		ip := f[14:34]
-		if ipChecksum(ip) != 0 {
+		if frametest.Checksum(ip) != 0 {
 			t.Errorf("size %d: IP header checksum does not verify", size)
 		}
 		if tl := int(binary.BigEndian.Uint16(ip[2:])); tl != size-4-14 {
@@ -41,7 +43,7 @@ func TestUDPFrame(t *testing.T) {
 		if sp := binary.BigEndian.Uint16(f[34:]); sp != firstSport+1000 {
 			t.Errorf("source port %d after setFlow(1000)", sp)
 		}
-		if ipChecksum(ip) != 0 {
+		if frametest.Checksum(ip) != 0 {
 			t.Errorf("setFlow broke the IP checksum")
 		}
 	}
@@ -52,17 +54,6 @@ func TestUDPFrame(t *testing.T) {
 	}
 	if _, err := udpFrame(64, macG0, macS0, netip.MustParseAddr("::1"), sinkIP); err == nil {
 		t.Error("udpFrame with an IPv6 address succeeded")
-	}
-}
-
-func TestIPChecksum(t *testing.T) {
-	// RFC 1071 style example header (from Wikipedia's IPv4 checksum page).
-	h := []byte{0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7}
-	if got := ipChecksum(h); got != 0xb861 {
-		t.Errorf("checksum %#x, want 0xb861", got)
-	}
-	if got := ipChecksum([]byte{0x01}); got != ^uint16(0x0100) {
-		t.Errorf("odd-length checksum %#x", got)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // benchRules makes n forward rules of a few shapes (source prefix and
@@ -58,8 +59,8 @@ func BenchmarkBridgePath(b *testing.B) {
 				tb.rx(2, arpFrame(bcast, macB), false, frame.VLANTag{})
 				frames := make([][]byte, min(flows, 4096))
 				for i := range frames {
-					frames[i] = withChecksums(b, eth(macB, macA, frame.EtherTypeIPv4,
-						ipv4(ipA, ipB, frame.ProtoTCP, tcpSeg(uint16(1024+i), 80, frame.TCPAck, 1, 1, make([]byte, 64)))))
+					frames[i] = frametest.Frame(macB, macA, frame.EtherTypeIPv4,
+						frametest.IPv4{Src: ipA, Dst: ipB}.TCPPacket(frametest.TCP{SrcPort: uint16(1024 + i), DstPort: 80, Flags: frame.TCPAck, Seq: 1, Ack: 1}, make([]byte, 64)))
 				}
 				w := tb.fwds[1]
 				out := tb.tx[1][2]
@@ -113,27 +114,27 @@ func BenchmarkPathBySize(b *testing.B) {
 					tb := newTestBridge(b, 3, false, "", false, nil)
 					tb.rx(2, arpFrame(bcast, macB), false, frame.VLANTag{})
 					w, out = tb.fwds[1], tb.tx[1][2]
-					tmpl = withChecksums(b, eth(macB, macA, frame.EtherTypeIPv4,
-						ipv4(ipA, ipB, frame.ProtoTCP, tcpSeg(1024, 80, frame.TCPAck, 1, 1, make([]byte, payload)))))
+					tmpl = frametest.Frame(macB, macA, frame.EtherTypeIPv4,
+						frametest.IPv4{Src: ipA, Dst: ipB}.TCPPacket(frametest.TCP{SrcPort: 1024, DstPort: 80, Flags: frame.TCPAck, Seq: 1, Ack: 1}, make([]byte, payload)))
 					outN = func() uint64 { return w.c.txPackets[2] }
 				default:
 					tr := newTestRouter(b, 1024, "")
 					tr.resolve(b)
-					syn := tr.rx(idLAN1, tcp4(b, rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPSyn, 0))
+					syn := tr.rx(idLAN1, tcp4(rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPSyn, 0))
 					var f frame.Frame
 					if err := frame.Parse(syn[idWAN][0], &f); err != nil {
 						b.Fatal(err)
 					}
 					natPort := f.TCP.SrcPort
-					tr.rx(idWAN, tcp4(b, rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPSyn|frame.TCPAck, 0))
-					tr.rx(idLAN1, tcp4(b, rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPAck, 0))
+					tr.rx(idWAN, tcp4(rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPSyn|frame.TCPAck, 0))
+					tr.rx(idLAN1, tcp4(rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPAck, 0))
 					if mode == "nat-lan-to-wan" {
 						w, out = tr.fwds[idLAN1], tr.tx[idLAN1][idWAN]
-						tmpl = tcp4(b, rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPAck, payload)
+						tmpl = tcp4(rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPAck, payload)
 						outN = func() uint64 { return w.c.txPackets[idWAN] }
 					} else {
 						w, out = tr.fwds[idWAN], tr.tx[idWAN][idLAN1]
-						tmpl = tcp4(b, rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPAck, payload)
+						tmpl = tcp4(rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPAck, payload)
 						outN = func() uint64 { return w.c.txPackets[idLAN1] }
 					}
 					w.begin(tr.now, tr.clock)

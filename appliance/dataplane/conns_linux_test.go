@@ -16,9 +16,9 @@ func TestConnsAPI(t *testing.T) {
 	tr.now = time.Now().UnixNano() // Conns dates expiry by the wall clock
 	tr.resolve(t)                  // one TCP connection (SYN_SENT) from A
 	for i := range 5 {
-		tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, uint16(2000+i), 53, 10))
+		tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, uint16(2000+i), 53, 10))
 	}
-	tr.rx(idLAN2, icmpEcho(t, rLAN, macB, hBIP, remIP, 64))
+	tr.rx(idLAN2, icmpEcho(rLAN, macB, hBIP, remIP, 64))
 	r := tr.r
 
 	all, err := ListConns(r, ConnFilter{}, 0, 0)
@@ -98,7 +98,7 @@ func TestConnsAPI(t *testing.T) {
 	}
 
 	// Expired connections are not listed, even before the sweep.
-	tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, 4000, 53, 10))
+	tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, 4000, 53, 10))
 	if p, _ := ListConns(r, ConnFilter{Port: 4000}, 0, 0); p.Total != 1 {
 		t.Fatalf("new UDP connection not listed: %+v", p)
 	}
@@ -138,7 +138,7 @@ func TestEachConnStreams(t *testing.T) {
 	tr.resolve(t)
 	const n = 4000 // the test router ages a UDP flow out after 5 s of its clock, 1 ms a frame
 	for i := range n {
-		tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, uint16(1024+i%60000), uint16(53+i/60000), 10))
+		tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, uint16(1024+i%60000), uint16(53+i/60000), 10))
 	}
 	count := 0
 	var before, after runtime.MemStats

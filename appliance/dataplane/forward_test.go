@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/rules"
 )
 
@@ -43,29 +44,29 @@ func TestForwarding(t *testing.T) {
 		{name: "broadcast floods every other port", in: 1,
 			frame: func(testing.TB) []byte { return arpFrame(bcast, macA) }, wantOut: []int{2, 3, 4}},
 		{name: "unknown unicast floods", in: 2,
-			frame: func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{1, 3, 4}},
+			frame: func(testing.TB) []byte { return tcpFrame(macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{1, 3, 4}},
 		{name: "known unicast goes to its port only", in: 1,
 			setup: func(b *testBridge) { b.rx(3, arpFrame(bcast, macB), false, frame.VLANTag{}) },
-			frame: func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{3}},
+			frame: func(testing.TB) []byte { return tcpFrame(macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{3}},
 		{name: "destination on the ingress port is filtered", in: 1,
 			setup:   func(b *testBridge) { b.rx(1, arpFrame(bcast, macB), false, frame.VLANTag{}) },
-			frame:   func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn) },
+			frame:   func(testing.TB) []byte { return tcpFrame(macB, macA, 1, 2, frame.TCPSyn) },
 			wantOut: []int{}, wantDrop: map[Drop]uint64{DropLocal: 1}},
 		{name: "a MAC that moves is followed", in: 1,
 			setup: func(b *testBridge) {
 				b.rx(2, arpFrame(bcast, macB), false, frame.VLANTag{})
 				b.rx(3, arpFrame(bcast, macB), false, frame.VLANTag{})
 			},
-			frame: func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{3}},
+			frame: func(testing.TB) []byte { return tcpFrame(macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{3}},
 		{name: "the host port's traffic is bridged like any other", in: 4,
 			setup: func(b *testBridge) { b.rx(2, arpFrame(bcast, macB), false, frame.VLANTag{}) },
-			frame: func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{2}},
+			frame: func(testing.TB) []byte { return tcpFrame(macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{2}},
 		{name: "stripped VLAN tag learned per VLAN", in: 1, stripped: &tag10,
 			setup: func(b *testBridge) { b.rx(2, arpFrame(bcast, macB), false, frame.VLANTag{}) }, // macB in VLAN 0 only
-			frame: func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{2, 3, 4}},
+			frame: func(testing.TB) []byte { return tcpFrame(macB, macA, 1, 2, frame.TCPSyn) }, wantOut: []int{2, 3, 4}},
 		{name: "link-local multicast is not forwarded", in: 1,
 			frame: func(testing.TB) []byte {
-				return eth([6]byte{0x01, 0x80, 0xc2, 0, 0, 0}, macA, 0x0026, make([]byte, 46))
+				return frametest.Frame([6]byte{0x01, 0x80, 0xc2, 0, 0, 0}, macA, 0x0026, make([]byte, 46))
 			},
 			wantOut: []int{}, wantDrop: map[Drop]uint64{DropLinkLocal: 1}},
 		{name: "multicast source is dropped", in: 1,
@@ -73,22 +74,22 @@ func TestForwarding(t *testing.T) {
 			wantOut: []int{}, wantDrop: map[Drop]uint64{DropBadSource: 1}},
 		{name: "VID 4095 is a bad VLAN", in: 1,
 			frame: func(testing.TB) []byte {
-				return eth(bcast, macA, frame.EtherTypeARP, make([]byte, 28), frame.VLANTag{TPID: frame.EtherTypeVLAN, TCI: 0xfff})
+				return frametest.Frame(bcast, macA, frame.EtherTypeARP, make([]byte, 28), frametest.Tag{TPID: frame.EtherTypeVLAN, TCI: 0xfff})
 			},
 			wantOut: []int{}, wantDrop: map[Drop]uint64{Drop(frame.ReasonBadVLAN): 1}},
 		{name: "runt is truncated", in: 1,
 			frame: func(testing.TB) []byte { return macA[:] }, wantOut: []int{}, wantDrop: map[Drop]uint64{Drop(frame.ReasonTruncated): 1}},
 		{name: "oversize on ingress", in: 1,
-			frame:   func(t testing.TB) []byte { return udpFrame(t, bcast, macA, 9, 1500) },
+			frame:   func(testing.TB) []byte { return udpFrame(bcast, macA, 9, 1500) },
 			wantOut: []int{}, wantDrop: map[Drop]uint64{DropOversize: 1}},
 		{name: "jumbo forwarded between jumbo ports, dropped towards a small MTU", in: 1,
 			mutate: func(c *Config) { c.Ports[0].MTU = 9000; c.Ports[2].MTU = 9000 },
-			frame:  func(t testing.TB) []byte { return udpFrame(t, bcast, macA, 9, 8000) },
+			frame:  func(testing.TB) []byte { return udpFrame(bcast, macA, 9, 8000) },
 			// port 2 (1500) and the host port (1500) are too small
 			wantOut: []int{3}, wantDrop: map[Drop]uint64{DropOversize: 2}},
 		// Forward-chain rules do not see the host port's copy (chain input).
 		{name: "rule drop", in: 1, rules: "ip daddr 10.0.0.2 tcp dport 22 drop",
-			frame:   func(t testing.TB) []byte { return tcpFrame(t, bcast, macA, 1000, 22, frame.TCPSyn) },
+			frame:   func(testing.TB) []byte { return tcpFrame(bcast, macA, 1000, 22, frame.TCPSyn) },
 			wantOut: []int{4}, wantDrop: map[Drop]uint64{DropRule: 2}},
 		{name: "rule per out port on a flood", in: 1, rules: "oif p3 drop",
 			frame:   func(testing.TB) []byte { return arpFrame(bcast, macA) },
@@ -103,21 +104,21 @@ func TestForwarding(t *testing.T) {
 			frame:   func(testing.TB) []byte { return arpFrame(bcast, macA) },
 			wantOut: []int{4}, wantDrop: map[Drop]uint64{DropRule: 2}},
 		{name: "reject of a broadcast is not answered", in: 1, rules: "tcp dport 23 reject",
-			frame:   func(t testing.TB) []byte { return tcpFrame(t, bcast, macA, 1000, 23, frame.TCPSyn) },
+			frame:   func(testing.TB) []byte { return tcpFrame(bcast, macA, 1000, 23, frame.TCPSyn) },
 			wantOut: []int{4}, wantDrop: map[Drop]uint64{DropReject: 2}},
 		{name: "reject of a flooded unknown unicast answers once", in: 1, rules: "tcp dport 23 reject",
-			frame:   func(t testing.TB) []byte { return tcpFrame(t, macC, macA, 1000, 23, frame.TCPSyn) },
+			frame:   func(testing.TB) []byte { return tcpFrame(macC, macA, 1000, 23, frame.TCPSyn) },
 			wantOut: []int{1, 4}, wantDrop: map[Drop]uint64{DropReject: 2}},
 		{name: "reject of a unicast answers the source", in: 1, rules: "tcp dport 23 reject",
 			setup:   func(b *testBridge) { b.rx(2, arpFrame(bcast, macB), false, frame.VLANTag{}) },
-			frame:   func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1000, 23, frame.TCPSyn) },
+			frame:   func(testing.TB) []byte { return tcpFrame(macB, macA, 1000, 23, frame.TCPSyn) },
 			wantOut: []int{1}, wantDrop: map[Drop]uint64{DropReject: 1}},
 		{name: "link down: unicast dropped, floods skip it", in: 1,
 			setup: func(b *testBridge) {
 				b.rx(2, arpFrame(bcast, macB), false, frame.VLANTag{})
 				b.ports[2].up.Store(false)
 			},
-			frame:   func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn) },
+			frame:   func(testing.TB) []byte { return tcpFrame(macB, macA, 1, 2, frame.TCPSyn) },
 			wantOut: []int{}, wantDrop: map[Drop]uint64{DropPortDown: 1}},
 		{name: "noFlood port gets no floods", in: 1,
 			mutate:  func(c *Config) { c.Ports[2].NoFlood = true },
@@ -126,7 +127,7 @@ func TestForwarding(t *testing.T) {
 		{name: "noLearn port's sources are not learned", in: 1,
 			mutate:  func(c *Config) { c.Ports[2].NoLearn = true },
 			setup:   func(b *testBridge) { b.rx(3, arpFrame(bcast, macB), false, frame.VLANTag{}) },
-			frame:   func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn) },
+			frame:   func(testing.TB) []byte { return tcpFrame(macB, macA, 1, 2, frame.TCPSyn) },
 			wantOut: []int{2, 3, 4}},
 		{name: "TX ring full", in: 1,
 			setup: func(b *testBridge) {
@@ -135,7 +136,7 @@ func TestForwarding(t *testing.T) {
 				f.stuck = true
 				f.n = len(f.slots)
 			},
-			frame:    func(t testing.TB) []byte { return tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn) },
+			frame:    func(testing.TB) []byte { return tcpFrame(macB, macA, 1, 2, frame.TCPSyn) },
 			wantOut:  []int{},
 			wantDrop: map[Drop]uint64{DropTxFull: 1}},
 	}
@@ -190,7 +191,7 @@ func TestForwarding(t *testing.T) {
 func TestRejectAnswer(t *testing.T) {
 	b := newTestBridge(t, 2, false, "tcp dport 23 reject\nudp dport 9 reject", false, nil)
 	tag := frame.VLANTag{TPID: frame.EtherTypeVLAN, TCI: 0x2007}
-	out := b.rx(1, tcpFrame(t, macB, macA, 1000, 23, frame.TCPSyn), true, tag)
+	out := b.rx(1, tcpFrame(macB, macA, 1000, 23, frame.TCPSyn), true, tag)
 	ans := out[1]
 	if ans == nil {
 		t.Fatalf("no answer on the ingress port; out %v", got(out))
@@ -229,17 +230,17 @@ func TestBuildReject(t *testing.T) {
 		check  func(t *testing.T, f *frame.Frame, n int)
 	}{
 		{"tcp with ack gets a bare RST at its ack",
-			withChecksums(t, eth(macB, macA, frame.EtherTypeIPv4, ipv4(ipA, ipB, frame.ProtoTCP, tcpSeg(1, 2, frame.TCPAck|frame.TCPPsh, 10, 777, []byte("x"))))), true,
+			frametest.Frame(macB, macA, frame.EtherTypeIPv4, frametest.IPv4{Src: ipA, Dst: ipB}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPAck | frame.TCPPsh, Seq: 10, Ack: 777}, []byte("x"))), true,
 			func(t *testing.T, f *frame.Frame, n int) {
 				if f.TCP.Flags != frame.TCPRst || f.TCP.Seq != 777 || f.TCP.Ack != 0 {
 					t.Errorf("TCP %+v", f.TCP)
 				}
-				if n != minFrameLen {
-					t.Errorf("length %d, want padded to %d", n, minFrameLen)
+				if n != frame.MinFrameLen {
+					t.Errorf("length %d, want padded to %d", n, frame.MinFrameLen)
 				}
 			}},
 		{"udp over IPv4 gets port unreachable quoting the datagram",
-			withChecksums(t, eth(macB, macA, frame.EtherTypeIPv4, ipv4(ipA, ipB, frame.ProtoUDP, udpDgram(5, 9, []byte("data"))))), true,
+			frametest.Frame(macB, macA, frame.EtherTypeIPv4, frametest.IPv4{Src: ipA, Dst: ipB}.UDPPacketNoChecksum(5, 9, []byte("data"))), true,
 			func(t *testing.T, f *frame.Frame, n int) {
 				if f.Proto != frame.ProtoICMP || f.ICMP.Type != 3 || f.ICMP.Code != 3 || f.ICMP.EmbeddedOff == 0 {
 					t.Errorf("ICMP %+v", f.ICMP)
@@ -249,14 +250,14 @@ func TestBuildReject(t *testing.T) {
 				}
 			}},
 		{"a big datagram is quoted up to 576 bytes",
-			withChecksums(t, eth(macB, macA, frame.EtherTypeIPv4, ipv4(ipA, ipB, frame.ProtoUDP, udpDgram(5, 9, big)))), true,
+			frametest.Frame(macB, macA, frame.EtherTypeIPv4, frametest.IPv4{Src: ipA, Dst: ipB}.UDPPacketNoChecksum(5, 9, big)), true,
 			func(t *testing.T, f *frame.Frame, n int) {
 				if f.IPv4.TotalLen != 576 {
 					t.Errorf("total length %d, want 576", f.IPv4.TotalLen)
 				}
 			}},
 		{"udp over IPv6 gets ICMPv6 port unreachable",
-			withChecksums(t, eth(macB, macA, frame.EtherTypeIPv6, ipv6(v6a, v6b, frame.ProtoUDP, udpDgram(5, 9, big)))), true,
+			frametest.Frame(macB, macA, frame.EtherTypeIPv6, frametest.IPv6{Src: v6a, Dst: v6b}.UDPPacket(5, 9, big)), true,
 			func(t *testing.T, f *frame.Frame, n int) {
 				if f.Proto != frame.ProtoICMPv6 || f.ICMP.Type != 1 || f.ICMP.Code != 4 {
 					t.Errorf("ICMPv6 %+v", f.ICMP)
@@ -266,16 +267,16 @@ func TestBuildReject(t *testing.T) {
 				}
 			}},
 		{"tcp over IPv6 gets a RST",
-			withChecksums(t, eth(macB, macA, frame.EtherTypeIPv6, ipv6(v6a, v6b, frame.ProtoTCP, tcpSeg(1, 2, frame.TCPSyn, 5, 0, nil)))), true,
+			frametest.Frame(macB, macA, frame.EtherTypeIPv6, frametest.IPv6{Src: v6a, Dst: v6b}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPSyn, Seq: 5}, nil)), true,
 			func(t *testing.T, f *frame.Frame, n int) {
 				if f.TCP.Flags != frame.TCPRst|frame.TCPAck || f.TCP.Ack != 6 || f.IPv6.Src != v6b {
 					t.Errorf("TCP %+v src %x", f.TCP, f.IPv6.Src)
 				}
 			}},
-		{"broadcast is not answered", withChecksums(t, eth(bcast, macA, frame.EtherTypeIPv4, ipv4(ipA, ipB, frame.ProtoUDP, udpDgram(5, 9, nil)))), false, nil},
-		{"an IP broadcast is not answered", withChecksums(t, eth(macB, macA, frame.EtherTypeIPv4, ipv4(ipA, [4]byte{255, 255, 255, 255}, frame.ProtoUDP, udpDgram(5, 9, nil)))), false, nil},
-		{"a RST is not answered", withChecksums(t, eth(macB, macA, frame.EtherTypeIPv4, ipv4(ipA, ipB, frame.ProtoTCP, tcpSeg(1, 2, frame.TCPRst, 5, 0, nil)))), false, nil},
-		{"an ICMP error is not answered", withChecksums(t, eth(macB, macA, frame.EtherTypeIPv4, ipv4(ipA, ipB, frame.ProtoICMP, []byte{3, 3, 0, 0, 0, 0, 0, 0}))), false, nil},
+		{"broadcast is not answered", frametest.Frame(bcast, macA, frame.EtherTypeIPv4, frametest.IPv4{Src: ipA, Dst: ipB}.UDPPacketNoChecksum(5, 9, nil)), false, nil},
+		{"an IP broadcast is not answered", frametest.Frame(macB, macA, frame.EtherTypeIPv4, frametest.IPv4{Src: ipA, Dst: [4]byte{255, 255, 255, 255}}.UDPPacketNoChecksum(5, 9, nil)), false, nil},
+		{"a RST is not answered", frametest.Frame(macB, macA, frame.EtherTypeIPv4, frametest.IPv4{Src: ipA, Dst: ipB}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPRst, Seq: 5}, nil)), false, nil},
+		{"an ICMP error is not answered", frametest.Frame(macB, macA, frame.EtherTypeIPv4, frametest.IPv4{Src: ipA, Dst: ipB}.ICMPPacket(3, 3, 0, nil)), false, nil},
 		{"ARP is not answered", arpFrame(macB, macA), false, nil},
 	}
 	for _, tt := range tests {
@@ -307,7 +308,7 @@ func TestBuildReject(t *testing.T) {
 	}
 	// Too small a buffer: no answer, no panic.
 	var in frame.Frame
-	fr := tcpFrame(t, macB, macA, 1, 2, frame.TCPSyn)
+	fr := tcpFrame(macB, macA, 1, 2, frame.TCPSyn)
 	frame.Parse(fr, &in)
 	if n := buildReject(make([]byte, 20), fr, &in, 1500); n != 0 {
 		t.Errorf("buildReject into 20 bytes = %d", n)
@@ -319,7 +320,7 @@ func TestFlushOncePerBatch(t *testing.T) {
 	w := b.fwds[1]
 	w.begin(time.Now().UnixNano(), 1)
 	for i := range 5 {
-		fr := tcpFrame(t, bcast, macA, uint16(i), 2, frame.TCPSyn)
+		fr := tcpFrame(bcast, macA, uint16(i), 2, frame.TCPSyn)
 		w.handle(fr, len(fr), false, frame.VLANTag{})
 	}
 	w.flush()
@@ -333,7 +334,7 @@ func TestFlushOncePerBatch(t *testing.T) {
 	// A failing flush keeps the port marked, so the next batch retries.
 	f.stuck = true
 	w.begin(time.Now().UnixNano(), 2)
-	fr := tcpFrame(t, bcast, macA, 9, 2, frame.TCPSyn)
+	fr := tcpFrame(bcast, macA, 9, 2, frame.TCPSyn)
 	w.handle(fr, len(fr), false, frame.VLANTag{})
 	w.flush()
 	w.begin(time.Now().UnixNano(), 3)
@@ -369,13 +370,13 @@ func TestZeroAllocs(t *testing.T) {
 		data     []byte
 		stripped bool
 	}{
-		{"known unicast", tcpFrame(t, macB, macA, 1, 80, frame.TCPAck), false},
-		{"unknown unicast", tcpFrame(t, macC, macA, 1, 80, frame.TCPAck), false},
+		{"known unicast", tcpFrame(macB, macA, 1, 80, frame.TCPAck), false},
+		{"unknown unicast", tcpFrame(macC, macA, 1, 80, frame.TCPAck), false},
 		{"broadcast", arpFrame(bcast, macA), false},
-		{"stripped tag", tcpFrame(t, macB, macA, 1, 80, frame.TCPAck), true},
-		{"in-band tag", tcpFrame(t, macB, macA, 1, 80, frame.TCPAck, frame.VLANTag{TPID: frame.EtherTypeVLAN, TCI: 5}), false},
-		{"rule drop", udpFrame(t, macB, macA, 7, 10), false},
-		{"reject", tcpFrame(t, macB, macA, 1, 23, frame.TCPSyn), false},
+		{"stripped tag", tcpFrame(macB, macA, 1, 80, frame.TCPAck), true},
+		{"in-band tag", tcpFrame(macB, macA, 1, 80, frame.TCPAck, frametest.Tag{TPID: frame.EtherTypeVLAN, TCI: 5}), false},
+		{"rule drop", udpFrame(macB, macA, 7, 10), false},
+		{"reject", tcpFrame(macB, macA, 1, 23, frame.TCPSyn), false},
 		{"bad frame", macA[:], false},
 	}
 	w := b.fwds[1]

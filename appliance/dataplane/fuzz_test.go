@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // FuzzForward feeds arbitrary frames through the per-frame path of a
@@ -13,10 +14,10 @@ import (
 // (with a stripped tag written back).
 func FuzzForward(f *testing.F) {
 	f.Add(arpFrame(bcast, macA), false, uint16(0))
-	f.Add(tcpFrame(f, macB, macA, 1000, 23, frame.TCPSyn), false, uint16(0))
-	f.Add(tcpFrame(f, macB, macA, 1000, 23, frame.TCPSyn), true, uint16(10))
-	f.Add(udpFrame(f, macB, macA, 9, 100), false, uint16(0))
-	f.Add(eth(macB, macA, frame.EtherTypeVLAN, []byte{0, 5, 0x08, 0x06}), false, uint16(0))
+	f.Add(tcpFrame(macB, macA, 1000, 23, frame.TCPSyn), false, uint16(0))
+	f.Add(tcpFrame(macB, macA, 1000, 23, frame.TCPSyn), true, uint16(10))
+	f.Add(udpFrame(macB, macA, 9, 100), false, uint16(0))
+	f.Add(frametest.Frame(macB, macA, frame.EtherTypeVLAN, []byte{0, 5, 0x08, 0x06}), false, uint16(0))
 	f.Add([]byte{1, 2, 3}, false, uint16(0))
 	b := newTestBridge(f, 3, true, "tcp dport 23 reject\nudp dport 9 reject\nchain input\nether type arp drop", false, nil)
 	f.Fuzz(func(t *testing.T, data []byte, stripped bool, tci uint16) {
@@ -56,12 +57,12 @@ func FuzzForward(f *testing.F) {
 // whatever leaves must be a frame the parser accepts with the router's
 // MAC as source or, when bridged, the frame itself.
 func FuzzNATPath(f *testing.F) {
-	f.Add(uint8(idLAN1), arpPkt(bcast, macA, 1, macA, hAIP, [6]byte{}, lanIP))
-	f.Add(uint8(idLAN1), tcp4(f, rLAN, macA, hAIP, remIP, 1000, 80, frame.TCPSyn, 0))
-	f.Add(uint8(idWAN), tcp4(f, rWAN, macGW, remIP, wanIP, 80, 1000, frame.TCPSyn|frame.TCPAck, 0))
-	f.Add(uint8(idWAN), udp4(f, rWAN, macGW, remIP, wanIP, 53, 1000, 20))
-	f.Add(uint8(idHost), icmpEcho(f, rLAN, macTap, tapIP, lanIP, 64))
-	f.Add(uint8(idLAN2), icmpEcho(f, rLAN, macB, hBIP, remIP, 1))
+	f.Add(uint8(idLAN1), frametest.ARPFrame(bcast, macA, 1, macA, hAIP, [6]byte{}, lanIP))
+	f.Add(uint8(idLAN1), tcp4(rLAN, macA, hAIP, remIP, 1000, 80, frame.TCPSyn, 0))
+	f.Add(uint8(idWAN), tcp4(rWAN, macGW, remIP, wanIP, 80, 1000, frame.TCPSyn|frame.TCPAck, 0))
+	f.Add(uint8(idWAN), udp4(rWAN, macGW, remIP, wanIP, 53, 1000, 20))
+	f.Add(uint8(idHost), icmpEcho(rLAN, macTap, tapIP, lanIP, 64))
+	f.Add(uint8(idLAN2), icmpEcho(rLAN, macB, hBIP, remIP, 1))
 	tr := newTestRouter(f, 64, "")
 	tr.resolve(f)
 	f.Fuzz(func(t *testing.T, port uint8, data []byte) {

@@ -8,6 +8,7 @@ import (
 
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/rules"
 )
 
@@ -212,7 +213,7 @@ func (b *testBridge) drops() Drops {
 	return d
 }
 
-// Frame builders.
+// Frame fixtures, built with package frametest.
 
 var (
 	macA  = [6]byte{0x02, 0, 0, 0, 0, 0xa}
@@ -223,85 +224,22 @@ var (
 	ipB   = [4]byte{10, 0, 0, 2}
 )
 
-// eth builds an Ethernet frame; tags are written in the bytes, outermost first.
-func eth(dst, src [6]byte, etype uint16, payload []byte, tags ...frame.VLANTag) []byte {
-	b := append([]byte(nil), dst[:]...)
-	b = append(b, src[:]...)
-	for _, t := range tags {
-		b = binary.BigEndian.AppendUint16(b, t.TPID)
-		b = binary.BigEndian.AppendUint16(b, t.TCI)
-	}
-	b = binary.BigEndian.AppendUint16(b, etype)
-	return append(b, payload...)
+// tcpFrame is a TCP segment from ipA to ipB carrying "hello"; tags are
+// written in the bytes, outermost first.
+func tcpFrame(dst, src [6]byte, sport, dport uint16, flags uint8, tags ...frametest.Tag) []byte {
+	ip := frametest.IPv4{Src: ipA, Dst: ipB}
+	seg := frametest.TCP{SrcPort: sport, DstPort: dport, Flags: flags, Seq: 1000}
+	return frametest.Frame(dst, src, frame.EtherTypeIPv4, ip.TCPPacket(seg, []byte("hello")), tags...)
 }
 
-func ipv4(src, dst [4]byte, proto uint8, l4 []byte) []byte {
-	h := make([]byte, 20, 20+len(l4))
-	h[0] = 0x45
-	binary.BigEndian.PutUint16(h[2:], uint16(20+len(l4)))
-	h[8] = 64
-	h[9] = proto
-	copy(h[12:], src[:])
-	copy(h[16:], dst[:])
-	binary.BigEndian.PutUint16(h[10:], frame.IPv4HeaderChecksum(h))
-	return append(h, l4...)
+// udpFrame is a UDP datagram of n zero bytes from ipA:5000 to ipB, without
+// a UDP checksum.
+func udpFrame(dst, src [6]byte, dport uint16, n int) []byte {
+	ip := frametest.IPv4{Src: ipA, Dst: ipB}
+	return frametest.Frame(dst, src, frame.EtherTypeIPv4, ip.UDPPacketNoChecksum(5000, dport, make([]byte, n)))
 }
 
-func ipv6(src, dst [16]byte, next uint8, l4 []byte) []byte {
-	h := make([]byte, 40, 40+len(l4))
-	h[0] = 0x60
-	binary.BigEndian.PutUint16(h[4:], uint16(len(l4)))
-	h[6] = next
-	h[7] = 64
-	copy(h[8:], src[:])
-	copy(h[24:], dst[:])
-	return append(h, l4...)
-}
-
-func tcpSeg(sport, dport uint16, flags uint8, seq, ack uint32, payload []byte) []byte {
-	h := make([]byte, 20, 20+len(payload))
-	binary.BigEndian.PutUint16(h[0:], sport)
-	binary.BigEndian.PutUint16(h[2:], dport)
-	binary.BigEndian.PutUint32(h[4:], seq)
-	binary.BigEndian.PutUint32(h[8:], ack)
-	h[12] = 5 << 4
-	h[13] = flags
-	binary.BigEndian.PutUint16(h[14:], 1000)
-	return append(h, payload...)
-}
-
-func udpDgram(sport, dport uint16, payload []byte) []byte {
-	h := make([]byte, 8, 8+len(payload))
-	binary.BigEndian.PutUint16(h[0:], sport)
-	binary.BigEndian.PutUint16(h[2:], dport)
-	binary.BigEndian.PutUint16(h[4:], uint16(8+len(payload)))
-	return append(h, payload...)
-}
-
-// withChecksums parses the frame and fixes its checksums.
-func withChecksums(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var f frame.Frame
-	if err := frame.Parse(b, &f); err != nil {
-		t.Fatalf("test frame does not parse: %v", err)
-	}
-	frame.SetChecksums(b, &f)
-	return b
-}
-
-func tcpFrame(t testing.TB, dst, src [6]byte, sport, dport uint16, flags uint8, tags ...frame.VLANTag) []byte {
-	return withChecksums(t, eth(dst, src, frame.EtherTypeIPv4, ipv4(ipA, ipB, frame.ProtoTCP, tcpSeg(sport, dport, flags, 1000, 0, []byte("hello"))), tags...))
-}
-
-func udpFrame(t testing.TB, dst, src [6]byte, dport uint16, n int) []byte {
-	return withChecksums(t, eth(dst, src, frame.EtherTypeIPv4, ipv4(ipA, ipB, frame.ProtoUDP, udpDgram(5000, dport, make([]byte, n)))))
-}
-
+// arpFrame is src asking for ipB on behalf of ipA (not padded).
 func arpFrame(dst, src [6]byte) []byte {
-	body := []byte{0, 1, 8, 0, 6, 4, 0, 1}
-	body = append(body, src[:]...)
-	body = append(body, ipA[:]...)
-	body = append(body, make([]byte, 6)...)
-	body = append(body, ipB[:]...)
-	return eth(dst, src, frame.EtherTypeARP, body)
+	return frametest.Frame(dst, src, frame.EtherTypeARP, frametest.ARP(1, src, ipA, [6]byte{}, ipB))
 }

@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/nat"
 )
 
@@ -123,27 +123,22 @@ func counts(out [][][]byte) []int {
 	return n
 }
 
-func arpPkt(dst, src [6]byte, op uint16, sha [6]byte, spa [4]byte, tha [6]byte, tpa [4]byte) []byte {
-	body := binary.BigEndian.AppendUint16([]byte{0, 1, 8, 0, 6, 4}, op)
-	body = append(append(append(append(body, sha[:]...), spa[:]...), tha[:]...), tpa[:]...)
-	return eth(dst, src, frame.EtherTypeARP, append(body, make([]byte, 18)...))
+// tcp4, udp4 and icmpEcho are the router tests' IPv4 fixtures: TCP with
+// sequence and acknowledgement 1, UDP without a checksum, and an echo
+// request with identifier 0x1234, sequence 1 and "ping" as data.
+func tcp4(dst, src [6]byte, sip, dip [4]byte, sport, dport uint16, flags uint8, payload int) []byte {
+	seg := frametest.TCP{SrcPort: sport, DstPort: dport, Flags: flags, Seq: 1, Ack: 1}
+	return frametest.Frame(dst, src, frame.EtherTypeIPv4, frametest.IPv4{Src: sip, Dst: dip}.TCPPacket(seg, make([]byte, payload)))
 }
 
-func tcp4(t testing.TB, dst, src [6]byte, sip, dip [4]byte, sport, dport uint16, flags uint8, payload int) []byte {
-	return withChecksums(t, eth(dst, src, frame.EtherTypeIPv4, ipv4(sip, dip, frame.ProtoTCP, tcpSeg(sport, dport, flags, 1, 1, make([]byte, payload)))))
+func udp4(dst, src [6]byte, sip, dip [4]byte, sport, dport uint16, payload int) []byte {
+	ip := frametest.IPv4{Src: sip, Dst: dip}
+	return frametest.Frame(dst, src, frame.EtherTypeIPv4, ip.UDPPacketNoChecksum(sport, dport, make([]byte, payload)))
 }
 
-func udp4(t testing.TB, dst, src [6]byte, sip, dip [4]byte, sport, dport uint16, payload int) []byte {
-	return withChecksums(t, eth(dst, src, frame.EtherTypeIPv4, ipv4(sip, dip, frame.ProtoUDP, udpDgram(sport, dport, make([]byte, payload)))))
-}
-
-func icmpEcho(t testing.TB, dst, src [6]byte, sip, dip [4]byte, ttl uint8) []byte {
-	ic := []byte{frame.ICMPEchoRequest, 0, 0, 0, 0x12, 0x34, 0, 1, 'p', 'i', 'n', 'g'}
-	ip := ipv4(sip, dip, frame.ProtoICMP, ic)
-	ip[8] = ttl
-	binary.BigEndian.PutUint16(ip[10:], 0)
-	binary.BigEndian.PutUint16(ip[10:], frame.IPv4HeaderChecksum(ip[:20]))
-	return withChecksums(t, eth(dst, src, frame.EtherTypeIPv4, ip))
+func icmpEcho(dst, src [6]byte, sip, dip [4]byte, ttl uint8) []byte {
+	ip := frametest.IPv4{Src: sip, Dst: dip, TTL: ttl}
+	return frametest.Frame(dst, src, frame.EtherTypeIPv4, ip.ICMPPacket(frame.ICMPEchoRequest, 0, 0x1234<<16|1, []byte("ping")))
 }
 
 // parsed parses a frame the router sent.
@@ -165,17 +160,17 @@ func (tr *testRouter) resolve(t testing.TB) {
 		mac  [6]byte
 		ip   [4]byte
 	}{{idLAN1, macA, hAIP}, {idLAN2, macB, hBIP}, {idHost, macTap, tapIP}} {
-		out := tr.rx(h.port, arpPkt(bcast, h.mac, 1, h.mac, h.ip, [6]byte{}, lanIP))
+		out := tr.rx(h.port, frametest.ARPFrame(bcast, h.mac, 1, h.mac, h.ip, [6]byte{}, lanIP))
 		if len(out[h.port]) != 1 {
 			t.Fatalf("no ARP reply to %v on port %d: %v", h.ip, h.port, counts(out))
 		}
 	}
-	tr.rx(idWAN, arpPkt(rWAN, macGW, 2, macGW, gwIP, rWAN, wanIP)) // unsolicited: not learned
-	out := tr.rx(idLAN1, tcp4(t, rLAN, macA, hAIP, remIP, 999, 9, frame.TCPSyn, 0))
+	tr.rx(idWAN, frametest.ARPFrame(rWAN, macGW, 2, macGW, gwIP, rWAN, wanIP)) // unsolicited: not learned
+	out := tr.rx(idLAN1, tcp4(rLAN, macA, hAIP, remIP, 999, 9, frame.TCPSyn, 0))
 	if len(out[idWAN]) != 1 || parsed(t, out[idWAN][0]).EtherType != frame.EtherTypeARP {
 		t.Fatalf("no ARP request for the gateway: %v", counts(out))
 	}
-	out = tr.rx(idWAN, arpPkt(rWAN, macGW, 2, macGW, gwIP, rWAN, wanIP))
+	out = tr.rx(idWAN, frametest.ARPFrame(rWAN, macGW, 2, macGW, gwIP, rWAN, wanIP))
 	if diff := cmp.Diff([]int{0, 0, 0, 0}, counts(out)); diff != "" {
 		t.Fatalf("the gateway's ARP reply (-want +got):\n%s", diff)
 	}
@@ -191,7 +186,7 @@ func TestNATPath(t *testing.T) {
 
 	// ARP for the router from lan1: answered on lan1 and bridged to the
 	// rest of the LAN segment, never to the WAN.
-	out := tr.rx(idLAN1, arpPkt(bcast, macA, 1, macA, hAIP, [6]byte{}, lanIP))
+	out := tr.rx(idLAN1, frametest.ARPFrame(bcast, macA, 1, macA, hAIP, [6]byte{}, lanIP))
 	if diff := cmp.Diff([]int{1, 1, 0, 1}, counts(out)); diff != "" {
 		t.Fatalf("ARP request for the router: frames per port (-want +got):\n%s", diff)
 	}
@@ -201,7 +196,7 @@ func TestNATPath(t *testing.T) {
 	tr.resolve(t)
 
 	// A masqueraded TCP connection, both directions.
-	out = tr.rx(idLAN1, tcp4(t, rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPSyn, 0))
+	out = tr.rx(idLAN1, tcp4(rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPSyn, 0))
 	if diff := cmp.Diff([]int{0, 0, 1, 0}, counts(out)); diff != "" {
 		t.Fatalf("SYN to the internet: frames per port (-want +got):\n%s", diff)
 	}
@@ -210,7 +205,7 @@ func TestNATPath(t *testing.T) {
 		t.Errorf("masqueraded SYN: eth %v→%v ip %v ttl %d dport %d", syn.Src, syn.Dst, syn.IPv4.Src, syn.IPv4.TTL, syn.TCP.DstPort)
 	}
 	natPort := syn.TCP.SrcPort
-	out = tr.rx(idWAN, tcp4(t, rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPSyn|frame.TCPAck, 0))
+	out = tr.rx(idWAN, tcp4(rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPSyn|frame.TCPAck, 0))
 	if diff := cmp.Diff([]int{1, 0, 0, 0}, counts(out)); diff != "" {
 		t.Fatalf("SYN/ACK back: frames per port (-want +got):\n%s", diff)
 	}
@@ -229,21 +224,21 @@ func TestNATPath(t *testing.T) {
 		want  []int
 		drop  Drop
 	}{
-		{"LAN hosts are bridged", idLAN1, tcp4(t, macB, macA, hAIP, hBIP, 1, 2, frame.TCPSyn, 0), []int{0, 1, 0, 0}, 0},
-		{"the host port reaches LAN hosts", idHost, tcp4(t, macA, macTap, tapIP, hAIP, 1, 2, frame.TCPSyn, 0), []int{1, 0, 0, 0}, 0},
-		{"LAN broadcast floods the segment, not the WAN", idLAN2, udp4(t, bcast, macB, hBIP, [4]byte{255, 255, 255, 255}, 68, 67, 10), []int{1, 0, 0, 1}, 0},
-		{"echo to the router from the host port", idHost, icmpEcho(t, rLAN, macTap, tapIP, lanIP, 64), []int{0, 0, 0, 1}, 0},
-		{"the box routes through the router", idHost, tcp4(t, rLAN, macTap, tapIP, remIP, 5555, 443, frame.TCPSyn, 0), []int{0, 0, 1, 0}, 0},
-		{"TTL 1 gets time exceeded on the ingress port", idLAN2, icmpEcho(t, rLAN, macB, hBIP, remIP, 1), []int{0, 1, 0, 0}, 0},
-		{"WAN frames for other MACs", idWAN, tcp4(t, macC, macGW, remIP, wanIP, 80, natPort, frame.TCPAck, 0), []int{0, 0, 0, 0}, NATDrop(nat.ReasonNotForUs)},
-		{"WAN broadcast is not bridged", idWAN, arpPkt(bcast, macGW, 1, macGW, gwIP, [6]byte{}, [4]byte{203, 0, 113, 77}), []int{0, 0, 0, 0}, 0},
-		{"TCP to the router's own address", idLAN1, tcp4(t, rLAN, macA, hAIP, lanIP, 1, 22, frame.TCPSyn, 0), []int{0, 0, 0, 0}, DropNATHost},
-		{"TCP to the WAN address, no forward", idWAN, tcp4(t, rWAN, macGW, remIP, wanIP, 1, 22, frame.TCPSyn, 0), []int{0, 0, 0, 0}, DropNATHost},
-		{"IPv6 to the router", idLAN1, eth(rLAN, macA, frame.EtherTypeIPv6, ipv6([16]byte{0xfe, 0x80, 15: 1}, [16]byte{0xfe, 0x80, 15: 2}, 59, nil)), []int{0, 0, 0, 0}, NATDrop(nat.ReasonIPv6)},
-		{"ICMP error with a garbled quote", idWAN, withChecksums(t, eth(rWAN, macGW, frame.EtherTypeIPv4,
-			ipv4(remIP, wanIP, frame.ProtoICMP, append([]byte{frame.ICMPDestUnreach, 1, 0, 0, 0, 0, 0, 0}, 0x45, 0, 0, 1)))),
+		{"LAN hosts are bridged", idLAN1, tcp4(macB, macA, hAIP, hBIP, 1, 2, frame.TCPSyn, 0), []int{0, 1, 0, 0}, 0},
+		{"the host port reaches LAN hosts", idHost, tcp4(macA, macTap, tapIP, hAIP, 1, 2, frame.TCPSyn, 0), []int{1, 0, 0, 0}, 0},
+		{"LAN broadcast floods the segment, not the WAN", idLAN2, udp4(bcast, macB, hBIP, [4]byte{255, 255, 255, 255}, 68, 67, 10), []int{1, 0, 0, 1}, 0},
+		{"echo to the router from the host port", idHost, icmpEcho(rLAN, macTap, tapIP, lanIP, 64), []int{0, 0, 0, 1}, 0},
+		{"the box routes through the router", idHost, tcp4(rLAN, macTap, tapIP, remIP, 5555, 443, frame.TCPSyn, 0), []int{0, 0, 1, 0}, 0},
+		{"TTL 1 gets time exceeded on the ingress port", idLAN2, icmpEcho(rLAN, macB, hBIP, remIP, 1), []int{0, 1, 0, 0}, 0},
+		{"WAN frames for other MACs", idWAN, tcp4(macC, macGW, remIP, wanIP, 80, natPort, frame.TCPAck, 0), []int{0, 0, 0, 0}, NATDrop(nat.ReasonNotForUs)},
+		{"WAN broadcast is not bridged", idWAN, frametest.ARPFrame(bcast, macGW, 1, macGW, gwIP, [6]byte{}, [4]byte{203, 0, 113, 77}), []int{0, 0, 0, 0}, 0},
+		{"TCP to the router's own address", idLAN1, tcp4(rLAN, macA, hAIP, lanIP, 1, 22, frame.TCPSyn, 0), []int{0, 0, 0, 0}, DropNATHost},
+		{"TCP to the WAN address, no forward", idWAN, tcp4(rWAN, macGW, remIP, wanIP, 1, 22, frame.TCPSyn, 0), []int{0, 0, 0, 0}, DropNATHost},
+		{"IPv6 to the router", idLAN1, frametest.Frame(rLAN, macA, frame.EtherTypeIPv6, frametest.IPv6{Src: [16]byte{0xfe, 0x80, 15: 1}, Dst: [16]byte{0xfe, 0x80, 15: 2}, NextHeader: 59}.Build(nil)), []int{0, 0, 0, 0}, NATDrop(nat.ReasonIPv6)},
+		{"ICMP error with a garbled quote", idWAN, frametest.Frame(rWAN, macGW, frame.EtherTypeIPv4,
+			frametest.IPv4{Src: remIP, Dst: wanIP}.ICMPPacket(frame.ICMPDestUnreach, 1, 0, []byte{0x45, 0, 0, 1})),
 			[]int{0, 0, 0, 0}, NATDrop(nat.ReasonMalformed)},
-		{"port forward from the WAN", idWAN, tcp4(t, rWAN, macGW, remIP, wanIP, 33333, 8080, frame.TCPSyn, 0), []int{1, 0, 0, 0}, 0},
+		{"port forward from the WAN", idWAN, tcp4(rWAN, macGW, remIP, wanIP, 33333, 8080, frame.TCPSyn, 0), []int{1, 0, 0, 0}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tr.drops()
@@ -265,7 +260,7 @@ func TestNATPath(t *testing.T) {
 	}
 
 	// The port forward went to host A on port 80, from the remote address.
-	out = tr.rx(idWAN, tcp4(t, rWAN, macGW, remIP, wanIP, 33334, 8080, frame.TCPSyn, 0))
+	out = tr.rx(idWAN, tcp4(rWAN, macGW, remIP, wanIP, 33334, 8080, frame.TCPSyn, 0))
 	if len(out[idLAN1]) != 1 {
 		t.Fatalf("forwarded SYN: %v", counts(out))
 	}
@@ -273,7 +268,7 @@ func TestNATPath(t *testing.T) {
 		t.Errorf("forwarded SYN to %v:%d from %v (eth dst %v)", f.IPv4.Dst, f.TCP.DstPort, f.IPv4.Src, f.Dst)
 	}
 	// Time exceeded came from the router's LAN address.
-	out = tr.rx(idLAN2, icmpEcho(t, rLAN, macB, hBIP, remIP, 1))
+	out = tr.rx(idLAN2, icmpEcho(rLAN, macB, hBIP, remIP, 1))
 	if f := parsed(t, out[idLAN2][0]); f.IPv4.Src != lanIP || f.ICMP.Type != frame.ICMPTimeExceeded || f.Dst != macB {
 		t.Errorf("time exceeded from %v type %d to %v", f.IPv4.Src, f.ICMP.Type, f.Dst)
 	}
@@ -295,7 +290,7 @@ func TestNATQueuedRelease(t *testing.T) {
 	if err := tr.r.Update(cfg.natConfig(natPorts{wanID: idWAN, lanID: idLAN1, wanMAC: rWAN, lanMAC: rLAN, wanMTU: 1500, lanMTU: 1500})); err != nil {
 		t.Fatal(err)
 	}
-	out := tr.rx(idWAN, udp4(t, rWAN, macGW, remIP, wanIP, 7, 5000, 20))
+	out := tr.rx(idWAN, udp4(rWAN, macGW, remIP, wanIP, 7, 5000, 20))
 	if diff := cmp.Diff([]int{1, 1, 0, 1}, counts(out)); diff != "" {
 		t.Fatalf("ARP request for 192.168.1.30 (-want +got):\n%s", diff)
 	}
@@ -303,7 +298,7 @@ func TestNATQueuedRelease(t *testing.T) {
 		t.Fatalf("WAN worker holds no queued frame")
 	}
 	macD := [6]byte{0x02, 0, 0, 0, 0, 0xd}
-	out = tr.rx(idLAN2, arpPkt(rLAN, macD, 2, macD, [4]byte{192, 168, 1, 30}, rLAN, lanIP))
+	out = tr.rx(idLAN2, frametest.ARPFrame(rLAN, macD, 2, macD, [4]byte{192, 168, 1, 30}, rLAN, lanIP))
 	if diff := cmp.Diff([]int{0, 0, 0, 0}, counts(out)); diff != "" {
 		t.Errorf("ARP reply to the router is not bridged (-want +got):\n%s", diff)
 	}
@@ -328,23 +323,23 @@ func TestNATTableFull(t *testing.T) {
 	tr.resolve(t) // one SYN_SENT connection
 	tr.r.DeleteConns(nat.Filter{})
 	for i := range size {
-		out := tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, uint16(1000+i), 53, 10))
+		out := tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, uint16(1000+i), 53, 10))
 		f := parsed(t, out[idWAN][0])
-		tr.rx(idWAN, udp4(t, rWAN, macGW, remIP, wanIP, 53, f.UDP.SrcPort, 10)) // replied
+		tr.rx(idWAN, udp4(rWAN, macGW, remIP, wanIP, 53, f.UDP.SrcPort, 10)) // replied
 	}
 	if n := tr.r.Stats().Conns; n != size {
 		t.Fatalf("%d connections, want %d", n, size)
 	}
 	before := tr.drops()[NATDrop(nat.ReasonTableFull)]
-	out := tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, 2000, 53, 10))
+	out := tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, 2000, 53, 10))
 	if len(out[idWAN]) != 0 || tr.drops()[NATDrop(nat.ReasonTableFull)] != before+1 {
 		t.Fatalf("new connection in a table of replied ones: sent %v, table_full %d→%d", counts(out), before, tr.drops()[NATDrop(nat.ReasonTableFull)])
 	}
 	// Free one slot, fill it with an unreplied connection: the next new
 	// one evicts it, and every replied one stays.
 	tr.r.DeleteConns(nat.Filter{Port: 1000})
-	tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, 3000, 53, 10))
-	out = tr.rx(idLAN1, udp4(t, rLAN, macA, hAIP, remIP, 3001, 53, 10))
+	tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, 3000, 53, 10))
+	out = tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, 3001, 53, 10))
 	if len(out[idWAN]) != 1 {
 		t.Fatalf("no eviction of the unreplied connection: %v", counts(out))
 	}
@@ -362,22 +357,22 @@ func TestNATTableFull(t *testing.T) {
 func TestNATZeroAllocs(t *testing.T) {
 	tr := newTestRouter(t, 1024, "tcp dport 23 drop")
 	tr.resolve(t)
-	out := tr.rx(idLAN1, tcp4(t, rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPSyn, 0))
+	out := tr.rx(idLAN1, tcp4(rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPSyn, 0))
 	natPort := parsed(t, out[idWAN][0]).TCP.SrcPort
-	tr.rx(idWAN, tcp4(t, rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPSyn|frame.TCPAck, 0))
+	tr.rx(idWAN, tcp4(rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPSyn|frame.TCPAck, 0))
 	frames := []struct {
 		name string
 		in   uint16
 		data []byte
 	}{
-		{"established LAN to WAN", idLAN1, tcp4(t, rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPAck, 100)},
-		{"established WAN to LAN", idWAN, tcp4(t, rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPAck, 100)},
-		{"ARP for the router", idLAN2, arpPkt(bcast, macB, 1, macB, hBIP, [6]byte{}, lanIP)},
-		{"echo to the router", idLAN1, icmpEcho(t, rLAN, macA, hAIP, lanIP, 64)},
-		{"time exceeded", idLAN1, icmpEcho(t, rLAN, macA, hAIP, remIP, 1)},
-		{"bridged in the segment", idLAN1, tcp4(t, macB, macA, hAIP, hBIP, 1, 2, frame.TCPAck, 10)},
-		{"not for us on the WAN", idWAN, tcp4(t, macC, macGW, remIP, wanIP, 80, natPort, frame.TCPAck, 0)},
-		{"rule drop of a new connection", idLAN1, tcp4(t, rLAN, macA, hAIP, remIP, 40001, 23, frame.TCPSyn, 0)},
+		{"established LAN to WAN", idLAN1, tcp4(rLAN, macA, hAIP, remIP, 40000, 80, frame.TCPAck, 100)},
+		{"established WAN to LAN", idWAN, tcp4(rWAN, macGW, remIP, wanIP, 80, natPort, frame.TCPAck, 100)},
+		{"ARP for the router", idLAN2, frametest.ARPFrame(bcast, macB, 1, macB, hBIP, [6]byte{}, lanIP)},
+		{"echo to the router", idLAN1, icmpEcho(rLAN, macA, hAIP, lanIP, 64)},
+		{"time exceeded", idLAN1, icmpEcho(rLAN, macA, hAIP, remIP, 1)},
+		{"bridged in the segment", idLAN1, tcp4(macB, macA, hAIP, hBIP, 1, 2, frame.TCPAck, 10)},
+		{"not for us on the WAN", idWAN, tcp4(macC, macGW, remIP, wanIP, 80, natPort, frame.TCPAck, 0)},
+		{"rule drop of a new connection", idLAN1, tcp4(rLAN, macA, hAIP, remIP, 40001, 23, frame.TCPSyn, 0)},
 	}
 	for _, fr := range frames {
 		t.Run(fr.name, func(t *testing.T) {

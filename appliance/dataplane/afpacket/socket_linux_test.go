@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // frameSize varies test frame sizes over 60..limit bytes.
@@ -312,27 +314,12 @@ func TestFanoutHash(t *testing.T) {
 }
 
 // udpFrame is an IPv4/UDP frame of flow f (source port 10000+f), seq in the
-// payload. Checksums are left zero: nothing on the path verifies them.
+// payload. The UDP checksum is left zero (none): nothing on the path
+// verifies it.
 func udpFrame(f uint16, seq uint32) []byte {
-	b := make([]byte, 14+20+8+8)
-	copy(b, macB)
-	copy(b[6:], macA)
-	b[12], b[13] = 0x08, 0x00
-	ip := b[14:]
-	ip[0] = 0x45
-	putBE16(ip[2:], 20+8+8)
-	ip[8] = 64
-	ip[9] = 17
-	copy(ip[12:], []byte{198, 18, 0, 1})
-	copy(ip[16:], []byte{198, 18, 0, 2})
-	udp := ip[20:]
-	putBE16(udp[0:], 10000+f)
-	putBE16(udp[2:], 9)
-	putBE16(udp[4:], 16)
-	copy(udp[8:], []byte{'f', 'o'})
-	putBE16(udp[10:], f)
-	udp[12], udp[13], udp[14], udp[15] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
-	return b
+	payload := []byte{'f', 'o', byte(f >> 8), byte(f), byte(seq >> 24), byte(seq >> 16), byte(seq >> 8), byte(seq)}
+	ip := frametest.IPv4{Src: [4]byte{198, 18, 0, 1}, Dst: [4]byte{198, 18, 0, 2}}
+	return frametest.Frame([6]byte(macB), [6]byte(macA), frametest.EtherTypeIPv4, ip.UDPPacketNoChecksum(10000+f, 9, payload))
 }
 
 func parseUDPFrame(b []byte) (flow uint16, seq uint32, ok bool) {
@@ -341,8 +328,6 @@ func parseUDPFrame(b []byte) (flow uint16, seq uint32, ok bool) {
 	}
 	return uint16(b[44])<<8 | uint16(b[45]), uint32(b[46])<<24 | uint32(b[47])<<16 | uint32(b[48])<<8 | uint32(b[49]), true
 }
-
-func putBE16(b []byte, v uint16) { b[0], b[1] = byte(v>>8), byte(v) }
 
 // TestJumbo runs 9000-byte MTU frames through both rings.
 func TestJumbo(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // TestZeroAllocs proves the per-packet functions never allocate, on every
@@ -58,7 +60,7 @@ func TestZeroAllocs(t *testing.T) {
 			_ = errors.Is(err, ErrTruncated)
 		})
 	}
-	buf := payloadBytes(1500)
+	buf := frametest.Payload(1500)
 	check("Sum", func() { _ = Sum(buf, 0) })
 	check("Checksum", func() { _ = Checksum(buf[1:], 7) })
 	check("PseudoSums", func() {

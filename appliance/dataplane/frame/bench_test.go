@@ -3,6 +3,8 @@ package frame
 import (
 	"slices"
 	"testing"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 func benchParse(b *testing.B, pkt []byte) {
@@ -17,25 +19,25 @@ func benchParse(b *testing.B, pkt []byte) {
 }
 
 func BenchmarkParseUDPv4(b *testing.B) {
-	ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64}
-	benchParse(b, slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(ip.udp(5000, 53, payloadBytes(18)))))
+	ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, TTL: 64}
+	benchParse(b, slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(ip.UDP(5000, 53, frametest.Payload(18)))))
 }
 
 func BenchmarkParseTCPv6(b *testing.B) {
-	ip := v6{src: ip6A, dst: ip6B, nh: ProtoTCP, hop: 64}
-	benchParse(b, slices.Concat(eth(macB, macA, EtherTypeIPv6),
-		ip.build(ip.tcp(tcpH{sport: 443, dport: 40000, flags: TCPAck, opts: []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}, payloadBytes(1200)))))
+	ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoTCP, HopLimit: 64}
+	benchParse(b, slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6),
+		ip.Build(ip.TCP(frametest.TCP{SrcPort: 443, DstPort: 40000, Flags: TCPAck, Opts: []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}, frametest.Payload(1200)))))
 }
 
 func BenchmarkParseQinQTCPv4(b *testing.B) {
-	ip := v4{src: ip4A, dst: ip4B, proto: ProtoTCP, ttl: 64}
-	benchParse(b, slices.Concat(eth(macB, macA, EtherTypeIPv4, VLANTag{TPID: EtherTypeQinQ, TCI: 100}, VLANTag{TPID: EtherTypeVLAN, TCI: 200}),
-		ip.build(ip.tcp(tcpH{sport: 1, dport: 80, flags: TCPSyn, opts: synOpts}, nil))))
+	ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoTCP, TTL: 64}
+	benchParse(b, slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4, frametest.Tag{TPID: EtherTypeQinQ, TCI: 100}, frametest.Tag{TPID: EtherTypeVLAN, TCI: 200}),
+		ip.Build(ip.TCP(frametest.TCP{SrcPort: 1, DstPort: 80, Flags: TCPSyn, Opts: synOpts}, nil))))
 }
 
 func BenchmarkParseWithTagUDPv4(b *testing.B) {
-	ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64}
-	pkt := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(ip.udp(5000, 53, payloadBytes(18))))
+	ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, TTL: 64}
+	pkt := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(ip.UDP(5000, 53, frametest.Payload(18))))
 	var f Frame
 	b.ReportAllocs()
 	for b.Loop() {
@@ -44,14 +46,14 @@ func BenchmarkParseWithTagUDPv4(b *testing.B) {
 }
 
 func BenchmarkParseIPv6ExtFragment(b *testing.B) {
-	ip := v6{src: ip6A, dst: ip6B, nh: ProtoHopByHop, hop: 64}
-	dgram := ip.udp(5000, 6000, payloadBytes(1000))
-	benchParse(b, slices.Concat(eth(macB, macA, EtherTypeIPv6),
-		ip.build(slices.Concat(ext6(ProtoFragment, []byte{5, 2, 0, 0, 1, 0}), frag6(ProtoUDP, 0, true, 1), dgram[:520]))))
+	ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoHopByHop, HopLimit: 64}
+	dgram := ip.UDP(5000, 6000, frametest.Payload(1000))
+	benchParse(b, slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6),
+		ip.Build(slices.Concat(frametest.Ext6(ProtoFragment, []byte{5, 2, 0, 0, 1, 0}), frametest.Frag6(ProtoUDP, 0, true, 1), dgram[:520]))))
 }
 
 func BenchmarkSum1500(b *testing.B) {
-	buf := payloadBytes(1500)
+	buf := frametest.Payload(1500)
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -61,16 +63,16 @@ func BenchmarkSum1500(b *testing.B) {
 
 // BenchmarkSum1500Reference is the textbook 16-bit loop, for comparison.
 func BenchmarkSum1500Reference(b *testing.B) {
-	buf := payloadBytes(1500)
+	buf := frametest.Payload(1500)
 	b.SetBytes(int64(len(buf)))
 	for b.Loop() {
-		_ = refSum(buf)
+		_ = frametest.Sum(buf)
 	}
 }
 
 func BenchmarkVerifyChecksumsTCPv4(b *testing.B) {
-	ip := v4{src: ip4A, dst: ip4B, proto: ProtoTCP, ttl: 64}
-	pkt := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(ip.tcp(tcpH{sport: 1, dport: 80, flags: TCPAck}, payloadBytes(1460))))
+	ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoTCP, TTL: 64}
+	pkt := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(ip.TCP(frametest.TCP{SrcPort: 1, DstPort: 80, Flags: TCPAck}, frametest.Payload(1460))))
 	var f Frame
 	if err := Parse(pkt, &f); err != nil {
 		b.Fatal(err)
@@ -87,8 +89,8 @@ func BenchmarkVerifyChecksumsTCPv4(b *testing.B) {
 // BenchmarkNATRewriteTCPv4 is a source NAT of one packet: address and port
 // with incremental checksum updates, plus the TTL decrement.
 func BenchmarkNATRewriteTCPv4(b *testing.B) {
-	ip := v4{src: ip4A, dst: ip4B, proto: ProtoTCP, ttl: 255}
-	pkt := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(ip.tcp(tcpH{sport: 1, dport: 80, flags: TCPAck}, payloadBytes(100))))
+	ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoTCP, TTL: 255}
+	pkt := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(ip.TCP(frametest.TCP{SrcPort: 1, DstPort: 80, Flags: TCPAck}, frametest.Payload(100))))
 	var f Frame
 	if err := Parse(pkt, &f); err != nil {
 		b.Fatal(err)

@@ -1,266 +1,524 @@
 package frame
 
-// Test packet construction. Checksums here come from refChecksum, a plain
-// 16-bit-at-a-time RFC 1071 implementation that shares no code with the
-// package, so packets built here are an independent oracle.
-
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"fmt"
 	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
-// refSum is the textbook RFC 1071 sum: big-endian 16-bit words, odd byte
-// padded, carries folded at the end.
-func refSum(b []byte) uint32 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
+// mustParse parses a test frame.
+func mustParse(t testing.TB, b []byte) *Frame {
+	t.Helper()
+	var f Frame
+	if err := Parse(b, &f); err != nil {
+		t.Fatalf("test frame does not parse: %v", err)
 	}
-	if len(b)%2 == 1 {
-		s += uint32(b[len(b)-1]) << 8
+	return &f
+}
+
+// impersonate is the answer the destination of f gives (as the kernel of
+// testdata/capture.sh's namespace B did).
+func impersonate(f *Frame) Answer {
+	return Answer{MAC: f.Dst, Src4: f.IPv4.Dst, Src6: f.IPv6.Dst, TTL: 64}
+}
+
+// TestAnswersMatchKernel builds answers to frames the Linux kernel
+// received and wants the kernel's own answers, byte for byte (the kernel's
+// frames are not padded; ours are, to 60 bytes).
+func TestAnswersMatchKernel(t *testing.T) {
+	k := capturedFrames(t)
+	for _, tc := range []struct {
+		name, in, want string
+		put            func(dst, b []byte, f *Frame, a *Answer) int
+		answer         func(a *Answer)
+	}{
+		{"tcp reset to a syn on a closed port", "tcp4-syn", "tcp4-rst-ack",
+			func(dst, _ []byte, f *Frame, a *Answer) int { return PutRST(dst, f, a) },
+			func(a *Answer) { a.DF = true }},
+		{"tcp reset over ipv6", "tcp6-syn", "tcp6-rst-ack",
+			func(dst, _ []byte, f *Frame, a *Answer) int { return PutRST(dst, f, a) },
+			func(a *Answer) { a.Flow = 0x01b22 }},
+		{"udp port unreachable", "udp4", "icmp-port-unreachable",
+			func(dst, b []byte, f *Frame, a *Answer) int { return PutICMPError(dst, b, f, a, ICMPDestUnreach, 3, 0) },
+			func(a *Answer) { a.TOS, a.ID = 0xc0, 55070 }},
+		{"udp port unreachable over ipv6", "udp6", "icmpv6-port-unreachable",
+			func(dst, b []byte, f *Frame, a *Answer) int {
+				return PutICMPError(dst, b, f, a, ICMPv6DestUnreach, 4, 0)
+			},
+			func(a *Answer) { a.Flow = 0x0beba }},
+		{"echo reply", "icmp-echo-request", "icmp-echo-reply",
+			PutEchoReply, func(a *Answer) { a.ID = 55032 }},
+		{"echo reply over ipv6", "icmpv6-echo-request", "icmpv6-echo-reply",
+			PutEchoReply, func(a *Answer) { a.Flow = 0x6329c }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, want := k[tc.in], k[tc.want]
+			f := mustParse(t, in)
+			a := impersonate(f)
+			tc.answer(&a)
+			dst := make([]byte, 2048)
+			n := tc.put(dst, in, f, &a)
+			want = frametest.Pad(slices.Clone(want))
+			if diff := cmp.Diff(hex.EncodeToString(want), hex.EncodeToString(dst[:n])); diff != "" {
+				t.Errorf("answer (-kernel +ours):\n%s", diff)
+			}
+		})
 	}
-	for s > 0xffff {
-		s = s&0xffff + s>>16
+	t.Run("arp reply", func(t *testing.T) {
+		req := mustParse(t, k["arp-request"])
+		r := ARP{Op: 2, SenderMAC: [6]byte(k["arp-reply"][6:12]), SenderIP: req.ARP.TargetIP, TargetMAC: req.ARP.SenderMAC, TargetIP: req.ARP.SenderIP}
+		dst := make([]byte, 100)
+		n := PutARP(dst, req.Src, r.SenderMAC, &r)
+		if diff := cmp.Diff(hex.EncodeToString(frametest.Pad(slices.Clone(k["arp-reply"]))), hex.EncodeToString(dst[:n])); diff != "" {
+			t.Errorf("ARP reply (-kernel +ours):\n%s", diff)
+		}
+	})
+}
+
+func TestIsICMPError(t *testing.T) {
+	v4 := frametest.IPv4{Src: ip4A, Dst: ip4B}
+	v6 := frametest.IPv6{Src: ip6A, Dst: ip6B}
+	icmp4 := func(typ uint8) []byte {
+		return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), v4.ICMPPacket(typ, 0, 0, frametest.Payload(28)))
 	}
-	return s
-}
-
-// refChecksum is the Internet checksum of the concatenation of chunks (each
-// but the last of even length).
-func refChecksum(chunks ...[]byte) uint16 {
-	return ^uint16(refSum(slices.Concat(chunks...)))
-}
-
-type mac = [6]byte
-
-var (
-	macA      = mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x0a}
-	macB      = mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x0b}
-	macBcast  = mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	ip4A      = [4]byte{192, 168, 1, 100}
-	ip4B      = [4]byte{192, 168, 1, 1}
-	ip6A      = [16]byte{0xfd, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a}
-	ip6B      = [16]byte{0xfd, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0b}
-	ip6LLA    = [16]byte{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x0a}
-	ip6SolB   = [16]byte{0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff, 0x00, 0x00, 0x0b}
-	ip4Zero   = [4]byte{}
-	ip4Bcast  = [4]byte{255, 255, 255, 255}
-	ip4IGMPv2 = [4]byte{224, 0, 0, 251}
-)
-
-func be16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
-func be32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
-
-// eth returns an Ethernet header with optional tags (outermost first) and
-// the final EtherType.
-func eth(dst, src mac, etype uint16, tags ...VLANTag) []byte {
-	b := slices.Concat(dst[:], src[:])
-	for _, t := range tags {
-		b = append(b, be16(t.TPID)...)
-		b = append(b, be16(t.TCI)...)
+	icmp6 := func(typ uint8) []byte {
+		return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), v6.ICMPPacket(typ, 0, 0, frametest.Payload(48)))
 	}
-	return append(b, be16(etype)...)
-}
-
-// pad pads a frame to the 60-byte Ethernet minimum (without FCS).
-func pad(b []byte) []byte {
-	for len(b) < 60 {
-		b = append(b, 0)
+	type errCase struct {
+		name string
+		b    []byte
+		want bool
 	}
-	return b
-}
-
-type v4 struct {
-	src, dst [4]byte
-	proto    uint8
-	ttl      uint8
-	tos      uint8
-	id       uint16
-	df, mf   bool
-	fragOff  uint16 // 8-byte units
-	opts     []byte // multiple of 4 bytes
-	// Overrides for malformed packets; 0 means computed.
-	ihl      uint8
-	totalLen uint16
-	version  uint8
-}
-
-func (h v4) build(payload []byte) []byte {
-	ihl := h.ihl
-	if ihl == 0 {
-		ihl = uint8(5 + len(h.opts)/4)
+	tests := []errCase{
+		{"udp", slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), v4.UDPPacket(1, 2, nil)), false},
+		{"icmp over ipv6 is not icmpv6", slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoICMP}.Build(frametest.ICMPv4(3, 3, 0, nil))), false},
+		{"later fragment of an icmp error", slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4),
+			frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, FragOff: 10}.Build(frametest.Payload(16))), false},
+		{"first fragment of an icmp error", slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4),
+			frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, MF: true}.Build(frametest.ICMPv4(ICMPTimeExceeded, 0, 0, frametest.Payload(32)))), true},
 	}
-	ver := h.version
-	if ver == 0 {
-		ver = 4
+	// Linux's icmp_pointers[].error: all but echo, timestamp, information
+	// and address mask requests and replies; types it has no entry for too.
+	queries := map[uint8]bool{0: true, 8: true, 13: true, 14: true, 15: true, 16: true, 17: true, 18: true}
+	for typ := range 256 {
+		tests = append(tests,
+			errCase{fmt.Sprintf("icmp type %d", typ), icmp4(uint8(typ)), !queries[uint8(typ)]},
+			errCase{fmt.Sprintf("icmpv6 type %d", typ), icmp6(uint8(typ)), typ < 128})
 	}
-	tl := h.totalLen
-	if tl == 0 {
-		tl = uint16(20 + len(h.opts) + len(payload))
+	for _, tc := range tests {
+		if got := IsICMPError(mustParse(t, tc.b)); got != tc.want {
+			t.Errorf("%s: IsICMPError = %v, want %v", tc.name, got, tc.want)
+		}
 	}
-	fo := h.fragOff
-	if h.df {
-		fo |= 0x4000
+}
+
+func TestIsUnicast(t *testing.T) {
+	for _, tc := range []struct {
+		a    [4]byte
+		want bool
+	}{
+		{[4]byte{0, 0, 0, 0}, false},
+		{[4]byte{0, 1, 2, 3}, false},
+		{[4]byte{1, 0, 0, 0}, true},
+		{[4]byte{10, 0, 0, 1}, true},
+		{[4]byte{126, 255, 255, 255}, true},
+		{[4]byte{127, 0, 0, 1}, false},
+		{[4]byte{128, 0, 0, 0}, true},
+		{[4]byte{169, 254, 1, 1}, true},
+		{[4]byte{223, 255, 255, 255}, true},
+		{[4]byte{224, 0, 0, 1}, false},
+		{[4]byte{239, 255, 255, 250}, false},
+		{[4]byte{240, 0, 0, 1}, false},
+		{[4]byte{255, 255, 255, 255}, false},
+	} {
+		if got := IsUnicastIPv4(tc.a); got != tc.want {
+			t.Errorf("IsUnicastIPv4(%v) = %v, want %v", tc.a, got, tc.want)
+		}
 	}
-	if h.mf {
-		fo |= 0x2000
+	for _, tc := range []struct {
+		a    [16]byte
+		want bool
+	}{
+		{[16]byte{}, false},
+		{[16]byte{15: 1}, false},
+		{[16]byte{15: 2}, true},
+		{ip6A, true},
+		{ip6LLA, true},
+		{ip6SolB, false},
+		{[16]byte{0xff, 0x02, 15: 1}, false},
+		{[16]byte{0xfe, 0xff, 15: 1}, true},
+	} {
+		if got := IsUnicastIPv6(&tc.a); got != tc.want {
+			t.Errorf("IsUnicastIPv6(%x) = %v, want %v", tc.a, got, tc.want)
+		}
 	}
-	b := []byte{ver<<4 | ihl, h.tos}
-	b = append(b, be16(tl)...)
-	b = append(b, be16(h.id)...)
-	b = append(b, be16(fo)...)
-	b = append(b, h.ttl, h.proto, 0, 0)
-	b = append(b, h.src[:]...)
-	b = append(b, h.dst[:]...)
-	b = append(b, h.opts...)
-	binary.BigEndian.PutUint16(b[10:], refChecksum(b))
-	return append(b, payload...)
 }
 
-func (h v4) pseudo(proto uint8, n int) []byte {
-	p := slices.Concat(h.src[:], h.dst[:], []byte{0, proto})
-	return append(p, be16(uint16(n))...)
+// TestPutHeaders: what the header writers write parses back to what they
+// were given.
+func TestPutHeaders(t *testing.T) {
+	tags := []VLANTag{{TPID: EtherTypeQinQ, TCI: 7}, {TPID: EtherTypeVLAN, TCI: 0x2009}}
+	t.Run("ipv4", func(t *testing.T) {
+		h := IPv4{IHL: 5, TOS: 0xb8, TotalLen: 28, ID: 0x1234, MF: true, FragOff: 0, TTL: 9, Protocol: ProtoUDP, Src: ip4A, Dst: ip4B}
+		b := make([]byte, 64)
+		n := PutEthernet(b, macB, macA, tags, EtherTypeIPv4)
+		n += PutIPv4Header(b[n:], &h)
+		copy(b[n:], frametest.UDPRaw(1, 2, nil))
+		f := mustParse(t, b[:n+UDPHeaderLen])
+		h.Checksum = f.IPv4.Checksum
+		if diff := cmp.Diff(h, f.IPv4); diff != "" {
+			t.Errorf("IPv4 header (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(tags, f.Tags[:f.NTags]); diff != "" {
+			t.Errorf("tags (-want +got):\n%s", diff)
+		}
+		if s := frametest.Sum(b[f.L3Off : f.L3Off+IPv4HeaderLen]); s != 0xffff {
+			t.Errorf("header sums to %#04x", s)
+		}
+	})
+	t.Run("ipv6", func(t *testing.T) {
+		h := IPv6{TrafficClass: 0xb8, FlowLabel: 0xfffff, PayloadLen: 0, NextHeader: ProtoNoNext, HopLimit: 1, Src: ip6A, Dst: ip6B}
+		b := make([]byte, 64)
+		n := PutEthernet(b, macB, macA, nil, EtherTypeIPv6)
+		n += PutIPv6Header(b[n:], &h)
+		f := mustParse(t, b[:n])
+		if diff := cmp.Diff(h, f.IPv6); diff != "" {
+			t.Errorf("IPv6 header (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("too short", func(t *testing.T) {
+		short := make([]byte, 13)
+		if PutEthernet(short, macB, macA, nil, EtherTypeARP) != 0 || PutIPv4Header(short, &IPv4{}) != 0 ||
+			PutIPv6Header(short, &IPv6{}) != 0 || PutARP(short, macB, macA, &ARP{}) != 0 || Pad(short, 13) != 0 {
+			t.Error("a writer wrote into a buffer too short for it")
+		}
+	})
 }
 
-type v6 struct {
-	src, dst [16]byte
-	nh       uint8
-	hop      uint8
-	tc       uint8
-	flow     uint32
-	plen     uint16 // override, 0 means computed
-	version  uint8
-}
-
-func (h v6) build(payload []byte) []byte {
-	ver := h.version
-	if ver == 0 {
-		ver = 6
+func TestPad(t *testing.T) {
+	for _, tc := range []struct{ size, n, want int }{
+		{60, 0, 60}, {60, 42, 60}, {60, 60, 60}, {100, 61, 61}, {59, 10, 0}, {60, 61, 0},
+	} {
+		b := slices.Repeat([]byte{0xee}, tc.size)
+		got := Pad(b, tc.n)
+		if got != tc.want {
+			t.Errorf("Pad(%d bytes, %d) = %d, want %d", tc.size, tc.n, got, tc.want)
+			continue
+		}
+		for i := tc.n; i < got; i++ {
+			if b[i] != 0 {
+				t.Errorf("Pad(%d bytes, %d): byte %d is %#x, want 0", tc.size, tc.n, i, b[i])
+			}
+		}
 	}
-	plen := h.plen
-	if plen == 0 {
-		plen = uint16(len(payload))
+}
+
+func TestPutRST(t *testing.T) {
+	v4 := frametest.IPv4{Src: ip4A, Dst: ip4B}
+	v6 := frametest.IPv6{Src: ip6A, Dst: ip6B}
+	tcp4 := func(seg frametest.TCP, payload []byte, tags ...frametest.Tag) []byte {
+		return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4, tags...), v4.TCPPacket(seg, payload))
 	}
-	b := be32(uint32(ver)<<28 | uint32(h.tc)<<20 | h.flow)
-	b = append(b, be16(plen)...)
-	b = append(b, h.nh, h.hop)
-	b = append(b, h.src[:]...)
-	b = append(b, h.dst[:]...)
-	return append(b, payload...)
-}
-
-func pseudo6(src, dst [16]byte, proto uint8, n int) []byte {
-	p := slices.Concat(src[:], dst[:])
-	p = append(p, be32(uint32(n))...)
-	return append(p, 0, 0, 0, proto)
-}
-
-// withCsum stores the checksum of pseudo+seg at seg[at:] and returns seg.
-func withCsum(seg []byte, at int, pseudo []byte) []byte {
-	seg = slices.Clone(seg)
-	seg[at], seg[at+1] = 0, 0
-	binary.BigEndian.PutUint16(seg[at:], refChecksum(pseudo, seg))
-	return seg
-}
-
-type tcpH struct {
-	sport, dport uint16
-	seq, ack     uint32
-	flags        uint8
-	win          uint16
-	urg          uint16
-	opts         []byte // multiple of 4
-	dataOff      uint8  // override
-}
-
-// raw returns the TCP header and payload with a zero checksum.
-func (t tcpH) raw(payload []byte) []byte {
-	off := t.dataOff
-	if off == 0 {
-		off = uint8(5 + len(t.opts)/4)
+	tests := []struct {
+		name      string
+		b         []byte
+		seq, ack  uint32
+		flags     uint8
+		ntags     int
+		noAnswer  bool
+		dstLen    int // 0 means 2048
+		answerLen int
+	}{
+		{name: "ack: the reset takes its sequence number from it", b: tcp4(frametest.TCP{SrcPort: 1, DstPort: 2, Seq: 10, Ack: 777, Flags: TCPAck | TCPPsh}, []byte("x")),
+			seq: 777, flags: TCPRst, answerLen: 60},
+		{name: "syn counts one", b: tcp4(frametest.TCP{SrcPort: 1, DstPort: 2, Seq: 0xffffffff, Flags: TCPSyn}, nil),
+			ack: 0, flags: TCPRst | TCPAck, answerLen: 60},
+		{name: "syn with data", b: tcp4(frametest.TCP{SrcPort: 1, DstPort: 2, Seq: 100, Flags: TCPSyn}, []byte("fast open")),
+			ack: 110, flags: TCPRst | TCPAck, answerLen: 60},
+		{name: "fin counts one", b: tcp4(frametest.TCP{SrcPort: 1, DstPort: 2, Seq: 5, Flags: TCPFin}, []byte("abc")),
+			ack: 9, flags: TCPRst | TCPAck, answerLen: 60},
+		{name: "bare data", b: tcp4(frametest.TCP{SrcPort: 1, DstPort: 2, Seq: 5}, []byte("abc")),
+			ack: 8, flags: TCPRst | TCPAck, answerLen: 60},
+		{name: "tags are kept", b: tcp4(frametest.TCP{SrcPort: 1, DstPort: 2, Seq: 5, Flags: TCPSyn}, nil, frametest.Tag{TPID: EtherTypeQinQ, TCI: 5}, frametest.Tag{TPID: EtherTypeVLAN, TCI: 6}),
+			ack: 6, flags: TCPRst | TCPAck, ntags: 2, answerLen: 62},
+		{name: "ipv6", b: slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), v6.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Seq: 5, Flags: TCPSyn}, nil)),
+			ack: 6, flags: TCPRst | TCPAck, answerLen: 74},
+		{name: "a reset is not answered", b: tcp4(frametest.TCP{SrcPort: 1, DstPort: 2, Seq: 5, Flags: TCPRst}, nil), noAnswer: true},
+		{name: "a reset with ack is not answered", b: tcp4(frametest.TCP{SrcPort: 1, DstPort: 2, Seq: 5, Ack: 9, Flags: TCPRst | TCPAck}, nil), noAnswer: true},
+		{name: "udp is not answered", b: slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), v4.UDPPacket(1, 2, nil)), noAnswer: true},
+		{name: "a later fragment is not answered", b: slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4),
+			frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoTCP, FragOff: 3}.Build(frametest.Payload(40))), noAnswer: true},
+		{name: "arp is not answered", b: slices.Concat(frametest.Eth(macB, macA, EtherTypeARP), frametest.ARP(1, macA, ip4A, mac{}, ip4B)), noAnswer: true},
+		{name: "too small a buffer", b: tcp4(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: TCPSyn}, nil), dstLen: 59, noAnswer: true},
 	}
-	b := slices.Concat(be16(t.sport), be16(t.dport), be32(t.seq), be32(t.ack))
-	b = append(b, off<<4, t.flags)
-	b = append(b, be16(t.win)...)
-	b = append(b, 0, 0)
-	b = append(b, be16(t.urg)...)
-	b = append(b, t.opts...)
-	return append(b, payload...)
-}
-
-func udpRaw(sport, dport uint16, payload []byte) []byte {
-	b := slices.Concat(be16(sport), be16(dport), be16(uint16(8+len(payload))), []byte{0, 0})
-	return append(b, payload...)
-}
-
-func icmpRaw(typ, code uint8, rest uint32, payload []byte) []byte {
-	b := append([]byte{typ, code, 0, 0}, be32(rest)...)
-	return append(b, payload...)
-}
-
-// Transport segments over IPv4/IPv6 with correct checksums.
-func (h v4) tcp(t tcpH, payload []byte) []byte {
-	seg := t.raw(payload)
-	return withCsum(seg, 16, h.pseudo(ProtoTCP, len(seg)))
-}
-
-func (h v4) udp(sport, dport uint16, payload []byte) []byte {
-	seg := udpRaw(sport, dport, payload)
-	return withCsum(seg, 6, h.pseudo(ProtoUDP, len(seg)))
-}
-
-func icmp4(typ, code uint8, rest uint32, payload []byte) []byte {
-	return withCsum(icmpRaw(typ, code, rest, payload), 2, nil)
-}
-
-func (h v6) tcp(t tcpH, payload []byte) []byte {
-	seg := t.raw(payload)
-	return withCsum(seg, 16, pseudo6(h.src, h.dst, ProtoTCP, len(seg)))
-}
-
-func (h v6) udp(sport, dport uint16, payload []byte) []byte {
-	seg := udpRaw(sport, dport, payload)
-	return withCsum(seg, 6, pseudo6(h.src, h.dst, ProtoUDP, len(seg)))
-}
-
-func (h v6) icmp(typ, code uint8, rest uint32, payload []byte) []byte {
-	seg := icmpRaw(typ, code, rest, payload)
-	return withCsum(seg, 2, pseudo6(h.src, h.dst, ProtoICMPv6, len(seg)))
-}
-
-// ext6 builds an IPv6 extension header (hop-by-hop, routing, destination
-// options) of 8*(len8+1) bytes; body fills the bytes after the first two.
-func ext6(nh uint8, body []byte) []byte {
-	n := (2 + len(body) + 7) / 8 * 8
-	b := make([]byte, n)
-	b[0] = nh
-	b[1] = uint8(n/8 - 1)
-	copy(b[2:], body)
-	return b
-}
-
-// ah6 builds an authentication header with a 12-byte ICV.
-func ah6(nh uint8, spi, seq uint32) []byte {
-	b := []byte{nh, 4, 0, 0} // (4+2)*4 = 24 bytes
-	b = append(b, be32(spi)...)
-	b = append(b, be32(seq)...)
-	return append(b, make([]byte, 12)...)
-}
-
-// frag6 builds a fragment header.
-func frag6(nh uint8, off uint16, more bool, id uint32) []byte {
-	fo := off << 3
-	if more {
-		fo |= 1
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := mustParse(t, tc.b)
+			a := impersonate(f)
+			a.Tags = f.Tags[:f.NTags]
+			dst := make([]byte, bufLen(tc.dstLen))
+			n := PutRST(dst, f, &a)
+			if tc.noAnswer {
+				if n != 0 {
+					t.Fatalf("PutRST = %d, want no answer", n)
+				}
+				return
+			}
+			g := checkAnswer(t, dst[:n], f)
+			if n != tc.answerLen {
+				t.Errorf("length %d, want %d", n, tc.answerLen)
+			}
+			want := TCP{SrcPort: f.TCP.DstPort, DstPort: f.TCP.SrcPort, Seq: tc.seq, Ack: tc.ack, DataOff: 5, Flags: tc.flags, Checksum: g.TCP.Checksum}
+			if diff := cmp.Diff(want, g.TCP); diff != "" {
+				t.Errorf("reset (-want +got):\n%s", diff)
+			}
+			if g.NTags != tc.ntags || g.Tags != f.Tags {
+				t.Errorf("tags %v (%d), want %v", g.Tags, g.NTags, f.Tags)
+			}
+			if PutRST(make([]byte, 2048), g, &a) != 0 {
+				t.Error("the reset would be answered with a reset")
+			}
+		})
 	}
-	return slices.Concat([]byte{nh, 0}, be16(fo), be32(id))
 }
 
-// payloadBytes returns n bytes of a recognisable pattern.
-func payloadBytes(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(i*7 + 3)
+// bufLen is the size of a test's answer buffer: n, or 2048 for 0.
+func bufLen(n int) int {
+	if n == 0 {
+		return 2048
 	}
-	return b
+	return n
+}
+
+// checkAnswer parses the answer b to f and checks what every answer must
+// be: padded, addressed to f's source from a, with checksums that verify
+// by the reference sum.
+func checkAnswer(t testing.TB, b []byte, f *Frame) *Frame {
+	t.Helper()
+	g := mustParse(t, b)
+	if len(b) < MinFrameLen {
+		t.Errorf("answer of %d bytes, want at least %d", len(b), MinFrameLen)
+	}
+	if g.Dst != f.Src || g.Src != f.Dst || g.EtherType != f.EtherType {
+		t.Errorf("answer %x > %x type %#x, want %x > %x type %#x", g.Src, g.Dst, g.EtherType, f.Dst, f.Src, f.EtherType)
+	}
+	var pseudo []byte
+	switch {
+	case g.IsIPv4():
+		if g.IPv4.Dst != f.IPv4.Src || g.IPv4.Src != f.IPv4.Dst {
+			t.Errorf("answer %v > %v, want %v > %v", g.IPv4.Src, g.IPv4.Dst, f.IPv4.Dst, f.IPv4.Src)
+		}
+		if s := frametest.Sum(b[g.L3Off : g.L3Off+IPv4HeaderLen]); s != 0xffff {
+			t.Errorf("IPv4 header sums to %#04x", s)
+		}
+		if g.Proto != ProtoICMP {
+			pseudo = frametest.Pseudo4(g.IPv4.Src, g.IPv4.Dst, g.Proto, g.L3End-g.L4Off)
+		}
+	case g.IsIPv6():
+		if g.IPv6.Dst != f.IPv6.Src || g.IPv6.Src != f.IPv6.Dst {
+			t.Errorf("answer %x > %x, want %x > %x", g.IPv6.Src, g.IPv6.Dst, f.IPv6.Dst, f.IPv6.Src)
+		}
+		pseudo = frametest.Pseudo6(g.IPv6.Src, g.IPv6.Dst, g.Proto, g.L3End-g.L4Off)
+	default:
+		t.Fatalf("answer is not IP: %#x", g.EtherType)
+	}
+	if s := frametest.Sum(pseudo, b[g.L4Off:g.L3End]); s != 0xffff {
+		t.Errorf("transport checksum: segment sums to %#04x", s)
+	}
+	return g
+}
+
+func TestPutICMPError(t *testing.T) {
+	v4 := frametest.IPv4{Src: ip4A, Dst: ip4B}
+	v6 := frametest.IPv6{Src: ip6A, Dst: ip6B}
+	eth4 := func(ip []byte) []byte { return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip) }
+	eth6 := func(ip []byte) []byte { return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip) }
+	tests := []struct {
+		name     string
+		b        []byte
+		mtu      int
+		dstLen   int // 0 means 2048
+		ipLen    int // of the answer; 0: no answer
+		quoteLen int
+	}{
+		{name: "udp datagram quoted whole", b: eth4(v4.UDPPacket(5, 9, []byte("data"))), mtu: 1500, ipLen: 20 + 8 + 32, quoteLen: 32},
+		{name: "big datagram quoted up to 576 bytes", b: eth4(v4.UDPPacket(5, 9, make([]byte, 1400))), mtu: 1500, ipLen: 576, quoteLen: 548},
+		{name: "no mtu: 576 bytes", b: eth4(v4.UDPPacket(5, 9, make([]byte, 1400))), ipLen: 576, quoteLen: 548},
+		{name: "mtu below 576 limits the quote", b: eth4(v4.UDPPacket(5, 9, make([]byte, 1400))), mtu: 300, ipLen: 300, quoteLen: 272},
+		{name: "ipv6 quoted up to 1280 bytes", b: eth6(v6.UDPPacket(5, 9, make([]byte, 1400))), mtu: 1500, ipLen: 1280, quoteLen: 1232},
+		{name: "ipv6 on a small mtu", b: eth6(v6.UDPPacket(5, 9, make([]byte, 1400))), mtu: 1000, ipLen: 1000, quoteLen: 952},
+		{name: "tcp", b: eth4(v4.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: TCPSyn}, nil)), ipLen: 20 + 8 + 40, quoteLen: 40},
+		{name: "echo request", b: eth4(v4.ICMPPacket(ICMPEchoRequest, 0, 1, nil)), ipLen: 20 + 8 + 28, quoteLen: 28},
+		{name: "timestamp reply is not an error", b: eth4(v4.ICMPPacket(14, 0, 0, make([]byte, 12))), ipLen: 20 + 8 + 40, quoteLen: 40},
+		{name: "icmpv6 echo request", b: eth6(v6.ICMPPacket(ICMPv6EchoRequest, 0, 1, nil)), ipLen: 40 + 8 + 48, quoteLen: 48},
+		{name: "first fragment", b: eth4(frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, MF: true}.Build(v4.UDP(1, 2, make([]byte, 64))[:48])), ipLen: 20 + 8 + 68, quoteLen: 68},
+		{name: "an icmp error is not answered", b: eth4(v4.ICMPPacket(ICMPDestUnreach, 3, 0, make([]byte, 28)))},
+		{name: "nor an unknown icmp type", b: eth4(v4.ICMPPacket(42, 0, 0, nil))},
+		{name: "nor an icmpv6 error", b: eth6(v6.ICMPPacket(ICMPv6PacketTooBig, 0, 1280, make([]byte, 48)))},
+		{name: "nor a later fragment", b: eth4(frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, FragOff: 100}.Build(make([]byte, 16)))},
+		{name: "nor arp", b: slices.Concat(frametest.Eth(macB, macA, EtherTypeARP), frametest.ARP(1, macA, ip4A, mac{}, ip4B))},
+		{name: "nor on an mtu too small for the headers", b: eth6(v6.UDPPacket(5, 9, nil)), mtu: 47},
+		{name: "nor into too small a buffer", b: eth4(v4.UDPPacket(5, 9, make([]byte, 100))), dstLen: 14 + 20 + 8 + 127},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := mustParse(t, tc.b)
+			a := impersonate(f)
+			a.MTU = tc.mtu
+			typ, code := uint8(ICMPDestUnreach), uint8(3)
+			if f.IsIPv6() {
+				typ, code = ICMPv6DestUnreach, 4
+			}
+			dst := make([]byte, bufLen(tc.dstLen))
+			n := PutICMPError(dst, tc.b, f, &a, typ, code, 0x01020304)
+			if tc.ipLen == 0 {
+				if n != 0 {
+					t.Fatalf("PutICMPError = %d, want no answer", n)
+				}
+				return
+			}
+			g := checkAnswer(t, dst[:n], f)
+			if got := g.L3End - g.L3Off; got != tc.ipLen {
+				t.Errorf("answer's IP packet %d bytes, want %d", got, tc.ipLen)
+			}
+			if g.ICMP.Type != typ || g.ICMP.Code != code || binary.BigEndian.Uint32(dst[g.L4Off+4:]) != 0x01020304 {
+				t.Errorf("ICMP type %d code %d rest %#x", g.ICMP.Type, g.ICMP.Code, binary.BigEndian.Uint32(dst[g.L4Off+4:]))
+			}
+			quote := dst[g.PayloadOff:g.L3End]
+			if diff := cmp.Diff(hex.EncodeToString(tc.b[f.L3Off:f.L3Off+tc.quoteLen]), hex.EncodeToString(quote)); diff != "" {
+				t.Errorf("quote (-want +got):\n%s", diff)
+			}
+			if !IsICMPError(g) || PutICMPError(make([]byte, 2048), dst[:n], g, &a, typ, code, 0) != 0 {
+				t.Error("the error would be answered with an error")
+			}
+		})
+	}
+}
+
+func TestPutEchoReply(t *testing.T) {
+	v4 := frametest.IPv4{Src: ip4A, Dst: ip4B, TOS: 0x10}
+	v6 := frametest.IPv6{Src: ip6A, Dst: ip6B}
+	eth4 := func(ip []byte) []byte { return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip) }
+	eth6 := func(ip []byte) []byte { return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip) }
+	for _, tc := range []struct {
+		name  string
+		b     []byte
+		reply []byte // the reply's ICMP message; nil: no answer
+	}{
+		{"echo request", eth4(v4.ICMPPacket(ICMPEchoRequest, 0, 0x12340001, []byte("ping"))),
+			frametest.ICMPv4(ICMPEchoReply, 0, 0x12340001, []byte("ping"))},
+		{"empty echo request", eth4(v4.ICMPPacket(ICMPEchoRequest, 0, 0, nil)), frametest.ICMPv4(ICMPEchoReply, 0, 0, nil)},
+		{"icmpv6 echo request", eth6(v6.ICMPPacket(ICMPv6EchoRequest, 0, 0x00420003, frametest.Payload(56))),
+			frametest.IPv6{Src: ip6B, Dst: ip6A}.ICMP(ICMPv6EchoReply, 0, 0x00420003, frametest.Payload(56))},
+		{"echo reply is not answered", eth4(v4.ICMPPacket(ICMPEchoReply, 0, 1, nil)), nil},
+		{"icmpv6 echo reply is not answered", eth6(v6.ICMPPacket(ICMPv6EchoReply, 0, 1, nil)), nil},
+		{"icmp error is not answered", eth4(v4.ICMPPacket(ICMPDestUnreach, 0, 0, make([]byte, 28))), nil},
+		{"fragment is not answered", eth4(frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, MF: true}.Build(frametest.ICMPv4(ICMPEchoRequest, 0, 0, make([]byte, 8)))), nil},
+		{"udp is not answered", eth4(v4.UDPPacket(1, 7, nil)), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := mustParse(t, tc.b)
+			a := impersonate(f)
+			a.TOS = f.IPv4.TOS
+			dst := make([]byte, 2048)
+			n := PutEchoReply(dst, tc.b, f, &a)
+			if tc.reply == nil {
+				if n != 0 {
+					t.Fatalf("PutEchoReply = %d, want no answer", n)
+				}
+				return
+			}
+			g := checkAnswer(t, dst[:n], f)
+			if diff := cmp.Diff(hex.EncodeToString(tc.reply), hex.EncodeToString(dst[g.L4Off:g.L3End])); diff != "" {
+				t.Errorf("reply (-want +got):\n%s", diff)
+			}
+			if g.IsIPv4() && g.IPv4.TOS != 0x10 {
+				t.Errorf("TOS %#x, want the request's 0x10", g.IPv4.TOS)
+			}
+			if PutEchoReply(dst[:n-1], tc.b, f, &a) != 0 && n > MinFrameLen {
+				t.Error("a reply was written into a buffer one byte short")
+			}
+		})
+	}
+}
+
+// TestPutZeroAllocs: the writers never allocate.
+func TestPutZeroAllocs(t *testing.T) {
+	dst := make([]byte, 2048)
+	var a Answer
+	for _, tc := range parseCases() {
+		var f Frame
+		if Parse(tc.b, &f) != nil {
+			continue
+		}
+		a = impersonate(&f)
+		a.Tags = f.Tags[:f.NTags]
+		a.MTU = 1500
+		if n := testing.AllocsPerRun(100, func() {
+			PutRST(dst, &f, &a)
+			PutICMPError(dst, tc.b, &f, &a, ICMPDestUnreach, 3, 0)
+			PutEchoReply(dst, tc.b, &f, &a)
+			PutARP(dst, f.Src, f.Dst, &f.ARP)
+			_ = IsICMPError(&f) || IsUnicastIPv4(f.IPv4.Src) || IsUnicastIPv6(&f.IPv6.Src)
+		}); n != 0 {
+			t.Errorf("%s: %v allocs per run, want 0", tc.name, n)
+		}
+	}
+}
+
+// FuzzAnswers: for any frame Parse accepts, the writers never panic, and
+// what they write parses, goes back to the frame's sender, has checksums
+// that verify by the reference sum, stays within its size limits, and is
+// not answered in turn (no reset to a reset, no error about an error).
+func FuzzAnswers(f *testing.F) {
+	addSeeds(f, func(b []byte) {
+		f.Add(b, uint8(ICMPDestUnreach), uint8(3), uint32(0), uint16(1500), uint16(2048))
+	})
+	f.Fuzz(func(t *testing.T, b []byte, typ, code uint8, rest uint32, mtu, size uint16) {
+		var in Frame
+		if Parse(b, &in) != nil {
+			return
+		}
+		a := impersonate(&in)
+		a.Tags, a.MTU, a.ID, a.Flow = in.Tags[:in.NTags], int(mtu), uint16(rest), rest
+		dst := make([]byte, int(size)%4096)
+		answer := func(what string, n int) *Frame {
+			if n == 0 {
+				return nil
+			}
+			if n < MinFrameLen || n > len(dst) {
+				t.Fatalf("%s: length %d, buffer %d", what, n, len(dst))
+			}
+			return checkAnswer(t, dst[:n], &in)
+		}
+		if g := answer("reset", PutRST(dst, &in, &a)); g != nil {
+			if g.TCP.Flags&TCPRst == 0 || PutRST(make([]byte, 2048), g, &a) != 0 {
+				t.Errorf("reset %+v would be answered with a reset", g.TCP)
+			}
+		}
+		if g := answer("icmp error", PutICMPError(dst, b, &in, &a, typ, code, rest)); g != nil {
+			limit := ICMPv4ErrorMax
+			if g.IsIPv6() {
+				limit = ICMPv6ErrorMax
+			}
+			if a.MTU > 0 {
+				limit = min(limit, a.MTU)
+			}
+			if g.L3End-g.L3Off > limit {
+				t.Errorf("icmp error of %d bytes, limit %d", g.L3End-g.L3Off, limit)
+			}
+			if IsICMPError(g) && PutICMPError(make([]byte, 2048), dst[:g.L3End], g, &a, typ, code, rest) != 0 {
+				t.Error("an icmp error would be answered with an error")
+			}
+		}
+		if g := answer("echo reply", PutEchoReply(dst, b, &in, &a)); g != nil && PutEchoReply(make([]byte, 2048), dst, g, &a) != 0 {
+			t.Error("an echo reply would be answered")
+		}
+	})
 }

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // refSumInit folds initial into refSum(b).
 func refSumInit(b []byte, initial uint16) uint16 {
-	s := refSum(b) + uint32(initial)
+	s := uint32(frametest.Sum(b)) + uint32(initial)
 	for s > 0xffff {
 		s = s&0xffff + s>>16
 	}
@@ -103,11 +105,10 @@ func TestPseudoSums(t *testing.T) {
 		copy(d4[:], d6[:])
 		proto := uint8(rng.Uint32())
 		n := rng.Uint32()
-		h4 := v4{src: s4, dst: d4}
-		if got, want := PseudoSumIPv4(s4, d4, proto, uint16(n)), uint16(refSum(h4.pseudo(proto, int(uint16(n))))); got != want {
+		if got, want := PseudoSumIPv4(s4, d4, proto, uint16(n)), frametest.Sum(frametest.Pseudo4(s4, d4, proto, int(uint16(n)))); got != want {
 			t.Fatalf("PseudoSumIPv4 = %#04x, want %#04x", got, want)
 		}
-		if got, want := PseudoSumIPv6(s6, d6, proto, n), uint16(refSum(pseudo6(s6, d6, proto, int(n)))); got != want {
+		if got, want := PseudoSumIPv6(s6, d6, proto, n), frametest.Sum(frametest.Pseudo6(s6, d6, proto, int(n))); got != want {
 			t.Fatalf("PseudoSumIPv6 = %#04x, want %#04x", got, want)
 		}
 	}
@@ -174,8 +175,8 @@ func TestChecksumsOfBuiltFrames(t *testing.T) {
 }
 
 func TestUDPZeroChecksum(t *testing.T) {
-	ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64}
-	b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(udpRaw(1000, 53, payloadBytes(20))))
+	ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, TTL: 64}
+	b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(frametest.UDPRaw(1000, 53, frametest.Payload(20))))
 	var f Frame
 	if err := Parse(b, &f); err != nil {
 		t.Fatal(err)
@@ -210,11 +211,11 @@ func TestUDPChecksumBecomesZero(t *testing.T) {
 	for _, v6pkt := range []bool{false, true} {
 		var b []byte
 		if v6pkt {
-			ip := v6{src: ip6A, dst: ip6B, nh: ProtoUDP, hop: 64}
-			b = slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(ip.udp(1000, 53, payloadBytes(21))))
+			ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoUDP, HopLimit: 64}
+			b = slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(ip.UDP(1000, 53, frametest.Payload(21))))
 		} else {
-			ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64}
-			b = slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(ip.udp(1000, 53, payloadBytes(21))))
+			ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, TTL: 64}
+			b = slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(ip.UDP(1000, 53, frametest.Payload(21))))
 		}
 		var f Frame
 		if err := Parse(b, &f); err != nil {
@@ -226,11 +227,11 @@ func TestUDPChecksumBecomesZero(t *testing.T) {
 		binary.BigEndian.PutUint16(z[f.L4Off:], 0)
 		var ps []byte
 		if v6pkt {
-			ps = pseudo6(f.IPv6.Src, f.IPv6.Dst, ProtoUDP, f.L3End-f.L4Off)
+			ps = frametest.Pseudo6(f.IPv6.Src, f.IPv6.Dst, ProtoUDP, f.L3End-f.L4Off)
 		} else {
-			ps = v4{src: f.IPv4.Src, dst: f.IPv4.Dst}.pseudo(ProtoUDP, f.L3End-f.L4Off)
+			ps = frametest.Pseudo4(f.IPv4.Src, f.IPv4.Dst, ProtoUDP, f.L3End-f.L4Off)
 		}
-		rest := uint16(refSum(slices.Concat(ps, z[f.L4Off:f.L3End])))
+		rest := frametest.Sum(ps, z[f.L4Off:f.L3End])
 		port := ^rest // makes the total sum 0xffff, the checksum 0
 		if !SetSrcPort(b, &f, port) {
 			t.Fatal("SetSrcPort refused")

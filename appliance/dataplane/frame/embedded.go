@@ -38,72 +38,14 @@ func ParseEmbedded(b []byte, f *Frame, in *Inner) error {
 	b = b[:f.L3End]
 	in.L3Off = off
 	var end int
+	var err error
 	if f.IsIPv4() {
-		if len(b)-off < IPv4HeaderLen {
-			return ErrTruncated
-		}
-		h := b[off : off+IPv4HeaderLen]
-		if h[0]>>4 != 4 {
-			return ErrBadVersion
-		}
-		ip := &in.IPv4
-		ip.IHL = h[0] & 0x0f
-		ip.TOS = h[1]
-		ip.TotalLen = binary.BigEndian.Uint16(h[2:])
-		ip.ID = binary.BigEndian.Uint16(h[4:])
-		fo := binary.BigEndian.Uint16(h[6:])
-		ip.DF = fo&0x4000 != 0
-		ip.MF = fo&0x2000 != 0
-		ip.FragOff = fo & 0x1fff
-		ip.TTL = h[8]
-		ip.Protocol = h[9]
-		ip.Checksum = binary.BigEndian.Uint16(h[10:])
-		copy(ip.Src[:], h[12:16])
-		copy(ip.Dst[:], h[16:20])
-		if ip.IHL < 5 {
-			return ErrBadIHL
-		}
-		hlen := int(ip.IHL) * 4
-		if int(ip.TotalLen) < hlen {
-			return ErrBadLength
-		}
-		if len(b)-off < hlen {
-			return ErrTruncated
-		}
-		in.Proto = ip.Protocol
-		end = min(len(b), off+int(ip.TotalLen))
-		if ip.FragOff != 0 {
-			return nil
-		}
-		in.L4Off = off + hlen
+		end, err = embeddedIPv4(b, in)
 	} else {
-		if len(b)-off < IPv6HeaderLen {
-			return ErrTruncated
-		}
-		h := b[off : off+IPv6HeaderLen]
-		if h[0]>>4 != 6 {
-			return ErrBadVersion
-		}
-		ip := &in.IPv6
-		vtf := binary.BigEndian.Uint32(h[0:])
-		ip.TrafficClass = uint8(vtf >> 20)
-		ip.FlowLabel = vtf & 0xfffff
-		ip.PayloadLen = binary.BigEndian.Uint16(h[4:])
-		ip.NextHeader = h[6]
-		ip.HopLimit = h[7]
-		copy(ip.Src[:], h[8:24])
-		copy(ip.Dst[:], h[24:40])
-		end = min(len(b), off+IPv6HeaderLen+int(ip.PayloadLen))
-		var err error
-		var later bool
-		in.Proto, in.L4Off, _, later, err = walkIPv6(b[:end], off+IPv6HeaderLen, ip, false)
-		if err != nil || later {
-			in.L4Off = 0
-			return err
-		}
-		if in.L4Off == 0 {
-			return nil
-		}
+		end, err = embeddedIPv6(b, in)
+	}
+	if err != nil || in.L4Off == 0 {
+		return err
 	}
 	if end-in.L4Off < quotedL4Len {
 		in.L4Off = 0
@@ -123,10 +65,50 @@ func ParseEmbedded(b []byte, f *Frame, in *Inner) error {
 	return nil
 }
 
-// isEcho reports whether an ICMP (v6 false) or ICMPv6 type is an echo request or reply.
-func isEcho(v6 bool, typ uint8) bool {
-	if v6 {
-		return typ == ICMPv6EchoRequest || typ == ICMPv6EchoReply
+// embeddedIPv4 parses the quoted IPv4 header at in.L3Off; b ends at the
+// ICMP error's end. It returns the end of the quoted packet within b and
+// sets in.L4Off unless the quote is of a later fragment.
+func embeddedIPv4(b []byte, in *Inner) (end int, err error) {
+	off := in.L3Off
+	ip := &in.IPv4
+	if err := readIPv4(b[off:], ip); err != nil {
+		return 0, err
 	}
-	return typ == ICMPEchoRequest || typ == ICMPEchoReply
+	hlen := int(ip.IHL) * 4
+	if int(ip.TotalLen) < hlen {
+		return 0, ErrBadLength
+	}
+	if len(b)-off < hlen {
+		return 0, ErrTruncated
+	}
+	in.Proto = ip.Protocol
+	end = min(len(b), off+int(ip.TotalLen))
+	if ip.FragOff == 0 {
+		in.L4Off = off + hlen
+	}
+	return end, nil
+}
+
+// embeddedIPv6 parses the quoted IPv6 header and extension headers at
+// in.L3Off; b ends at the ICMP error's end. It returns the end of the
+// quoted packet within b and sets in.L4Off unless the quote is of a later
+// fragment or ends the chain without a transport header.
+func embeddedIPv6(b []byte, in *Inner) (end int, err error) {
+	off := in.L3Off
+	if len(b)-off < IPv6HeaderLen {
+		return 0, ErrTruncated
+	}
+	h := b[off : off+IPv6HeaderLen]
+	if h[0]>>4 != 6 {
+		return 0, ErrBadVersion
+	}
+	ip := &in.IPv6
+	readIPv6(h, ip)
+	end = min(len(b), off+IPv6HeaderLen+int(ip.PayloadLen))
+	var later bool
+	in.Proto, in.L4Off, _, later, err = walkIPv6(b[:end], off+IPv6HeaderLen, ip, false)
+	if err != nil || later {
+		in.L4Off = 0
+	}
+	return end, err
 }

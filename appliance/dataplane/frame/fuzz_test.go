@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 func addSeeds(f *testing.F, add func(b []byte)) {
@@ -46,7 +48,7 @@ func FuzzParse(f *testing.F) {
 	addSeeds(f, func(b []byte) {
 		f.Add(b, false, uint16(0), uint16(0), uint32(0))
 	})
-	f.Add(slices.Concat(eth(macB, macA, EtherTypeIPv4), v4{src: ip4A, proto: ProtoUDP}.build(udpRaw(1, 2, nil))), true, uint16(EtherTypeQinQ), uint16(77), uint32(0x01020304))
+	f.Add(slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), frametest.IPv4{Src: ip4A, Proto: ProtoUDP}.Build(frametest.UDPRaw(1, 2, nil))), true, uint16(EtherTypeQinQ), uint16(77), uint32(0x01020304))
 	f.Fuzz(func(t *testing.T, b []byte, stripped bool, tpid, tci uint16, val uint32) {
 		var fr Frame
 		var err error
@@ -157,18 +159,18 @@ func FuzzChecksum(f *testing.F) {
 		b = slices.Clone(b) // inputs must not be modified
 		i := int(at) % (len(b) - 2) &^ 1
 		old := slices.Clone(b)
-		csum := refChecksum(b)
+		csum := frametest.Checksum(b)
 		from := binary.BigEndian.Uint32(slices.Concat(b[i:i+2], []byte{0, 0}))
 		if i+4 <= len(b) {
 			from = binary.BigEndian.Uint32(b[i:])
 			binary.BigEndian.PutUint32(b[i:], to)
-			if got, want := Update32(csum, from, to), refChecksum(b); !sameChecksum(got, want, old, b) {
+			if got, want := Update32(csum, from, to), frametest.Checksum(b); !sameChecksum(got, want, old, b) {
 				t.Fatalf("Update32 = %#04x, full %#04x", got, want)
 			}
 			return
 		}
 		binary.BigEndian.PutUint16(b[i:], uint16(to))
-		if got, want := Update16(csum, uint16(from>>16), uint16(to)), refChecksum(b); !sameChecksum(got, want, old, b) {
+		if got, want := Update16(csum, uint16(from>>16), uint16(to)), frametest.Checksum(b); !sameChecksum(got, want, old, b) {
 			t.Fatalf("Update16 = %#04x, full %#04x", got, want)
 		}
 	})
@@ -183,5 +185,5 @@ func sameChecksum(got, want uint16, before, after []byte) bool {
 	if got == want {
 		return true
 	}
-	return (refSum(before) == 0 || refSum(after) == 0) && got^want == 0xffff
+	return (frametest.Sum(before) == 0 || frametest.Sum(after) == 0) && got^want == 0xffff
 }

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/internal/testenv"
 
 	"github.com/google/go-cmp/cmp"
@@ -264,7 +265,7 @@ func sendTraffic(r *kernelRun) error {
 		return fmt.Errorf("icmp socket: %w", err)
 	}
 	defer ic.Close()
-	echo := withCsum(icmpRaw(ICMPEchoRequest, 0, 0x4242<<16|1, r.pingData), 2, nil)
+	echo := frametest.WithChecksum(frametest.ICMPRaw(ICMPEchoRequest, 0, 0x4242<<16|1, r.pingData), 2, nil)
 	if _, err := ic.WriteTo(echo, &net.IPAddr{IP: net.IP(kIP4B[:])}); err != nil {
 		return fmt.Errorf("icmp write: %w", err)
 	}
@@ -278,7 +279,7 @@ func sendTraffic(r *kernelRun) error {
 		return fmt.Errorf("icmpv6 socket: %w", err)
 	}
 	defer ic6.Close()
-	if _, err := ic6.WriteTo(icmpRaw(ICMPv6EchoRequest, 0, 0x4343<<16|1, r.pingData), &net.IPAddr{IP: net.IP(kIP6B[:])}); err != nil {
+	if _, err := ic6.WriteTo(frametest.ICMPRaw(ICMPv6EchoRequest, 0, 0x4343<<16|1, r.pingData), &net.IPAddr{IP: net.IP(kIP6B[:])}); err != nil {
 		return fmt.Errorf("icmpv6 write: %w", err)
 	}
 	// UDP to closed ports: the kernel answers port unreachable.
@@ -344,13 +345,13 @@ func injectTagged(r *kernelRun) error {
 		return fmt.Errorf("AF_PACKET socket: %w", err)
 	}
 	defer unix.Close(fd)
-	ip4 := v4{src: kIP4A, dst: kIP4B, proto: ProtoUDP, ttl: 64, id: 0x100}
-	ip6 := v6{src: kIP6A, dst: kIP6B, nh: ProtoTCP, hop: 64}
+	ip4 := frametest.IPv4{Src: kIP4A, Dst: kIP4B, Proto: ProtoUDP, TTL: 64, ID: 0x100}
+	ip6 := frametest.IPv6{Src: kIP6A, Dst: kIP6B, NextHeader: ProtoTCP, HopLimit: 64}
 	r.tagged = [][]byte{
-		slices.Concat(eth(macB, macA, EtherTypeIPv4, VLANTag{TPID: EtherTypeVLAN, TCI: 3<<13 | 100}),
-			ip4.build(ip4.udp(40100, 33437, payloadBytes(20)))),
-		slices.Concat(eth(macB, macA, EtherTypeIPv6, VLANTag{TPID: EtherTypeQinQ, TCI: 200}, VLANTag{TPID: EtherTypeVLAN, TCI: 5<<13 | 300}),
-			ip6.build(ip6.tcp(tcpH{sport: 40200, dport: 443, flags: TCPSyn, opts: synOpts}, nil))),
+		slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4, frametest.Tag{TPID: EtherTypeVLAN, TCI: 3<<13 | 100}),
+			ip4.Build(ip4.UDP(40100, 33437, frametest.Payload(20)))),
+		slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6, frametest.Tag{TPID: EtherTypeQinQ, TCI: 200}, frametest.Tag{TPID: EtherTypeVLAN, TCI: 5<<13 | 300}),
+			ip6.Build(ip6.TCP(frametest.TCP{SrcPort: 40200, DstPort: 443, Flags: TCPSyn, Opts: synOpts}, nil))),
 	}
 	for _, fr := range r.tagged {
 		sa := &unix.SockaddrLinklayer{Ifindex: link.Attrs().Index, Halen: 6}

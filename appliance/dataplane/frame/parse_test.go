@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 func u16(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }
@@ -37,11 +39,6 @@ func bootp(chaddr mac, xid uint32) []byte {
 	return b
 }
 
-func arpBody(op uint16, smac mac, sip [4]byte, tmac mac, tip [4]byte) []byte {
-	b := slices.Concat(be16(1), be16(EtherTypeIPv4), []byte{6, 4}, be16(op))
-	return slices.Concat(b, smac[:], sip[:], tmac[:], tip[:])
-}
-
 // synOpts are the options of a Linux SYN: MSS, SACK permitted, timestamps,
 // NOP, window scale.
 var synOpts = []byte{2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0x00, 0x6e, 0x2d, 0x41, 0, 0, 0, 0, 1, 3, 3, 7}
@@ -50,8 +47,8 @@ func parseCases() []parseCase {
 	var cs []parseCase
 
 	{ // DHCPDISCOVER: 0.0.0.0:68 -> 255.255.255.255:67, broadcast
-		ip := v4{src: ip4Zero, dst: ip4Bcast, proto: ProtoUDP, ttl: 64, tos: 0x10}
-		b := slices.Concat(eth(macBcast, macA, EtherTypeIPv4), ip.build(ip.udp(68, 67, bootp(macA, 0x3903f326))))
+		ip := frametest.IPv4{Src: ip4Zero, Dst: ip4Bcast, Proto: ProtoUDP, TTL: 64, TOS: 0x10}
+		b := slices.Concat(frametest.Eth(macBcast, macA, EtherTypeIPv4), ip.Build(ip.UDP(68, 67, bootp(macA, 0x3903f326))))
 		cs = append(cs, parseCase{name: "dhcp discover", b: b, want: Frame{
 			Dst: macBcast, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 342,
 			IPv4:  IPv4{IHL: 5, TOS: 0x10, TotalLen: 328, TTL: 64, Protocol: ProtoUDP, Checksum: u16(b, 24), Src: ip4Zero, Dst: ip4Bcast},
@@ -60,22 +57,22 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // ARP request, padded to the Ethernet minimum
-		b := pad(slices.Concat(eth(macBcast, macA, EtherTypeARP), arpBody(1, macA, ip4A, mac{}, ip4B)))
+		b := frametest.Pad(slices.Concat(frametest.Eth(macBcast, macA, EtherTypeARP), frametest.ARP(1, macA, ip4A, mac{}, ip4B)))
 		cs = append(cs, parseCase{name: "arp request", b: b, want: Frame{
 			Dst: macBcast, Src: macA, EtherType: EtherTypeARP, L3Off: 14, L3End: 42,
 			ARP: ARP{Op: 1, SenderMAC: macA, SenderIP: ip4A, TargetIP: ip4B},
 		}})
 	}
 	{ // ARP reply
-		b := pad(slices.Concat(eth(macA, macB, EtherTypeARP), arpBody(2, macB, ip4B, macA, ip4A)))
+		b := frametest.Pad(slices.Concat(frametest.Eth(macA, macB, EtherTypeARP), frametest.ARP(2, macB, ip4B, macA, ip4A)))
 		cs = append(cs, parseCase{name: "arp reply", b: b, want: Frame{
 			Dst: macA, Src: macB, EtherType: EtherTypeARP, L3Off: 14, L3End: 42,
 			ARP: ARP{Op: 2, SenderMAC: macB, SenderIP: ip4B, TargetMAC: macA, TargetIP: ip4A},
 		}})
 	}
 	{ // ICMP echo request as ping sends it (56 data bytes)
-		ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64, id: 0x1c46, df: true}
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPEchoRequest, 0, 0x1234<<16|1, payloadBytes(56))))
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, TTL: 64, ID: 0x1c46, DF: true}
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(frametest.ICMPv4(ICMPEchoRequest, 0, 0x1234<<16|1, frametest.Payload(56))))
 		cs = append(cs, parseCase{name: "icmp echo request", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 98,
 			IPv4:  IPv4{IHL: 5, TotalLen: 84, ID: 0x1c46, DF: true, TTL: 64, Protocol: ProtoICMP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
@@ -84,8 +81,8 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // ICMP echo reply without data: Ethernet padding is not part of the packet
-		ip := v4{src: ip4B, dst: ip4A, proto: ProtoICMP, ttl: 64, id: 7}
-		b := pad(slices.Concat(eth(macA, macB, EtherTypeIPv4), ip.build(icmp4(ICMPEchoReply, 0, 0x1234<<16|9, nil))))
+		ip := frametest.IPv4{Src: ip4B, Dst: ip4A, Proto: ProtoICMP, TTL: 64, ID: 7}
+		b := frametest.Pad(slices.Concat(frametest.Eth(macA, macB, EtherTypeIPv4), ip.Build(frametest.ICMPv4(ICMPEchoReply, 0, 0x1234<<16|9, nil))))
 		cs = append(cs, parseCase{name: "icmp echo reply padded", b: b, want: Frame{
 			Dst: macA, Src: macB, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 42,
 			IPv4:  IPv4{IHL: 5, TotalLen: 28, ID: 7, TTL: 64, Protocol: ProtoICMP, Checksum: u16(b, 24), Src: ip4B, Dst: ip4A},
@@ -94,9 +91,9 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // TCP SYN with the options Linux sends
-		ip := v4{src: ip4A, dst: ip4B, proto: ProtoTCP, ttl: 64, id: 0xbeef, df: true}
-		t := tcpH{sport: 43210, dport: 80, seq: 0x9a3b1c2d, flags: TCPSyn, win: 64240, opts: synOpts}
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(ip.tcp(t, nil)))
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoTCP, TTL: 64, ID: 0xbeef, DF: true}
+		t := frametest.TCP{SrcPort: 43210, DstPort: 80, Seq: 0x9a3b1c2d, Flags: TCPSyn, Window: 64240, Opts: synOpts}
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(ip.TCP(t, nil)))
 		cs = append(cs, parseCase{name: "tcp syn with options", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 74,
 			IPv4:  IPv4{IHL: 5, TotalLen: 60, ID: 0xbeef, DF: true, TTL: 64, Protocol: ProtoTCP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
@@ -105,10 +102,10 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // IPv6 neighbour solicitation with a source link-layer address option
-		ip := v6{src: ip6LLA, dst: ip6SolB, nh: ProtoICMPv6, hop: 255}
+		ip := frametest.IPv6{Src: ip6LLA, Dst: ip6SolB, NextHeader: ProtoICMPv6, HopLimit: 255}
 		body := slices.Concat(ip6B[:], []byte{1, 1}, macA[:])
 		dst := mac{0x33, 0x33, 0xff, 0x00, 0x00, 0x0b}
-		b := slices.Concat(eth(dst, macA, EtherTypeIPv6), ip.build(ip.icmp(135, 0, 0, body)))
+		b := slices.Concat(frametest.Eth(dst, macA, EtherTypeIPv6), ip.Build(ip.ICMP(135, 0, 0, body)))
 		cs = append(cs, parseCase{name: "ipv6 neighbour solicitation", b: b, want: Frame{
 			Dst: dst, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 86,
 			IPv6:  IPv6{PayloadLen: 32, NextHeader: ProtoICMPv6, HopLimit: 255, Src: ip6LLA, Dst: ip6SolB},
@@ -117,8 +114,8 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // ICMPv6 echo request with traffic class and flow label
-		ip := v6{src: ip6A, dst: ip6B, nh: ProtoICMPv6, hop: 64, tc: 0xb8, flow: 0x12345}
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(ip.icmp(ICMPv6EchoRequest, 0, 0x0042<<16|3, payloadBytes(56))))
+		ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoICMPv6, HopLimit: 64, TrafficClass: 0xb8, FlowLabel: 0x12345}
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(ip.ICMP(ICMPv6EchoRequest, 0, 0x0042<<16|3, frametest.Payload(56))))
 		cs = append(cs, parseCase{name: "icmpv6 echo request", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 118,
 			IPv6:  IPv6{TrafficClass: 0xb8, FlowLabel: 0x12345, PayloadLen: 64, NextHeader: ProtoICMPv6, HopLimit: 64, Src: ip6A, Dst: ip6B},
@@ -127,10 +124,10 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // IPv6 hop-by-hop (router alert) + fragment header, first fragment of UDP
-		ip := v6{src: ip6A, dst: ip6B, nh: ProtoHopByHop, hop: 64}
-		dgram := ip.udp(5000, 6000, payloadBytes(1000)) // 1008 bytes in all
-		payload := slices.Concat(ext6(ProtoFragment, []byte{5, 2, 0, 0, 1, 0}), frag6(ProtoUDP, 0, true, 0xdeadbeef), dgram[:520])
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(payload))
+		ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoHopByHop, HopLimit: 64}
+		dgram := ip.UDP(5000, 6000, frametest.Payload(1000)) // 1008 bytes in all
+		payload := slices.Concat(frametest.Ext6(ProtoFragment, []byte{5, 2, 0, 0, 1, 0}), frametest.Frag6(ProtoUDP, 0, true, 0xdeadbeef), dgram[:520])
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(payload))
 		cs = append(cs, parseCase{name: "ipv6 hop-by-hop + first fragment", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 590,
 			IPv6: IPv6{PayloadLen: 536, NextHeader: ProtoHopByHop, HopLimit: 64, Src: ip6A, Dst: ip6B,
@@ -138,8 +135,8 @@ func parseCases() []parseCase {
 			Proto: ProtoUDP, Fragment: true, L4Off: 70, PayloadOff: 78,
 			UDP: UDP{SrcPort: 5000, DstPort: 6000, Length: 1008, Checksum: u16(dgram, 6)},
 		}})
-		ip.nh = ProtoFragment
-		b = slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(slices.Concat(frag6(ProtoUDP, 65, false, 0xdeadbeef), dgram[520:])))
+		ip.NextHeader = ProtoFragment
+		b = slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(slices.Concat(frametest.Frag6(ProtoUDP, 65, false, 0xdeadbeef), dgram[520:])))
 		cs = append(cs, parseCase{name: "ipv6 later fragment", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 550,
 			IPv6: IPv6{PayloadLen: 496, NextHeader: ProtoFragment, HopLimit: 64, Src: ip6A, Dst: ip6B,
@@ -148,9 +145,9 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // IPv6 atomic fragment (offset 0, M clear) is a whole packet
-		ip := v6{src: ip6A, dst: ip6B, nh: ProtoFragment, hop: 64}
-		seg := ip.udp(53, 53000, payloadBytes(20))
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(slices.Concat(frag6(ProtoUDP, 0, false, 1), seg)))
+		ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoFragment, HopLimit: 64}
+		seg := ip.UDP(53, 53000, frametest.Payload(20))
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(slices.Concat(frametest.Frag6(ProtoUDP, 0, false, 1), seg)))
 		cs = append(cs, parseCase{name: "ipv6 atomic fragment", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 90,
 			IPv6:  IPv6{PayloadLen: 36, NextHeader: ProtoFragment, HopLimit: 64, Src: ip6A, Dst: ip6B, Exts: ExtFragment, FragID: 1},
@@ -159,11 +156,11 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // IPv6 destination options + routing + AH + TCP
-		ip := v6{src: ip6A, dst: ip6B, nh: ProtoDestOpts, hop: 64}
-		seg := ip.tcp(tcpH{sport: 22, dport: 50000, seq: 1, ack: 2, flags: TCPAck | TCPPsh, win: 501}, payloadBytes(10))
-		payload := slices.Concat(ext6(ProtoRouting, []byte{1, 4, 0, 0, 0, 0}),
-			ext6(ProtoAH, slices.Concat([]byte{4, 0, 0, 0, 0, 0}, ip6B[:])), ah6(ProtoTCP, 0x100, 5), seg)
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(payload))
+		ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoDestOpts, HopLimit: 64}
+		seg := ip.TCP(frametest.TCP{SrcPort: 22, DstPort: 50000, Seq: 1, Ack: 2, Flags: TCPAck | TCPPsh, Window: 501}, frametest.Payload(10))
+		payload := slices.Concat(frametest.Ext6(ProtoRouting, []byte{1, 4, 0, 0, 0, 0}),
+			frametest.Ext6(ProtoAH, slices.Concat([]byte{4, 0, 0, 0, 0, 0}, ip6B[:])), frametest.AH6(ProtoTCP, 0x100, 5), seg)
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(payload))
 		l4 := 14 + 40 + 8 + 24 + 24
 		cs = append(cs, parseCase{name: "ipv6 destopts routing ah tcp", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: l4 + 30,
@@ -173,8 +170,9 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // IPv6 ESP ends the chain
-		ip := v6{src: ip6A, dst: ip6B, nh: ProtoESP, hop: 64}
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(slices.Concat(be32(0x1001), be32(1), payloadBytes(40))))
+		ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoESP, HopLimit: 64}
+		esp := []byte{0, 0, 0x10, 0x01, 0, 0, 0, 1} // SPI 0x1001, sequence number 1
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(slices.Concat(esp, frametest.Payload(40))))
 		cs = append(cs, parseCase{name: "ipv6 esp", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 102,
 			IPv6:  IPv6{PayloadLen: 48, NextHeader: ProtoESP, HopLimit: 64, Src: ip6A, Dst: ip6B},
@@ -182,8 +180,8 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // IPv6 hop-by-hop then no next header
-		ip := v6{src: ip6A, dst: ip6B, nh: ProtoHopByHop, hop: 1}
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(ext6(ProtoNoNext, []byte{1, 4})))
+		ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoHopByHop, HopLimit: 1}
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(frametest.Ext6(ProtoNoNext, []byte{1, 4})))
 		cs = append(cs, parseCase{name: "ipv6 no next header", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 62,
 			IPv6:  IPv6{PayloadLen: 8, NextHeader: ProtoHopByHop, HopLimit: 1, Src: ip6A, Dst: ip6B, Exts: ExtHopByHop},
@@ -191,10 +189,10 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // QinQ: 802.1ad outer (PCP 3, VID 100) + 802.1Q inner (VID 200), UDP
-		ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 255, id: 1}
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, TTL: 255, ID: 1}
 		outer := VLANTag{TPID: EtherTypeQinQ, TCI: 3<<13 | 100}
 		inner := VLANTag{TPID: EtherTypeVLAN, TCI: 0x1000 | 200} // DEI set
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv4, outer, inner), ip.build(ip.udp(5353, 5353, payloadBytes(12))))
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4, frametest.Tag(outer), frametest.Tag(inner)), ip.Build(ip.UDP(5353, 5353, frametest.Payload(12))))
 		cs = append(cs, parseCase{name: "qinq udp", b: b, want: Frame{
 			Dst: macB, Src: macA, Tags: [2]VLANTag{outer, inner}, NTags: 2, EtherType: EtherTypeIPv4, L3Off: 22, L3End: 62,
 			IPv4:  IPv4{IHL: 5, TotalLen: 40, ID: 1, TTL: 255, Protocol: ProtoUDP, Checksum: u16(b, 32), Src: ip4A, Dst: ip4B},
@@ -203,11 +201,11 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // 802.1Q (PCP 5, VID 10) TCP over IPv6 with a timestamp option
-		ip := v6{src: ip6B, dst: ip6A, nh: ProtoTCP, hop: 63}
+		ip := frametest.IPv6{Src: ip6B, Dst: ip6A, NextHeader: ProtoTCP, HopLimit: 63}
 		tag := VLANTag{TPID: EtherTypeVLAN, TCI: 5<<13 | 10}
-		seg := ip.tcp(tcpH{sport: 443, dport: 40000, seq: 1000, ack: 2000, flags: TCPAck, win: 1024,
-			opts: []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}, payloadBytes(100))
-		b := slices.Concat(eth(macA, macB, EtherTypeIPv6, tag), ip.build(seg))
+		seg := ip.TCP(frametest.TCP{SrcPort: 443, DstPort: 40000, Seq: 1000, Ack: 2000, Flags: TCPAck, Window: 1024,
+			Opts: []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}, frametest.Payload(100))
+		b := slices.Concat(frametest.Eth(macA, macB, EtherTypeIPv6, frametest.Tag(tag)), ip.Build(seg))
 		cs = append(cs, parseCase{name: "vlan tcp ipv6", b: b, want: Frame{
 			Dst: macA, Src: macB, Tags: [2]VLANTag{tag}, NTags: 1, EtherType: EtherTypeIPv6, L3Off: 18, L3End: 190,
 			IPv6:  IPv6{PayloadLen: 132, NextHeader: ProtoTCP, HopLimit: 63, Src: ip6B, Dst: ip6A},
@@ -216,10 +214,10 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // IPv4 with a router alert option: IGMPv2 membership report, padded
-		ip := v4{src: ip4A, dst: ip4IGMPv2, proto: 2, ttl: 1, tos: 0xc0, opts: []byte{0x94, 4, 0, 0}}
-		igmp := withCsum(slices.Concat([]byte{0x16, 0, 0, 0}, ip4IGMPv2[:]), 2, nil)
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4IGMPv2, Proto: 2, TTL: 1, TOS: 0xc0, Opts: []byte{0x94, 4, 0, 0}}
+		igmp := frametest.WithChecksum(slices.Concat([]byte{0x16, 0, 0, 0}, ip4IGMPv2[:]), 2, nil)
 		dst := mac{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb}
-		b := pad(slices.Concat(eth(dst, macA, EtherTypeIPv4), ip.build(igmp)))
+		b := frametest.Pad(slices.Concat(frametest.Eth(dst, macA, EtherTypeIPv4), ip.Build(igmp)))
 		cs = append(cs, parseCase{name: "ipv4 options igmp", b: b, want: Frame{
 			Dst: dst, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 46,
 			IPv4:  IPv4{IHL: 6, TOS: 0xc0, TotalLen: 32, TTL: 1, Protocol: 2, Checksum: u16(b, 24), Src: ip4A, Dst: ip4IGMPv2},
@@ -227,9 +225,9 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // IPv4 with options (NOPs + timestamp) carrying UDP
-		ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64, opts: []byte{1, 1, 1, 0x44, 12, 5, 0, 0, 0, 0, 0, 0}}
-		seg := ip.udp(1000, 2000, payloadBytes(5))
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(seg))
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, TTL: 64, Opts: []byte{1, 1, 1, 0x44, 12, 5, 0, 0, 0, 0, 0, 0}}
+		seg := ip.UDP(1000, 2000, frametest.Payload(5))
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(seg))
 		cs = append(cs, parseCase{name: "ipv4 options udp", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 59,
 			IPv4:  IPv4{IHL: 8, TotalLen: 45, TTL: 64, Protocol: ProtoUDP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
@@ -238,17 +236,17 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // IPv4 first and later fragment of a 2008-byte UDP datagram
-		ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64, id: 0x4242, mf: true}
-		dgram := ip.udp(7000, 8000, payloadBytes(2000))
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(dgram[:1480]))
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, TTL: 64, ID: 0x4242, MF: true}
+		dgram := ip.UDP(7000, 8000, frametest.Payload(2000))
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(dgram[:1480]))
 		cs = append(cs, parseCase{name: "ipv4 first fragment", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 1514,
 			IPv4:  IPv4{IHL: 5, TotalLen: 1500, ID: 0x4242, MF: true, TTL: 64, Protocol: ProtoUDP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
 			Proto: ProtoUDP, Fragment: true, L4Off: 34, PayloadOff: 42,
 			UDP: UDP{SrcPort: 7000, DstPort: 8000, Length: 2008, Checksum: u16(dgram, 6)},
 		}})
-		ip.mf, ip.fragOff = false, 185
-		b = slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(dgram[1480:]))
+		ip.MF, ip.FragOff = false, 185
+		b = slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(dgram[1480:]))
 		cs = append(cs, parseCase{name: "ipv4 later fragment", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 562,
 			IPv4:  IPv4{IHL: 5, TotalLen: 548, ID: 0x4242, FragOff: 185, TTL: 64, Protocol: ProtoUDP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
@@ -256,10 +254,10 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // ICMP port unreachable quoting the IPv4 + UDP header
-		orig := v4{src: ip4B, dst: ip4A, proto: ProtoUDP, ttl: 64, id: 0x77}
-		quoted := orig.build(orig.udp(40001, 33434, payloadBytes(32)))
-		ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64, tos: 0xc0, id: 0x99}
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPDestUnreach, 3, 0, quoted[:28])))
+		orig := frametest.IPv4{Src: ip4B, Dst: ip4A, Proto: ProtoUDP, TTL: 64, ID: 0x77}
+		quoted := orig.Build(orig.UDP(40001, 33434, frametest.Payload(32)))
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, TTL: 64, TOS: 0xc0, ID: 0x99}
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(frametest.ICMPv4(ICMPDestUnreach, 3, 0, quoted[:28])))
 		cs = append(cs, parseCase{name: "icmp port unreachable", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 70,
 			IPv4:  IPv4{IHL: 5, TOS: 0xc0, TotalLen: 56, ID: 0x99, TTL: 64, Protocol: ProtoICMP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
@@ -272,10 +270,10 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // ICMP time exceeded quoting an ICMP echo request
-		orig := v4{src: ip4B, dst: ip4A, proto: ProtoICMP, ttl: 1, id: 5}
-		quoted := orig.build(icmp4(ICMPEchoRequest, 0, 0xabcd<<16|2, payloadBytes(8)))
-		ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64}
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPTimeExceeded, 0, 0, quoted)))
+		orig := frametest.IPv4{Src: ip4B, Dst: ip4A, Proto: ProtoICMP, TTL: 1, ID: 5}
+		quoted := orig.Build(frametest.ICMPv4(ICMPEchoRequest, 0, 0xabcd<<16|2, frametest.Payload(8)))
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, TTL: 64}
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(frametest.ICMPv4(ICMPTimeExceeded, 0, 0, quoted)))
 		cs = append(cs, parseCase{name: "icmp time exceeded quoting echo", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv4, L3Off: 14, L3End: 78,
 			IPv4:  IPv4{IHL: 5, TotalLen: 64, TTL: 64, Protocol: ProtoICMP, Checksum: u16(b, 24), Src: ip4A, Dst: ip4B},
@@ -288,10 +286,10 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // ICMPv6 port unreachable quoting IPv6 + UDP
-		orig := v6{src: ip6B, dst: ip6A, nh: ProtoUDP, hop: 64}
-		quoted := orig.build(orig.udp(40002, 33435, payloadBytes(100)))
-		ip := v6{src: ip6A, dst: ip6B, nh: ProtoICMPv6, hop: 64}
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(ip.icmp(ICMPv6DestUnreach, 4, 0, quoted)))
+		orig := frametest.IPv6{Src: ip6B, Dst: ip6A, NextHeader: ProtoUDP, HopLimit: 64}
+		quoted := orig.Build(orig.UDP(40002, 33435, frametest.Payload(100)))
+		ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoICMPv6, HopLimit: 64}
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(ip.ICMP(ICMPv6DestUnreach, 4, 0, quoted)))
 		cs = append(cs, parseCase{name: "icmpv6 port unreachable", b: b, want: Frame{
 			Dst: macB, Src: macA, EtherType: EtherTypeIPv6, L3Off: 14, L3End: 210,
 			IPv6:  IPv6{PayloadLen: 156, NextHeader: ProtoICMPv6, HopLimit: 64, Src: ip6A, Dst: ip6B},
@@ -304,21 +302,21 @@ func parseCases() []parseCase {
 		}})
 	}
 	{ // LLDP: unknown EtherType, no L3 parsing
-		b := pad(slices.Concat(eth(mac{0x01, 0x80, 0xc2, 0, 0, 0x0e}, macA, 0x88cc), []byte{2, 7, 4, 2, 0, 0, 0, 0, 0x0a}))
+		b := frametest.Pad(slices.Concat(frametest.Eth(mac{0x01, 0x80, 0xc2, 0, 0, 0x0e}, macA, 0x88cc), []byte{2, 7, 4, 2, 0, 0, 0, 0, 0x0a}))
 		cs = append(cs, parseCase{name: "lldp", b: b, want: Frame{
 			Dst: mac{0x01, 0x80, 0xc2, 0, 0, 0x0e}, Src: macA, EtherType: 0x88cc, L3Off: 14, L3End: 60,
 		}})
 	}
 	{ // STP BPDU: 802.3 length field
 		bpdu := slices.Concat([]byte{0x42, 0x42, 0x03}, make([]byte, 35))
-		b := pad(slices.Concat(eth(mac{0x01, 0x80, 0xc2, 0, 0, 0}, macA, uint16(len(bpdu))), bpdu))
+		b := frametest.Pad(slices.Concat(frametest.Eth(mac{0x01, 0x80, 0xc2, 0, 0, 0}, macA, uint16(len(bpdu))), bpdu))
 		cs = append(cs, parseCase{name: "stp bpdu 802.3", b: b, want: Frame{
 			Dst: mac{0x01, 0x80, 0xc2, 0, 0, 0}, Src: macA, EtherType: 38, L3Off: 14, L3End: 60,
 		}})
 	}
 	{ // tag stripped by the kernel, frame untagged in the buffer
-		ip := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64}
-		b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(ip.udp(1, 2, payloadBytes(4))))
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, TTL: 64}
+		b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(ip.UDP(1, 2, frametest.Payload(4))))
 		cs = append(cs, parseCase{name: "stripped tag", b: b, tag: &VLANTag{TCI: 0x2064}, want: Frame{
 			Dst: macB, Src: macA, Tags: [2]VLANTag{{TPID: EtherTypeVLAN, TCI: 0x2064}}, NTags: 1, Stripped: true,
 			EtherType: EtherTypeIPv4, L3Off: 14, L3End: 46,
@@ -327,7 +325,7 @@ func parseCases() []parseCase {
 			UDP: UDP{SrcPort: 1, DstPort: 2, Length: 12, Checksum: u16(b, 40)},
 		}})
 		inner := VLANTag{TPID: EtherTypeVLAN, TCI: 30}
-		b = slices.Concat(eth(macB, macA, EtherTypeARP, inner), arpBody(1, macA, ip4A, mac{}, ip4B))
+		b = slices.Concat(frametest.Eth(macB, macA, EtherTypeARP, frametest.Tag(inner)), frametest.ARP(1, macA, ip4A, mac{}, ip4B))
 		cs = append(cs, parseCase{name: "stripped service tag plus in-band tag", b: b, tag: &VLANTag{TPID: EtherTypeQinQ, TCI: 7}, want: Frame{
 			Dst: macB, Src: macA, Tags: [2]VLANTag{{TPID: EtherTypeQinQ, TCI: 7}, inner}, NTags: 2, Stripped: true,
 			EtherType: EtherTypeARP, L3Off: 18, L3End: 46,
@@ -407,43 +405,43 @@ func mutate(b []byte, fn func(b []byte)) []byte {
 }
 
 func errCases() []errCase {
-	udp4 := v4{src: ip4A, dst: ip4B, proto: ProtoUDP, ttl: 64}
-	goodUDP4 := slices.Concat(eth(macB, macA, EtherTypeIPv4), udp4.build(udp4.udp(1, 2, payloadBytes(16))))
-	tcp4 := v4{src: ip4A, dst: ip4B, proto: ProtoTCP, ttl: 64}
-	goodTCP4 := slices.Concat(eth(macB, macA, EtherTypeIPv4), tcp4.build(tcp4.tcp(tcpH{sport: 1, dport: 2, flags: TCPSyn}, nil)))
-	udp6 := v6{src: ip6A, dst: ip6B, nh: ProtoUDP, hop: 64}
-	goodUDP6 := slices.Concat(eth(macB, macA, EtherTypeIPv6), udp6.build(udp6.udp(1, 2, payloadBytes(16))))
-	arp := slices.Concat(eth(macBcast, macA, EtherTypeARP), arpBody(1, macA, ip4A, mac{}, ip4B))
+	udp4 := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoUDP, TTL: 64}
+	goodUDP4 := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), udp4.Build(udp4.UDP(1, 2, frametest.Payload(16))))
+	tcp4 := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoTCP, TTL: 64}
+	goodTCP4 := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), tcp4.Build(tcp4.TCP(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: TCPSyn}, nil)))
+	udp6 := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoUDP, HopLimit: 64}
+	goodUDP6 := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), udp6.Build(udp6.UDP(1, 2, frametest.Payload(16))))
+	arp := slices.Concat(frametest.Eth(macBcast, macA, EtherTypeARP), frametest.ARP(1, macA, ip4A, mac{}, ip4B))
 	tag := func(vid uint16) VLANTag { return VLANTag{TPID: EtherTypeVLAN, TCI: vid} }
 	ext := func(nh uint8, exts ...[]byte) []byte {
-		ip := v6{src: ip6A, dst: ip6B, nh: nh, hop: 64}
-		return slices.Concat(eth(macB, macA, EtherTypeIPv6), ip.build(slices.Concat(exts...)))
+		ip := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: nh, HopLimit: 64}
+		return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip.Build(slices.Concat(exts...)))
 	}
 	frag4 := func(mf bool, off uint16, proto uint8, payload []byte) []byte {
-		ip := v4{src: ip4A, dst: ip4B, proto: proto, ttl: 64, mf: mf, fragOff: off}
-		return slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(payload))
+		ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: proto, TTL: 64, MF: mf, FragOff: off}
+		return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(payload))
 	}
 	return []errCase{
 		{"empty", nil, nil, ErrTruncated},
 		{"short ethernet", goodUDP4[:13], nil, ErrTruncated},
-		{"truncated vlan tag", slices.Concat(eth(macB, macA, EtherTypeVLAN), []byte{0, 1}), nil, ErrTruncated},
+		{"truncated vlan tag", slices.Concat(frametest.Eth(macB, macA, EtherTypeVLAN), []byte{0, 1}), nil, ErrTruncated},
 		{"truncated ipv4 header", goodUDP4[:33], nil, ErrTruncated},
 		{"truncated ipv6 header", goodUDP6[:53], nil, ErrTruncated},
 		{"truncated arp", arp[:41], nil, ErrTruncated},
 		{"truncated tcp header", mutate(goodTCP4[:50], func(b []byte) { b[17] = 36 }), nil, ErrTruncated},
 		{"truncated udp header", mutate(goodUDP4[:40], func(b []byte) { b[17] = 26 }), nil, ErrTruncated},
 		{"truncated icmp header", func() []byte {
-			ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64}
-			return slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build([]byte{8, 0, 0, 0}))
+			ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, TTL: 64}
+			return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build([]byte{8, 0, 0, 0}))
 		}(), nil, ErrTruncated},
 		{"truncated icmpv6 header", ext(ProtoICMPv6, []byte{128, 0, 0, 0, 0, 1}), nil, ErrTruncated},
 		{"truncated hop-by-hop", ext(ProtoHopByHop, []byte{ProtoUDP, 1, 0, 0, 0, 0, 0, 0}), nil, ErrTruncated},
-		{"truncated ah", ext(ProtoAH, ah6(ProtoTCP, 1, 1)[:20]), nil, ErrTruncated},
-		{"three vlan tags", slices.Concat(eth(macB, macA, EtherTypeIPv4, tag(1), tag(2), tag(3)), udp4.build(nil)), nil, ErrBadVLAN},
-		{"outer vid 4095", eth(macB, macA, EtherTypeARP, VLANTag{TPID: EtherTypeQinQ, TCI: 0xffff}, tag(2)), nil, ErrBadVLAN},
-		{"inner vid 4095", eth(macB, macA, EtherTypeARP, tag(1), tag(0xfff)), nil, ErrBadVLAN},
+		{"truncated ah", ext(ProtoAH, frametest.AH6(ProtoTCP, 1, 1)[:20]), nil, ErrTruncated},
+		{"three vlan tags", slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4, frametest.Tag(tag(1)), frametest.Tag(tag(2)), frametest.Tag(tag(3))), udp4.Build(nil)), nil, ErrBadVLAN},
+		{"outer vid 4095", frametest.Eth(macB, macA, EtherTypeARP, frametest.Tag{TPID: EtherTypeQinQ, TCI: 0xffff}, frametest.Tag(tag(2))), nil, ErrBadVLAN},
+		{"inner vid 4095", frametest.Eth(macB, macA, EtherTypeARP, frametest.Tag(tag(1)), frametest.Tag(tag(0xfff))), nil, ErrBadVLAN},
 		{"stripped tag vid 4095", goodUDP4, &VLANTag{TCI: 0x0fff}, ErrBadVLAN},
-		{"stripped tag plus two tags", eth(macB, macA, EtherTypeARP, tag(1), tag(2)), &VLANTag{TCI: 5}, ErrBadVLAN},
+		{"stripped tag plus two tags", frametest.Eth(macB, macA, EtherTypeARP, frametest.Tag(tag(1)), frametest.Tag(tag(2))), &VLANTag{TCI: 5}, ErrBadVLAN},
 		{"arp htype 6", mutate(arp, func(b []byte) { b[15] = 6 }), nil, ErrBadARP},
 		{"arp plen 16", mutate(arp, func(b []byte) { b[19] = 16 }), nil, ErrBadARP},
 		{"arp ptype ipv6", mutate(arp, func(b []byte) { b[16], b[17] = 0x86, 0xdd }), nil, ErrBadARP},
@@ -456,17 +454,17 @@ func errCases() []errCase {
 		{"total length below ihl", mutate(goodUDP4, func(b []byte) { b[14], b[16], b[17] = 0x4f, 0, 40 }), nil, ErrBadLength},
 		{"ihl past capture", goodUDP4[:40], nil, ErrBadLength},
 		{"ipv6 payload length past capture", mutate(goodUDP6, func(b []byte) { b[19]++ }), nil, ErrBadLength},
-		{"ipv4 fragment past 65535", frag4(false, 8191, ProtoUDP, payloadBytes(16)), nil, ErrBadFragment},
-		{"ipv4 fragment with MF not multiple of 8", frag4(true, 0, ProtoUDP, udp4.udp(1, 2, payloadBytes(13))), nil, ErrBadFragment},
-		{"ipv4 tcp fragment offset 1", frag4(false, 1, ProtoTCP, payloadBytes(16)), nil, ErrBadFragment},
-		{"ipv4 tiny first tcp fragment", frag4(true, 0, ProtoTCP, payloadBytes(16)), nil, ErrBadFragment},
-		{"ipv4 first tcp fragment cutting options", frag4(true, 0, ProtoTCP, tcpH{flags: TCPSyn, opts: synOpts}.raw(nil)[:32]), nil, ErrBadFragment},
-		{"ipv6 fragment past 65535", ext(ProtoFragment, frag6(ProtoUDP, 8191, false, 1), payloadBytes(16)), nil, ErrBadFragment},
-		{"ipv6 fragment with M not multiple of 8", ext(ProtoFragment, frag6(ProtoUDP, 0, true, 1), payloadBytes(12)), nil, ErrBadFragment},
-		{"ipv6 first fragment without full chain", ext(ProtoFragment, frag6(ProtoDestOpts, 0, true, 1), []byte{ProtoUDP, 2, 0, 0, 0, 0, 0, 0}), nil, ErrBadFragment},
-		{"ipv6 hop-by-hop not first", ext(ProtoDestOpts, ext6(ProtoHopByHop, nil), ext6(ProtoUDP, nil)), nil, ErrBadExtHeader},
-		{"ipv6 two fragment headers", ext(ProtoFragment, frag6(ProtoFragment, 0, false, 1), frag6(ProtoUDP, 0, false, 1), udpRaw(1, 2, nil)), nil, ErrBadExtHeader},
-		{"ipv6 nine extension headers", ext(ProtoDestOpts, slices.Repeat(ext6(ProtoDestOpts, nil), 8), ext6(ProtoUDP, nil), udpRaw(1, 2, nil)), nil, ErrBadExtHeader},
+		{"ipv4 fragment past 65535", frag4(false, 8191, ProtoUDP, frametest.Payload(16)), nil, ErrBadFragment},
+		{"ipv4 fragment with MF not multiple of 8", frag4(true, 0, ProtoUDP, udp4.UDP(1, 2, frametest.Payload(13))), nil, ErrBadFragment},
+		{"ipv4 tcp fragment offset 1", frag4(false, 1, ProtoTCP, frametest.Payload(16)), nil, ErrBadFragment},
+		{"ipv4 tiny first tcp fragment", frag4(true, 0, ProtoTCP, frametest.Payload(16)), nil, ErrBadFragment},
+		{"ipv4 first tcp fragment cutting options", frag4(true, 0, ProtoTCP, frametest.TCP{Flags: TCPSyn, Opts: synOpts}.Raw(nil)[:32]), nil, ErrBadFragment},
+		{"ipv6 fragment past 65535", ext(ProtoFragment, frametest.Frag6(ProtoUDP, 8191, false, 1), frametest.Payload(16)), nil, ErrBadFragment},
+		{"ipv6 fragment with M not multiple of 8", ext(ProtoFragment, frametest.Frag6(ProtoUDP, 0, true, 1), frametest.Payload(12)), nil, ErrBadFragment},
+		{"ipv6 first fragment without full chain", ext(ProtoFragment, frametest.Frag6(ProtoDestOpts, 0, true, 1), []byte{ProtoUDP, 2, 0, 0, 0, 0, 0, 0}), nil, ErrBadFragment},
+		{"ipv6 hop-by-hop not first", ext(ProtoDestOpts, frametest.Ext6(ProtoHopByHop, nil), frametest.Ext6(ProtoUDP, nil)), nil, ErrBadExtHeader},
+		{"ipv6 two fragment headers", ext(ProtoFragment, frametest.Frag6(ProtoFragment, 0, false, 1), frametest.Frag6(ProtoUDP, 0, false, 1), frametest.UDPRaw(1, 2, nil)), nil, ErrBadExtHeader},
+		{"ipv6 nine extension headers", ext(ProtoDestOpts, slices.Repeat(frametest.Ext6(ProtoDestOpts, nil), 8), frametest.Ext6(ProtoUDP, nil), frametest.UDPRaw(1, 2, nil)), nil, ErrBadExtHeader},
 		{"tcp data offset 4", mutate(goodTCP4, func(b []byte) { b[46] = 4 << 4 }), nil, ErrBadTCPOffset},
 		{"tcp data offset 0", mutate(goodTCP4, func(b []byte) { b[46] = 0 }), nil, ErrBadTCPOffset},
 		{"tcp data offset past end", mutate(goodTCP4, func(b []byte) { b[46] = 6 << 4 }), nil, ErrBadTCPOffset},
@@ -570,17 +568,17 @@ func TestParseResets(t *testing.T) {
 }
 
 func TestParseEmbeddedErrors(t *testing.T) {
-	ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64}
+	ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, TTL: 64}
 	mk := func(quote []byte) []byte {
-		return slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPDestUnreach, 1, 0, quote)))
+		return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(frametest.ICMPv4(ICMPDestUnreach, 1, 0, quote)))
 	}
-	orig := v4{src: ip4B, dst: ip4A, proto: ProtoTCP, ttl: 64}
-	quoted := orig.build(tcpH{sport: 80, dport: 1234, flags: TCPAck}.raw(nil))
-	ip6 := v6{src: ip6A, dst: ip6B, nh: ProtoICMPv6, hop: 64}
+	orig := frametest.IPv4{Src: ip4B, Dst: ip4A, Proto: ProtoTCP, TTL: 64}
+	quoted := orig.Build(frametest.TCP{SrcPort: 80, DstPort: 1234, Flags: TCPAck}.Raw(nil))
+	ip6 := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoICMPv6, HopLimit: 64}
 	mk6 := func(quote []byte) []byte {
-		return slices.Concat(eth(macB, macA, EtherTypeIPv6), ip6.build(ip6.icmp(ICMPv6TimeExceeded, 0, 0, quote)))
+		return slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip6.Build(ip6.ICMP(ICMPv6TimeExceeded, 0, 0, quote)))
 	}
-	orig6 := v6{src: ip6B, dst: ip6A, nh: ProtoFragment, hop: 1}
+	orig6 := frametest.IPv6{Src: ip6B, Dst: ip6A, NextHeader: ProtoFragment, HopLimit: 1}
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -595,9 +593,9 @@ func TestParseEmbeddedErrors(t *testing.T) {
 		{"quote of 4 transport bytes", mk(quoted[:24]), nil, false},
 		{"quote of 8 transport bytes", mk(quoted[:28]), nil, true},
 		{"quote of later fragment", mk(mutate(quoted, func(b []byte) { b[7] = 3 })), nil, false},
-		{"icmpv6 quote of later fragment", mk6(orig6.build(slices.Concat(frag6(ProtoUDP, 3, false, 1), payloadBytes(16)))), nil, false},
-		{"icmpv6 quote with truncated ext header", mk6(v6{src: ip6B, dst: ip6A, nh: ProtoDestOpts}.build(ext6(ProtoUDP, make([]byte, 30))[:16])), ErrTruncated, false},
-		{"icmpv6 quote with ip version 4", mk6(mutate(orig6.build(nil), func(b []byte) { b[0] = 0x45 })), ErrBadVersion, false},
+		{"icmpv6 quote of later fragment", mk6(orig6.Build(slices.Concat(frametest.Frag6(ProtoUDP, 3, false, 1), frametest.Payload(16)))), nil, false},
+		{"icmpv6 quote with truncated ext header", mk6(frametest.IPv6{Src: ip6B, Dst: ip6A, NextHeader: ProtoDestOpts}.Build(frametest.Ext6(ProtoUDP, make([]byte, 30))[:16])), ErrTruncated, false},
+		{"icmpv6 quote with ip version 4", mk6(mutate(orig6.Build(nil), func(b []byte) { b[0] = 0x45 })), ErrBadVersion, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var f Frame

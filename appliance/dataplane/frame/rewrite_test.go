@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // TestIncrementalUpdateProperty: for random data, updating the checksum
@@ -25,7 +27,7 @@ func TestIncrementalUpdateProperty(t *testing.T) {
 				b[j] = []byte{0, 0xff}[rng.IntN(2)]
 			}
 		}
-		csum := refChecksum(b)
+		csum := frametest.Checksum(b)
 		before := slices.Clone(b)
 		at := 2 * rng.IntN(n/2)
 		switch w := 2 << rng.IntN(4); { // 2, 4, 8 or 16 bytes changed
@@ -38,14 +40,14 @@ func TestIncrementalUpdateProperty(t *testing.T) {
 				to = ^from
 			}
 			binary.BigEndian.PutUint16(b[at:], to)
-			if got, want := Update16(csum, from, to), refChecksum(b); !sameChecksum(got, want, before, b) {
+			if got, want := Update16(csum, from, to), frametest.Checksum(b); !sameChecksum(got, want, before, b) {
 				t.Fatalf("Update16(%#04x, %#04x, %#04x) = %#04x, full recompute %#04x", csum, from, to, got, want)
 			}
 		case w == 4:
 			from := binary.BigEndian.Uint32(b[at:])
 			to := rng.Uint32()
 			binary.BigEndian.PutUint32(b[at:], to)
-			if got, want := Update32(csum, from, to), refChecksum(b); !sameChecksum(got, want, before, b) {
+			if got, want := Update32(csum, from, to), frametest.Checksum(b); !sameChecksum(got, want, before, b) {
 				t.Fatalf("Update32(%#04x, %#08x, %#08x) = %#04x, full recompute %#04x", csum, from, to, got, want)
 			}
 		default:
@@ -53,7 +55,7 @@ func TestIncrementalUpdateProperty(t *testing.T) {
 			for j := range w {
 				b[at+j] = byte(rng.Uint32())
 			}
-			if got, want := UpdateBytes(csum, from, b[at:at+w]), refChecksum(b); !sameChecksum(got, want, before, b) {
+			if got, want := UpdateBytes(csum, from, b[at:at+w]), frametest.Checksum(b); !sameChecksum(got, want, before, b) {
 				t.Fatalf("UpdateBytes(%#04x, %x, %x) = %#04x, full recompute %#04x", csum, from, b[at:at+w], got, want)
 			}
 		}
@@ -85,9 +87,9 @@ func randAddr16(rng *rand.Rand) (a [16]byte) {
 
 func genPacket(rng *rand.Rand) genPkt {
 	var p genPkt
-	var tags []VLANTag
+	var tags []frametest.Tag
 	for range rng.IntN(3) {
-		tags = append(tags, VLANTag{TPID: EtherTypeVLAN, TCI: uint16(rng.IntN(4095))})
+		tags = append(tags, frametest.Tag{TPID: EtherTypeVLAN, TCI: uint16(rng.IntN(4095))})
 	}
 	p.v6 = rng.IntN(2) == 0
 	protos := []uint8{ProtoTCP, ProtoUDP, ProtoICMP}
@@ -95,43 +97,45 @@ func genPacket(rng *rand.Rand) genPkt {
 		protos[2] = ProtoICMPv6
 	}
 	p.proto = protos[rng.IntN(3)]
-	payload := payloadBytes(rng.IntN(300))
+	payload := frametest.Payload(rng.IntN(300))
 	for i := range payload {
 		payload[i] = byte(rng.Uint32())
 	}
 	frag := rng.IntN(5) // 0 first fragment, 1 later fragment, else whole
-	h4 := v4{src: randAddr4(rng), dst: randAddr4(rng), proto: p.proto, ttl: uint8(rng.IntN(256)), id: uint16(rng.Uint32())}
+	h4 := frametest.IPv4{Src: randAddr4(rng), Dst: randAddr4(rng), Proto: p.proto, TTL: uint8(rng.IntN(256)), ID: uint16(rng.Uint32())}
+	h4.ZeroTTL = h4.TTL == 0
 	for range rng.IntN(4) {
-		h4.opts = append(h4.opts, 1, 1, 1, 1)
+		h4.Opts = append(h4.Opts, 1, 1, 1, 1)
 	}
-	h6 := v6{src: randAddr16(rng), dst: randAddr16(rng), nh: p.proto, hop: uint8(rng.IntN(256)), flow: rng.Uint32() & 0xfffff}
+	h6 := frametest.IPv6{Src: randAddr16(rng), Dst: randAddr16(rng), NextHeader: p.proto, HopLimit: uint8(rng.IntN(256)), FlowLabel: rng.Uint32() & 0xfffff}
+	h6.ZeroHopLimit = h6.HopLimit == 0
 	var seg []byte
 	switch p.proto {
 	case ProtoTCP:
-		t := tcpH{sport: uint16(rng.Uint32()), dport: uint16(rng.Uint32()), seq: rng.Uint32(), ack: rng.Uint32(), flags: TCPAck, win: 100}
+		t := frametest.TCP{SrcPort: uint16(rng.Uint32()), DstPort: uint16(rng.Uint32()), Seq: rng.Uint32(), Ack: rng.Uint32(), Flags: TCPAck, Window: 100}
 		if p.v6 {
-			seg = h6.tcp(t, payload)
+			seg = h6.TCP(t, payload)
 		} else {
-			seg = h4.tcp(t, payload)
+			seg = h4.TCP(t, payload)
 		}
 	case ProtoUDP:
 		sp, dp := uint16(rng.Uint32()), uint16(rng.Uint32())
 		switch {
 		case p.v6:
-			seg = h6.udp(sp, dp, payload)
+			seg = h6.UDP(sp, dp, payload)
 		case rng.IntN(4) == 0:
-			seg, p.udpNone = udpRaw(sp, dp, payload), true
+			seg, p.udpNone = frametest.UDPRaw(sp, dp, payload), true
 		default:
-			seg = h4.udp(sp, dp, payload)
+			seg = h4.UDP(sp, dp, payload)
 		}
 	case ProtoICMP:
 		typ := []uint8{ICMPEchoRequest, ICMPEchoReply, ICMPDestUnreach}[rng.IntN(3)]
 		p.echo = typ != ICMPDestUnreach
-		seg = icmp4(typ, 0, rng.Uint32(), payload)
+		seg = frametest.ICMPv4(typ, 0, rng.Uint32(), payload)
 	case ProtoICMPv6:
 		typ := []uint8{ICMPv6EchoRequest, ICMPv6EchoReply, 135}[rng.IntN(3)]
 		p.echo = typ != 135
-		seg = h6.icmp(typ, 0, rng.Uint32(), payload)
+		seg = h6.ICMP(typ, 0, rng.Uint32(), payload)
 	}
 	hdrLen := 8 // enough to hold every header
 	if p.proto == ProtoTCP {
@@ -143,41 +147,41 @@ func genPacket(rng *rand.Rand) genPkt {
 		cut += 8 * rng.IntN((len(seg)-1-cut)/8+1)
 		p.tail = seg[cut:]
 		seg = seg[:cut]
-		h4.mf = true
+		h4.MF = true
 		if p.v6 {
-			h6.nh = ProtoFragment
-			seg = slices.Concat(frag6(p.proto, 0, true, rng.Uint32()), seg)
+			h6.NextHeader = ProtoFragment
+			seg = slices.Concat(frametest.Frag6(p.proto, 0, true, rng.Uint32()), seg)
 			extLen = 8
 		}
 	} else if frag == 1 {
-		seg = payloadBytes(8 * (1 + rng.IntN(20)))
-		h4.fragOff = uint16(1 + rng.IntN(100))
-		if p.proto == ProtoTCP && h4.fragOff == 1 {
-			h4.fragOff = 2
+		seg = frametest.Payload(8 * (1 + rng.IntN(20)))
+		h4.FragOff = uint16(1 + rng.IntN(100))
+		if p.proto == ProtoTCP && h4.FragOff == 1 {
+			h4.FragOff = 2
 		}
 		if p.v6 {
-			h6.nh = ProtoFragment
-			seg = slices.Concat(frag6(p.proto, h4.fragOff, false, rng.Uint32()), seg)
+			h6.NextHeader = ProtoFragment
+			seg = slices.Concat(frametest.Frag6(p.proto, h4.FragOff, false, rng.Uint32()), seg)
 		}
 	}
 	if p.v6 && rng.IntN(3) == 0 { // a hop-by-hop header in front
-		seg = slices.Concat(ext6(h6.nh, []byte{1, 4}), seg)
-		h6.nh = ProtoHopByHop
+		seg = slices.Concat(frametest.Ext6(h6.NextHeader, []byte{1, 4}), seg)
+		h6.NextHeader = ProtoHopByHop
 		extLen += 8
 	}
-	e := eth(macB, macA, EtherTypeIPv4, tags...)
+	e := frametest.Eth(macB, macA, EtherTypeIPv4, tags...)
 	if p.v6 {
-		e = eth(macB, macA, EtherTypeIPv6, tags...)
-		l3payload = h6.build(seg)
+		e = frametest.Eth(macB, macA, EtherTypeIPv6, tags...)
+		l3payload = h6.Build(seg)
 	} else {
-		l3payload = h4.build(seg)
+		l3payload = h4.Build(seg)
 	}
 	p.b = slices.Concat(e, l3payload)
 	p.l3 = len(e)
 	if p.v6 {
 		p.l4 = p.l3 + 40 + extLen
 	} else {
-		p.ihl = 20 + len(h4.opts)
+		p.ihl = 20 + len(h4.Opts)
 		p.l4 = p.l3 + p.ihl
 	}
 	if frag == 1 {
@@ -191,7 +195,7 @@ func genPacket(rng *rand.Rand) genPkt {
 func refFix(p genPkt, b []byte) {
 	if !p.v6 {
 		binary.BigEndian.PutUint16(b[p.l3+10:], 0)
-		binary.BigEndian.PutUint16(b[p.l3+10:], refChecksum(b[p.l3:p.l3+p.ihl]))
+		binary.BigEndian.PutUint16(b[p.l3+10:], frametest.Checksum(b[p.l3:p.l3+p.ihl]))
 	}
 	if p.l4 == 0 || p.udpNone {
 		return
@@ -206,14 +210,14 @@ func refFix(p genPkt, b []byte) {
 		var s, d [16]byte
 		copy(s[:], b[p.l3+8:])
 		copy(d[:], b[p.l3+24:])
-		ps = pseudo6(s, d, p.proto, n)
+		ps = frametest.Pseudo6(s, d, p.proto, n)
 	default:
 		var s, d [4]byte
 		copy(s[:], b[p.l3+12:])
 		copy(d[:], b[p.l3+16:])
-		ps = v4{src: s, dst: d}.pseudo(p.proto, n)
+		ps = frametest.Pseudo4(s, d, p.proto, n)
 	}
-	c := refChecksum(ps, b[p.l4:], p.tail)
+	c := frametest.Checksum(ps, b[p.l4:], p.tail)
 	if c == 0 && p.proto == ProtoUDP {
 		c = 0xffff
 	}
@@ -314,11 +318,11 @@ func TestRewriteProperty(t *testing.T) {
 }
 
 func TestRewriteRefusals(t *testing.T) {
-	arp := slices.Concat(eth(macBcast, macA, EtherTypeARP), arpBody(1, macA, ip4A, mac{}, ip4B))
-	ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 1}
-	unreach := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPDestUnreach, 1, 0, payloadBytes(28))))
-	ip6 := v6{src: ip6A, dst: ip6B, nh: ProtoUDP, hop: 0}
-	udp6 := slices.Concat(eth(macB, macA, EtherTypeIPv6), ip6.build(ip6.udp(1, 2, nil)))
+	arp := slices.Concat(frametest.Eth(macBcast, macA, EtherTypeARP), frametest.ARP(1, macA, ip4A, mac{}, ip4B))
+	ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, TTL: 1}
+	unreach := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(frametest.ICMPv4(ICMPDestUnreach, 1, 0, frametest.Payload(28))))
+	ip6 := frametest.IPv6{Src: ip6A, Dst: ip6B, NextHeader: ProtoUDP, ZeroHopLimit: true}
+	udp6 := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv6), ip6.Build(ip6.UDP(1, 2, nil)))
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -356,8 +360,8 @@ func TestRewriteRefusals(t *testing.T) {
 // code 0, id 0, seq 0, no data) needs checksum 0xffff, not the 0x0000 a
 // plain RFC 1624 update gives. Found by FuzzParse.
 func TestICMPAllZeroEcho(t *testing.T) {
-	ip := v4{src: ip4A, dst: ip4B, proto: ProtoICMP, ttl: 64}
-	b := slices.Concat(eth(macB, macA, EtherTypeIPv4), ip.build(icmp4(ICMPEchoReply, 0, 0x0005<<16, nil)))
+	ip := frametest.IPv4{Src: ip4A, Dst: ip4B, Proto: ProtoICMP, TTL: 64}
+	b := slices.Concat(frametest.Eth(macB, macA, EtherTypeIPv4), ip.Build(frametest.ICMPv4(ICMPEchoReply, 0, 0x0005<<16, nil)))
 	var f Frame
 	if err := Parse(b, &f); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // shifted returns want as Parse reports it for the same frame with a tag
@@ -79,8 +81,8 @@ func TestInsertVLANMatchesStripped(t *testing.T) {
 }
 
 func TestVLANHelperErrors(t *testing.T) {
-	untagged := slices.Concat(eth(macB, macA, EtherTypeARP), arpBody(1, macA, ip4A, mac{}, ip4B))
-	tagged := slices.Concat(eth(macB, macA, EtherTypeARP, VLANTag{TPID: EtherTypeVLAN, TCI: 5}), arpBody(1, macA, ip4A, mac{}, ip4B))
+	untagged := slices.Concat(frametest.Eth(macB, macA, EtherTypeARP), frametest.ARP(1, macA, ip4A, mac{}, ip4B))
+	tagged := slices.Concat(frametest.Eth(macB, macA, EtherTypeARP, frametest.Tag{TPID: EtherTypeVLAN, TCI: 5}), frametest.ARP(1, macA, ip4A, mac{}, ip4B))
 	big := make([]byte, 200)
 	if _, err := InsertVLAN(big, untagged[:13], VLANTag{}); err != ErrTruncated {
 		t.Errorf("InsertVLAN short src: %v, want %v", err, ErrTruncated)
@@ -108,8 +110,8 @@ func TestVLANHelperErrors(t *testing.T) {
 		t.Errorf("StripVLAN untagged: %v, want %v", err, ErrNotTagged)
 	}
 	// QinQ: removing the outer tag leaves the inner one.
-	qinq := slices.Concat(eth(macB, macA, EtherTypeARP, VLANTag{TPID: EtherTypeQinQ, TCI: 1}, VLANTag{TPID: EtherTypeVLAN, TCI: 2}),
-		arpBody(1, macA, ip4A, mac{}, ip4B))
+	qinq := slices.Concat(frametest.Eth(macB, macA, EtherTypeARP, frametest.Tag{TPID: EtherTypeQinQ, TCI: 1}, frametest.Tag{TPID: EtherTypeVLAN, TCI: 2}),
+		frametest.ARP(1, macA, ip4A, mac{}, ip4B))
 	out, tag, err := StripVLAN(qinq)
 	if err != nil || tag != (VLANTag{TPID: EtherTypeQinQ, TCI: 1}) {
 		t.Fatalf("StripVLAN QinQ = %+v, %v", tag, err)

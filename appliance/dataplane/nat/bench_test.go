@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // BenchmarkForward is the per-packet cost of an established TCP flow
@@ -18,10 +19,10 @@ func BenchmarkForward(b *testing.B) {
 	for _, size := range []int{64, 512} {
 		e := newEnv(b, nil)
 		payload := make([]byte, size-4-14-20-20)
-		e.forward(LAN, fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: remote})), wanPort)
-		e.forward(WAN, fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPSyn | frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})), lanPort)
-		out := fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck, payload: payload}.build(ipHdr{src: ipA, dst: remote}))
-		in := fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPAck, payload: payload}.build(ipHdr{src: remote, dst: wanAddr}))
+		e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 80, Flags: frame.TCPSyn}, nil)), wanPort)
+		e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: 1000, Flags: frame.TCPSyn | frame.TCPAck}, nil)), lanPort)
+		out := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 80, Flags: frame.TCPAck}, payload))
+		in := fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: 1000, Flags: frame.TCPAck}, payload))
 		if len(out) != size-4 {
 			b.Fatalf("frame is %d bytes, want %d", len(out), size-4)
 		}
@@ -51,7 +52,7 @@ func BenchmarkForward(b *testing.B) {
 // big enough not to fill.
 func BenchmarkNewConns(b *testing.B) {
 	e := newEnv(b, func(c *Config) { c.MaxConns = 1 << 22; c.PortMin, c.PortMax = 1024, 65535 })
-	tmpl := fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 1, 53, []byte("q"), false))
+	tmpl := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(1, 53, []byte("q")))
 	buf := make([]byte, len(tmpl))
 	var f frame.Frame
 	i := 0
@@ -168,7 +169,7 @@ func BenchmarkForwardBlock(b *testing.B) {
 		var flen int
 		for i, k := range keys {
 			src, dst := put32(k.src()), put32(k.dst())
-			fr := fromLAN(hostA, udpBuild(ipHdr{src: netip.AddrFrom4(src), dst: netip.AddrFrom4(dst)}, k.sport(), k.dport(), []byte("payload"), false))
+			fr := fromLAN(hostA, frametest.IPv4{Src: a4(netip.AddrFrom4(src)), Dst: a4(netip.AddrFrom4(dst))}.UDPPacket(k.sport(), k.dport(), []byte("payload")))
 			flen = copy(tmpl[i*stride:(i+1)*stride], fr)
 		}
 		block := make([]byte, blockFrames*stride)

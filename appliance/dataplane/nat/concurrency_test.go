@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // TestConcurrent runs pairs of LAN and WAN workers on their own
@@ -38,8 +39,8 @@ func TestConcurrent(t *testing.T) {
 		hostIP := netip.AddrFrom4([4]byte{192, 168, 1, byte(101 + g)})
 		hm := mac(byte(0x40 + g))
 		now := t0
-		lan.Handle(now, lanPort, arpBuild(bcast, hm, 1, hm, hostIP, [6]byte{}, lanAddr))
-		wan.Handle(now, wanPort, arpBuild(bcast, gwMAC, 1, gwMAC, gwAddr, [6]byte{}, wanAddr))
+		lan.Handle(now, lanPort, frametest.ARPFrame(bcast, hm, 1, hm, a4(hostIP), [6]byte{}, a4(lanAddr)))
+		wan.Handle(now, wanPort, frametest.ARPFrame(bcast, gwMAC, 1, gwMAC, a4(gwAddr), [6]byte{}, a4(wanAddr)))
 		ch := make(chan mapped, 64)
 		wg.Add(2)
 		go func() {
@@ -50,7 +51,7 @@ func TestConcurrent(t *testing.T) {
 			for round := range rounds {
 				for i := range flows {
 					sp := uint16(20000 + g*1000 + i)
-					b := fromLAN(hm, udpBuild(ipHdr{src: hostIP, dst: remote}, sp, 53, []byte{byte(round)}, false))
+					b := fromLAN(hm, frametest.IPv4{Src: a4(hostIP), Dst: a4(remote)}.UDPPacket(sp, 53, []byte{byte(round)}))
 					lan.Prefetch(lanPort, b)
 					res := lan.Handle(now, lanPort, b)
 					drain(lan)
@@ -74,7 +75,7 @@ func TestConcurrent(t *testing.T) {
 			defer wg.Done()
 			var f frame.Frame
 			for m := range ch {
-				b := fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, m.nat, nil, false))
+				b := fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(53, m.nat, nil))
 				wan.Prefetch(wanPort, b)
 				back := wan.Handle(now, wanPort, b)
 				drain(wan)
@@ -115,12 +116,12 @@ func TestConcurrent(t *testing.T) {
 			for h := range pairs {
 				for i := range flows {
 					hostIP := netip.AddrFrom4([4]byte{192, 168, 1, byte(101 + h)})
-					lan = append(lan, fromLAN(mac(byte(0x40+h)), udpBuild(ipHdr{src: hostIP, dst: remote}, uint16(20000+h*1000+i), 53, nil, false)))
+					lan = append(lan, fromLAN(mac(byte(0x40+h)), frametest.IPv4{Src: a4(hostIP), Dst: a4(remote)}.UDPPacket(uint16(20000+h*1000+i), 53, nil)))
 				}
 			}
 			wan := make([][]byte, 0, cfg.PortMax-cfg.PortMin+1)
 			for p := cfg.PortMin; p <= cfg.PortMax; p += 7 {
-				wan = append(wan, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, p, nil, false)))
+				wan = append(wan, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(53, p, nil)))
 			}
 			for i := g; ; i++ {
 				select {
@@ -176,14 +177,14 @@ func TestConcurrent(t *testing.T) {
 
 func TestZeroAllocs(t *testing.T) {
 	e := newEnv(t, nil)
-	out := fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: remote}))
+	out := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 80, Flags: frame.TCPSyn}, nil))
 	e.forward(LAN, out, wanPort)
-	e.forward(WAN, fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPSyn | frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})), lanPort)
-	ack := fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck, payload: make([]byte, 400)}.build(ipHdr{src: ipA, dst: remote}))
-	in := fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPAck, payload: make([]byte, 400)}.build(ipHdr{src: remote, dst: wanAddr}))
-	ping := fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: lanAddr}, 8, 0, 1, []byte("0123456789")))
-	arpReq := arpBuild(bcast, hostA, 1, hostA, ipA, [6]byte{}, lanAddr)
-	ttl1 := fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, ttl: 1}, 1, 2, nil, false))
+	e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: 1000, Flags: frame.TCPSyn | frame.TCPAck}, nil)), lanPort)
+	ack := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 80, Flags: frame.TCPAck}, make([]byte, 400)))
+	in := fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: 1000, Flags: frame.TCPAck}, make([]byte, 400)))
+	ping := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(lanAddr)}.ICMPPacket(8, 0, 1, []byte("0123456789")))
+	arpReq := frametest.ARPFrame(bcast, hostA, 1, hostA, a4(ipA), [6]byte{}, a4(lanAddr))
+	ttl1 := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), TTL: 1}.UDPPacket(1, 2, nil))
 	bufA, bufB := make([]byte, len(ack)), make([]byte, len(in))
 	var f frame.Frame
 	sp := uint16(0)

@@ -372,12 +372,5 @@ func compile(cfg *Config) (*snapshot, error) {
 	return s, nil
 }
 
-// unicast reports whether a is usable as a host address: not 0.0.0.0/8,
-// loopback, link-local multicast, multicast, class E or broadcast.
-func unicast(a uint32) bool {
-	switch {
-	case a>>24 == 0, a>>24 == 127, a>>28 == 0xe, a>>28 == 0xf:
-		return false
-	}
-	return true
-}
+// unicast reports whether a is usable as a host address (frame.IsUnicastIPv4).
+func unicast(a uint32) bool { return frame.IsUnicastIPv4(put32(a)) }

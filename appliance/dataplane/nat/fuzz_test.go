@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 // FuzzTranslate feeds arbitrary frames to a router with live connections
@@ -17,7 +18,7 @@ func FuzzTranslate(f *testing.F) {
 	}
 	e := newEnv(f, nil)
 	var setup []byte
-	for _, b := range [][]byte{seeds[0], seeds[1], seeds[7], fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 2000, 53, nil, false))} {
+	for _, b := range [][]byte{seeds[0], seeds[1], seeds[7], fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(2000, 53, nil))} {
 		setup = append(setup[:0], b...)
 		e.lan.Handle(e.now, lanPort, setup)
 	}
@@ -74,21 +75,21 @@ func FuzzTranslate(f *testing.F) {
 // both ways, ICMP errors, fragments, ARP.
 func fuzzSeeds() [][]byte {
 	return [][]byte{
-		fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck, payload: []byte("x")}.build(ipHdr{src: ipA, dst: remote})),
-		fromLAN(hostA, tcpSeg{sport: 1001, dport: 80, flags: frame.TCPSyn, opts: []byte{1, 2, 4, 5, 0xb4, 0, 0, 0}}.build(ipHdr{src: ipA, dst: remote})),
-		fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})),
-		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 2000, []byte("a"), false)),
-		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 2000, []byte("a"), true)),
-		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 1, 5004, []byte("fwd"), false)),
-		fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, ttl: 1}, 1, 2, nil, false)),
-		fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote}, 8, 0, 9<<16, []byte("ping"))),
-		fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, 0, 0, 9<<16, []byte("ping"))),
-		fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, 11, 0, 0, udpBuild(ipHdr{src: wanAddr, dst: remote}, 2000, 53, []byte("a"), false)[:28])),
-		fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, 3, 4, 1400, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck}.build(ipHdr{src: wanAddr, dst: remote})[:40])),
-		fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, mf: true}.build(make([]byte, 16))),
-		fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, fragOff: 2}.build(make([]byte, 5))),
-		fromLAN(hostB, tcpSeg{sport: 7, dport: 8080, flags: frame.TCPSyn}.build(ipHdr{src: ipB, dst: wanAddr})),
-		arpBuild(bcast, hostA, 1, hostA, ipA, [6]byte{}, lanAddr),
-		arpBuild(wanMAC, gwMAC, 2, gwMAC, gwAddr, wanMAC, wanAddr),
+		fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 80, Flags: frame.TCPAck}, []byte("x"))),
+		fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1001, DstPort: 80, Flags: frame.TCPSyn, Opts: []byte{1, 2, 4, 5, 0xb4, 0, 0, 0}}, nil)),
+		fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: 1000, Flags: frame.TCPAck}, nil)),
+		fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(53, 2000, []byte("a"))),
+		fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacketNoChecksum(53, 2000, []byte("a"))),
+		fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(1, 5004, []byte("fwd"))),
+		fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), TTL: 1}.UDPPacket(1, 2, nil)),
+		fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.ICMPPacket(8, 0, 9<<16, []byte("ping"))),
+		fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.ICMPPacket(0, 0, 9<<16, []byte("ping"))),
+		fromWAN(frametest.IPv4{Src: a4(router1), Dst: a4(wanAddr)}.ICMPPacket(11, 0, 0, frametest.IPv4{Src: a4(wanAddr), Dst: a4(remote)}.UDPPacket(2000, 53, []byte("a"))[:28])),
+		fromWAN(frametest.IPv4{Src: a4(router1), Dst: a4(wanAddr)}.ICMPPacket(3, 4, 1400, frametest.IPv4{Src: a4(wanAddr), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 80, Flags: frame.TCPAck}, nil)[:40])),
+		fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), Proto: frame.ProtoUDP, ID: 5, MF: true}.Build(make([]byte, 16))),
+		fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), Proto: frame.ProtoUDP, ID: 5, FragOff: 2}.Build(make([]byte, 5))),
+		fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 7, DstPort: 8080, Flags: frame.TCPSyn}, nil)),
+		frametest.ARPFrame(bcast, hostA, 1, hostA, a4(ipA), [6]byte{}, a4(lanAddr)),
+		frametest.ARPFrame(wanMAC, gwMAC, 2, gwMAC, a4(gwAddr), wanMAC, a4(wanAddr)),
 	}
 }

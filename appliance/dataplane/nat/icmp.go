@@ -6,52 +6,21 @@ import (
 	"e1kbox/appliance/dataplane/frame"
 )
 
-// Frames the router generates are built whole, with full checksums.
+// Frames the router generates are built whole, with full checksums, by
+// package frame's writers into the worker's scratch buffer.
 
-// maxQuote is how much of an offending packet an ICMP error carries, so
-// that the error fits in 576 bytes (RFC 1812 4.3.2.3).
-const maxQuote = 576 - frame.IPv4HeaderLen - frame.ICMPHeaderLen
-
-// putEth writes an Ethernet header.
-func putEth(b []byte, dst, src [6]byte, etype uint16) {
-	copy(b[0:6], dst[:])
-	copy(b[6:12], src[:])
-	binary.BigEndian.PutUint16(b[12:], etype)
+// answer returns the headers of a frame the router sends from port p and
+// the IPv4 address src: the worker's next IP identification (reply commits
+// it), TTL 64, p's MTU.
+func (w *Worker) answer(p *port, src [4]byte, tos uint8) frame.Answer {
+	return frame.Answer{MAC: p.mac, Src4: src, TOS: tos, ID: w.ipid + 1, TTL: 64, MTU: p.mtu}
 }
 
-// putIPv4 writes a 20-byte IPv4 header with its checksum.
-func (w *Worker) putIPv4(b []byte, tos uint8, total int, proto uint8, src, dst uint32) {
+// reply returns the n-byte frame in the scratch buffer, sent on p, and
+// commits the IP identification answer handed out.
+func (w *Worker) reply(p *port, n int) Result {
 	w.ipid++
-	b[0], b[1] = 0x45, tos
-	binary.BigEndian.PutUint16(b[2:], uint16(total))
-	binary.BigEndian.PutUint16(b[4:], w.ipid)
-	binary.BigEndian.PutUint16(b[6:], 0)
-	b[8], b[9] = 64, proto
-	binary.BigEndian.PutUint16(b[10:], 0)
-	binary.BigEndian.PutUint32(b[12:], src)
-	binary.BigEndian.PutUint32(b[16:], dst)
-	binary.BigEndian.PutUint16(b[10:], frame.IPv4HeaderChecksum(b[:20]))
-}
-
-// padded pads a frame of n bytes in b to the 60-byte Ethernet minimum.
-func padded(b []byte, n int) []byte {
-	for n < 60 {
-		b[n] = 0
-		n++
-	}
-	return b[:n]
-}
-
-// isICMPError reports whether f is an ICMP error message.
-func isICMPError(f *frame.Frame) bool {
-	if f.Proto != frame.ProtoICMP || f.L4Off == 0 {
-		return false
-	}
-	switch f.ICMP.Type {
-	case frame.ICMPDestUnreach, frame.ICMPSourceQuench, frame.ICMPRedirect, frame.ICMPTimeExceeded, frame.ICMPParamProblem:
-		return true
-	}
-	return false
+	return Result{Action: Reply, Port: p.id, Frame: w.scratch[:n]}
 }
 
 // icmpError answers f, received on side, with an ICMP error from the
@@ -60,27 +29,17 @@ func isICMPError(f *frame.Frame) bool {
 // reason counted for f.
 func (w *Worker) icmpError(now int64, s *snapshot, side Side, pkt []byte, f *frame.Frame, typ, code uint8, rest uint32, why Reason) Result {
 	p := &s.side[side]
-	if p.addr == 0 || f.LaterFragment || isICMPError(f) || !w.r.icmpLimit.Allow(now) {
+	if p.addr == 0 || f.LaterFragment || frame.IsICMPError(f) || !w.r.icmpLimit.Allow(now) {
 		return drop(why)
 	}
-	quote := pkt[f.L3Off:f.L3End]
-	if len(quote) > maxQuote {
-		quote = quote[:maxQuote]
+	a := w.answer(p, put32(p.addr), 0xc0)
+	n := frame.PutICMPError(w.scratch, pkt, f, &a, typ, code, rest)
+	if n == 0 {
+		return drop(why)
 	}
-	b := w.scratch
-	putEth(b, f.Src, p.mac, frame.EtherTypeIPv4)
-	l3 := b[frame.EthernetHeaderLen:]
-	total := frame.IPv4HeaderLen + frame.ICMPHeaderLen + len(quote)
-	w.putIPv4(l3, 0xc0, total, frame.ProtoICMP, p.addr, be32(f.IPv4.Src))
-	ic := l3[frame.IPv4HeaderLen:total]
-	ic[0], ic[1] = typ, code
-	binary.BigEndian.PutUint16(ic[2:], 0)
-	binary.BigEndian.PutUint32(ic[4:], rest)
-	copy(ic[8:], quote)
-	binary.BigEndian.PutUint16(ic[2:], frame.Checksum(ic, 0))
 	w.c.icmpErrors.Add(1)
 	w.c.drops[why].Add(1)
-	return Result{Action: Reply, Port: p.id, Frame: padded(b, frame.EthernetHeaderLen+total)}
+	return w.reply(p, n)
 }
 
 // echoReply answers an echo request to the box's address addr.
@@ -89,22 +48,13 @@ func (w *Worker) echoReply(s *snapshot, side Side, pkt []byte, f *frame.Frame, a
 		return drop(ReasonBadChecksum)
 	}
 	p := &s.side[side]
-	msg := pkt[f.L4Off:f.L3End]
-	total := frame.IPv4HeaderLen + len(msg)
-	b := w.scratch
-	if frame.EthernetHeaderLen+total > len(b) {
+	a := w.answer(p, put32(addr), f.IPv4.TOS)
+	n := frame.PutEchoReply(w.scratch, pkt, f, &a)
+	if n == 0 {
 		return drop(ReasonTooBig)
 	}
-	putEth(b, f.Src, p.mac, frame.EtherTypeIPv4)
-	l3 := b[frame.EthernetHeaderLen:]
-	w.putIPv4(l3, f.IPv4.TOS, total, frame.ProtoICMP, addr, be32(f.IPv4.Src))
-	ic := l3[frame.IPv4HeaderLen:total]
-	copy(ic, msg)
-	ic[0] = frame.ICMPEchoReply
-	binary.BigEndian.PutUint16(ic[2:], 0)
-	binary.BigEndian.PutUint16(ic[2:], frame.Checksum(ic, 0))
 	w.c.echoReplies.Add(1)
-	return Result{Action: Reply, Port: p.id, Frame: padded(b, frame.EthernetHeaderLen+total)}
+	return w.reply(p, n)
 }
 
 // reject answers a new connection the forward chain rejected: a TCP RST
@@ -115,59 +65,15 @@ func (w *Worker) reject(now int64, s *snapshot, pkt []byte, f *frame.Frame) Resu
 	if f.Proto != frame.ProtoTCP {
 		return w.icmpError(now, s, side, pkt, f, frame.ICMPDestUnreach, 3, 0, ReasonReject)
 	}
-	t := &f.TCP
-	if t.Flags&frame.TCPRst != 0 {
-		return drop(ReasonReject)
-	}
 	p := &s.side[side]
-	b := w.scratch
-	putEth(b, f.Src, p.mac, frame.EtherTypeIPv4)
-	l3 := b[frame.EthernetHeaderLen:]
-	total := frame.IPv4HeaderLen + frame.TCPHeaderLen
-	w.putIPv4(l3, 0, total, frame.ProtoTCP, be32(f.IPv4.Dst), be32(f.IPv4.Src))
-	th := l3[frame.IPv4HeaderLen:total]
-	binary.BigEndian.PutUint16(th[0:], t.DstPort)
-	binary.BigEndian.PutUint16(th[2:], t.SrcPort)
-	var seq, ack uint32
-	flags := uint8(frame.TCPRst)
-	if t.Flags&frame.TCPAck != 0 {
-		seq = t.Ack
-	} else {
-		n := uint32(f.L3End - f.PayloadOff)
-		if t.Flags&frame.TCPSyn != 0 {
-			n++
-		}
-		if t.Flags&frame.TCPFin != 0 {
-			n++
-		}
-		ack = t.Seq + n
-		flags |= frame.TCPAck
+	a := w.answer(p, f.IPv4.Dst, 0)
+	n := frame.PutRST(w.scratch, f, &a)
+	if n == 0 {
+		return drop(ReasonReject) // a RST (or a segment cut before its header) is not answered
 	}
-	binary.BigEndian.PutUint32(th[4:], seq)
-	binary.BigEndian.PutUint32(th[8:], ack)
-	th[12], th[13] = 5<<4, flags
-	binary.BigEndian.PutUint32(th[14:], 0) // window, checksum
-	binary.BigEndian.PutUint16(th[18:], 0)
-	ps := frame.PseudoSumIPv4(f.IPv4.Dst, f.IPv4.Src, frame.ProtoTCP, frame.TCPHeaderLen)
-	binary.BigEndian.PutUint16(th[16:], frame.Checksum(th, ps))
 	w.c.resets.Add(1)
 	w.c.drops[ReasonReject].Add(1)
-	return Result{Action: Reply, Port: p.id, Frame: padded(b, frame.EthernetHeaderLen+total)}
-}
-
-// putARP writes an Ethernet/IPv4 ARP packet and returns the padded frame.
-func putARP(b []byte, ethDst, ethSrc [6]byte, op uint16, sha [6]byte, spa uint32, tha [6]byte, tpa uint32) []byte {
-	putEth(b, ethDst, ethSrc, frame.EtherTypeARP)
-	a := b[frame.EthernetHeaderLen:]
-	binary.BigEndian.PutUint16(a[0:], 1)
-	binary.BigEndian.PutUint16(a[2:], frame.EtherTypeIPv4)
-	a[4], a[5] = 6, 4
-	binary.BigEndian.PutUint16(a[6:], op)
-	copy(a[8:14], sha[:])
-	binary.BigEndian.PutUint32(a[14:], spa)
-	copy(a[18:24], tha[:])
-	binary.BigEndian.PutUint32(a[24:], tpa)
-	return padded(b, frame.EthernetHeaderLen+frame.ARPLen)
+	return w.reply(p, n)
 }
 
 // arp handles an ARP packet: it answers requests for the box's address on
@@ -190,8 +96,9 @@ func (w *Worker) arp(now int64, s *snapshot, side Side, pkt []byte, f *frame.Fra
 			return Result{Action: Consumed}
 		}
 		w.c.arpReplies.Add(1)
-		b := putARP(w.scratch, a.SenderMAC, p.mac, 2, p.mac, p.addr, a.SenderMAC, sip)
-		return Result{Action: Reply, Port: p.id, Frame: b}
+		r := frame.ARP{Op: 2, SenderMAC: p.mac, SenderIP: put32(p.addr), TargetMAC: a.SenderMAC, TargetIP: a.SenderIP}
+		n := frame.PutARP(w.scratch, a.SenderMAC, p.mac, &r)
+		return Result{Action: Reply, Port: p.id, Frame: w.scratch[:n]}
 	case 2:
 		if sip != 0 {
 			w.learn(now, s, side, sip, a.SenderMAC, false)
@@ -219,8 +126,8 @@ func (w *Worker) arpRequest(now int64, s *snapshot, side Side, ip uint32, dst [6
 		w.c.drops[ReasonQueueFull].Add(1)
 		return
 	}
-	fr := putARP(w.bufs[b], dst, p.mac, 1, p.mac, p.addr, [6]byte{}, ip)
-	if w.push(p.id, b, len(fr)) {
+	r := frame.ARP{Op: 1, SenderMAC: p.mac, SenderIP: put32(p.addr), TargetIP: put32(ip)}
+	if w.push(p.id, b, frame.PutARP(w.bufs[b], dst, p.mac, &r)) {
 		w.c.arpRequests.Add(1)
 	}
 }
@@ -232,16 +139,66 @@ func (w *Worker) arpRequest(now int64, s *snapshot, side Side, ip uint32, dst [6
 // transport checksums and the ICMP checksum adjusted incrementally. ok is
 // false when the quote names no tracked connection.
 func (w *Worker) icmpErrorIn(now int64, s *snapshot, side Side, pkt []byte, f *frame.Frame) (Result, bool) {
+	in := &w.in
+	if res, bad := parseICMPError(pkt, f, in); bad {
+		return res, true
+	}
+	other, ok := w.quotedConn(side, in)
+	if !ok {
+		return Result{}, false
+	}
+	out := other.side()
+	switch {
+	case be32(f.IPv4.Dst) != be32(in.IPv4.Src):
+		return drop(ReasonInvalid), true
+	case f.IPv4.TTL <= 1:
+		return drop(ReasonTTL), true
+	case f.L3End-f.L3Off > s.side[out].mtu:
+		return drop(ReasonTooBig), true
+	}
+	// The quoted packet (t,tp → s,sp) becomes (t',tp' → s',sp'), t' and
+	// s' being where the error goes and the peer as the other side knows it.
+	newT, newS := other.src(), other.dst()
+	fromPeer := be32(f.IPv4.Src) == be32(in.IPv4.Dst)
+	rewriteQuote(pkt, f, in, newT, other.sport(), newS, other.dport())
+	if fromPeer {
+		frame.SetIPv4Src(pkt, f, put32(newS))
+	}
+	frame.SetIPv4Dst(pkt, f, put32(newT))
+	frame.DecTTL(pkt, f)
+	op := &s.side[out]
+	nh := newT
+	if out == WAN && !op.onLink(nh) {
+		if nh = s.gateway; nh == 0 {
+			return drop(ReasonNoRoute), true
+		}
+	}
+	copy(pkt[6:12], op.mac[:])
+	w.c.icmpTranslated.Add(1)
+	return w.send(now, s, out, nh, pkt), true
+}
+
+// parseICMPError parses the packet the ICMP error f quotes into in. bad is
+// true, with the drop, for an error the router does not translate: a
+// fragment, a quote that does not parse or lacks the transport header
+// its connection is keyed on, or a bad checksum.
+func parseICMPError(pkt []byte, f *frame.Frame, in *frame.Inner) (res Result, bad bool) {
 	if f.Fragment {
 		return drop(ReasonFragment), true
 	}
-	in := &w.in
 	if err := frame.ParseEmbedded(pkt, f, in); err != nil || in.L4Off == 0 && classOf(in.Proto) >= 0 {
 		return drop(ReasonMalformed), true
 	}
 	if frame.VerifyChecksums(pkt, f) != nil {
 		return drop(ReasonBadChecksum), true
 	}
+	return Result{}, false
+}
+
+// quotedConn finds the live connection of the packet in quotes, an answer
+// to which arrived on side, and returns the key of the connection's other
+// direction. ok is false when there is none.
+func (w *Worker) quotedConn(side Side, in *frame.Inner) (other key, ok bool) {
 	esrc, edst := be32(in.IPv4.Src), be32(in.IPv4.Dst)
 	var k key
 	switch in.Proto {
@@ -249,7 +206,7 @@ func (w *Worker) icmpErrorIn(now int64, s *snapshot, side Side, pkt []byte, f *f
 		k = mkKey(edst, esrc, in.DstPort, in.SrcPort, in.Proto, side)
 	case frame.ProtoICMP:
 		if in.ICMPType != frame.ICMPEchoRequest {
-			return Result{}, false
+			return key{}, false
 		}
 		k = mkKey(edst, esrc, 0, in.ICMPID, in.Proto, side)
 	default:
@@ -262,24 +219,18 @@ func (w *Worker) icmpErrorIn(now int64, s *snapshot, side Side, pkt []byte, f *f
 	idx, dir, _, ok := t.find(st, k, h)
 	if !ok || expired(t.entries[idx].deadline.Load(), w.sec) {
 		st.mu.Unlock()
-		return Result{}, false
+		return key{}, false
 	}
-	other := t.entries[idx].keys[1-dir]
+	other = t.entries[idx].keys[1-dir]
 	st.mu.Unlock()
-	if be32(f.IPv4.Dst) != esrc {
-		return drop(ReasonInvalid), true
-	}
-	out := other.side()
-	if f.IPv4.TTL <= 1 {
-		return drop(ReasonTTL), true
-	}
-	if f.L3End-f.L3Off > s.side[out].mtu {
-		return drop(ReasonTooBig), true
-	}
-	// The quoted packet (t,tp → s,sp) becomes (t',tp' → s',sp'), t' and
-	// s' being where the error goes and the peer as the other side knows it.
-	newT, newTP, newS, newSP := other.src(), other.sport(), other.dst(), other.dport()
+	return other, true
+}
 
+// rewriteQuote rewrites the packet that the ICMP error f quotes (parsed
+// into in) to (t,tp → s,sp): its addresses and its ports (the identifier
+// of a quoted echo request), with the quoted IP and transport checksums
+// adjusted, and the ICMP checksum adjusted for all of it.
+func rewriteQuote(pkt []byte, f *frame.Frame, in *frame.Inner, t uint32, tp uint16, s uint32, sp uint16) {
 	// Snapshot the quoted headers to fold every change into the ICMP
 	// checksum at the end.
 	eip := in.L3Off
@@ -288,19 +239,7 @@ func (w *Worker) icmpErrorIn(now int64, s *snapshot, side Side, pkt []byte, f *f
 	nb := copy(before[:], pkt[eip:end])
 
 	ipcs := eip + 10
-	l4cs, udp := -1, false
-	switch in.Proto {
-	case frame.ProtoTCP:
-		if in.L4Off+18 <= f.L3End {
-			l4cs = in.L4Off + 16
-		}
-	case frame.ProtoUDP:
-		if binary.BigEndian.Uint16(pkt[in.L4Off+6:]) != 0 {
-			l4cs, udp = in.L4Off+6, true
-		}
-	case frame.ProtoICMP:
-		l4cs = in.L4Off + 2
-	}
+	l4cs, udp := quotedL4Checksum(pkt, f, in)
 	pseudo := in.Proto == frame.ProtoTCP || in.Proto == frame.ProtoUDP
 	set32 := func(off int, v uint32, l4 bool) {
 		old := binary.BigEndian.Uint32(pkt[off:])
@@ -323,36 +262,40 @@ func (w *Worker) icmpErrorIn(now int64, s *snapshot, side Side, pkt []byte, f *f
 		}
 		binary.BigEndian.PutUint16(pkt[off:], v)
 	}
-	set32(eip+12, newT, pseudo)
-	set32(eip+16, newS, pseudo)
+	set32(eip+12, t, pseudo)
+	set32(eip+16, s, pseudo)
 	switch in.Proto {
 	case frame.ProtoTCP, frame.ProtoUDP:
-		set16(in.L4Off, newTP)
-		set16(in.L4Off+2, newSP)
+		set16(in.L4Off, tp)
+		set16(in.L4Off+2, sp)
 	case frame.ProtoICMP:
-		set16(in.L4Off+4, newTP)
+		set16(in.L4Off+4, tp)
 	}
 	icmpcs := f.L4Off + 2
 	c := binary.BigEndian.Uint16(pkt[icmpcs:])
 	c = frame.UpdateBytes(c, before[:nb], pkt[eip:eip+nb])
 	binary.BigEndian.PutUint16(pkt[icmpcs:], c)
 	f.ICMP.Checksum = c
+}
 
-	if be32(f.IPv4.Src) == edst {
-		frame.SetIPv4Src(pkt, f, put32(newS))
-	}
-	frame.SetIPv4Dst(pkt, f, put32(newT))
-	frame.DecTTL(pkt, f)
-	op := &s.side[out]
-	nh := newT
-	if out == WAN && !op.onLink(nh) {
-		if nh = s.gateway; nh == 0 {
-			return drop(ReasonNoRoute), true
+// quotedL4Checksum returns the offset in pkt of the quoted transport
+// checksum that a rewrite of the quote must keep right, -1 when the quote
+// holds none to keep (a TCP header cut before it, a UDP checksum of 0, a
+// protocol without one); udp marks a UDP checksum.
+func quotedL4Checksum(pkt []byte, f *frame.Frame, in *frame.Inner) (off int, udp bool) {
+	switch in.Proto {
+	case frame.ProtoTCP:
+		if in.L4Off+18 <= f.L3End {
+			return in.L4Off + 16, false
 		}
+	case frame.ProtoUDP:
+		if binary.BigEndian.Uint16(pkt[in.L4Off+6:]) != 0 {
+			return in.L4Off + 6, true
+		}
+	case frame.ProtoICMP:
+		return in.L4Off + 2, false
 	}
-	copy(pkt[6:12], op.mac[:])
-	w.c.icmpTranslated.Add(1)
-	return w.send(now, s, out, nh, pkt), true
+	return -1, false
 }
 
 // fix16 folds a 16-bit change into the checksum at b[off:]; udp keeps a

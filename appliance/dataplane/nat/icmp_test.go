@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
 func TestTTLExceeded(t *testing.T) {
 	e := newEnv(t, nil)
-	orig := fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, ttl: 1}, 33434, 33435, []byte("traceroute"), false))
+	orig := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), TTL: 1}.UDPPacket(33434, 33435, []byte("traceroute")))
 	res := e.send(LAN, orig)
 	if res.Action != Reply || res.Port != lanPort {
 		t.Fatalf("TTL 1: %v on %d (%v), want reply on LAN", res.Action, res.Port, res.Reason)
@@ -30,12 +31,12 @@ func TestTTLExceeded(t *testing.T) {
 		t.Errorf("ttl drops %d, want 1", got)
 	}
 	// TTL 2 is forwarded with TTL 1.
-	_, f = e.forward(LAN, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, ttl: 2}, 33434, 33436, nil, false)), wanPort)
+	_, f = e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), TTL: 2}.UDPPacket(33434, 33436, nil)), wanPort)
 	if f.IPv4.TTL != 1 {
 		t.Errorf("TTL 2 forwarded with TTL %d", f.IPv4.TTL)
 	}
 	// No error about an ICMP error.
-	res = e.send(LAN, fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote, ttl: 1}, 3, 3, 0, make([]byte, 28))))
+	res = e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), TTL: 1}.ICMPPacket(3, 3, 0, make([]byte, 28))))
 	if res.Action != Drop {
 		t.Errorf("TTL 1 ICMP error: %v, want drop", res.Action)
 	}
@@ -44,7 +45,7 @@ func TestTTLExceeded(t *testing.T) {
 func TestFragNeeded(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.WAN.MTU = 1400 })
 	big := func(df bool) []byte {
-		return fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, df: df}, 1000, 2000, make([]byte, 1472), false))
+		return fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), DF: df}.UDPPacket(1000, 2000, make([]byte, 1472)))
 	}
 	res := e.send(LAN, big(true))
 	if res.Action != Reply || res.Port != lanPort {
@@ -61,7 +62,7 @@ func TestFragNeeded(t *testing.T) {
 		t.Errorf("non-DF oversize: %v/%v, want drop too_big", res.Action, res.Reason)
 	}
 	// 1400 bytes fit.
-	e.forward(LAN, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, df: true}, 1000, 2000, make([]byte, 1372), false)), wanPort)
+	e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), DF: true}.UDPPacket(1000, 2000, make([]byte, 1372))), wanPort)
 }
 
 // TestICMPErrorTranslation sends errors about translated packets back and
@@ -69,9 +70,9 @@ func TestFragNeeded(t *testing.T) {
 func TestICMPErrorTranslation(t *testing.T) {
 	e := newEnv(t, nil)
 	// Host B's flows get allocated ports: A holds the same source ports.
-	e.forward(LAN, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote2}, 7000, 53, nil, false)), wanPort)
-	e.forward(LAN, fromLAN(hostA, tcpSeg{sport: 7001, dport: 80, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: remote2})), wanPort)
-	e.forward(LAN, fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote2}, 8, 0, 7002<<16, nil)), wanPort)
+	e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote2)}.UDPPacket(7000, 53, nil)), wanPort)
+	e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote2)}.TCPPacket(frametest.TCP{SrcPort: 7001, DstPort: 80, Flags: frame.TCPSyn}, nil)), wanPort)
+	e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote2)}.ICMPPacket(8, 0, 7002<<16, nil)), wanPort)
 	for _, tc := range []struct {
 		name      string
 		orig      []byte // IP packet host B sends
@@ -79,11 +80,11 @@ func TestICMPErrorTranslation(t *testing.T) {
 		typ, code uint8
 		from      string // "router" or "peer"
 	}{
-		{"udp port unreachable from peer", udpBuild(ipHdr{src: ipB, dst: remote, ttl: 9}, 7000, 53, []byte("dns?"), false), 32, 3, 3, "peer"},
-		{"udp zero checksum time exceeded", udpBuild(ipHdr{src: ipB, dst: remote, ttl: 9}, 7000, 54, []byte("x"), true), 28, 11, 0, "router"},
-		{"tcp time exceeded 8-byte quote", tcpSeg{sport: 7001, dport: 80, seq: 5, flags: frame.TCPSyn}.build(ipHdr{src: ipB, dst: remote, ttl: 9}), 28, 11, 0, "router"},
-		{"tcp frag needed full header", tcpSeg{sport: 7001, dport: 81, seq: 5, flags: frame.TCPSyn, payload: []byte("data")}.build(ipHdr{src: ipB, dst: remote, ttl: 9, df: true}), 44, 3, 4, "router"},
-		{"echo time exceeded", icmpBuild(ipHdr{src: ipB, dst: remote, ttl: 9}, 8, 0, 7002<<16|3, []byte("pingpong")), 36, 11, 0, "router"},
+		{"udp port unreachable from peer", frametest.IPv4{Src: a4(ipB), Dst: a4(remote), TTL: 9}.UDPPacket(7000, 53, []byte("dns?")), 32, 3, 3, "peer"},
+		{"udp zero checksum time exceeded", frametest.IPv4{Src: a4(ipB), Dst: a4(remote), TTL: 9}.UDPPacketNoChecksum(7000, 54, []byte("x")), 28, 11, 0, "router"},
+		{"tcp time exceeded 8-byte quote", frametest.IPv4{Src: a4(ipB), Dst: a4(remote), TTL: 9}.TCPPacket(frametest.TCP{SrcPort: 7001, DstPort: 80, Seq: 5, Flags: frame.TCPSyn}, nil), 28, 11, 0, "router"},
+		{"tcp frag needed full header", frametest.IPv4{Src: a4(ipB), Dst: a4(remote), TTL: 9, DF: true}.TCPPacket(frametest.TCP{SrcPort: 7001, DstPort: 81, Seq: 5, Flags: frame.TCPSyn}, []byte("data")), 44, 3, 4, "router"},
+		{"echo time exceeded", frametest.IPv4{Src: a4(ipB), Dst: a4(remote), TTL: 9}.ICMPPacket(8, 0, 7002<<16|3, []byte("pingpong")), 36, 11, 0, "router"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fr := fromLAN(hostB, tc.orig)
@@ -98,7 +99,7 @@ func TestICMPErrorTranslation(t *testing.T) {
 			if tc.from == "peer" {
 				src = remote
 			}
-			errPkt := fromWAN(icmpBuild(ipHdr{src: src, dst: wanAddr, ttl: 30}, tc.typ, tc.code, 1400, quote))
+			errPkt := fromWAN(frametest.IPv4{Src: a4(src), Dst: a4(wanAddr), TTL: 30}.ICMPPacket(tc.typ, tc.code, 1400, quote))
 			b, g := e.forward(WAN, errPkt, lanPort)
 			if g.IPv4.DstAddr() != ipB || g.Dst != hostB {
 				t.Errorf("error went to %v (%v), want %v", g.IPv4.DstAddr(), g.Dst, ipB)
@@ -111,7 +112,7 @@ func TestICMPErrorTranslation(t *testing.T) {
 			wantQ := append([]byte(nil), want...)
 			wantQ[8]--
 			binary.BigEndian.PutUint16(wantQ[10:], 0)
-			binary.BigEndian.PutUint16(wantQ[10:], refCsum(wantQ[:20]))
+			binary.BigEndian.PutUint16(wantQ[10:], frametest.Checksum(wantQ[:20]))
 			if got := b[g.ICMP.EmbeddedOff:g.L3End]; !bytes.Equal(got, wantQ) {
 				t.Errorf("quote\n% x\nwant what B sent\n% x", got, wantQ)
 			}
@@ -121,12 +122,12 @@ func TestICMPErrorTranslation(t *testing.T) {
 		t.Errorf("translated %d errors, want 5", got)
 	}
 	// An error about no known connection goes to the host.
-	q := udpBuild(ipHdr{src: wanAddr, dst: remote}, 1, 2, nil, false)[:28]
-	if res := e.send(WAN, fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, 3, 1, 0, q))); res.Action != ToHost {
+	q := frametest.IPv4{Src: a4(wanAddr), Dst: a4(remote)}.UDPPacket(1, 2, nil)[:28]
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(router1), Dst: a4(wanAddr)}.ICMPPacket(3, 1, 0, q))); res.Action != ToHost {
 		t.Errorf("unmatched error: %v, want to_host", res.Action)
 	}
 	// An error with a bad ICMP checksum is dropped.
-	bad := fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, 3, 1, 0, q))
+	bad := fromWAN(frametest.IPv4{Src: a4(router1), Dst: a4(wanAddr)}.ICMPPacket(3, 1, 0, q))
 	bad[14+20+2] ^= 0xff
 	if res := e.send(WAN, bad); res.Action != Drop || res.Reason != ReasonBadChecksum {
 		t.Errorf("bad checksum error: %v/%v", res.Action, res.Reason)
@@ -137,17 +138,17 @@ func TestICMPErrorFromLANForDNAT(t *testing.T) {
 	// A LAN host answers a forwarded UDP packet with port unreachable: the
 	// error goes out from the WAN address quoting the remote's packet.
 	e := newEnv(t, nil)
-	origIn := udpBuild(ipHdr{src: remote, dst: wanAddr, ttl: 40}, 9999, 5001, []byte("hello"), false)
+	origIn := frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr), TTL: 40}.UDPPacket(9999, 5001, []byte("hello"))
 	out, _ := e.forward(WAN, fromWAN(origIn), lanPort)
 	quote := append([]byte(nil), out[14:14+28+5]...)
-	b, g := e.forward(LAN, fromLAN(hostB, icmpBuild(ipHdr{src: ipB, dst: remote}, 3, 3, 0, quote)), wanPort)
+	b, g := e.forward(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(remote)}.ICMPPacket(3, 3, 0, quote)), wanPort)
 	if g.IPv4.SrcAddr() != wanAddr || g.IPv4.DstAddr() != remote || g.Dst != gwMAC {
 		t.Errorf("error %v > %v via %v, want %v > %v via gateway", g.IPv4.SrcAddr(), g.IPv4.DstAddr(), g.Dst, wanAddr, remote)
 	}
 	want := append([]byte(nil), origIn[:33]...)
 	want[8]--
 	binary.BigEndian.PutUint16(want[10:], 0)
-	binary.BigEndian.PutUint16(want[10:], refCsum(want[:20]))
+	binary.BigEndian.PutUint16(want[10:], frametest.Checksum(want[:20]))
 	if got := b[g.ICMP.EmbeddedOff:g.L3End]; !bytes.Equal(got, want) {
 		t.Errorf("quote\n% x\nwant\n% x", got, want)
 	}
@@ -160,8 +161,8 @@ func TestEchoToBox(t *testing.T) {
 		b    []byte
 		src  [4]byte
 	}{
-		{LAN, fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: lanAddr}, 8, 0, 1<<16|2, []byte("0123456789"))), a4(lanAddr)},
-		{WAN, fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, 8, 0, 3<<16|4, make([]byte, 1000))), a4(wanAddr)},
+		{LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(lanAddr)}.ICMPPacket(8, 0, 1<<16|2, []byte("0123456789"))), a4(lanAddr)},
+		{WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.ICMPPacket(8, 0, 3<<16|4, make([]byte, 1000))), a4(wanAddr)},
 	} {
 		res := e.send(tc.side, tc.b)
 		if res.Action != Reply {
@@ -179,7 +180,7 @@ func TestEchoToBox(t *testing.T) {
 		}
 	}
 	// TCP to the box goes to the host.
-	if res := e.send(LAN, fromLAN(hostA, tcpSeg{sport: 5, dport: 80, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: lanAddr}))); res.Action != ToHost {
+	if res := e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(lanAddr)}.TCPPacket(frametest.TCP{SrcPort: 5, DstPort: 80, Flags: frame.TCPSyn}, nil))); res.Action != ToHost {
 		t.Errorf("TCP to LAN address: %v, want to_host", res.Action)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/rules"
 )
 
@@ -21,12 +22,12 @@ func fragments(id uint16, sizes ...int) (frags [][]byte, whole []byte) {
 	for i := range payload {
 		payload[i] = byte(i)
 	}
-	ip := udpBuild(ipHdr{src: ipA, dst: remote, id: id}, 4000, 4001, payload, false)
+	ip := frametest.IPv4{Src: a4(ipA), Dst: a4(remote), ID: id}.UDPPacket(4000, 4001, payload)
 	l4 := ip[20:]
 	off := 0
 	for i, n := range sizes {
-		h := ipHdr{src: ipA, dst: remote, id: id, proto: frame.ProtoUDP, fragOff: uint16(off / 8), mf: i < len(sizes)-1}
-		frags = append(frags, fromLAN(hostA, h.build(l4[off:off+n])))
+		h := frametest.IPv4{Src: a4(ipA), Dst: a4(remote), ID: id, Proto: frame.ProtoUDP, FragOff: uint16(off / 8), MF: i < len(sizes)-1}
+		frags = append(frags, fromLAN(hostA, h.Build(l4[off:off+n])))
 		off += n
 	}
 	return frags, ip
@@ -35,7 +36,7 @@ func fragments(id uint16, sizes ...int) (frags [][]byte, whole []byte) {
 func TestFragments(t *testing.T) {
 	e := newEnv(t, nil)
 	// Give A's port 4000 to B first so A's fragments get a new port.
-	e.forward(LAN, fromLAN(hostB, udpBuild(ipHdr{src: ipB, dst: remote}, 4000, 4001, nil, false)), wanPort)
+	e.forward(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(remote)}.UDPPacket(4000, 4001, nil)), wanPort)
 	frags, whole := fragments(77, 24, 16, 13)
 	first, f := e.forward(LAN, frags[0], wanPort)
 	natPort := f.UDP.SrcPort
@@ -58,7 +59,7 @@ func TestFragments(t *testing.T) {
 	if len(l4) != len(whole)-20 {
 		t.Fatalf("reassembled %d bytes, want %d", len(l4), len(whole)-20)
 	}
-	if s := refSum(append(pseudo(wanAddr, remote, frame.ProtoUDP, len(l4)), l4...)); s != 0xffff {
+	if s := frametest.Sum(frametest.Pseudo4(a4(wanAddr), a4(remote), frame.ProtoUDP, len(l4)), l4); s != 0xffff {
 		t.Errorf("reassembled datagram's UDP checksum wrong (sum %#x)", s)
 	}
 	if binary.BigEndian.Uint16(l4[0:]) != natPort {
@@ -106,7 +107,7 @@ func TestMSSClamp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, func(c *Config) { c.MSSClamp = tc.clamp; c.WAN.MTU = tc.mtu })
-			b, f := e.forward(LAN, fromLAN(hostA, tcpSeg{sport: 1, dport: 2, flags: frame.TCPSyn, opts: tc.opts}.build(ipHdr{src: ipA, dst: remote})), wanPort)
+			b, f := e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPSyn, Opts: tc.opts}, nil)), wanPort)
 			opts := b[f.L4Off+20 : f.PayloadOff]
 			i := strings.Index(string(opts), "\x02\x04")
 			if got := binary.BigEndian.Uint16(opts[i+2:]); got != tc.want {
@@ -120,11 +121,11 @@ func TestARP(t *testing.T) {
 	e := newEnv(t, nil)
 	host := mac(0xc1)
 	ip := ap("192.168.1.30")
-	res := e.send(LAN, arpBuild(bcast, host, 1, host, ip, [6]byte{}, lanAddr))
+	res := e.send(LAN, frametest.ARPFrame(bcast, host, 1, host, a4(ip), [6]byte{}, a4(lanAddr)))
 	if res.Action != Reply || res.Port != lanPort {
 		t.Fatalf("ARP request: %v", res.Action)
 	}
-	want := arpBuild(host, lanMAC, 2, lanMAC, lanAddr, host, ip)
+	want := frametest.ARPFrame(host, lanMAC, 2, lanMAC, a4(lanAddr), host, a4(ip))
 	if string(res.Frame) != string(want) {
 		t.Errorf("ARP reply\n% x\nwant\n% x", res.Frame, want)
 	}
@@ -138,12 +139,12 @@ func TestARP(t *testing.T) {
 		want Action
 		why  Reason
 	}{
-		{"request for another host", LAN, arpBuild(bcast, host, 1, host, ip, [6]byte{}, ipA), Consumed, 0},
-		{"unsolicited reply", LAN, arpBuild(lanMAC, mac(0xd1), 2, mac(0xd1), ap("192.168.1.40"), lanMAC, lanAddr), Consumed, 0},
-		{"sender off subnet", LAN, arpBuild(bcast, host, 1, host, ap("10.0.0.1"), [6]byte{}, lanAddr), Drop, ReasonARP},
-		{"address conflict", LAN, arpBuild(bcast, host, 1, host, lanAddr, [6]byte{}, lanAddr), Drop, ReasonARP},
-		{"unicast to another MAC", LAN, arpBuild(host, mac(0xd2), 2, mac(0xd2), ap("192.168.1.41"), host, ip), Drop, ReasonNotForUs},
-		{"wan request", WAN, arpBuild(bcast, gwMAC, 1, gwMAC, gwAddr, [6]byte{}, wanAddr), Reply, 0},
+		{"request for another host", LAN, frametest.ARPFrame(bcast, host, 1, host, a4(ip), [6]byte{}, a4(ipA)), Consumed, 0},
+		{"unsolicited reply", LAN, frametest.ARPFrame(lanMAC, mac(0xd1), 2, mac(0xd1), a4(ap("192.168.1.40")), lanMAC, a4(lanAddr)), Consumed, 0},
+		{"sender off subnet", LAN, frametest.ARPFrame(bcast, host, 1, host, a4(ap("10.0.0.1")), [6]byte{}, a4(lanAddr)), Drop, ReasonARP},
+		{"address conflict", LAN, frametest.ARPFrame(bcast, host, 1, host, a4(lanAddr), [6]byte{}, a4(lanAddr)), Drop, ReasonARP},
+		{"unicast to another MAC", LAN, frametest.ARPFrame(host, mac(0xd2), 2, mac(0xd2), a4(ap("192.168.1.41")), host, a4(ip)), Drop, ReasonNotForUs},
+		{"wan request", WAN, frametest.ARPFrame(bcast, gwMAC, 1, gwMAC, a4(gwAddr), [6]byte{}, a4(wanAddr)), Reply, 0},
 	} {
 		if res := e.send(tc.side, tc.b); res.Action != tc.want || res.Reason != tc.why {
 			t.Errorf("%s: %v/%v, want %v/%v", tc.name, res.Action, res.Reason, tc.want, tc.why)
@@ -162,7 +163,7 @@ func TestPendingQueue(t *testing.T) {
 	lan, wan := r.NewWorker(nil), r.NewWorker(nil)
 	now := t0
 	pkt := func(sp uint16) []byte {
-		return fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, sp, 53, []byte("q"), false))
+		return fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(sp, 53, []byte("q")))
 	}
 	// The gateway is unknown: frames wait, one ARP request goes out.
 	for i := range 3 {
@@ -174,7 +175,7 @@ func TestPendingQueue(t *testing.T) {
 	if len(outs) != 1 || outs[0].port != wanPort {
 		t.Fatalf("outbox %v, want one ARP request on the WAN", outs)
 	}
-	want := arpBuild(bcast, wanMAC, 1, wanMAC, wanAddr, [6]byte{}, gwAddr)
+	want := frametest.ARPFrame(bcast, wanMAC, 1, wanMAC, a4(wanAddr), [6]byte{}, a4(gwAddr))
 	if string(outs[0].b) != string(want) {
 		t.Errorf("ARP request\n% x\nwant\n% x", outs[0].b, want)
 	}
@@ -192,7 +193,7 @@ func TestPendingQueue(t *testing.T) {
 	}
 	// The reply arrives on the WAN worker; the LAN worker's Tick releases
 	// the frames, addressed to the gateway.
-	if res := wan.Handle(now+sec+1, wanPort, arpBuild(wanMAC, gwMAC, 2, gwMAC, gwAddr, wanMAC, wanAddr)); res.Action != Consumed {
+	if res := wan.Handle(now+sec+1, wanPort, frametest.ARPFrame(wanMAC, gwMAC, 2, gwMAC, a4(gwAddr), wanMAC, a4(wanAddr))); res.Action != Consumed {
 		t.Fatalf("ARP reply: %v", res.Action)
 	}
 	lan.Tick(now + sec + 2)
@@ -212,12 +213,12 @@ func TestPendingQueue(t *testing.T) {
 
 	// A LAN host that never answers: frames are dropped after 3 s.
 	lost := ap("192.168.1.77")
-	res := wan.Handle(now, wanPort, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 1, 5000, nil, false)))
+	res := wan.Handle(now, wanPort, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(1, 5000, nil)))
 	_ = res
 	r2, _ := New(func() Config { c := testConfig(); c.Forwards[1].To = addrPort(lost, 6000); return c }())
 	w2 := r2.NewWorker(nil)
-	w2.Handle(now, wanPort, arpBuild(bcast, gwMAC, 1, gwMAC, gwAddr, [6]byte{}, wanAddr))
-	if res := w2.Handle(now, wanPort, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 1, 5000, nil, false))); res.Action != Queued {
+	w2.Handle(now, wanPort, frametest.ARPFrame(bcast, gwMAC, 1, gwMAC, a4(gwAddr), [6]byte{}, a4(wanAddr)))
+	if res := w2.Handle(now, wanPort, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(1, 5000, nil))); res.Action != Queued {
 		t.Fatalf("forward to unresolved host: %v", res.Action)
 	}
 	requests := len(drain(w2))
@@ -260,11 +261,11 @@ func drain(w *Worker) []outFrameT {
 
 func TestStaleNeighbourProbe(t *testing.T) {
 	e := newEnv(t, nil)
-	b := fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 1, 2, nil, false))
+	b := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(1, 2, nil))
 	e.now += 31 * sec // past NeighReachable
 	e.forward(LAN, b, wanPort)
 	outs := drain(e.lan)
-	want := arpBuild(gwMAC, wanMAC, 1, wanMAC, wanAddr, [6]byte{}, gwAddr)
+	want := frametest.ARPFrame(gwMAC, wanMAC, 1, wanMAC, a4(wanAddr), [6]byte{}, a4(gwAddr))
 	if len(outs) != 1 || string(outs[0].b) != string(want) {
 		t.Fatalf("stale neighbour: outbox %v, want a unicast probe", outs)
 	}
@@ -283,10 +284,10 @@ func TestStaleNeighbourProbe(t *testing.T) {
 func TestEviction(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxConns = 16 })
 	udpOut := func(sp uint16) Result {
-		return e.send(LAN, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, sp, 9, nil, false)))
+		return e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(sp, 9, nil)))
 	}
 	reply := func(sp uint16) {
-		e.forward(WAN, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 9, sp, nil, false)), lanPort)
+		e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(9, sp, nil)), lanPort)
 	}
 	// 12 replied, 4 unreplied.
 	for i := range 16 {
@@ -327,18 +328,18 @@ func TestEviction(t *testing.T) {
 	}
 	// TCP in TIME_WAIT is evictable (after unreplied).
 	e2 := newEnv(t, func(c *Config) { c.MaxConns = 16 })
-	out := ipHdr{src: ipA, dst: remote}
-	in := ipHdr{src: remote, dst: wanAddr}
+	out := frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}
+	in := frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}
 	for i := range 16 {
 		sp := uint16(100 + i)
-		e2.forward(LAN, fromLAN(hostA, tcpSeg{sport: sp, dport: 80, flags: frame.TCPSyn}.build(out)), wanPort)
-		e2.forward(WAN, fromWAN(tcpSeg{sport: 80, dport: sp, flags: frame.TCPSyn | frame.TCPAck}.build(in)), lanPort)
-		e2.forward(LAN, fromLAN(hostA, tcpSeg{sport: sp, dport: 80, flags: frame.TCPAck}.build(out)), wanPort)
+		e2.forward(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 80, Flags: frame.TCPSyn}, nil)), wanPort)
+		e2.forward(WAN, fromWAN(in.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: sp, Flags: frame.TCPSyn | frame.TCPAck}, nil)), lanPort)
+		e2.forward(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 80, Flags: frame.TCPAck}, nil)), wanPort)
 		if i == 5 {
-			e2.forward(LAN, fromLAN(hostA, tcpSeg{sport: sp, dport: 80, flags: frame.TCPRst}.build(out)), wanPort)
+			e2.forward(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 80, Flags: frame.TCPRst}, nil)), wanPort)
 		}
 	}
-	if res := e2.send(LAN, fromLAN(hostA, tcpSeg{sport: 999, dport: 80, flags: frame.TCPSyn}.build(out))); res.Action != Forward {
+	if res := e2.send(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 999, DstPort: 80, Flags: frame.TCPSyn}, nil))); res.Action != Forward {
 		t.Errorf("SYN with a closed entry to evict: %v/%v", res.Action, res.Reason)
 	}
 	if c, _ := e2.r.Conns(Filter{Port: 105}, 0, 0, e2.now, nil); len(c) != 0 {
@@ -352,9 +353,9 @@ func TestEviction(t *testing.T) {
 func TestExpirySweep(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.SweepBatch = 2000 })
 	for i := range 50 {
-		e.forward(LAN, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, uint16(3000+i), 9, nil, false)), wanPort)
+		e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(uint16(3000+i), 9, nil)), wanPort)
 	}
-	e.forward(WAN, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 9, 3000, nil, false)), lanPort)
+	e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(9, 3000, nil)), lanPort)
 	if n := e.r.maps.active(frame.ProtoUDP); n != 50 {
 		t.Fatalf("%d mappings, want 50", n)
 	}
@@ -376,7 +377,7 @@ func TestExpirySweep(t *testing.T) {
 	}
 	// An expired connection is not used even before the sweep reaches it.
 	e.now += 180 * sec
-	if res := e.send(WAN, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 9, 3000, nil, false))); res.Action != ToHost {
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(9, 3000, nil))); res.Action != ToHost {
 		t.Errorf("reply to an expired connection: %v, want to_host", res.Action)
 	}
 }
@@ -388,7 +389,7 @@ func TestListAndDelete(t *testing.T) {
 		if i%3 == 0 {
 			src, m = ipB, hostB
 		}
-		e.forward(LAN, fromLAN(m, udpBuild(ipHdr{src: src, dst: remote}, uint16(10000+i), 53, nil, false)), wanPort)
+		e.forward(LAN, fromLAN(m, frametest.IPv4{Src: a4(src), Dst: a4(remote)}.UDPPacket(uint16(10000+i), 53, nil)), wanPort)
 	}
 	var all []Conn
 	cursor, pages := 0, 0
@@ -434,7 +435,7 @@ func TestListAndDelete(t *testing.T) {
 
 func TestDrops(t *testing.T) {
 	e := newEnv(t, nil)
-	good := fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 1, 2, []byte("abc"), false))
+	good := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(1, 2, []byte("abc")))
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	for _, tc := range []struct {
 		name string
@@ -447,17 +448,17 @@ func TestDrops(t *testing.T) {
 		{"bad ihl", LAN, lanPort, mod(func(b []byte) []byte { b[14] = 0x44; return b }), ReasonMalformed},
 		{"bad total length", LAN, lanPort, mod(func(b []byte) []byte { b[17] = 0xff; return b }), ReasonMalformed},
 		{"bad header checksum", LAN, lanPort, mod(func(b []byte) []byte { b[24] ^= 1; return b }), ReasonBadChecksum},
-		{"ipv6", LAN, lanPort, eth(lanMAC, hostA, frame.EtherTypeIPv6, append([]byte{0x60, 0, 0, 0, 0, 0, 59, 64}, make([]byte, 32)...)), ReasonIPv6},
+		{"ipv6", LAN, lanPort, frametest.Pad(frametest.Frame(lanMAC, hostA, frame.EtherTypeIPv6, append([]byte{0x60, 0, 0, 0, 0, 0, 59, 64}, make([]byte, 32)...))), ReasonIPv6},
 		{"vlan", LAN, lanPort, mod(func(b []byte) []byte {
 			return append(append(append([]byte(nil), b[:12]...), 0x81, 0, 0, 5), b[12:]...)
 		}), ReasonVLAN},
 		{"other mac", LAN, lanPort, mod(func(b []byte) []byte { b[5] = 0x77; return b }), ReasonNotForUs},
-		{"spoofed lan source", LAN, lanPort, fromLAN(hostA, udpBuild(ipHdr{src: ap("10.9.9.9"), dst: remote}, 1, 2, nil, false)), ReasonMartian},
-		{"lan address from wan", WAN, wanPort, fromWAN(udpBuild(ipHdr{src: ipA, dst: wanAddr}, 1, 2, nil, false)), ReasonMartian},
-		{"lan to lan", LAN, lanPort, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: ipB}, 1, 2, nil, false)), ReasonNoRoute},
-		{"wan to other ip", WAN, wanPort, fromWAN(udpBuild(ipHdr{src: remote, dst: ap("203.0.113.50")}, 1, 2, nil, false)), ReasonNotForUs},
+		{"spoofed lan source", LAN, lanPort, fromLAN(hostA, frametest.IPv4{Src: a4(ap("10.9.9.9")), Dst: a4(remote)}.UDPPacket(1, 2, nil)), ReasonMartian},
+		{"lan address from wan", WAN, wanPort, fromWAN(frametest.IPv4{Src: a4(ipA), Dst: a4(wanAddr)}.UDPPacket(1, 2, nil)), ReasonMartian},
+		{"lan to lan", LAN, lanPort, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(ipB)}.UDPPacket(1, 2, nil)), ReasonNoRoute},
+		{"wan to other ip", WAN, wanPort, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(ap("203.0.113.50"))}.UDPPacket(1, 2, nil)), ReasonNotForUs},
 		{"unknown port", LAN, 9, good, ReasonUnknownPort},
-		{"lldp", LAN, lanPort, eth(lanMAC, hostA, 0x88cc, make([]byte, 40)), ReasonEtherType},
+		{"lldp", LAN, lanPort, frametest.Pad(frametest.Frame(lanMAC, hostA, 0x88cc, make([]byte, 40))), ReasonEtherType},
 	} {
 		res := e.lan.Handle(e.now, tc.port, append([]byte(nil), tc.b...))
 		if tc.side == WAN {
@@ -475,11 +476,11 @@ func TestDrops(t *testing.T) {
 		t.Errorf("dropped frames created %d connections", n)
 	}
 	// A DHCP discover from 0.0.0.0 on the LAN reaches the host.
-	if res := e.send(LAN, eth(bcast, hostA, frame.EtherTypeIPv4, udpBuild(ipHdr{src: ap("0.0.0.0"), dst: ap("255.255.255.255")}, 68, 67, nil, false))); res.Action != ToHost {
+	if res := e.send(LAN, frametest.Pad(frametest.Frame(bcast, hostA, frame.EtherTypeIPv4, frametest.IPv4{Src: a4(ap("0.0.0.0")), Dst: a4(ap("255.255.255.255"))}.UDPPacket(68, 67, nil)))); res.Action != ToHost {
 		t.Errorf("DHCP discover: %v/%v, want to_host", res.Action, res.Reason)
 	}
 	// DHCP replies to the WAN reach the host even before it has an address.
-	if res := e.send(WAN, fromWAN(udpBuild(ipHdr{src: gwAddr, dst: ap("203.0.113.77")}, 67, 68, nil, false))); res.Action != ToHost {
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(gwAddr), Dst: a4(ap("203.0.113.77"))}.UDPPacket(67, 68, nil))); res.Action != ToHost {
 		t.Errorf("DHCP reply: %v, want to_host", res.Action)
 	}
 }
@@ -503,12 +504,12 @@ icmp type echo-request drop
 	set.Swap(tab)
 	e := newEnv(t, nil)
 	w := e.r.NewWorker(set.Worker(0))
-	out := ipHdr{src: ipA, dst: remote}
-	res := w.Handle(e.now, lanPort, fromLAN(hostA, udpBuild(out, 1, 53, nil, false)))
+	out := frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}
+	res := w.Handle(e.now, lanPort, fromLAN(hostA, out.UDPPacket(1, 53, nil)))
 	if res.Action != Drop || res.Reason != ReasonRule {
 		t.Errorf("udp 53: %v/%v, want rule drop", res.Action, res.Reason)
 	}
-	res = w.Handle(e.now, lanPort, fromLAN(hostA, tcpSeg{sport: 1234, dport: 25, seq: 1000, flags: frame.TCPSyn}.build(out)))
+	res = w.Handle(e.now, lanPort, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 1234, DstPort: 25, Seq: 1000, Flags: frame.TCPSyn}, nil)))
 	if res.Action != Reply {
 		t.Fatalf("tcp 25: %v/%v, want RST", res.Action, res.Reason)
 	}
@@ -517,20 +518,20 @@ icmp type echo-request drop
 		f.TCP.Flags != frame.TCPRst|frame.TCPAck || f.TCP.Ack != 1001 || f.Dst != hostA {
 		t.Errorf("RST: %+v %+v", f.IPv4, f.TCP)
 	}
-	res = w.Handle(e.now, lanPort, fromLAN(hostA, udpBuild(out, 1, 69, nil, false)))
+	res = w.Handle(e.now, lanPort, fromLAN(hostA, out.UDPPacket(1, 69, nil)))
 	if res.Action != Reply {
 		t.Fatalf("udp 69: %v, want port unreachable", res.Action)
 	}
 	if _, f := checkFrame(t, res.Frame); f.ICMP.Type != 3 || f.ICMP.Code != 3 || f.IPv4.SrcAddr() != lanAddr {
 		t.Errorf("unreachable: type %d code %d from %v", f.ICMP.Type, f.ICMP.Code, f.IPv4.SrcAddr())
 	}
-	if res := w.Handle(e.now, lanPort, fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: lanAddr}, 8, 0, 0, nil))); res.Action != Drop {
+	if res := w.Handle(e.now, lanPort, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(lanAddr)}.ICMPPacket(8, 0, 0, nil))); res.Action != Drop {
 		t.Errorf("echo to box with input drop: %v", res.Action)
 	}
 	if n := e.r.CountConns(Filter{}); n != 0 {
 		t.Errorf("refused connections created %d entries", n)
 	}
-	res = w.Handle(e.now, lanPort, fromLAN(hostA, udpBuild(out, 1, 54, nil, false)))
+	res = w.Handle(e.now, lanPort, fromLAN(hostA, out.UDPPacket(1, 54, nil)))
 	if res.Action != Forward {
 		t.Errorf("udp 54: %v, want forwarded", res.Action)
 	}
@@ -579,7 +580,7 @@ func TestConfigErrors(t *testing.T) {
 
 func TestUpdate(t *testing.T) {
 	e := newEnv(t, nil)
-	e.forward(LAN, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 1, 2, nil, false)), wanPort)
+	e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(1, 2, nil)), wanPort)
 	cfg := e.r.Config()
 	cfg.Forwards = nil
 	if err := e.r.Update(cfg); err != nil {
@@ -588,7 +589,7 @@ func TestUpdate(t *testing.T) {
 	if n := e.r.CountConns(Filter{}); n != 1 {
 		t.Errorf("update without address change dropped connections: %d", n)
 	}
-	if res := e.send(WAN, fromWAN(tcpSeg{sport: 1, dport: 8080, flags: frame.TCPSyn}.build(ipHdr{src: remote, dst: wanAddr}))); res.Action != ToHost {
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 8080, Flags: frame.TCPSyn}, nil))); res.Action != ToHost {
 		t.Errorf("removed forward still used: %v", res.Action)
 	}
 	if err := e.r.SetWAN(netip.MustParsePrefix("198.18.0.2/24"), ap("198.18.0.1")); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -44,42 +45,43 @@ func (e *env) conn(f Filter) Conn {
 
 func TestTCPLifecycle(t *testing.T) {
 	e := newEnv(t, nil)
-	out := ipHdr{src: ipA, dst: remote, ttl: 64}
-	in := ipHdr{src: remote, dst: wanAddr, ttl: 50}
+	out := frametest.IPv4{Src: a4(ipA), Dst: a4(remote), TTL: 64}
+	in := frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr), TTL: 50}
 	const sp, dp = 40000, 443
 	steps := []struct {
-		name  string
-		side  Side
-		seg   tcpSeg
-		want  wire
-		state State
+		name    string
+		side    Side
+		seg     frametest.TCP
+		payload []byte
+		want    wire
+		state   State
 	}{
-		{"syn", LAN, tcpSeg{sport: sp, dport: dp, seq: 100, flags: frame.TCPSyn},
+		{"syn", LAN, frametest.TCP{SrcPort: sp, DstPort: dp, Seq: 100, Flags: frame.TCPSyn}, nil,
 			wire{wanMAC, gwMAC, wanAddr, remote, sp, dp, 63, frame.TCPSyn, 0}, StateSynSent},
-		{"syn retransmit", LAN, tcpSeg{sport: sp, dport: dp, seq: 100, flags: frame.TCPSyn},
+		{"syn retransmit", LAN, frametest.TCP{SrcPort: sp, DstPort: dp, Seq: 100, Flags: frame.TCPSyn}, nil,
 			wire{wanMAC, gwMAC, wanAddr, remote, sp, dp, 63, frame.TCPSyn, 0}, StateSynSent},
-		{"syn-ack", WAN, tcpSeg{sport: dp, dport: sp, seq: 900, ack: 101, flags: frame.TCPSyn | frame.TCPAck},
+		{"syn-ack", WAN, frametest.TCP{SrcPort: dp, DstPort: sp, Seq: 900, Ack: 101, Flags: frame.TCPSyn | frame.TCPAck}, nil,
 			wire{lanMAC, hostA, remote, ipA, dp, sp, 49, frame.TCPSyn | frame.TCPAck, 0}, StateSynRecv},
-		{"ack", LAN, tcpSeg{sport: sp, dport: dp, seq: 101, ack: 901, flags: frame.TCPAck},
+		{"ack", LAN, frametest.TCP{SrcPort: sp, DstPort: dp, Seq: 101, Ack: 901, Flags: frame.TCPAck}, nil,
 			wire{wanMAC, gwMAC, wanAddr, remote, sp, dp, 63, frame.TCPAck, 0}, StateEstablished},
-		{"data out", LAN, tcpSeg{sport: sp, dport: dp, seq: 101, ack: 901, flags: frame.TCPAck | frame.TCPPsh, payload: []byte("GET / HTTP/1.1\r\n\r\n")},
+		{"data out", LAN, frametest.TCP{SrcPort: sp, DstPort: dp, Seq: 101, Ack: 901, Flags: frame.TCPAck | frame.TCPPsh}, []byte("GET / HTTP/1.1\r\n\r\n"),
 			wire{wanMAC, gwMAC, wanAddr, remote, sp, dp, 63, frame.TCPAck | frame.TCPPsh, 0}, StateEstablished},
-		{"data in", WAN, tcpSeg{sport: dp, dport: sp, seq: 901, ack: 119, flags: frame.TCPAck, payload: make([]byte, 700)},
+		{"data in", WAN, frametest.TCP{SrcPort: dp, DstPort: sp, Seq: 901, Ack: 119, Flags: frame.TCPAck}, make([]byte, 700),
 			wire{lanMAC, hostA, remote, ipA, dp, sp, 49, frame.TCPAck, 0}, StateEstablished},
-		{"fin out", LAN, tcpSeg{sport: sp, dport: dp, seq: 119, ack: 1601, flags: frame.TCPFin | frame.TCPAck},
+		{"fin out", LAN, frametest.TCP{SrcPort: sp, DstPort: dp, Seq: 119, Ack: 1601, Flags: frame.TCPFin | frame.TCPAck}, nil,
 			wire{wanMAC, gwMAC, wanAddr, remote, sp, dp, 63, frame.TCPFin | frame.TCPAck, 0}, StateFinWait},
-		{"fin in", WAN, tcpSeg{sport: dp, dport: sp, seq: 1601, ack: 120, flags: frame.TCPFin | frame.TCPAck},
+		{"fin in", WAN, frametest.TCP{SrcPort: dp, DstPort: sp, Seq: 1601, Ack: 120, Flags: frame.TCPFin | frame.TCPAck}, nil,
 			wire{lanMAC, hostA, remote, ipA, dp, sp, 49, frame.TCPFin | frame.TCPAck, 0}, StateLastAck},
-		{"last ack", LAN, tcpSeg{sport: sp, dport: dp, seq: 120, ack: 1602, flags: frame.TCPAck},
+		{"last ack", LAN, frametest.TCP{SrcPort: sp, DstPort: dp, Seq: 120, Ack: 1602, Flags: frame.TCPAck}, nil,
 			wire{wanMAC, gwMAC, wanAddr, remote, sp, dp, 63, frame.TCPAck, 0}, StateTimeWait},
 	}
 	for _, st := range steps {
 		var b []byte
 		port := wanPort
 		if st.side == LAN {
-			b = fromLAN(hostA, st.seg.build(out))
+			b = fromLAN(hostA, out.TCPPacket(st.seg, st.payload))
 		} else {
-			b, port = fromWAN(st.seg.build(in)), lanPort
+			b, port = fromWAN(in.TCPPacket(st.seg, st.payload)), lanPort
 		}
 		_, f := e.forward(st.side, b, port)
 		if diff := cmp.Diff(st.want, wireOf(&f), cmpopts.EquateComparable(netip.Addr{})); diff != "" {
@@ -101,12 +103,12 @@ func TestTCPLifecycle(t *testing.T) {
 		t.Errorf("connection (-want +got):\n%s", diff)
 	}
 	// A new SYN on the closed connection reopens it.
-	e.forward(LAN, fromLAN(hostA, tcpSeg{sport: sp, dport: dp, seq: 5000, flags: frame.TCPSyn}.build(out)), wanPort)
+	e.forward(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: dp, Seq: 5000, Flags: frame.TCPSyn}, nil)), wanPort)
 	if c := e.conn(Filter{Proto: frame.ProtoTCP}); c.State != StateSynSent || c.Packets != [2]uint64{1, 0} {
 		t.Errorf("after reopening SYN: state %v packets %v, want syn_sent [1 0]", c.State, c.Packets)
 	}
 	// RST closes.
-	e.forward(WAN, fromWAN(tcpSeg{sport: dp, dport: sp, seq: 1, ack: 5001, flags: frame.TCPRst | frame.TCPAck}.build(in)), lanPort)
+	e.forward(WAN, fromWAN(in.TCPPacket(frametest.TCP{SrcPort: dp, DstPort: sp, Seq: 1, Ack: 5001, Flags: frame.TCPRst | frame.TCPAck}, nil)), lanPort)
 	if c := e.conn(Filter{Proto: frame.ProtoTCP}); c.State != StateClose || c.ExpiresIn != 10 {
 		t.Errorf("after RST: state %v expires in %d, want close 10", c.State, c.ExpiresIn)
 	}
@@ -114,7 +116,7 @@ func TestTCPLifecycle(t *testing.T) {
 
 func TestTCPInvalid(t *testing.T) {
 	e := newEnv(t, nil)
-	out := ipHdr{src: ipA, dst: remote}
+	out := frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}
 	for _, tc := range []struct {
 		name string
 		side Side
@@ -122,10 +124,10 @@ func TestTCPInvalid(t *testing.T) {
 		want Action
 		why  Reason
 	}{
-		{"ack without connection", LAN, fromLAN(hostA, tcpSeg{sport: 1, dport: 2, flags: frame.TCPAck}.build(out)), Drop, ReasonInvalid},
-		{"syn-fin", LAN, fromLAN(hostA, tcpSeg{sport: 1, dport: 2, flags: frame.TCPSyn | frame.TCPFin}.build(out)), Drop, ReasonInvalid},
-		{"unsolicited from wan", WAN, fromWAN(tcpSeg{sport: 1, dport: 2, flags: frame.TCPSyn}.build(ipHdr{src: remote, dst: wanAddr})), ToHost, 0},
-		{"ack to forward port", WAN, fromWAN(tcpSeg{sport: 1, dport: 8080, flags: frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})), Drop, ReasonInvalid},
+		{"ack without connection", LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPAck}, nil)), Drop, ReasonInvalid},
+		{"syn-fin", LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPSyn | frame.TCPFin}, nil)), Drop, ReasonInvalid},
+		{"unsolicited from wan", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPSyn}, nil)), ToHost, 0},
+		{"ack to forward port", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 8080, Flags: frame.TCPAck}, nil)), Drop, ReasonInvalid},
 	} {
 		res := e.send(tc.side, tc.b)
 		if res.Action != tc.want || res.Reason != tc.why {
@@ -144,7 +146,11 @@ func TestUDP(t *testing.T) {
 		if noCsum {
 			sp = 5354
 		}
-		b := fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, sp, 53, []byte("query"), noCsum))
+		udp := frametest.IPv4.UDPPacket
+		if noCsum {
+			udp = frametest.IPv4.UDPPacketNoChecksum
+		}
+		b := fromLAN(hostA, udp(frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}, sp, 53, []byte("query")))
 		_, f := e.forward(LAN, b, wanPort)
 		if got, want := wireOf(&f), (wire{wanMAC, gwMAC, wanAddr, remote, sp, 53, 63, 0, 0}); got != want {
 			t.Errorf("out: got %+v, want %+v", got, want)
@@ -156,7 +162,7 @@ func TestUDP(t *testing.T) {
 		if c.State != StateUnreplied || c.ExpiresIn != 30 {
 			t.Errorf("unreplied: %v expires %d, want unreplied 30", c.State, c.ExpiresIn)
 		}
-		_, f = e.forward(WAN, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, sp, []byte("answer!"), noCsum)), lanPort)
+		_, f = e.forward(WAN, fromWAN(udp(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}, 53, sp, []byte("answer!"))), lanPort)
 		if got, want := wireOf(&f), (wire{lanMAC, hostA, remote, ipA, 53, sp, 63, 0, 0}); got != want {
 			t.Errorf("in: got %+v, want %+v", got, want)
 		}
@@ -173,7 +179,7 @@ func TestUDP(t *testing.T) {
 func TestICMPEchoIDMapping(t *testing.T) {
 	e := newEnv(t, nil)
 	ping := func(src [6]byte, ip netip.Addr, id uint16) uint16 {
-		_, f := e.forward(LAN, fromLAN(src, icmpBuild(ipHdr{src: ip, dst: remote}, 8, 0, uint32(id)<<16|1, []byte("abcdefgh"))), wanPort)
+		_, f := e.forward(LAN, fromLAN(src, frametest.IPv4{Src: a4(ip), Dst: a4(remote)}.ICMPPacket(8, 0, uint32(id)<<16|1, []byte("abcdefgh"))), wanPort)
 		if f.IPv4.SrcAddr() != wanAddr || f.IPv4.DstAddr() != remote {
 			t.Errorf("echo request from %v: %v > %v", ip, f.IPv4.SrcAddr(), f.IPv4.DstAddr())
 		}
@@ -192,13 +198,13 @@ func TestICMPEchoIDMapping(t *testing.T) {
 		host netip.Addr
 		mac  [6]byte
 	}{{idA, ipA, hostA}, {idB, ipB, hostB}} {
-		_, f := e.forward(WAN, fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, 0, 0, uint32(tc.id)<<16|1, []byte("abcdefgh"))), lanPort)
+		_, f := e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.ICMPPacket(0, 0, uint32(tc.id)<<16|1, []byte("abcdefgh"))), lanPort)
 		if got, want := wireOf(&f), (wire{lanMAC, tc.mac, remote, tc.host, 0, 0, 63, 0, 777}); got != want {
 			t.Errorf("echo reply for %d: got %+v, want %+v", tc.id, got, want)
 		}
 	}
 	// A reply to an identifier nobody uses goes to the host.
-	if res := e.send(WAN, fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, 0, 0, 4242<<16, nil))); res.Action != ToHost {
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.ICMPPacket(0, 0, 4242<<16, nil))); res.Action != ToHost {
 		t.Errorf("unknown echo reply: %v, want to_host", res.Action)
 	}
 }
@@ -206,7 +212,7 @@ func TestICMPEchoIDMapping(t *testing.T) {
 func TestPortCollisionAndEIM(t *testing.T) {
 	e := newEnv(t, nil)
 	udp := func(src [6]byte, ip, dst netip.Addr, sp uint16) uint16 {
-		_, f := e.forward(LAN, fromLAN(src, udpBuild(ipHdr{src: ip, dst: dst}, sp, 3478, []byte("x"), false)), wanPort)
+		_, f := e.forward(LAN, fromLAN(src, frametest.IPv4{Src: a4(ip), Dst: a4(dst)}.UDPPacket(sp, 3478, []byte("x"))), wanPort)
 		return f.UDP.SrcPort
 	}
 	a1 := udp(hostA, ipA, remote, 6000)
@@ -228,7 +234,7 @@ func TestPortCollisionAndEIM(t *testing.T) {
 		t.Errorf("source port 5005 (a forwarded port) was kept")
 	}
 	// Replies to B's mapping reach B.
-	_, f := e.forward(WAN, fromWAN(udpBuild(ipHdr{src: remote2, dst: wanAddr}, 3478, b1, []byte("y"), false)), lanPort)
+	_, f := e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote2), Dst: a4(wanAddr)}.UDPPacket(3478, b1, []byte("y"))), lanPort)
 	if f.IPv4.DstAddr() != ipB || f.UDP.DstPort != 6000 {
 		t.Errorf("reply to %d went to %v:%d, want %v:6000", b1, f.IPv4.DstAddr(), f.UDP.DstPort, ipB)
 	}
@@ -239,12 +245,12 @@ func TestPortCollisionAndEIM(t *testing.T) {
 
 func TestPortForward(t *testing.T) {
 	e := newEnv(t, nil)
-	in := ipHdr{src: remote, dst: wanAddr}
-	_, f := e.forward(WAN, fromWAN(tcpSeg{sport: 33000, dport: 8080, seq: 1, flags: frame.TCPSyn}.build(in)), lanPort)
+	in := frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}
+	_, f := e.forward(WAN, fromWAN(in.TCPPacket(frametest.TCP{SrcPort: 33000, DstPort: 8080, Seq: 1, Flags: frame.TCPSyn}, nil)), lanPort)
 	if got, want := wireOf(&f), (wire{lanMAC, hostA, remote, ipA, 33000, 80, 63, frame.TCPSyn, 0}); got != want {
 		t.Errorf("forwarded SYN: got %+v, want %+v", got, want)
 	}
-	_, f = e.forward(LAN, fromLAN(hostA, tcpSeg{sport: 80, dport: 33000, seq: 7, ack: 2, flags: frame.TCPSyn | frame.TCPAck}.build(ipHdr{src: ipA, dst: remote})), wanPort)
+	_, f = e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: 33000, Seq: 7, Ack: 2, Flags: frame.TCPSyn | frame.TCPAck}, nil)), wanPort)
 	if got, want := wireOf(&f), (wire{wanMAC, gwMAC, wanAddr, remote, 8080, 33000, 63, frame.TCPSyn | frame.TCPAck, 0}); got != want {
 		t.Errorf("answer: got %+v, want %+v", got, want)
 	}
@@ -252,7 +258,7 @@ func TestPortForward(t *testing.T) {
 		t.Errorf("forward connection: %+v", c)
 	}
 	// A UDP port range maps onto the target range.
-	_, f = e.forward(WAN, fromWAN(udpBuild(in, 999, 5003, []byte("hi"), false)), lanPort)
+	_, f = e.forward(WAN, fromWAN(in.UDPPacket(999, 5003, []byte("hi"))), lanPort)
 	if f.IPv4.DstAddr() != ipB || f.UDP.DstPort != 6003 {
 		t.Errorf("udp 5003 went to %v:%d, want %v:6003", f.IPv4.DstAddr(), f.UDP.DstPort, ipB)
 	}
@@ -261,12 +267,12 @@ func TestPortForward(t *testing.T) {
 func TestHairpin(t *testing.T) {
 	e := newEnv(t, nil)
 	// Host B connects to the WAN address's forwarded port 8080 (host A:80).
-	_, f := e.forward(LAN, fromLAN(hostB, tcpSeg{sport: 41000, dport: 8080, seq: 1, flags: frame.TCPSyn}.build(ipHdr{src: ipB, dst: wanAddr})), lanPort)
+	_, f := e.forward(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 41000, DstPort: 8080, Seq: 1, Flags: frame.TCPSyn}, nil)), lanPort)
 	if got, want := wireOf(&f), (wire{lanMAC, hostA, wanAddr, ipA, 41000, 80, 63, frame.TCPSyn, 0}); got != want {
 		t.Errorf("hairpin SYN: got %+v, want %+v", got, want)
 	}
 	natPort := f.TCP.SrcPort
-	_, f = e.forward(LAN, fromLAN(hostA, tcpSeg{sport: 80, dport: natPort, seq: 9, ack: 2, flags: frame.TCPSyn | frame.TCPAck}.build(ipHdr{src: ipA, dst: wanAddr})), lanPort)
+	_, f = e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: natPort, Seq: 9, Ack: 2, Flags: frame.TCPSyn | frame.TCPAck}, nil)), lanPort)
 	if got, want := wireOf(&f), (wire{lanMAC, hostB, wanAddr, ipB, 8080, 41000, 63, frame.TCPSyn | frame.TCPAck, 0}); got != want {
 		t.Errorf("hairpin answer: got %+v, want %+v", got, want)
 	}
@@ -274,7 +280,7 @@ func TestHairpin(t *testing.T) {
 		t.Errorf("hairpin state %v, want syn_recv", c.State)
 	}
 	// Pinging the WAN address from the LAN is answered by the box.
-	res := e.send(LAN, fromLAN(hostB, icmpBuild(ipHdr{src: ipB, dst: wanAddr}, 8, 0, 5<<16|1, []byte("ping"))))
+	res := e.send(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(wanAddr)}.ICMPPacket(8, 0, 5<<16|1, []byte("ping"))))
 	if res.Action != Reply || res.Port != lanPort {
 		t.Fatalf("ping WAN address from LAN: %v on %d", res.Action, res.Port)
 	}
@@ -294,9 +300,9 @@ func TestEstablishedChecksumsMatchRecompute(t *testing.T) {
 		for j := range payload {
 			payload[j] = byte(i * j)
 		}
-		_, f := e.forward(LAN, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote, id: uint16(i)}, sp, uint16(i+1), payload, false)), wanPort)
-		e.forward(WAN, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, uint16(i+1), f.UDP.SrcPort, payload, false)), lanPort)
-		_, f = e.forward(LAN, fromLAN(hostB, tcpSeg{sport: sp, dport: 443, seq: uint32(i) * 7919, flags: frame.TCPSyn, payload: payload}.build(ipHdr{src: ipB, dst: remote2})), wanPort)
-		e.forward(WAN, fromWAN(tcpSeg{sport: 443, dport: f.TCP.SrcPort, flags: frame.TCPSyn | frame.TCPAck}.build(ipHdr{src: remote2, dst: wanAddr})), lanPort)
+		_, f := e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), ID: uint16(i)}.UDPPacket(sp, uint16(i+1), payload)), wanPort)
+		e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(uint16(i+1), f.UDP.SrcPort, payload)), lanPort)
+		_, f = e.forward(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(remote2)}.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 443, Seq: uint32(i) * 7919, Flags: frame.TCPSyn}, payload)), wanPort)
+		e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote2), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 443, DstPort: f.TCP.SrcPort, Flags: frame.TCPSyn | frame.TCPAck}, nil)), lanPort)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -16,7 +17,7 @@ import (
 // one the lookup path computes (flowKey of frame.Parse), and that frames
 // the router does not look up get none.
 func TestPeekKey(t *testing.T) {
-	tcp := tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck}.build(ipHdr{src: ipA, dst: remote})
+	tcp := frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 80, Flags: frame.TCPAck}, nil)
 	vlan := func(b []byte) []byte { // insert an 802.1Q tag (VID 10)
 		return slices.Concat(b[:12], []byte{0x81, 0x00, 0x00, 0x0a}, b[12:])
 	}
@@ -28,30 +29,30 @@ func TestPeekKey(t *testing.T) {
 		lookup bool // the lookup path computes a key for it
 	}{
 		{"tcp lan", LAN, fromLAN(hostA, tcp), true},
-		{"tcp wan", WAN, fromWAN(tcpSeg{sport: 80, dport: 20000, flags: frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})), true},
-		{"tcp ip options", LAN, fromLAN(hostA, tcpSeg{sport: 7, dport: 9, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: remote, opts: []byte{1, 1, 1, 0}})), true},
-		{"udp lan", LAN, fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 5353, 53, []byte("q"), false)), true},
-		{"udp wan", WAN, fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 20001, nil, true)), true},
-		{"udp first fragment", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, mf: true}.build(slices.Concat(be16(1), be16(2), be16(100), be16(0), make([]byte, 8)))), true},
-		{"echo request", LAN, fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote}, frame.ICMPEchoRequest, 0, 0x1234<<16|1, []byte("ping"))), true},
-		{"echo reply", WAN, fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, frame.ICMPEchoReply, 0, 0x4321<<16|1, []byte("ping"))), true},
-		{"gre", WAN, fromWAN(ipHdr{src: remote, dst: wanAddr, proto: 47}.build(make([]byte, 8))), true},
-		{"icmp error", WAN, fromWAN(icmpBuild(ipHdr{src: router1, dst: wanAddr}, frame.ICMPTimeExceeded, 0, 0, tcp[:28])), false},
-		{"icmp timestamp", LAN, fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote}, 13, 0, 0, make([]byte, 12))), false},
-		{"later fragment", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP, id: 5, fragOff: 2}.build(make([]byte, 8))), false},
+		{"tcp wan", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: 20000, Flags: frame.TCPAck}, nil)), true},
+		{"tcp ip options", LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), Opts: []byte{1, 1, 1, 0}}.TCPPacket(frametest.TCP{SrcPort: 7, DstPort: 9, Flags: frame.TCPSyn}, nil)), true},
+		{"udp lan", LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(5353, 53, []byte("q"))), true},
+		{"udp wan", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacketNoChecksum(53, 20001, nil)), true},
+		{"udp first fragment", LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), Proto: frame.ProtoUDP, ID: 5, MF: true}.Build(slices.Concat([]byte{0, 1, 0, 2, 0, 100, 0, 0}, make([]byte, 8)))), true},
+		{"echo request", LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.ICMPPacket(frame.ICMPEchoRequest, 0, 0x1234<<16|1, []byte("ping"))), true},
+		{"echo reply", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.ICMPPacket(frame.ICMPEchoReply, 0, 0x4321<<16|1, []byte("ping"))), true},
+		{"gre", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr), Proto: 47}.Build(make([]byte, 8))), true},
+		{"icmp error", WAN, fromWAN(frametest.IPv4{Src: a4(router1), Dst: a4(wanAddr)}.ICMPPacket(frame.ICMPTimeExceeded, 0, 0, tcp[:28])), false},
+		{"icmp timestamp", LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.ICMPPacket(13, 0, 0, make([]byte, 12))), false},
+		{"later fragment", LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), Proto: frame.ProtoUDP, ID: 5, FragOff: 2}.Build(make([]byte, 8))), false},
 		{"vlan", LAN, vlan(fromLAN(hostA, tcp)), false},
 		{"other mac", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[5] ^= 0x40 }), false},
-		{"broadcast", LAN, eth(bcast, hostA, frame.EtherTypeIPv4, tcp), false},
+		{"broadcast", LAN, frametest.Pad(frametest.Frame(bcast, hostA, frame.EtherTypeIPv4, tcp)), false},
 		{"lan frame on wan", WAN, fromLAN(hostA, tcp), false},
-		{"arp", LAN, arpBuild(lanMAC, hostA, 1, hostA, ipA, [6]byte{}, lanAddr), false},
-		{"ipv6", LAN, eth(lanMAC, hostA, frame.EtherTypeIPv6, make([]byte, 60)), false},
+		{"arp", LAN, frametest.ARPFrame(lanMAC, hostA, 1, hostA, a4(ipA), [6]byte{}, a4(lanAddr)), false},
+		{"ipv6", LAN, frametest.Pad(frametest.Frame(lanMAC, hostA, frame.EtherTypeIPv6, make([]byte, 60))), false},
 		{"ip version 6 in ipv4", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[14] = 0x65 }), false},
 		{"ihl 4", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[14] = 0x44 }), false},
 		{"total length past the frame", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[16], b[17] = 0x05, 0xdc }), false},
 		{"total length under ihl", LAN, mod(fromLAN(hostA, tcp), func(b []byte) { b[16], b[17] = 0, 16 }), false},
-		{"tcp header cut", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoTCP}.build(make([]byte, 12))), false},
-		{"udp header cut", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoUDP}.build(make([]byte, 6))), false},
-		{"icmp header cut", LAN, fromLAN(hostA, ipHdr{src: ipA, dst: remote, proto: frame.ProtoICMP}.build([]byte{8, 0, 0, 0})), false},
+		{"tcp header cut", LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), Proto: frame.ProtoTCP}.Build(make([]byte, 12))), false},
+		{"udp header cut", LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), Proto: frame.ProtoUDP}.Build(make([]byte, 6))), false},
+		{"icmp header cut", LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), Proto: frame.ProtoICMP}.Build([]byte{8, 0, 0, 0})), false},
 		{"ethernet only", LAN, fromLAN(hostA, nil)[:14], false},
 		{"empty", LAN, nil, false},
 	} {
@@ -207,15 +208,15 @@ func snapshotOf(r *Router, now int64) tableState {
 // valid and not.
 func prefetchFrames() [][]byte {
 	return [][]byte{
-		fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPAck}.build(ipHdr{src: ipA, dst: remote})),
-		fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})),
-		fromLAN(hostA, udpBuild(ipHdr{src: ipA, dst: remote}, 2000, 53, []byte("q"), false)),
-		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 53, 2000, []byte("a"), false)),
-		fromLAN(hostB, tcpSeg{sport: 1, dport: 2, flags: frame.TCPSyn}.build(ipHdr{src: ipB, dst: remote2})),
-		fromWAN(udpBuild(ipHdr{src: remote, dst: wanAddr}, 1, 5004, []byte("fwd"), false)),
-		fromLAN(hostA, icmpBuild(ipHdr{src: ipA, dst: remote}, 8, 0, 9<<16, []byte("ping"))),
-		fromWAN(icmpBuild(ipHdr{src: remote, dst: wanAddr}, 0, 0, 9<<16, []byte("ping"))),
-		arpBuild(bcast, hostA, 1, hostA, ipA, [6]byte{}, lanAddr),
+		fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 80, Flags: frame.TCPAck}, nil)),
+		fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: 1000, Flags: frame.TCPAck}, nil)),
+		fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(2000, 53, []byte("q"))),
+		fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(53, 2000, []byte("a"))),
+		fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(remote2)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPSyn}, nil)),
+		fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(1, 5004, []byte("fwd"))),
+		fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.ICMPPacket(8, 0, 9<<16, []byte("ping"))),
+		fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.ICMPPacket(0, 0, 9<<16, []byte("ping"))),
+		frametest.ARPFrame(bcast, hostA, 1, hostA, a4(ipA), [6]byte{}, a4(lanAddr)),
 		{0xff},
 	}
 }
@@ -227,8 +228,8 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	e := newEnv(t, nil)
 	frames := prefetchFrames()
 	// Connections: TCP (answered), UDP, ICMP echo.
-	e.forward(LAN, fromLAN(hostA, tcpSeg{sport: 1000, dport: 80, flags: frame.TCPSyn}.build(ipHdr{src: ipA, dst: remote})), wanPort)
-	e.forward(WAN, fromWAN(tcpSeg{sport: 80, dport: 1000, flags: frame.TCPSyn | frame.TCPAck}.build(ipHdr{src: remote, dst: wanAddr})), lanPort)
+	e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 80, Flags: frame.TCPSyn}, nil)), wanPort)
+	e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: 1000, Flags: frame.TCPSyn | frame.TCPAck}, nil)), lanPort)
 	e.forward(LAN, frames[2], wanPort)
 	e.forward(LAN, frames[6], wanPort)
 	e.now += 2 * sec // let an expiry matter if anything recomputed it
