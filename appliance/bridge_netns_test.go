@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"e1kbox/appliance/dataplane/afpacket"
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 	"e1kbox/webui"
 )
@@ -44,7 +44,6 @@ var (
 	buildOnce sync.Once
 	binPath   string
 	buildErr  error
-	nsCount   atomic.Int64
 )
 
 // applianceBinary builds the appliance once per test run.
@@ -78,66 +77,42 @@ func TestMain(m *testing.M) {
 
 type lab struct {
 	t     *testing.T
-	id    string
-	box   string
-	hosts []string
+	box   *netnstest.Namespace
+	hosts []*netnstest.Namespace
 	dir   string
 	cmd   *exec.Cmd
 	exit  chan error
 	log   *bytes.Buffer
 }
 
-func sh(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // newLab makes the box and n hosts.
 func newLab(t *testing.T, n int) *lab {
 	requireNetns(t)
-	l := &lab{t: t, id: fmt.Sprintf("%d%d", os.Getpid()%100000, nsCount.Add(1)), dir: t.TempDir()}
-	l.box = "e1kb" + l.id
-	sh(t, "ip", "netns", "add", l.box)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", l.box).Run() })
-	sh(t, "ip", "-n", l.box, "link", "set", "lo", "up")
+	l := &lab{t: t, dir: t.TempDir()}
+	l.box = netnstest.New(t, "e1kb")
+	l.box.IP(t, "link", "set", "lo", "up")
 	for i := 1; i <= n; i++ {
-		h := fmt.Sprintf("e1kh%d-%s", i, l.id)
+		h := netnstest.New(t, fmt.Sprintf("e1kh%d", i))
 		l.hosts = append(l.hosts, h)
-		sh(t, "ip", "netns", "add", h)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", h).Run() })
-		port := fmt.Sprintf("p%d", i)
-		sh(t, "ip", "-n", l.box, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", h)
+		h.IP(t, "link", "set", "lo", "up")
 		// veth's TX checksum offload would hand the forwarder frames
 		// with partial checksums; GRO/GSO/TSO would merge frames.
-		for _, x := range [][2]string{{l.box, port}, {h, "eth0"}} {
-			sh(t, "ip", "netns", "exec", x[0], "ethtool", "-K", x[1], "gro", "off", "gso", "off", "tso", "off", "tx", "off")
-		}
-		sh(t, "ip", "-n", h, "link", "set", "lo", "up")
-		sh(t, "ip", "-n", h, "link", "set", "eth0", "address", fmt.Sprintf("02:50:00:00:00:%02x", i))
-		sh(t, "ip", "-n", h, "addr", "add", fmt.Sprintf("10.50.0.%d/24", i), "dev", "eth0")
-		sh(t, "ip", "-n", h, "addr", "add", fmt.Sprintf("fd50::%d/64", i), "dev", "eth0", "nodad")
-		sh(t, "ip", "-n", h, "link", "set", "eth0", "up")
+		netnstest.Veth(t,
+			netnstest.End{NS: l.box, Name: fmt.Sprintf("p%d", i), Off: netnstest.FrameOffloads},
+			netnstest.End{NS: h, Name: "eth0", Off: netnstest.FrameOffloads, MAC: fmt.Sprintf("02:50:00:00:00:%02x", i),
+				Addrs: []string{fmt.Sprintf("10.50.0.%d/24", i), fmt.Sprintf("fd50::%d/64", i)}, Up: true})
 	}
 	return l
 }
 
 // host runs a command in host i (1-based) and returns its output and error.
 func (l *lab) host(i int, args ...string) (string, error) {
-	out, err := exec.Command("ip", append([]string{"netns", "exec", l.hosts[i-1]}, args...)...).CombinedOutput()
-	return string(out), err
+	return l.hosts[i-1].Output(args...)
 }
 
 func (l *lab) mustHost(t *testing.T, i int, args ...string) string {
 	t.Helper()
-	out, err := l.host(i, args...)
-	if err != nil {
-		t.Fatalf("h%d: %s: %v\n%s", i, strings.Join(args, " "), err, out)
-	}
-	return out
+	return l.hosts[i-1].Run(t, args...)
 }
 
 // testPassword is the dashboard password of the appliance under test.
@@ -152,8 +127,7 @@ func (l *lab) start(flags ...string) {
 	if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"netns", "exec", l.box, bin, "-state", l.dir, "-listen", ":8080", "-password-files", pw}, flags...)
-	l.cmd = exec.Command("ip", args...)
+	l.cmd = l.box.Command(append([]string{bin, "-state", l.dir, "-listen", ":8080", "-password-files", pw}, flags...)...)
 	l.log = &bytes.Buffer{}
 	l.cmd.Stdout, l.cmd.Stderr = l.log, l.log
 	if err := l.cmd.Start(); err != nil {
@@ -207,7 +181,7 @@ func (l *lab) stop() time.Duration {
 
 // boxGet fetches a path of the appliance's HTTP server from inside the box.
 func (l *lab) boxGet(path string) (int, string) {
-	out, err := exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "--max-time", "2", "-u", "gokrazy:"+testPassword, "-w", "\n%{http_code}", "http://127.0.0.1:8080"+path).Output()
+	out, err := l.box.Command("curl", "-s", "--max-time", "2", "-u", "gokrazy:"+testPassword, "-w", "\n%{http_code}", "http://127.0.0.1:8080"+path).Output()
 	if err != nil {
 		return 0, string(out)
 	}
@@ -274,49 +248,43 @@ func (l *lab) rxPackets(t *testing.T, i int) uint64 {
 
 // send transmits raw frames on host i's eth0 from a thread in its namespace.
 func (l *lab) send(t *testing.T, i int, frames ...[]byte) {
-	f, err := os.Open("/run/netns/" + l.hosts[i-1])
+	var err error
+	l.hosts[i-1].Do(t, func() { err = sendRaw("eth0", frames) })
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // the thread dies in the namespace
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		ifi, err := net.InterfaceByName("eth0")
-		if err != nil {
-			errc <- err
-			return
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer unix.Close(fd)
-		sa := &unix.SockaddrLinklayer{Ifindex: ifi.Index}
-		for _, fr := range frames {
-			for {
-				err := unix.Sendto(fd, fr, 0, sa)
-				if err == unix.ENOBUFS {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				if err != nil {
-					errc <- fmt.Errorf("sendto: %w", err)
-					return
-				}
-				break
-			}
-		}
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
 		t.Fatalf("send on h%d: %v", i, err)
 	}
+}
+
+// sendRaw transmits frames on dev from a packet socket, retrying while the
+// device queue is full.
+func sendRaw(dev string, frames [][]byte) error {
+	ifi, err := net.InterfaceByName(dev)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+	if err != nil {
+		return err
+	}
+	// Closing a packet socket waits for an RCU grace period (a few ms):
+	// the caller goes on meanwhile, so that frames sent back to back
+	// arrive within one block timeout (2 ms) of capture's 4-block ring.
+	defer func() { go unix.Close(fd) }()
+	sa := &unix.SockaddrLinklayer{Ifindex: ifi.Index}
+	for _, fr := range frames {
+		for {
+			err := unix.Sendto(fd, fr, 0, sa)
+			if err == unix.ENOBUFS {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("sendto: %w", err)
+			}
+			break
+		}
+	}
+	return nil
 }
 
 func rawFrame(dst, src [6]byte, etype uint16, payload []byte) []byte {
@@ -330,23 +298,12 @@ var bcast = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 // counts, until d passes, the received frames for which match holds.
 func (l *lab) capture(t *testing.T, i int) func(d time.Duration, match func(afpacket.Packet) bool) int {
 	t.Helper()
-	f, err := os.Open("/run/netns/" + l.hosts[i-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var sock *afpacket.Socket
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // the thread dies in the namespace
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- err
-			return
-		}
+	var err error
+	l.hosts[i-1].Do(t, func() {
 		sock, err = afpacket.Open("eth0", afpacket.Config{NoTX: true, NoPromisc: true, BlockSize: 1 << 16, BlockCount: 4})
-		done <- err
-	}()
-	if err := <-done; err != nil {
+	})
+	if err != nil {
 		t.Fatalf("capture on h%d: %v", i, err)
 	}
 	t.Cleanup(func() { sock.Close() })
@@ -532,7 +489,7 @@ func TestBridgeThreePorts(t *testing.T) {
 
 	t.Run("DHCP across the bridge", func(t *testing.T) {
 		leases := filepath.Join(l.dir, "dnsmasq.leases")
-		dnsmasq := exec.Command("ip", "netns", "exec", l.hosts[2], "dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts",
+		dnsmasq := l.hosts[2].Command("dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts",
 			"--port=0", "--interface=eth0", "--bind-interfaces", "--dhcp-range=10.50.0.100,10.50.0.150,2m",
 			"--dhcp-leasefile="+leases, "--pid-file="+filepath.Join(l.dir, "dnsmasq.pid"), "--conf-file=/dev/null")
 		var dlog bytes.Buffer
@@ -611,8 +568,8 @@ func TestBridgeThreePorts(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		before := l.port(t, l.stats(t), "lan1").RejectsSent
 		out, err := l.host(1, "curl", "-s", "--max-time", "3", "http://10.50.0.2:9/")
-		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.ExitCode() != 7 { // 7: failed to connect (refused)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 7 { // 7: failed to connect (refused)
 			t.Errorf("curl to a rejected port: %v %s, want connection refused", err, out)
 		}
 		if n := l.port(t, l.stats(t), "lan1").RejectsSent - before; n == 0 {
@@ -629,7 +586,7 @@ func TestBridgeThreePorts(t *testing.T) {
 		}
 		// TCP into the box's own stack through the TAP (read/write per frame).
 		pidfile := filepath.Join(l.dir, "iperf3-box.pid")
-		sh(t, "ip", "netns", "exec", l.box, "iperf3", "-s", "-B", "10.50.0.254", "-p", "5202", "-D", "--pidfile", pidfile)
+		l.box.Run(t, "iperf3", "-s", "-B", "10.50.0.254", "-p", "5202", "-D", "--pidfile", pidfile)
 		defer killPidfile(pidfile)
 		var res struct {
 			End struct {
@@ -722,12 +679,12 @@ func TestBridgeThreePorts(t *testing.T) {
 	})
 
 	t.Run("link down is reported", func(t *testing.T) {
-		sh(t, "ip", "-n", l.hosts[2], "link", "set", "eth0", "down")
+		l.hosts[2].IP(t, "link", "set", "eth0", "down")
 		eventually(t, 3*time.Second, "healthz degraded", func() (bool, string) {
 			code, body := l.boxGet("/healthz")
 			return code == 503 && strings.Contains(body, `"degraded"`), body
 		})
-		sh(t, "ip", "-n", l.hosts[2], "link", "set", "eth0", "up")
+		l.hosts[2].IP(t, "link", "set", "eth0", "up")
 		eventually(t, 3*time.Second, "healthz ok again", func() (bool, string) {
 			code, body := l.boxGet("/healthz")
 			return code == 200, body
@@ -737,7 +694,7 @@ func TestBridgeThreePorts(t *testing.T) {
 	if d := l.stop(); d > 5*time.Second {
 		t.Errorf("SIGTERM took %v", d)
 	}
-	if out := sh(t, "ip", "-n", l.box, "link", "show"); strings.Contains(out, "e1khost0") {
+	if out := l.box.IP(t, "link", "show"); strings.Contains(out, "e1khost0") {
 		t.Errorf("host port still exists after stop:\n%s", out)
 	}
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"e1kbox/internal/netnstest"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +13,7 @@ import (
 // listening lists the TCP listen addresses in the box namespace on port.
 func (l *lab) listening(t *testing.T, port int) []string {
 	t.Helper()
-	out := sh(t, "ip", "netns", "exec", l.box, "ss", "-Htln", fmt.Sprintf("sport = :%d", port))
+	out := l.box.Run(t, "ss", "-Htln", fmt.Sprintf("sport = :%d", port))
 	var addrs []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if f := strings.Fields(line); len(f) >= 4 {
@@ -26,9 +26,8 @@ func (l *lab) listening(t *testing.T, port int) []string {
 
 // curlFrom fetches url from namespace ns; it returns the HTTP status (0
 // when nothing answered within two seconds).
-func curlFrom(ns, url string) int {
-	out, _ := exec.Command("ip", "netns", "exec", ns, "curl", "-s", "-o", "/dev/null", "--max-time", "2",
-		"-w", "%{http_code}", url).Output()
+func curlFrom(ns *netnstest.Namespace, url string) int {
+	out, _ := ns.Command("curl", "-s", "-o", "/dev/null", "--max-time", "2", "-w", "%{http_code}", url).Output()
 	var code int
 	fmt.Sscanf(string(out), "%d", &code)
 	return code
@@ -55,7 +54,7 @@ func TestDashboardExposure(t *testing.T) {
 	// From the WAN: the router's WAN address, and the LAN address through
 	// a route a WAN host could set.
 	gw := l.hosts[nsGW-1]
-	sh(t, "ip", "-n", gw, "route", "add", "10.60.0.0/24", "via", natWANAddr)
+	gw.IP(t, "route", "add", "10.60.0.0/24", "via", natWANAddr)
 	for _, url := range []string{"http://" + natWANAddr + ":8080/healthz", "http://" + natBoxHost + ":8080/healthz"} {
 		if code := curlFrom(gw, url); code != 0 {
 			t.Errorf("from the WAN: %s answered %d, want no answer", url, code)
@@ -77,7 +76,7 @@ func TestDashboardExposure(t *testing.T) {
 		t.Errorf("still listening on %v", got)
 	}
 	id := pendingID(t, body)
-	out, err := exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "--max-time", "5", "-u", "gokrazy:"+testPassword,
+	out, err := l.box.Command("curl", "-s", "--max-time", "5", "-u", "gokrazy:"+testPassword,
 		"-H", "X-E1kbox-CSRF: 1", "-X", "POST", "-w", "\n%{http_code}", "http://127.0.0.1:9090/api/config/changes/"+id+"/confirm").Output()
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "200") {
 		t.Fatalf("confirm through 127.0.0.1:9090: %v %s", err, out)
@@ -88,7 +87,7 @@ func TestDashboardExposure(t *testing.T) {
 
 	// An address the box does not have: refused, the dashboard stays.
 	bad := strings.Replace(cfg, "127.0.0.1:9090", "192.0.2.99:9090", 1)
-	out, err = exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "--max-time", "10", "-u", "gokrazy:"+testPassword,
+	out, err = l.box.Command("curl", "-s", "--max-time", "10", "-u", "gokrazy:"+testPassword,
 		"-H", "X-E1kbox-CSRF: 1", "-X", "POST", "--data-binary", bad, "-w", "\n%{http_code}", "http://127.0.0.1:9090/api/config/apply").Output()
 	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "400") || !strings.Contains(string(out), "nowhere to listen") {
 		t.Errorf("apply with a listen address the box does not have: %v %s", err, out)

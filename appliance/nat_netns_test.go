@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/dataplane/afpacket"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 	"e1kbox/webui"
 )
@@ -74,36 +76,29 @@ func natConfigJSON(conntrackSize int) string {
 func newNATLab(t *testing.T, size int, flags ...string) *lab {
 	requireNetns(t)
 	testenv.Require(t, "traceroute")
-	l := &lab{t: t, id: fmt.Sprintf("%d%d", os.Getpid()%100000, nsCount.Add(1)), dir: t.TempDir()}
-	l.box = "e1knb" + l.id
-	for _, name := range []string{l.box, "e1knl" + l.id, "e1kng" + l.id, "e1kni" + l.id} {
-		sh(t, "ip", "netns", "add", name)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
-		sh(t, "ip", "-n", name, "link", "set", "lo", "up")
-		if name != l.box {
-			l.hosts = append(l.hosts, name)
+	l := &lab{t: t, dir: t.TempDir()}
+	for i, prefix := range []string{"e1knb", "e1knl", "e1kng", "e1kni"} {
+		ns := netnstest.New(t, prefix)
+		ns.IP(t, "link", "set", "lo", "up")
+		if i == 0 {
+			l.box = ns
+		} else {
+			l.hosts = append(l.hosts, ns)
 		}
 	}
 	lan, gw, inet := l.hosts[0], l.hosts[1], l.hosts[2]
-	veth := func(ns1, if1, ns2, if2 string) {
-		sh(t, "ip", "-n", ns1, "link", "add", if1, "type", "veth", "peer", "name", if2, "netns", ns2)
+	end := func(ns *netnstest.Namespace, dev string, addrs ...string) netnstest.End {
 		// No offloads: frames must reach the rings whole, with checksums.
-		for _, x := range [][2]string{{ns1, if1}, {ns2, if2}} {
-			sh(t, "ip", "netns", "exec", x[0], "ethtool", "-K", x[1], "gro", "off", "gso", "off", "tso", "off", "tx", "off", "rx", "off")
-			sh(t, "ip", "-n", x[0], "link", "set", x[1], "up")
-		}
+		return netnstest.End{NS: ns, Name: dev, Off: []string{"gro", "gso", "tso", "tx", "rx"}, Addrs: addrs, Up: true}
 	}
-	veth(l.box, "p1", lan, "eth0")
-	veth(l.box, "p2", gw, "eth0")
-	veth(gw, "eth1", inet, "eth0")
-	sh(t, "ip", "-n", lan, "link", "set", "eth0", "mtu", "2000")
-	sh(t, "ip", "-n", lan, "addr", "add", natLANHost+"/24", "dev", "eth0")
-	sh(t, "ip", "-n", lan, "route", "add", "default", "via", natRouter)
-	sh(t, "ip", "-n", gw, "addr", "add", natGateway+"/24", "dev", "eth0")
-	sh(t, "ip", "-n", gw, "addr", "add", "10.62.0.1/24", "dev", "eth1")
-	sh(t, "ip", "netns", "exec", gw, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-	sh(t, "ip", "-n", inet, "addr", "add", natServer+"/24", "dev", "eth0")
-	sh(t, "ip", "-n", inet, "route", "add", "default", "via", "10.62.0.1")
+	lanEnd := end(lan, "eth0", natLANHost+"/24")
+	lanEnd.MTU = 2000
+	netnstest.Veth(t, end(l.box, "p1"), lanEnd)
+	netnstest.Veth(t, end(l.box, "p2"), end(gw, "eth0", natGateway+"/24"))
+	netnstest.Veth(t, end(gw, "eth1", "10.62.0.1/24"), end(inet, "eth0", natServer+"/24"))
+	lan.IP(t, "route", "add", "default", "via", natRouter)
+	gw.Sysctl(t, "net.ipv4.ip_forward=1")
+	inet.IP(t, "route", "add", "default", "via", "10.62.0.1")
 
 	cfgPath := filepath.Join(l.dir, "config.json")
 	if err := os.WriteFile(cfgPath, []byte(natConfigJSON(size)), 0o644); err != nil {
@@ -120,7 +115,7 @@ func (l *lab) helper(t *testing.T, ns int, mode string, args ...string) (*exec.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("ip", append([]string{"netns", "exec", l.hosts[ns-1], self}, args...)...)
+	cmd := l.hosts[ns-1].Command(append([]string{self}, args...)...)
 	cmd.Env = append(os.Environ(), "E1KBOX_NAT_HELPER="+mode)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -131,14 +126,8 @@ func (l *lab) helper(t *testing.T, ns int, mode string, args ...string) (*exec.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	netnstest.Start(t, cmd)
+	t.Cleanup(func() { in.Close() }) // before the kill
 	return cmd, in, bufio.NewReader(out)
 }
 
@@ -201,7 +190,7 @@ func (l *lab) conntrack(t *testing.T, query string) dataplane.ConnPage {
 // boxSysctl reads a sysctl in the box namespace.
 func (l *lab) boxSysctl(t *testing.T, key string) string {
 	t.Helper()
-	return strings.TrimSpace(sh(t, "ip", "netns", "exec", l.box, "sysctl", "-n", key))
+	return strings.TrimSpace(l.box.Run(t, "sysctl", "-n", key))
 }
 
 // isRSTFrom matches an IPv4 TCP segment with RST set from src.
@@ -235,7 +224,7 @@ func TestNATRouter(t *testing.T) {
 					t.Errorf("%s %s = %s, want %s", p, key, got, want)
 				}
 			}
-			if out := sh(t, "ip", "-n", l.box, "-4", "addr", "show", "dev", p); strings.Contains(out, "inet ") {
+			if out := l.box.IP(t, "-4", "addr", "show", "dev", p); strings.Contains(out, "inet ") {
 				t.Errorf("%s has a kernel address:\n%s", p, out)
 			}
 		}
@@ -250,7 +239,7 @@ func TestNATRouter(t *testing.T) {
 		// the box's own stack at the host port's.
 		router := l.mustHost(t, nsLAN, "ip", "neigh", "show", natRouter)
 		box := l.mustHost(t, nsLAN, "ip", "neigh", "show", natBoxHost)
-		p1 := strings.TrimSpace(sh(t, "ip", "netns", "exec", l.box, "cat", "/sys/class/net/p1/address"))
+		p1 := strings.TrimSpace(l.box.Run(t, "cat", "/sys/class/net/p1/address"))
 		if !strings.Contains(router, p1) || strings.Contains(box, p1) {
 			t.Errorf("LAN host neighbours: router %q, box %q (p1 is %s)", router, box, p1)
 		}
@@ -290,7 +279,8 @@ func TestNATRouter(t *testing.T) {
 		// kernel, which sees every frame of p2, must not answer either.
 		before := l.stats(t).Drops[dataplane.DropNATHost]
 		_, err := l.host(nsInet, "curl", "-s", "--connect-timeout", "1", "http://"+natWANAddr+":22/")
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 28 {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 28 {
 			t.Errorf("curl to an unforwarded WAN port: %v, want a timeout (28), not a refusal", err)
 		}
 		if d := l.stats(t).Drops[dataplane.DropNATHost] - before; d == 0 {
@@ -432,7 +422,7 @@ func TestNATRouter(t *testing.T) {
 		if len(p.Conns) == 0 {
 			t.Fatalf("no forward connection left: %+v", p)
 		}
-		out, err := exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "-X", "DELETE", "-u", "gokrazy:"+testPassword, "-H", "X-E1kbox-CSRF: 1", "-w", "\n%{http_code}",
+		out, err := l.box.Command("curl", "-s", "-X", "DELETE", "-u", "gokrazy:"+testPassword, "-H", "X-E1kbox-CSRF: 1", "-w", "\n%{http_code}",
 			fmt.Sprintf("http://127.0.0.1:8080/api/conntrack/%d", p.Conns[0].ID)).Output()
 		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "204") {
 			t.Fatalf("DELETE: %v %s", err, out)

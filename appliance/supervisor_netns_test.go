@@ -10,12 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"e1kbox/internal/netnstest"
 )
 
 // boxPost sends a mutation to the appliance's API (with the password and
 // the CSRF header) and returns the status code and body.
 func (l *lab) boxPost(path string, body []byte) (int, string) {
-	cmd := exec.Command("ip", "netns", "exec", l.box, "curl", "-s", "--max-time", "10", "-u", "gokrazy:"+testPassword,
+	cmd := l.box.Command("curl", "-s", "--max-time", "10", "-u", "gokrazy:"+testPassword,
 		"-H", "X-E1kbox-CSRF: 1", "-H", "Content-Type: application/json", "-X", "POST", "--data-binary", "@-",
 		"-w", "\n%{http_code}", "http://127.0.0.1:8080"+path)
 	cmd.Stdin = strings.NewReader(string(body))
@@ -88,11 +90,7 @@ func TestRuleSwapsUnderTraffic(t *testing.T) {
 	}
 	l.start("-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
 	l.mustHost(t, 1, "ping", "-c", "2", "-W", "2", "10.50.0.2")
-	srv := exec.Command("ip", "netns", "exec", l.hosts[1], "iperf3", "-s", "-1", "-B", "10.50.0.2")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
+	netnstest.Start(t, l.hosts[1].Command("iperf3", "-s", "-1", "-B", "10.50.0.2"))
 	time.Sleep(500 * time.Millisecond)
 	type result struct {
 		out string

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 )
 
@@ -20,24 +21,15 @@ func requireRoot(t testing.TB) {
 
 var nameSeq atomic.Int32
 
-// uniq returns a short unique name for interfaces and namespaces.
+// uniq returns a short unique name for a tap device (at most 15 bytes).
 func uniq(prefix string) string {
 	return fmt.Sprintf("%s%d%d", prefix, os.Getpid()%10000, nameSeq.Add(1))
-}
-
-func run(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
 
 // host is a network namespace standing for a machine on one data port.
 type host struct {
 	t    testing.TB
-	name string
+	ns   *netnstest.Namespace
 	dev  string // its interface (the tap, moved in)
 	addr string // CIDR
 }
@@ -47,26 +39,16 @@ type host struct {
 func newTap(t testing.TB) string {
 	t.Helper()
 	tap := uniq("e1kt")
-	run(t, "ip", "tuntap", "add", "dev", tap, "mode", "tap")
+	netnstest.Run(t, "ip", "tuntap", "add", "dev", tap, "mode", "tap")
 	t.Cleanup(func() { exec.Command("ip", "link", "del", tap).Run() })
 	return tap
 }
 
 func attach(t testing.TB, tap, addr string) *host {
 	t.Helper()
-	ns := uniq("e1kn")
-	run(t, "ip", "netns", "add", ns)
-	t.Cleanup(func() {
-		exec.Command("ip", "netns", "pids", ns).Output()
-		if out, _ := exec.Command("ip", "netns", "pids", ns).Output(); len(out) > 0 {
-			for _, pid := range strings.Fields(string(out)) {
-				exec.Command("kill", "-9", pid).Run()
-			}
-		}
-		exec.Command("ip", "netns", "del", ns).Run()
-	})
-	run(t, "ip", "link", "set", tap, "netns", ns)
-	h := &host{t: t, name: ns, dev: tap, addr: addr}
+	ns := netnstest.New(t, "e1kn")
+	netnstest.Run(t, "ip", "link", "set", tap, "netns", ns.Name())
+	h := &host{t: t, ns: ns, dev: tap, addr: addr}
 	h.must("ip", "link", "set", "lo", "up")
 	h.must("ip", "link", "set", tap, "up")
 	if addr != "" {
@@ -79,22 +61,13 @@ func attach(t testing.TB, tap, addr string) *host {
 // ip returns the host's address without the prefix length.
 func (h *host) ip() string { return strings.Split(h.addr, "/")[0] }
 
-func (h *host) cmd(args ...string) *exec.Cmd {
-	return exec.Command("ip", append([]string{"netns", "exec", h.name}, args...)...)
-}
+func (h *host) cmd(args ...string) *exec.Cmd { return h.ns.Command(args...) }
 
-func (h *host) exec(args ...string) (string, error) {
-	out, err := h.cmd(args...).CombinedOutput()
-	return string(out), err
-}
+func (h *host) exec(args ...string) (string, error) { return h.ns.Output(args...) }
 
 func (h *host) must(args ...string) string {
 	h.t.Helper()
-	out, err := h.exec(args...)
-	if err != nil {
-		h.t.Fatalf("[%s] %s: %v\n%s", h.name, strings.Join(args, " "), err, out)
-	}
-	return out
+	return h.ns.Run(h.t, args...)
 }
 
 // detach moves the host's tap back to the root namespace, where a new QEMU
@@ -102,7 +75,7 @@ func (h *host) must(args ...string) string {
 func (h *host) detach(t testing.TB) {
 	t.Helper()
 	if out, err := h.exec("ip", "link", "set", h.dev, "netns", "1"); err != nil {
-		t.Fatalf("[%s] moving %s out: %v\n%s", h.name, h.dev, err, out)
+		t.Fatalf("[%s] moving %s out: %v\n%s", h.ns.Name(), h.dev, err, out)
 	}
 }
 
@@ -110,15 +83,13 @@ func (h *host) detach(t testing.TB) {
 // is set, a default route via gw (a move between namespaces drops both).
 func (h *host) rejoin(t testing.TB, addr, gw string) {
 	t.Helper()
-	run(t, "ip", "link", "set", h.dev, "netns", h.name)
+	netnstest.Run(t, "ip", "link", "set", h.dev, "netns", h.ns.Name())
 	cmds := [][]string{{"ip", "link", "set", h.dev, "up"}, {"ip", "addr", "add", addr, "dev", h.dev}}
 	if gw != "" {
 		cmds = append(cmds, []string{"ip", "route", "add", "default", "via", gw})
 	}
 	for _, c := range cmds {
-		if out, err := h.exec(c...); err != nil {
-			t.Fatalf("[%s] %s: %v\n%s", h.name, strings.Join(c, " "), err, out)
-		}
+		h.ns.Run(t, c...)
 	}
 }
 
@@ -126,10 +97,7 @@ func (h *host) rejoin(t testing.TB, addr, gw string) {
 func (h *host) start(args ...string) *exec.Cmd {
 	h.t.Helper()
 	c := h.cmd(args...)
-	if err := c.Start(); err != nil {
-		h.t.Fatalf("[%s] starting %v: %v", h.name, args, err)
-	}
-	h.t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	netnstest.Start(h.t, c)
 	return c
 }
 
@@ -143,5 +111,28 @@ func (h *host) waitPing(dst string, timeout time.Duration) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s cannot reach %s: %v\n%s", h.name, dst, err, out)
+	return fmt.Errorf("%s cannot reach %s: %v\n%s", h.ns.Name(), dst, err, out)
+}
+
+// TestNetnsHelpers runs the host helpers without a VM: a tap moves into
+// its host's namespace with its address, out again and back.
+func TestNetnsHelpers(t *testing.T) {
+	requireRoot(t)
+	tap := newTap(t)
+	h := attach(t, tap, "10.76.0.1/24")
+	if out := h.must("ip", "-o", "addr", "show", "dev", tap); !strings.Contains(out, "inet 10.76.0.1/24") {
+		t.Errorf("%s in %s: %s, want 10.76.0.1/24", tap, h.ns.Name(), out)
+	}
+	if _, err := h.exec("ip", "link", "show", "no-such-dev0"); err == nil {
+		t.Errorf("exec of a failing command: no error")
+	}
+	h.detach(t)
+	netnstest.Run(t, "ip", "link", "show", tap) // back in the root namespace
+	h.rejoin(t, "10.76.0.2/24", "10.76.0.254")
+	if out := h.must("ip", "route", "show", "default"); !strings.Contains(out, "via 10.76.0.254") {
+		t.Errorf("default route after rejoin: %q", out)
+	}
+	if c := h.start("sleep", "60"); c.Process == nil {
+		t.Errorf("start: no process")
+	}
 }

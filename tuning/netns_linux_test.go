@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 
 	"golang.org/x/sys/unix"
@@ -107,11 +107,16 @@ func kernelAtLeast(major, minor int) bool {
 func TestNetnsVeth(t *testing.T) {
 	requireRoot(t, "ip", "ethtool")
 	id := fmt.Sprintf("%04x%04x", os.Getpid()&0xffff, rand.IntN(0x10000))
-	ns, a, b := "e1kt-"+id, "e1ka"+id, "e1kb"+id
+	a, b := "e1ka"+id, "e1kb"+id
+	ns := netnstest.New(t, "e1kt")
+	netnstest.Veth(t, netnstest.End{NS: ns, Name: a, Up: true}, netnstest.End{NS: ns, Name: b, Up: true})
+	// run runs a command in the namespace and returns its stdout alone
+	// (unlike Namespace.Run): the values compared below must not pick up
+	// a warning on stderr.
 	run := func(args ...string) string {
 		t.Helper()
 		var stderr bytes.Buffer
-		cmd := exec.Command(args[0], args[1:]...)
+		cmd := ns.Command(args...)
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
@@ -119,15 +124,6 @@ func TestNetnsVeth(t *testing.T) {
 		}
 		return string(out)
 	}
-	run("ip", "netns", "add", ns)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-		}
-	})
-	run("ip", "-n", ns, "link", "add", a, "type", "veth", "peer", "name", b)
-	run("ip", "-n", ns, "link", "set", a, "up")
-	run("ip", "-n", ns, "link", "set", b, "up")
 
 	spec := helperSpec{A: a, B: b,
 		Copybreak: !fileExists("/sys/module/e1000e"), // never touch a real host's e1000e
@@ -138,7 +134,7 @@ func TestNetnsVeth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("ip", "netns", "exec", ns, exe, "-test.run=^$")
+	cmd := ns.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+string(specJSON))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -239,16 +235,16 @@ func TestNetnsVeth(t *testing.T) {
 	}
 
 	// Independent check with the system's tools.
-	k := run("ip", "netns", "exec", ns, "ethtool", "-k", a)
+	k := run("ethtool", "-k", a)
 	for _, line := range []string{"tcp-segmentation-offload: off", "generic-segmentation-offload: off", "generic-receive-offload: off"} {
 		if !strings.Contains(k, line) {
 			t.Errorf("ethtool -k %s lacks %q:\n%s", a, line, k)
 		}
 	}
-	if v := strings.TrimSpace(run("ip", "netns", "exec", ns, "cat", "/proc/sys/net/ipv4/conf/"+a+"/arp_ignore")); v != "8" {
+	if v := strings.TrimSpace(run("cat", "/proc/sys/net/ipv4/conf/"+a+"/arp_ignore")); v != "8" {
 		t.Errorf("arp_ignore in the namespace = %q, want 8", v)
 	}
-	mask := strings.TrimSpace(run("ip", "netns", "exec", ns, "cat", "/sys/class/net/"+a+"/queues/rx-0/rps_cpus"))
+	mask := strings.TrimSpace(run("cat", "/sys/class/net/"+a+"/queues/rx-0/rps_cpus"))
 	if s, err := ParseCPUMask(mask); err != nil || s.String() != lastCPU(out.CPUs) {
 		t.Errorf("rps_cpus = %q, want cpu %s", mask, lastCPU(out.CPUs))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/internal/netnstest"
 )
 
 // TestEngineNAT routes h1 (LAN, 10.42.0.1/24 behind 10.42.0.254) to h2
@@ -34,11 +35,11 @@ func testEngineNAT(t *testing.T) {
 	// kernel must not answer ARP on the data ports for the host port's
 	// address (Linux's weak host model would, with the router's MAC).
 	for _, p := range []string{"p1", "p2"} {
-		sh(t, "ip", "netns", "exec", tp.box, "sysctl", "-qw", "net.ipv4.conf."+p+".arp_ignore=8")
+		tp.box.Sysctl(t, "net.ipv4.conf."+p+".arp_ignore=8")
 	}
-	sh(t, "ip", "-n", h1, "route", "add", "default", "via", "10.42.0.254")
-	sh(t, "ip", "-n", h2, "addr", "flush", "dev", "eth0")
-	sh(t, "ip", "-n", h2, "addr", "add", "10.43.0.1/24", "dev", "eth0")
+	h1.IP(t, "route", "add", "default", "via", "10.42.0.254")
+	h2.IP(t, "addr", "flush", "dev", "eth0")
+	h2.IP(t, "addr", "add", "10.43.0.1/24", "dev", "eth0")
 	cfg := &Config{
 		Mode:     ModeNAT,
 		Ports:    []Port{{Interface: "p1", Role: RoleLAN}, {Interface: "p2", Role: RoleWAN}},
@@ -120,10 +121,10 @@ func testEngineNAT(t *testing.T) {
 }
 
 // snmpIPInReceives reads Ip: InReceives from /proc/net/snmp in namespace ns.
-func snmpIPInReceives(t *testing.T, ns string) uint64 {
+func snmpIPInReceives(t *testing.T, ns *netnstest.Namespace) uint64 {
 	t.Helper()
 	var names, values []string
-	for _, line := range strings.Split(sh(t, "ip", "netns", "exec", ns, "cat", "/proc/net/snmp"), "\n") {
+	for _, line := range strings.Split(ns.Run(t, "cat", "/proc/net/snmp"), "\n") {
 		if f := strings.Fields(line); len(f) > 1 && f[0] == "Ip:" {
 			if names == nil {
 				names = f

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,8 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 	"e1kbox/rules"
 )
@@ -26,72 +24,34 @@ import (
 // sit in host namespaces h1..hN with addresses 10.42.0.i/24.
 type topo struct {
 	t     *testing.T
-	box   string
-	hosts []string
+	box   *netnstest.Namespace
+	hosts []*netnstest.Namespace
 }
-
-var nsSeq atomic.Int64
 
 func requireNetns(t *testing.T) {
 	t.Helper()
 	testenv.Require(t, "root", "ip", "ethtool", "ping")
 }
 
-func sh(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 func newTopo(t *testing.T, n int) *topo {
 	requireNetns(t)
-	id := fmt.Sprintf("%d-%d", os.Getpid(), nsSeq.Add(1))
-	tp := &topo{t: t, box: "dpbox-" + id}
-	sh(t, "ip", "netns", "add", tp.box)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", tp.box).Run() })
+	tp := &topo{t: t, box: netnstest.New(t, "dpbox")}
 	for i := 1; i <= n; i++ {
-		h := fmt.Sprintf("dph%d-%s", i, id)
+		h := netnstest.New(t, fmt.Sprintf("dph%d", i))
 		tp.hosts = append(tp.hosts, h)
-		sh(t, "ip", "netns", "add", h)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", h).Run() })
 		port := fmt.Sprintf("p%d", i)
-		sh(t, "ip", "-n", tp.box, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", h)
-		sh(t, "ip", "netns", "exec", tp.box, "sysctl", "-qw", "net.ipv6.conf."+port+".disable_ipv6=1")
-		for _, x := range [][2]string{{tp.box, port}, {h, "eth0"}} {
-			sh(t, "ip", "netns", "exec", x[0], "ethtool", "-K", x[1], "gro", "off", "gso", "off", "tso", "off", "tx", "off")
-			sh(t, "ip", "-n", x[0], "link", "set", x[1], "up")
-		}
-		sh(t, "ip", "-n", h, "addr", "add", fmt.Sprintf("10.42.0.%d/24", i), "dev", "eth0")
-		sh(t, "ip", "-n", h, "link", "set", "lo", "up")
+		netnstest.Veth(t,
+			netnstest.End{NS: tp.box, Name: port, Off: netnstest.FrameOffloads}, // up below, without IPv6
+			netnstest.End{NS: h, Name: "eth0", Off: netnstest.FrameOffloads, Addrs: []string{fmt.Sprintf("10.42.0.%d/24", i)}, Up: true})
+		tp.box.Sysctl(t, "net.ipv6.conf."+port+".disable_ipv6=1")
+		tp.box.IP(t, "link", "set", port, "up")
+		h.IP(t, "link", "set", "lo", "up")
 	}
 	return tp
 }
 
-// in runs fn on a thread in the box namespace.
-func (tp *topo) in(fn func()) {
-	f, err := os.Open("/run/netns/" + tp.box)
-	if err != nil {
-		tp.t.Fatal(err)
-	}
-	defer f.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // not unlocked: the thread dies in the box namespace
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			tp.t.Errorf("setns: %v", err)
-			return
-		}
-		fn()
-	}()
-	<-done
-}
-
 func (tp *topo) ping(host int, addr string) error {
-	out, err := exec.Command("ip", "netns", "exec", tp.hosts[host-1], "ping", "-c", "2", "-i", "0.2", "-W", "2", addr).CombinedOutput()
+	out, err := tp.hosts[host-1].Output("ping", "-c", "2", "-i", "0.2", "-W", "2", addr)
 	if err != nil {
 		return fmt.Errorf("ping %s from h%d: %v\n%s", addr, host, err, out)
 	}
@@ -101,7 +61,7 @@ func (tp *topo) ping(host int, addr string) error {
 func (tp *topo) engine(cfg *Config) *Engine {
 	var e *Engine
 	var err error
-	tp.in(func() { e, err = New(cfg, Options{}) })
+	tp.box.Do(tp.t, func() { e, err = New(cfg, Options{}) })
 	if err != nil {
 		tp.t.Fatalf("New: %v", err)
 	}
@@ -252,8 +212,8 @@ func TestRingDropsVisible(t *testing.T) {
 	}()
 	// 300 pings of 1000 bytes at 2 ms: far beyond two 4 KiB blocks. A
 	// static neighbour entry, as the stalled bridge forwards no ARP.
-	sh(t, "ip", "-n", tp.hosts[0], "neigh", "replace", "10.42.0.2", "lladdr", "02:42:00:00:00:02", "dev", "eth0")
-	exec.Command("ip", "netns", "exec", tp.hosts[0], "ping", "-q", "-c", "300", "-i", "0.002", "-s", "1000", "-w", "2", "10.42.0.2").Run()
+	tp.hosts[0].IP(t, "neigh", "replace", "10.42.0.2", "lladdr", "02:42:00:00:00:02", "dev", "eth0")
+	tp.hosts[0].Command("ping", "-q", "-c", "300", "-i", "0.002", "-s", "1000", "-w", "2", "10.42.0.2").Run()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		s := e.Snapshot()
@@ -276,18 +236,18 @@ var rulesParse = rules.Parse
 func TestEngineJumbo(t *testing.T) {
 	tp := newTopo(t, 3)
 	for i, h := range tp.hosts[:2] {
-		sh(t, "ip", "-n", tp.box, "link", "set", fmt.Sprintf("p%d", i+1), "mtu", "9000")
-		sh(t, "ip", "-n", h, "link", "set", "eth0", "mtu", "9000")
+		tp.box.IP(t, "link", "set", fmt.Sprintf("p%d", i+1), "mtu", "9000")
+		h.IP(t, "link", "set", "eth0", "mtu", "9000")
 	}
-	sh(t, "ip", "-n", tp.hosts[0], "neigh", "replace", "10.42.0.3", "lladdr", "02:42:00:00:00:03", "dev", "eth0")
+	tp.hosts[0].IP(t, "neigh", "replace", "10.42.0.3", "lladdr", "02:42:00:00:00:03", "dev", "eth0")
 	e := tp.engine(&Config{Ports: []Port{{Interface: "p1"}, {Interface: "p2"}, {Interface: "p3"}}})
-	out, err := exec.Command("ip", "netns", "exec", tp.hosts[0], "ping", "-c", "2", "-i", "0.2", "-W", "2", "-M", "do", "-s", "8000", "10.42.0.2").CombinedOutput()
+	out, err := tp.hosts[0].Command("ping", "-c", "2", "-i", "0.2", "-W", "2", "-M", "do", "-s", "8000", "10.42.0.2").CombinedOutput()
 	if err != nil {
 		t.Fatalf("jumbo ping: %v\n%s", err, out)
 	}
 	// 10.42.0.3 is an unknown MAC: the 8028-byte frame floods, and the
 	// copy for p3 (MTU 1500) is dropped.
-	exec.Command("ip", "netns", "exec", tp.hosts[0], "ping", "-c", "1", "-W", "1", "-M", "do", "-s", "8000", "10.42.0.3").Run()
+	tp.hosts[0].Command("ping", "-c", "1", "-W", "1", "-M", "do", "-s", "8000", "10.42.0.3").Run()
 	s := e.Snapshot()
 	if s.Ports[0].Drops[DropOversize] == 0 { // drops count at the ingress port
 		t.Errorf("no oversize drop counted: %+v", s.Drops)
@@ -324,7 +284,7 @@ func TestPortRestartInPlace(t *testing.T) {
 	}
 
 	// h1 ↔ h3 traffic runs across the change of p2.
-	ping := exec.Command("ip", "netns", "exec", tp.hosts[0], "ping", "-c", "60", "-i", "0.05", "-W", "2", "10.42.0.3")
+	ping := tp.hosts[0].Command("ping", "-c", "60", "-i", "0.05", "-W", "2", "10.42.0.3")
 	var out bytes.Buffer
 	ping.Stdout, ping.Stderr = &out, &out
 	if err := ping.Start(); err != nil {
@@ -334,7 +294,7 @@ func TestPortRestartInPlace(t *testing.T) {
 	cfg2 := *cfg
 	cfg2.Ports = []Port{{Interface: "p1"}, {Interface: "p2", MTU: 1400, Workers: 2}, {Interface: "p3"}}
 	var err error
-	tp.in(func() { err = e.Apply(&cfg2, "p2") }) // it opens sockets, like New, in the caller's namespace
+	tp.box.Do(t, func() { err = e.Apply(&cfg2, "p2") }) // it opens sockets, like New, in the caller's namespace
 	if err != nil {
 		t.Fatalf("Apply with p2's MTU and workers changed: %v", err)
 	}
@@ -372,10 +332,10 @@ func TestPortRestartInPlace(t *testing.T) {
 	}
 	// p2's new MTU holds: the interface has it, and p1's worker (which
 	// did not restart) drops a 1428-byte frame for h2 as oversize.
-	if link := sh(t, "ip", "-n", tp.box, "link", "show", "p2"); !strings.Contains(link, "mtu 1400") {
+	if link := tp.box.IP(t, "link", "show", "p2"); !strings.Contains(link, "mtu 1400") {
 		t.Errorf("p2 after the change: %s", link)
 	}
-	exec.Command("ip", "netns", "exec", tp.hosts[0], "ping", "-c", "2", "-i", "0.2", "-W", "1", "-M", "do", "-s", "1400", "10.42.0.2").Run()
+	tp.hosts[0].Command("ping", "-c", "2", "-i", "0.2", "-W", "1", "-M", "do", "-s", "1400", "10.42.0.2").Run()
 	if d := e.Snapshot().Ports[0].Drops[DropOversize]; d == 0 {
 		t.Errorf("no oversize drop counted at p1 for 1428-byte frames to p2 (MTU 1400)")
 	}

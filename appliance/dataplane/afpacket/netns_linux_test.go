@@ -3,16 +3,11 @@ package afpacket
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"runtime"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 
 	"golang.org/x/sys/unix"
@@ -25,21 +20,10 @@ func requireNetAdmin(t testing.TB) {
 	testenv.Require(t, "root", "ip", "ethtool")
 }
 
-func run(t testing.TB, args ...string) {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-var nsSeq atomic.Int64
-
 // veth is a veth pair "va"/"vb" in a fresh network namespace, with IPv6 off
 // (no neighbour discovery noise) and GRO/GSO/TSO/TX checksum offloads off.
 type veth struct {
-	ns     string
-	nsFile *os.File
+	ns *netnstest.Namespace
 }
 
 const vethA, vethB = "va", "vb"
@@ -47,54 +31,13 @@ const vethA, vethB = "va", "vb"
 func newVeth(t testing.TB, mtu int) *veth {
 	t.Helper()
 	requireNetAdmin(t)
-	ns := fmt.Sprintf("afpt-%d-%d", os.Getpid(), nsSeq.Add(1))
-	run(t, "ip", "netns", "add", ns)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v\n%s", ns, err, out)
-		}
-	})
-	exec := func(args ...string) { run(t, append([]string{"ip", "netns", "exec", ns}, args...)...) }
-	exec("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
-	run(t, "ip", "-n", ns, "link", "add", "name", vethA, "type", "veth", "peer", "name", vethB)
-	for _, dev := range []string{vethA, vethB} {
-		run(t, "ip", "-n", ns, "link", "set", dev, "mtu", fmt.Sprint(mtu))
-		exec("ethtool", "-K", dev, "gro", "off", "gso", "off", "tso", "off", "tx", "off")
-		run(t, "ip", "-n", ns, "link", "set", dev, "up")
+	ns := netnstest.New(t, "afpt")
+	ns.Sysctl(t, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+	end := func(dev string) netnstest.End {
+		return netnstest.End{NS: ns, Name: dev, MTU: mtu, Off: netnstest.FrameOffloads, Up: true}
 	}
-	f, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatalf("open netns: %v", err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return &veth{ns: ns, nsFile: f}
-}
-
-// do runs fn on a thread switched into the namespace. Sockets created in fn
-// stay in the namespace afterwards.
-func (v *veth) do(t testing.TB, fn func()) {
-	t.Helper()
-	runtime.LockOSThread()
-	orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("open own netns: %v", err)
-	}
-	defer orig.Close()
-	if err := unix.Setns(int(v.nsFile.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("setns %s: %v", v.ns, err)
-	}
-	defer func() {
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-			// Leave the thread locked: it dies with the goroutine
-			// instead of running others in the wrong namespace.
-			t.Errorf("setns back: %v", err)
-			return
-		}
-		runtime.UnlockOSThread()
-	}()
-	fn()
+	netnstest.Veth(t, end(vethA), end(vethB))
+	return &veth{ns: ns}
 }
 
 // open opens a ring socket on dev inside the namespace.
@@ -102,17 +45,12 @@ func (v *veth) open(t testing.TB, dev string, cfg Config) *Socket {
 	t.Helper()
 	var s *Socket
 	var err error
-	v.do(t, func() { s, err = Open(dev, cfg) })
+	v.ns.Do(t, func() { s, err = Open(dev, cfg) })
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dev, err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func (v *veth) ip(t testing.TB, args ...string) {
-	t.Helper()
-	run(t, append([]string{"ip", "-n", v.ns}, args...)...)
 }
 
 // plain is an ordinary (ring-less) AF_PACKET socket used as the independent
@@ -126,7 +64,7 @@ type plain struct {
 func (v *veth) plain(t testing.TB, dev string) *plain {
 	t.Helper()
 	var p *plain
-	v.do(t, func() {
+	v.ns.Do(t, func() {
 		ifi, err := net.InterfaceByName(dev)
 		if err != nil {
 			t.Fatalf("InterfaceByName(%s): %v", dev, err)

@@ -591,7 +591,7 @@ func TestWrongFormatRecovery(t *testing.T) {
 	v := newVeth(t, 1500)
 	s := v.open(t, vethA, Config{NoRX: true, TxFrames: 16})
 	peer := v.plain(t, vethB)
-	v.ip(t, "link", "set", vethA, "mtu", "1000")
+	v.ns.IP(t, "link", "set", vethA, "mtu", "1000")
 	sizes := []int{100, 1400, 200, 300, 1400, 400}
 	for i, n := range sizes {
 		if !s.Append(testFrame(macB, macA, 12, uint32(i), n)) {
@@ -673,7 +673,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	v := newVeth(t, 1500)
 	var err error
-	v.do(t, func() { _, err = Open(vethA, Config{BlockSize: 1000}) })
+	v.ns.Do(t, func() { _, err = Open(vethA, Config{BlockSize: 1000}) })
 	if !errors.Is(err, ErrConfig) {
 		t.Errorf("Open with a 1000-byte block: %v, want ErrConfig", err)
 	}
@@ -700,7 +700,7 @@ func TestLinkDown(t *testing.T) {
 		errc <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
-	v.ip(t, "link", "set", vethB, "down")
+	v.ns.IP(t, "link", "set", vethB, "down")
 	if err := <-errc; !errors.Is(err, unix.ENETDOWN) {
 		t.Fatalf("NextBlock after link down: %v, want ENETDOWN", err)
 	}
@@ -718,7 +718,7 @@ func TestENOBUFSKeepsFrames(t *testing.T) {
 func testENOBUFSKeepsFrames(t *testing.T, txCopy bool) {
 	v := newVeth(t, 1500)
 	s := v.open(t, vethA, Config{NoRX: true, TxRetryTimeout: 5 * time.Millisecond, TxCopy: txCopy})
-	v.ip(t, "link", "set", vethB, "down")
+	v.ns.IP(t, "link", "set", vethB, "down")
 	const n = 10
 	for i := range n {
 		if !s.Append(testFrame(macB, macA, 14, uint32(i), 200)) {
@@ -740,7 +740,7 @@ func testENOBUFSKeepsFrames(t *testing.T, txCopy bool) {
 	if st2 := s.Stats(); st2.TxENOBUFS != st.TxENOBUFS+1 || st2.TxStalls != 1 {
 		t.Errorf("second Flush: ENOBUFS %d -> %d, stalls %d; want one attempt, still 1 stall", st.TxENOBUFS, st2.TxENOBUFS, st2.TxStalls)
 	}
-	v.ip(t, "link", "set", vethB, "up")
+	v.ns.IP(t, "link", "set", vethB, "up")
 	peer := v.plain(t, vethB)
 	if err := s.Flush(); err != nil {
 		t.Fatalf("Flush with carrier back: %v", err)

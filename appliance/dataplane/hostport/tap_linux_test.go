@@ -3,20 +3,14 @@ package hostport
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 )
 
@@ -25,30 +19,8 @@ import (
 func inNetns(t *testing.T, fn func()) {
 	t.Helper()
 	testenv.Require(t, "root", "ip", "/dev/net/tun")
-	ns := fmt.Sprintf("hpt-%d-%d", os.Getpid(), seq.Add(1))
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	nsf, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nsf.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		if err := unix.Setns(int(nsf.Fd()), unix.CLONE_NEWNET); err != nil {
-			t.Errorf("setns: %v", err)
-			return
-		}
-		fn()
-	}()
-	<-done
+	netnstest.New(t, "hpt").Do(t, fn)
 }
-
-var seq atomic.Int64
 
 func TestTapARP(t *testing.T) {
 	inNetns(t, func() {

@@ -3,13 +3,11 @@ package ingressdrop
 import (
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 
 	"golang.org/x/sys/unix"
@@ -30,62 +28,37 @@ func requireRoot(t *testing.T) {
 	testenv.Require(t, "root", "ip", "ping")
 }
 
-func run(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // TestAttach joins namespaces A and B with a veth pair and checks, with a
 // packet socket on B's end: before Attach the kernel in B answers A's
 // ping; with the drop attached it does not, while the packet socket still
 // receives A's frames; after Close the kernel answers again.
 func TestAttach(t *testing.T) {
 	requireRoot(t)
-	a, b := fmt.Sprintf("ind-a-%d", os.Getpid()), fmt.Sprintf("ind-b-%d", os.Getpid())
-	for _, ns := range []string{a, b} {
-		run(t, "ip", "netns", "add", ns)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-		run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+	a, b := netnstest.New(t, "ind-a"), netnstest.New(t, "ind-b")
+	for _, ns := range []*netnstest.Namespace{a, b} {
+		ns.Sysctl(t, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
 	}
-	run(t, "ip", "-n", a, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", b)
-	run(t, "ip", "-n", a, "addr", "add", "10.199.0.1/24", "dev", "va")
-	run(t, "ip", "-n", b, "addr", "add", "10.199.0.2/24", "dev", "vb")
-	run(t, "ip", "-n", a, "link", "set", "va", "up")
-	run(t, "ip", "-n", b, "link", "set", "vb", "up")
+	netnstest.Veth(t,
+		netnstest.End{NS: a, Name: "va", Addrs: []string{"10.199.0.1/24"}, Up: true},
+		netnstest.End{NS: b, Name: "vb", Addrs: []string{"10.199.0.2/24"}, Up: true})
 	ping := func() error {
-		out, err := exec.Command("ip", "netns", "exec", a, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.199.0.2").CombinedOutput()
+		out, err := a.Output("ping", "-c", "3", "-i", "0.2", "-W", "2", "10.199.0.2")
 		if err != nil {
-			return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("%v: %s", err, strings.TrimSpace(out))
 		}
 		return nil
 	}
-	flushARP := func() { run(t, "ip", "-n", a, "neigh", "flush", "dev", "va") }
+	flushARP := func() { a.IP(t, "neigh", "flush", "dev", "va") }
 	if err := ping(); err != nil {
 		t.Fatalf("before Attach: ping A→B: %v", err)
 	}
 
 	// This goroutine's thread enters B for the socket and the attachment.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	nsB, err := os.Open("/run/netns/" + b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nsB.Close()
-	if err := unix.Setns(int(nsB.Fd()), unix.CLONE_NEWNET); err != nil {
-		t.Fatalf("setns: %v", err)
-	}
-	defer unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET)
+	b.Do(t, func() { attachInB(t, ping, flushARP) })
+}
 
+// attachInB is the rest of TestAttach, run in namespace B.
+func attachInB(t *testing.T, ping func() error, flushARP func()) {
 	sock, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
 	if err != nil {
 		t.Fatal(err)
