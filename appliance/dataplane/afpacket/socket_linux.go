@@ -79,7 +79,6 @@ func Open(ifname string, cfg Config) (*Socket, error) {
 }
 
 func (s *Socket) setup(cfg Config) error {
-	g := s.geo
 	// Protocol 0: no frames are queued before the rings exist and bind
 	// registers the ETH_P_ALL hook.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
@@ -87,6 +86,25 @@ func (s *Socket) setup(cfg Config) error {
 		return fmt.Errorf("socket: %w", err)
 	}
 	s.fd = fd
+	if err := s.setOptions(cfg); err != nil {
+		return err
+	}
+	if err := s.requestRings(cfg); err != nil {
+		return err
+	}
+	if err := s.mapRings(cfg); err != nil {
+		return err
+	}
+	if err := s.bind(cfg); err != nil {
+		return err
+	}
+	return s.setupPoll()
+}
+
+// setOptions sets the options that come before the rings: the TPACKET
+// version, qdisc bypass, ignoring outgoing frames and the send buffer.
+func (s *Socket) setOptions(cfg Config) error {
+	g := s.geo
 	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3, "PACKET_VERSION"); err != nil {
 		return err
 	}
@@ -105,12 +123,18 @@ func (s *Socket) setup(cfg Config) error {
 		// the whole ring so that the ring, not the buffer, is the limit.
 		// SO_SNDBUFFORCE needs CAP_NET_ADMIN; fall back to the capped one.
 		want := min(g.TxFrames*(g.TxFrameSize+1024), math.MaxInt32/2)
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, want); err != nil {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, want); err != nil {
 			if err := s.setInt(unix.SOL_SOCKET, unix.SO_SNDBUF, want, "SO_SNDBUF"); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+// requestRings asks the kernel for the RX ring and the mapped TX ring.
+func (s *Socket) requestRings(cfg Config) error {
+	g := s.geo
 	if !cfg.NoRX {
 		req := unix.TpacketReq3{
 			Block_size:     uint32(g.RxBlockSize),
@@ -119,7 +143,7 @@ func (s *Socket) setup(cfg Config) error {
 			Frame_nr:       uint32(g.RxBlockSize / rxFrameSize * g.RxBlockCount),
 			Retire_blk_tov: uint32(g.RxTimeout / time.Millisecond),
 		}
-		if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+		if err := unix.SetsockoptTpacketReq3(s.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
 			return fmt.Errorf("PACKET_RX_RING %+v: %w", req, err)
 		}
 	}
@@ -130,17 +154,25 @@ func (s *Socket) setup(cfg Config) error {
 			Frame_size: uint32(g.TxFrameSize),
 			Frame_nr:   uint32(g.TxFrames),
 		}
-		if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &req); err != nil {
+		if err := unix.SetsockoptTpacketReq3(s.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &req); err != nil {
 			return fmt.Errorf("PACKET_TX_RING %+v: %w", req, err)
 		}
 	}
+	return nil
+}
+
+// mapRings maps the rings (RX first, then TX) and sets up the socket's
+// views of them; a TxCopy TX ring lives in process memory instead.
+func (s *Socket) mapRings(cfg Config) error {
+	g := s.geo
 	mapped := g.RxBytes()
 	if !cfg.TxCopy {
 		mapped += g.TxBytes()
 	}
 	var mem []byte
 	if mapped > 0 {
-		if mem, err = unix.Mmap(fd, 0, mapped, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
+		var err error
+		if mem, err = unix.Mmap(s.fd, 0, mapped, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
 			return fmt.Errorf("mmap %d bytes: %w", mapped, err)
 		}
 		s.mem = mem
@@ -162,16 +194,22 @@ func (s *Socket) setup(cfg Config) error {
 			s.tx.send = s.sendto
 		}
 	}
+	return nil
+}
+
+// bind binds the socket to its interface, then turns on promiscuous mode
+// and joins the fanout group as cfg asks.
+func (s *Socket) bind(cfg Config) error {
 	proto := uint16(0)
 	if !cfg.NoRX {
 		proto = htons(unix.ETH_P_ALL)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: s.ifindex}); err != nil {
+	if err := unix.Bind(s.fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: s.ifindex}); err != nil {
 		return fmt.Errorf("bind: %w", err)
 	}
 	if !cfg.NoPromisc && !cfg.NoRX {
 		mreq := unix.PacketMreq{Ifindex: int32(s.ifindex), Type: unix.PACKET_MR_PROMISC}
-		if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+		if err := unix.SetsockoptPacketMreq(s.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 			return fmt.Errorf("PACKET_ADD_MEMBERSHIP promisc: %w", err)
 		}
 	}
@@ -180,13 +218,19 @@ func (s *Socket) setup(cfg Config) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// setupPoll creates the eventfd that Close signals and the poll set
+// NextBlock waits on.
+func (s *Socket) setupPoll() error {
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return fmt.Errorf("eventfd: %w", err)
 	}
 	s.efd = efd
 	s.pfd = [2]unix.PollFd{
-		{Fd: int32(fd), Events: unix.POLLIN | unix.POLLERR},
+		{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLERR},
 		{Fd: int32(efd), Events: unix.POLLIN},
 	}
 	return nil
