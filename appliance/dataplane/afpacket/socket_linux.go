@@ -18,45 +18,6 @@ var (
 	ErrNoRing = errors.New("afpacket: socket has no such ring")
 )
 
-// Stats are a socket's counters since Open.
-type Stats struct {
-	// RxPackets counts frames the kernel put in the RX ring.
-	RxPackets uint64
-	// RxDrops counts frames the kernel dropped because the ring was full.
-	RxDrops uint64
-	// RxFreezes counts how often the ring filled up (the kernel's
-	// tp_freeze_q_cnt).
-	RxFreezes uint64
-	// RxTruncated counts frames that did not fit a block and arrived cut
-	// short (Packet.Truncated).
-	RxTruncated uint64
-	// RxCorrupt counts blocks whose layout did not add up; their remaining
-	// frames were skipped.
-	RxCorrupt uint64
-
-	// TxSent counts frames the kernel took for transmission.
-	TxSent uint64
-	// TxENOBUFS counts send attempts that found the driver queue full.
-	TxENOBUFS uint64
-	// TxEAGAIN counts send attempts that found the send buffer exhausted.
-	TxEAGAIN uint64
-	// TxWrongFormat counts frames the kernel rejected (TP_STATUS_WRONG_FORMAT,
-	// e.g. larger than a lowered MTU); they were dropped and their slots
-	// reused.
-	TxWrongFormat uint64
-	// TxOversize counts frames Append rejected as longer than the MTU
-	// allows or than a slot holds; TxRunt those shorter than an Ethernet
-	// header. They were never queued.
-	TxOversize uint64
-	TxRunt     uint64
-	// TxStalls counts the times Flush gave up after TxRetryTimeout (once
-	// per stall, not per call while it lasts).
-	TxStalls uint64
-	// TxDropped counts queued frames discarded because the socket was
-	// closed before they were flushed.
-	TxDropped uint64
-}
-
 // Socket is an AF_PACKET socket bound to one interface with a TPACKET_V3 RX
 // ring and a fixed-frame TX ring in one mapping.
 //
@@ -118,7 +79,6 @@ func Open(ifname string, cfg Config) (*Socket, error) {
 }
 
 func (s *Socket) setup(cfg Config) error {
-	g := s.geo
 	// Protocol 0: no frames are queued before the rings exist and bind
 	// registers the ETH_P_ALL hook.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
@@ -126,6 +86,25 @@ func (s *Socket) setup(cfg Config) error {
 		return fmt.Errorf("socket: %w", err)
 	}
 	s.fd = fd
+	if err := s.setOptions(cfg); err != nil {
+		return err
+	}
+	if err := s.requestRings(cfg); err != nil {
+		return err
+	}
+	if err := s.mapRings(cfg); err != nil {
+		return err
+	}
+	if err := s.bind(cfg); err != nil {
+		return err
+	}
+	return s.setupPoll()
+}
+
+// setOptions sets the options that come before the rings: the TPACKET
+// version, qdisc bypass, ignoring outgoing frames and the send buffer.
+func (s *Socket) setOptions(cfg Config) error {
+	g := s.geo
 	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3, "PACKET_VERSION"); err != nil {
 		return err
 	}
@@ -144,12 +123,18 @@ func (s *Socket) setup(cfg Config) error {
 		// the whole ring so that the ring, not the buffer, is the limit.
 		// SO_SNDBUFFORCE needs CAP_NET_ADMIN; fall back to the capped one.
 		want := min(g.TxFrames*(g.TxFrameSize+1024), math.MaxInt32/2)
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, want); err != nil {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, want); err != nil {
 			if err := s.setInt(unix.SOL_SOCKET, unix.SO_SNDBUF, want, "SO_SNDBUF"); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+// requestRings asks the kernel for the RX ring and the mapped TX ring.
+func (s *Socket) requestRings(cfg Config) error {
+	g := s.geo
 	if !cfg.NoRX {
 		req := unix.TpacketReq3{
 			Block_size:     uint32(g.RxBlockSize),
@@ -158,7 +143,7 @@ func (s *Socket) setup(cfg Config) error {
 			Frame_nr:       uint32(g.RxBlockSize / rxFrameSize * g.RxBlockCount),
 			Retire_blk_tov: uint32(g.RxTimeout / time.Millisecond),
 		}
-		if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+		if err := unix.SetsockoptTpacketReq3(s.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
 			return fmt.Errorf("PACKET_RX_RING %+v: %w", req, err)
 		}
 	}
@@ -169,17 +154,25 @@ func (s *Socket) setup(cfg Config) error {
 			Frame_size: uint32(g.TxFrameSize),
 			Frame_nr:   uint32(g.TxFrames),
 		}
-		if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &req); err != nil {
+		if err := unix.SetsockoptTpacketReq3(s.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &req); err != nil {
 			return fmt.Errorf("PACKET_TX_RING %+v: %w", req, err)
 		}
 	}
+	return nil
+}
+
+// mapRings maps the rings (RX first, then TX) and sets up the socket's
+// views of them; a TxCopy TX ring lives in process memory instead.
+func (s *Socket) mapRings(cfg Config) error {
+	g := s.geo
 	mapped := g.RxBytes()
 	if !cfg.TxCopy {
 		mapped += g.TxBytes()
 	}
 	var mem []byte
 	if mapped > 0 {
-		if mem, err = unix.Mmap(fd, 0, mapped, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
+		var err error
+		if mem, err = unix.Mmap(s.fd, 0, mapped, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
 			return fmt.Errorf("mmap %d bytes: %w", mapped, err)
 		}
 		s.mem = mem
@@ -201,16 +194,22 @@ func (s *Socket) setup(cfg Config) error {
 			s.tx.send = s.sendto
 		}
 	}
+	return nil
+}
+
+// bind binds the socket to its interface, then turns on promiscuous mode
+// and joins the fanout group as cfg asks.
+func (s *Socket) bind(cfg Config) error {
 	proto := uint16(0)
 	if !cfg.NoRX {
 		proto = htons(unix.ETH_P_ALL)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: s.ifindex}); err != nil {
+	if err := unix.Bind(s.fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: s.ifindex}); err != nil {
 		return fmt.Errorf("bind: %w", err)
 	}
 	if !cfg.NoPromisc && !cfg.NoRX {
 		mreq := unix.PacketMreq{Ifindex: int32(s.ifindex), Type: unix.PACKET_MR_PROMISC}
-		if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+		if err := unix.SetsockoptPacketMreq(s.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 			return fmt.Errorf("PACKET_ADD_MEMBERSHIP promisc: %w", err)
 		}
 	}
@@ -219,13 +218,19 @@ func (s *Socket) setup(cfg Config) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// setupPoll creates the eventfd that Close signals and the poll set
+// NextBlock waits on.
+func (s *Socket) setupPoll() error {
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return fmt.Errorf("eventfd: %w", err)
 	}
 	s.efd = efd
 	s.pfd = [2]unix.PollFd{
-		{Fd: int32(fd), Events: unix.POLLIN | unix.POLLERR},
+		{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLERR},
 		{Fd: int32(efd), Events: unix.POLLIN},
 	}
 	return nil
@@ -239,29 +244,6 @@ func (s *Socket) setInt(level, opt, v int, name string) error {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
-
-// sendto asks the kernel to transmit every SEND_REQUEST slot from its head.
-func (s *Socket) sendto() error {
-	return unix.Sendto(s.fd, nil, unix.MSG_DONTWAIT, &s.sa)
-}
-
-// sendCopy hands the queued slots to the kernel with sendmmsg (TxCopy)
-// and marks those it took free, as the kernel does in a mapped ring. A
-// frame the kernel refuses (EINVAL, EMSGSIZE) at the head is marked
-// TP_STATUS_WRONG_FORMAT, like the mapped ring's kernel does, and dropped
-// by reap.
-func (s *Socket) sendCopy() error {
-	t := s.tx
-	n, err := s.copy.send(s.fd, t)
-	for i := range n {
-		k := (t.khead + i) % len(t.slots)
-		storeStatus(t.mem, t.slots[k]+offStatus, unix.TP_STATUS_AVAILABLE)
-	}
-	if n == 0 && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EMSGSIZE)) {
-		storeStatus(t.mem, t.slots[t.khead]+offStatus, unix.TP_STATUS_WRONG_FORMAT)
-	}
-	return err
-}
 
 // teardown releases everything setup acquired. It runs once, when the
 // socket is closed and no method holds the mapping any more.
@@ -320,228 +302,6 @@ func (s *Socket) setFanout(f Fanout) error {
 	return nil
 }
 
-// NextBlock returns the next retired RX block, waiting up to timeout for
-// one; a negative timeout waits until a block arrives or the socket is
-// closed, zero does not wait. It returns (nil, nil) when the timeout
-// expires, ErrClosed once Close was called, and an error wrapping
-// unix.ENETDOWN when the interface went down (the socket keeps working once
-// it is up again). A block still held from the previous call is released
-// first. The returned Block is reused by the next call.
-func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
-	if s.rx.blocks == 0 {
-		return nil, ErrNoRing
-	}
-	if s.rx.held {
-		s.ReleaseBlock()
-	}
-	if !s.life.acquire() {
-		return nil, ErrClosed
-	}
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	for {
-		if s.rx.ready() {
-			return s.rx.open(), nil // the reference is dropped by ReleaseBlock
-		}
-		if s.life.closed() {
-			s.life.release()
-			return nil, ErrClosed
-		}
-		if timeout == 0 {
-			s.life.release()
-			return nil, nil
-		}
-		var tsp *unix.Timespec // nil: wait without limit
-		if timeout > 0 {
-			left := time.Until(deadline)
-			if left <= 0 {
-				s.life.release()
-				return nil, nil
-			}
-			s.ts = unix.NsecToTimespec(int64(left))
-			tsp = &s.ts
-		}
-		_, err := unix.Ppoll(s.pfd[:], tsp, nil)
-		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			s.life.release()
-			return nil, fmt.Errorf("afpacket: %s: poll: %w", s.name, err)
-		}
-		if s.pfd[1].Revents != 0 {
-			s.life.release()
-			return nil, ErrClosed
-		}
-		if s.pfd[0].Revents&unix.POLLNVAL != 0 {
-			s.life.release()
-			return nil, fmt.Errorf("afpacket: %s: poll: %w", s.name, unix.EBADF)
-		}
-		if s.pfd[0].Revents&unix.POLLERR != 0 {
-			soerr, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-			if err == nil && soerr != 0 {
-				s.life.release()
-				return nil, fmt.Errorf("afpacket: %s: %w", s.name, unix.Errno(soerr))
-			}
-		}
-	}
-}
-
-// ReleaseBlock hands the current block back to the kernel. Frames of the
-// block must not be used afterwards. It is a no-op without a current block.
-func (s *Socket) ReleaseBlock() {
-	if !s.rx.held {
-		return
-	}
-	truncated, corrupt := s.rx.release()
-	if truncated > 0 {
-		s.rxTruncated.Add(uint64(truncated))
-	}
-	if corrupt {
-		s.rxCorrupt.Add(1)
-	}
-	s.life.release()
-}
-
-// txReady makes sure the TX goroutine holds a reference on the mapping.
-func (s *Socket) txReady() bool {
-	if s.txHeld {
-		return !s.life.closed()
-	}
-	if !s.life.acquire() {
-		return false
-	}
-	s.txHeld = true
-	return true
-}
-
-// Append copies frame (from the destination MAC on, without FCS) into the
-// next free TX slot. It returns false if the frame was not queued: the ring
-// is full (Flush, then retry), the frame is too long or too short (counted
-// in Stats, never truncated), or the socket is closed.
-func (s *Socket) Append(frame []byte) bool {
-	if s.tx == nil || !s.txReady() {
-		return false
-	}
-	return s.tx.append(frame)
-}
-
-// AppendTagged is Append for a frame whose VLAN tag was stripped on receive:
-// it writes the frame with a tpid/tci tag inserted after the MAC addresses,
-// in the same single copy. Only tpid 0x8100 frames may exceed MTU+14 bytes.
-func (s *Socket) AppendTagged(frame []byte, tpid, tci uint16) bool {
-	if s.tx == nil || !s.txReady() {
-		return false
-	}
-	return s.tx.appendTagged(frame, tpid, tci)
-}
-
-// TxSlot returns the data area of the next free TX slot so that a frame can
-// be built in place, or nil if the ring is full or the socket closed. Queue
-// it with TxCommit; until then it is not sent and TxSlot returns the same
-// slot again.
-func (s *Socket) TxSlot() []byte {
-	if s.tx == nil || !s.txReady() {
-		return nil
-	}
-	return s.tx.buffer()
-}
-
-// TxCommit queues the slot returned by TxSlot with its first n bytes as the
-// frame. It returns false if n violates the length rules (counted) or no
-// slot is free.
-func (s *Socket) TxCommit(n int) bool {
-	if s.tx == nil || !s.txReady() {
-		return false
-	}
-	return s.tx.commitBuffer(n)
-}
-
-// Flush transmits the queued frames with one sendto (more only while the
-// driver queue is full). Frames are never dropped on ENOBUFS or EAGAIN: Flush
-// backs off and retries, and if the kernel takes nothing for TxRetryTimeout
-// it returns an error wrapping ErrTxStalled (and the last errno) with the
-// frames still queued. The kernel also answers ENOBUFS while the link has no
-// carrier; so that a dead port does not cost every batch the full timeout,
-// Flush then tries only once per call until the kernel takes frames again.
-// Meanwhile the ring fills and Append reports it full.
-func (s *Socket) Flush() error {
-	if s.tx == nil {
-		return ErrNoRing
-	}
-	if !s.txHeld {
-		return nil
-	}
-	if s.life.closed() {
-		s.txDropped.Add(uint64(s.tx.drop()))
-		s.txHeld = false
-		s.life.release()
-		return ErrClosed
-	}
-	err := s.tx.flush()
-	if s.tx.queued == 0 {
-		s.txHeld = false
-		s.life.release()
-	}
-	if err != nil {
-		return fmt.Errorf("afpacket: %s: %w", s.name, err)
-	}
-	return nil
-}
-
-// Queued is the number of frames appended but not yet taken by the kernel.
-func (s *Socket) Queued() int {
-	if s.tx == nil {
-		return 0
-	}
-	return s.tx.queued
-}
-
-// Stats returns the socket's counters. The kernel resets its counters on
-// every read; Stats accumulates them, so the values only grow.
-func (s *Socket) Stats() Stats {
-	if s.rx.blocks > 0 && s.life.acquire() {
-		s.readKernelStats()
-		s.life.release()
-	}
-	s.statsMu.Lock()
-	st := Stats{
-		RxPackets: s.kstats.packets,
-		RxDrops:   s.kstats.drops,
-		RxFreezes: s.kstats.freezes,
-	}
-	s.statsMu.Unlock()
-	st.RxTruncated = s.rxTruncated.Load()
-	st.RxCorrupt = s.rxCorrupt.Load()
-	st.TxDropped = s.txDropped.Load()
-	if t := s.tx; t != nil {
-		st.TxSent = t.sent.Load()
-		st.TxENOBUFS = t.enobufs.Load()
-		st.TxEAGAIN = t.eagain.Load()
-		st.TxWrongFormat = t.wrongFormat.Load()
-		st.TxOversize = t.oversize.Load()
-		st.TxRunt = t.runt.Load()
-		st.TxStalls = t.stalls.Load()
-	}
-	return st
-}
-
-// readKernelStats adds PACKET_STATISTICS (reset by the read) to the totals.
-func (s *Socket) readKernelStats() {
-	s.statsMu.Lock()
-	defer s.statsMu.Unlock()
-	ks, err := unix.GetsockoptTpacketStatsV3(s.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
-	if err != nil {
-		return
-	}
-	// For TPACKET_V3 the kernel counts drops in tp_packets too.
-	s.kstats.packets += uint64(ks.Packets - min(ks.Drops, ks.Packets))
-	s.kstats.drops += uint64(ks.Drops)
-	s.kstats.freezes += uint64(ks.Freeze_q_cnt)
-}
-
 // Close closes the socket: a goroutine blocked in NextBlock returns
 // ErrClosed at once, later calls fail with ErrClosed, and queued TX frames
 // are discarded. The ring is unmapped and the descriptor closed as soon as
@@ -562,65 +322,4 @@ func (s *Socket) Close() error {
 	}
 	s.life.release()
 	return s.life.finalErr()
-}
-
-// lifecycle counts the users of a socket's mapping and descriptors and runs
-// the final teardown once the socket is closed and the last user is gone.
-type lifecycle struct {
-	state atomic.Int64 // closedBit | number of holders
-	once  sync.Once
-	final func() error
-	mu    sync.Mutex
-	err   error
-}
-
-const closedBit = 1 << 62
-
-func (l *lifecycle) hold() { l.state.Add(1) }
-
-// acquire takes a reference unless the socket is closed.
-func (l *lifecycle) acquire() bool {
-	if l.state.Add(1)&closedBit != 0 {
-		l.release()
-		return false
-	}
-	return true
-}
-
-func (l *lifecycle) release() {
-	if l.state.Add(-1) == closedBit {
-		l.once.Do(l.finalize)
-	}
-}
-
-func (l *lifecycle) closed() bool { return l.state.Load()&closedBit != 0 }
-
-// markClosed sets the closed bit and reports whether this call set it.
-func (l *lifecycle) markClosed() bool {
-	for {
-		old := l.state.Load()
-		if old&closedBit != 0 {
-			return false
-		}
-		if l.state.CompareAndSwap(old, old|closedBit) {
-			return true
-		}
-	}
-}
-
-func (l *lifecycle) finalize() {
-	var err error
-	if l.final != nil {
-		err = l.final()
-	}
-	l.mu.Lock()
-	l.err = err
-	l.mu.Unlock()
-}
-
-// finalErr is the teardown error if teardown already ran.
-func (l *lifecycle) finalErr() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
 }

@@ -1,0 +1,132 @@
+package nat
+
+type pendFrame struct {
+	buf      int32
+	n        int32
+	side     Side
+	nh       uint32
+	deadline int64
+}
+
+type outFrame struct {
+	buf  int32
+	n    int32
+	port int
+}
+
+// Waiting reports whether frames wait for ARP resolution.
+func (w *Worker) Waiting() bool { return len(w.pend) != 0 }
+
+// Output returns the next frame the worker wants transmitted besides the
+// Results: ARP requests, frames released from the ARP queue. The frame
+// stays valid until the worker's next Process, Handle or Tick call.
+func (w *Worker) Output() (port int, frame []byte, ok bool) {
+	if w.outHead == len(w.out) {
+		return 0, nil, false
+	}
+	o := w.out[w.outHead]
+	w.outHead++
+	w.done = append(w.done, o.buf)
+	return o.port, w.bufs[o.buf][:o.n], true
+}
+
+func (w *Worker) allocBuf() (int32, bool) {
+	n := len(w.freeBuf)
+	if n == 0 {
+		return 0, false
+	}
+	b := w.freeBuf[n-1]
+	w.freeBuf = w.freeBuf[:n-1]
+	return b, true
+}
+
+// push queues buffer b (n bytes) for Output on port.
+func (w *Worker) push(port int, b int32, n int) bool {
+	if len(w.out) == cap(w.out) {
+		w.freeBuf = append(w.freeBuf, b)
+		w.c.drops[ReasonQueueFull].Add(1)
+		return false
+	}
+	w.out = append(w.out, outFrame{buf: b, n: int32(n), port: port})
+	return true
+}
+
+// send transmits the frame pkt (Ethernet source already set) to next hop
+// nh on side out: Forward when its MAC is known, else queued.
+func (w *Worker) send(now int64, s *snapshot, out Side, nh uint32, pkt []byte) Result {
+	port := s.side[out].id
+	n, ok := w.r.neigh.get(out, nh)
+	if ok && n.resolved {
+		if now-n.confirmed > s.reachable {
+			// Stale: keep using it, probe it by unicast, and give it up
+			// when the probes go unanswered.
+			if n.probes >= s.probes && now-n.probed >= 1e9 {
+				w.r.neigh.forget(n.slot, out, nh)
+				return w.enqueue(now, s, out, nh, pkt)
+			}
+			if claimProbe(&n, now) {
+				w.arpRequest(now, s, out, nh, n.mac)
+			}
+		}
+		copy(pkt[0:6], n.mac[:])
+		return Result{Action: Forward, Port: port, Frame: pkt}
+	}
+	return w.enqueue(now, s, out, nh, pkt)
+}
+
+// enqueue copies pkt into the pending queue until nh is resolved.
+func (w *Worker) enqueue(now int64, s *snapshot, out Side, nh uint32, pkt []byte) Result {
+	if len(w.pend) == cap(w.pend) || len(pkt) > w.r.maxFrame {
+		return drop(ReasonQueueFull)
+	}
+	b, ok := w.allocBuf()
+	if !ok {
+		return drop(ReasonQueueFull)
+	}
+	copy(w.bufs[b], pkt)
+	w.pend = append(w.pend, pendFrame{buf: b, n: int32(len(pkt)), side: out, nh: nh, deadline: now + int64(s.probes)*1e9})
+	n, ok := w.r.neigh.get(out, nh)
+	if !ok {
+		w.r.neigh.incomplete(out, nh, now)
+		n, ok = w.r.neigh.get(out, nh)
+	}
+	if ok && claimProbe(&n, now) {
+		w.arpRequest(now, s, out, nh, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	}
+	return Result{Action: Queued}
+}
+
+// flushPending sends queued frames whose next hop is resolved, drops those
+// whose resolution failed and retries ARP requests.
+func (w *Worker) flushPending(now int64, s *snapshot) {
+	w.pendGen = w.r.neigh.resolved.Load()
+	kept := w.pend[:0]
+	for _, p := range w.pend {
+		n, ok := w.r.neigh.get(p.side, p.nh)
+		switch {
+		case ok && n.resolved:
+			b := w.bufs[p.buf]
+			copy(b[0:6], n.mac[:])
+			if w.push(s.side[p.side].id, p.buf, int(p.n)) {
+				w.c.actions[Forward].Add(1)
+				w.c.flushed.Add(1)
+			}
+			continue
+		case now >= p.deadline:
+			w.freeBuf = append(w.freeBuf, p.buf)
+			w.c.drops[ReasonNeighFailed].Add(1)
+			if ok && n.probes >= s.probes && now-n.probed >= 1e9 {
+				w.r.neigh.forget(n.slot, p.side, p.nh)
+			}
+			continue
+		case !ok:
+			w.r.neigh.incomplete(p.side, p.nh, now)
+			n, ok = w.r.neigh.get(p.side, p.nh)
+		}
+		if ok && n.probes < s.probes && claimProbe(&n, now) {
+			w.arpRequest(now, s, p.side, p.nh, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+		}
+		kept = append(kept, p)
+	}
+	w.pend = kept
+}
