@@ -80,6 +80,12 @@ func (tr *testRouter) rx(in uint16, data []byte) [][][]byte {
 	w.begin(tr.now, tr.clock)
 	w.handle(data, len(data), false, frame.VLANTag{})
 	w.natTick()
+	w.dirty = 0
+	return tr.sent(in)
+}
+
+// sent takes the frames port in's worker queued, by out port id.
+func (tr *testRouter) sent(in uint16) [][][]byte {
 	out := make([][][]byte, len(tr.ports))
 	for id, f := range tr.tx[in] {
 		if f == nil {
@@ -90,7 +96,6 @@ func (tr *testRouter) rx(in uint16, data []byte) [][][]byte {
 		}
 		f.n = 0
 	}
-	w.dirty = 0
 	return out
 }
 
@@ -101,17 +106,7 @@ func (tr *testRouter) tick(in uint16, d int64) [][][]byte {
 	w := tr.fwds[in]
 	w.begin(tr.now, tr.clock)
 	w.natTick()
-	out := make([][][]byte, len(tr.ports))
-	for id, f := range tr.tx[in] {
-		if f == nil {
-			continue
-		}
-		for i := range f.n {
-			out[id] = append(out[id], append([]byte(nil), f.slots[i][:f.lens[i]]...))
-		}
-		f.n = 0
-	}
-	return out
+	return tr.sent(in)
 }
 
 // counts lists how many frames each port (1..4) got.
