@@ -38,6 +38,12 @@ const (
 	stClose
 	stateMask   = 0xf
 	flagReplied = 1 << 4 // a packet was seen in the reply direction
+	// TCP window scales, from each direction's SYN (RFC 7323), in the
+	// state word so that they change with it: bits 8-11 the original
+	// direction's, 12-15 the reply's; noScale when not in use.
+	scaleShift = 8
+	noScale    = 0xf
+	scaleBits  = noScale<<scaleShift | noScale<<(scaleShift+4)
 )
 
 // Connection kinds.
@@ -50,33 +56,48 @@ const (
 // entry is the hot part of one connection, what forwarding a packet of
 // an established connection reads and writes: one cache line (entries are
 // 64-byte aligned, so a lookup waits for one line). keys are written only
-// while the entry is free and its stripes are locked. The counters of
-// direction d change only under the stripe lock of keys[d] (the one a
-// lookup of that direction holds) and are read under both; pkts holds the
-// low 32 bits of the packet counts, entryCold.pktsHi the carries. state
-// and deadline are atomic.
+// while the entry is free and its stripes are locked. The per-direction
+// fields of direction d change only under the stripe lock of keys[d] (the
+// one a lookup of that direction holds) and are read under both: the
+// counters (pkts and bytes hold the low 16 and 32 bits, entryCold the
+// carries) and, for TCP, the highest acknowledgment direction d sent and
+// its last window (what a RST towards d must match, RFC 5961). state and
+// deadline are atomic.
 type entry struct {
 	keys     [2]key // [0] original direction, [1] reply direction
 	state    atomic.Uint32
 	deadline atomic.Uint32 // seconds; expired when now >= deadline
-	pkts     [2]uint32
-	bytes    [2]uint64
+	pkts     [2]uint16
+	bytes    [2]uint32
+	// TCP: ack[d] is the highest acknowledgment direction d sent (its
+	// RCV.NXT; before d sent one, what it must acknowledge: the other's
+	// SYN + 1), wins the last window each advertised, unscaled (d's in
+	// bits 16*d..16*d+15). Atomic: a RST checks the other direction's.
+	ack  [2]atomic.Uint32
+	wins atomic.Uint32
 }
 
 // entryCold is the rest of a connection, what only creating, deleting,
-// scanning and listing it use. kind, created and pktsHi follow the rules
-// of entry's keys and counters; gen and stripes are atomic.
+// scanning and listing it use (and a counter's carry, once in 64k packets
+// or 4 GB). kind, created and the carries follow the rules of entry's
+// keys and per-direction fields; gen and stripes are atomic.
 type entryCold struct {
 	gen     atomic.Uint32 // incarnation: odd while live
 	stripes atomic.Uint32 // stripe of keys[0]<<16 | stripe of keys[1]
 	created uint32        // seconds
 	pktsHi  [2]uint32     // carries of entry.pkts
+	bytesHi [2]uint32     // carries of entry.bytes
 	kind    uint8
 }
 
-// count adds a packet of n bytes to direction d of e (cold is e's).
+// count adds a packet of n bytes (an IP packet: less than 64 KiB) to
+// direction d of e (cold is e's).
 func (e *entry) count(cold *entryCold, d int, n uint64) {
-	e.bytes[d] += n
+	b := e.bytes[d] + uint32(n)
+	if b < e.bytes[d] {
+		cold.bytesHi[d]++
+	}
+	e.bytes[d] = b
 	if e.pkts[d]++; e.pkts[d] == 0 {
 		cold.pktsHi[d]++
 	}
@@ -84,7 +105,12 @@ func (e *entry) count(cold *entryCold, d int, n uint64) {
 
 // packets returns e's packet counts (cold is e's).
 func (e *entry) packets(cold *entryCold) [2]uint64 {
-	return [2]uint64{uint64(cold.pktsHi[0])<<32 | uint64(e.pkts[0]), uint64(cold.pktsHi[1])<<32 | uint64(e.pkts[1])}
+	return [2]uint64{uint64(cold.pktsHi[0])<<16 | uint64(e.pkts[0]), uint64(cold.pktsHi[1])<<16 | uint64(e.pkts[1])}
+}
+
+// byteCounts returns e's byte counts (cold is e's).
+func (e *entry) byteCounts(cold *entryCold) [2]uint64 {
+	return [2]uint64{uint64(cold.bytesHi[0])<<32 | uint64(e.bytes[0]), uint64(cold.bytesHi[1])<<32 | uint64(e.bytes[1])}
 }
 
 func expired(deadline, sec uint32) bool { return int32(sec-deadline) >= 0 }
@@ -272,8 +298,11 @@ func (t *table) tryInsert(keys [2]key, h [2]uint64, kind uint8, state, sec, dead
 	c.created = sec
 	e.state.Store(state)
 	e.deadline.Store(deadline)
-	e.pkts, c.pktsHi = [2]uint32{1, 0}, [2]uint32{}
-	e.bytes = [2]uint64{bytes, 0}
+	e.pkts, c.pktsHi = [2]uint16{1, 0}, [2]uint32{}
+	e.bytes, c.bytesHi = [2]uint32{uint32(bytes), 0}, [2]uint32{}
+	e.ack[0].Store(0)
+	e.ack[1].Store(0)
+	e.wins.Store(0)
 	c.stripes.Store(s0<<16 | s1)
 	c.gen.Add(1)
 	st0.add(h[0], idx, 0)

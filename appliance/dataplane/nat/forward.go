@@ -212,10 +212,11 @@ func (w *Worker) filter(now int64, s *snapshot, inPort int, out Side, pkt []byte
 // to give back if the insert fails.
 func (w *Worker) create(now int64, s *snapshot, keys [2]key, kind uint8, pkt []byte, f *frame.Frame, mapped bool) Result {
 	state := stNone
-	if f.Proto == frame.ProtoTCP {
-		state = stSynSent
+	tcp := f.Proto == frame.ProtoTCP
+	if tcp {
+		state = stSynSent | synScale(pkt, f, 0) | noScale<<(scaleShift+4)
 	}
-	_, err := w.r.ct.insert(keys, kind, state, w.sec, w.sec+s.timeout(f.Proto, state), uint64(f.L3End-f.L3Off))
+	idx, err := w.r.ct.insert(keys, kind, state, w.sec, w.sec+s.timeout(f.Proto, state), uint64(f.L3End-f.L3Off))
 	if err != insOK {
 		if mapped {
 			w.r.maps.release(keys[1].proto(), keys[1].dport())
@@ -224,6 +225,12 @@ func (w *Worker) create(now int64, s *snapshot, keys [2]key, kind uint8, pkt []b
 			return drop(ReasonInvalid)
 		}
 		return drop(ReasonTableFull)
+	}
+	if tcp {
+		// What the responder must acknowledge, and the SYN's window.
+		e := &w.r.ct.entries[idx]
+		e.ack[1].Store(f.TCP.Seq + 1)
+		e.wins.Store(uint32(f.TCP.Window))
 	}
 	w.c.newConns.Add(1)
 	other := keys[1]
@@ -257,11 +264,33 @@ func (w *Worker) established(now int64, s *snapshot, k key, pkt []byte, f *frame
 		st.mu.Unlock()
 		return r, true
 	}
+	tcp := f.Proto == frame.ProtoTCP
+	if tcp && f.TCP.Flags&frame.TCPRst != 0 {
+		switch e.rstVerdict(e.state.Load(), dir, f) {
+		case rstInvalid:
+			st.mu.Unlock()
+			return drop(ReasonRST), true
+		case rstInWindow:
+			// The receiver judges it (RFC 5961: a challenge ACK); the
+			// connection stays, but goes quiet if the RST was real, so
+			// it expires after the TIME_WAIT timeout unless its next
+			// packet comes.
+			if dl := w.sec + s.timeout(f.Proto, stTimeWait); int32(e.deadline.Load()-dl) > 0 {
+				e.deadline.Store(dl)
+			}
+			e.count(&t.cold[idx], dir, uint64(f.L3End-f.L3Off))
+			st.mu.Unlock()
+			return w.emit(now, s, out, pkt, f, xlate{src: other.dst(), dst: other.src(), sport: other.dport(), dport: other.sport()}, true), true
+		}
+	}
 	var next uint32
 	for {
 		old := e.state.Load()
 		var valid, reopen bool
 		next, valid, reopen = nextState(old, dir, f)
+		if valid && tcp && dir == 1 && f.TCP.Flags&(frame.TCPSyn|frame.TCPAck) == frame.TCPSyn|frame.TCPAck {
+			next = next&^(noScale<<(scaleShift+4)) | synScale(pkt, f, 1)
+		}
 		if !valid {
 			st.mu.Unlock()
 			return drop(ReasonInvalid), true
@@ -278,6 +307,12 @@ func (w *Worker) established(now int64, s *snapshot, k key, pkt []byte, f *frame
 	}
 	if dl := w.sec + s.timeout(f.Proto, next); e.deadline.Load() != dl {
 		e.deadline.Store(dl)
+	}
+	if tcp {
+		if f.TCP.Flags&frame.TCPSyn != 0 && dir == 1 && e.ack[0].Load() == 0 {
+			e.ack[0].Store(f.TCP.Seq + 1) // what the originator must acknowledge
+		}
+		e.tcpTrack(dir, f)
 	}
 	e.count(&t.cold[idx], dir, uint64(f.L3End-f.L3Off))
 	st.mu.Unlock()

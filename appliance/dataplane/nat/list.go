@@ -136,7 +136,7 @@ func (r *Router) read(idx uint32, now int64, c *Conn) bool {
 	}
 	k, kind, created := e.keys, cold.kind, cold.created
 	st, dl := e.state.Load(), e.deadline.Load()
-	pkts, bytes := e.packets(cold), e.bytes
+	pkts, bytes := e.packets(cold), e.byteCounts(cold)
 	t.unlock2(s0, s1)
 	*c = Conn{
 		ID: ConnID(uint64(idx)<<32 | uint64(g)), Proto: k[0].proto(), Kind: Kind(kind), State: stateOf(k[0].proto(), st),

@@ -335,8 +335,8 @@ func TestEviction(t *testing.T) {
 		e2.forward(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 80, Flags: frame.TCPSyn}, nil)), wanPort)
 		e2.forward(WAN, fromWAN(in.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: sp, Flags: frame.TCPSyn | frame.TCPAck}, nil)), lanPort)
 		e2.forward(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 80, Flags: frame.TCPAck}, nil)), wanPort)
-		if i == 5 {
-			e2.forward(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 80, Flags: frame.TCPRst}, nil)), wanPort)
+		if i == 5 { // at the responder's RCV.NXT (the SYN's sequence number + 1): it ends the connection
+			e2.forward(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 80, Seq: 1, Flags: frame.TCPRst}, nil)), wanPort)
 		}
 	}
 	if res := e2.send(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 999, DstPort: 80, Flags: frame.TCPSyn}, nil))); res.Action != Forward {

@@ -10,6 +10,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -186,7 +187,7 @@ func snapshotOf(r *Router, now int64) tableState {
 	var s tableState
 	for i := range t.entries {
 		e, c := &t.entries[i], &t.cold[i]
-		s.Entries = append(s.Entries, entryState{e.keys, c.created, c.kind, c.gen.Load(), c.stripes.Load(), e.state.Load(), e.deadline.Load(), e.packets(c), e.bytes})
+		s.Entries = append(s.Entries, entryState{e.keys, c.created, c.kind, c.gen.Load(), c.stripes.Load(), e.state.Load(), e.deadline.Load(), e.packets(c), e.byteCounts(c)})
 	}
 	for i := range t.slots {
 		s.Slots = append(s.Slots, t.slots[i].Load())
@@ -322,33 +323,43 @@ func FuzzPrefetch(f *testing.F) {
 	})
 }
 
-// TestEntryCounters checks that a direction's packet count carries from
-// the hot 32 bits into the cold part and that bytes add up.
+// TestEntryCounters checks that a direction's packet and byte counts
+// carry from the hot line's 16 and 32 bits into the cold part.
 func TestEntryCounters(t *testing.T) {
 	tests := []struct {
-		name  string
-		start uint64 // packets before, direction 1
-		add   int
-		want  [2]uint64
+		name         string
+		start, bytes uint64 // packets and bytes before, direction 1
+		add          int
+		want         [2]uint64
+		wantBytes    [2]uint64
 	}{
-		{"zero", 0, 3, [2]uint64{0, 3}},
-		{"carry", 1<<32 - 2, 3, [2]uint64{0, 1<<32 + 1}},
-		{"second carry", 2<<32 - 1, 1, [2]uint64{0, 2 << 32}},
+		{"zero", 0, 0, 3, [2]uint64{0, 3}, [2]uint64{0, 300}},
+		{"packet carry", 1<<16 - 2, 0, 3, [2]uint64{0, 1<<16 + 1}, [2]uint64{0, 300}},
+		{"second packet carry", 2<<16 - 1, 0, 1, [2]uint64{0, 2 << 16}, [2]uint64{0, 100}},
+		{"past 2^32 packets", 1<<32 - 1, 0, 2, [2]uint64{0, 1<<32 + 1}, [2]uint64{0, 200}},
+		{"byte carry", 5, 1<<32 - 150, 2, [2]uint64{0, 7}, [2]uint64{0, 1<<32 + 50}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var e entry
 			var c entryCold
-			e.pkts[1], c.pktsHi[1] = uint32(tc.start), uint32(tc.start>>32)
+			e.pkts[1], c.pktsHi[1] = uint16(tc.start), uint32(tc.start>>16)
+			e.bytes[1], c.bytesHi[1] = uint32(tc.bytes), uint32(tc.bytes>>32)
 			for range tc.add {
 				e.count(&c, 1, 100)
 			}
 			if diff := cmp.Diff(tc.want, e.packets(&c)); diff != "" {
 				t.Errorf("packets (-want +got):\n%s", diff)
 			}
-			if got, want := e.bytes, [2]uint64{0, uint64(tc.add) * 100}; got != want {
-				t.Errorf("bytes = %v, want %v", got, want)
+			if diff := cmp.Diff(tc.wantBytes, e.byteCounts(&c)); diff != "" {
+				t.Errorf("bytes (-want +got):\n%s", diff)
 			}
 		})
+	}
+	if n := unsafe.Sizeof(entry{}); n != 64 {
+		t.Errorf("the hot part of an entry is %d bytes, want one 64-byte line", n)
+	}
+	if n := unsafe.Sizeof(entryCold{}); n > 32 {
+		t.Errorf("the cold part of an entry is %d bytes, want at most 32", n)
 	}
 }

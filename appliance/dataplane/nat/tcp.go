@@ -154,3 +154,97 @@ func clampMSS(b []byte, f *frame.Frame, mss uint16) bool {
 	}
 	return false
 }
+
+// What a RST is to a tracked connection (RFC 5961 §3, as Linux conntrack
+// judges it).
+const (
+	rstExact    = iota // at the receiver's RCV.NXT: it ends the connection
+	rstInWindow        // inside the receiver's window but not exact: forwarded (the receiver answers with a challenge ACK), the connection kept
+	rstInvalid         // outside the window: spoofed or stale, dropped
+)
+
+// rstVerdict judges the RST f from direction dir of e, in state st (the
+// state word, window scales included).
+func (e *entry) rstVerdict(st uint32, dir int, f *frame.Frame) int {
+	r := 1 - dir // the receiver
+	want := e.ack[r].Load()
+	if st&stateMask == stSynSent {
+		// Nothing came back yet: a RST from the responder must
+		// acknowledge the SYN (RFC 793 §3.4).
+		if dir == 1 && f.TCP.Flags&frame.TCPAck != 0 && f.TCP.Ack == e.ack[1].Load() {
+			return rstExact
+		}
+		return rstInvalid
+	}
+	if want == 0 {
+		return rstExact // the receiver's sequence space is not known yet
+	}
+	switch d := f.TCP.Seq - want; {
+	case d == 0:
+		return rstExact
+	case int32(d) > 0 && d < e.window(st, r):
+		return rstInWindow
+	}
+	return rstInvalid
+}
+
+// window returns direction d's last advertised window in bytes.
+func (e *entry) window(st uint32, d int) uint32 {
+	w := e.wins.Load() >> (16 * d) & 0xffff
+	s0, s1 := st>>scaleShift&noScale, st>>(scaleShift+4)&noScale
+	if s0 == noScale || s1 == noScale {
+		return w // scaling is on only when both SYNs asked for it
+	}
+	return w << min(st>>(scaleShift+4*uint32(d))&noScale, 14)
+}
+
+// tcpTrack records what TCP packet f of direction dir tells of its
+// sender: the highest acknowledgment and its window. The caller holds
+// the stripe lock of dir.
+func (e *entry) tcpTrack(dir int, f *frame.Frame) {
+	t := &f.TCP
+	if t.Flags&frame.TCPAck == 0 {
+		return
+	}
+	if a := e.ack[dir].Load(); a == 0 || int32(t.Ack-a) > 0 {
+		e.ack[dir].Store(t.Ack)
+	}
+	shift := 16 * uint32(dir)
+	for {
+		old := e.wins.Load()
+		next := old&^(0xffff<<shift) | uint32(t.Window)<<shift
+		if old == next || e.wins.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// synScale returns the state bits of the window scale option of a SYN
+// from direction dir (RFC 7323 §2.2), noScale when it has none.
+func synScale(b []byte, f *frame.Frame, dir int) uint32 {
+	s := uint32(noScale)
+	opts := b[f.L4Off+frame.TCPHeaderLen : f.PayloadOff]
+	for i := 0; i < len(opts); {
+		kind := opts[i]
+		if kind == 0 {
+			break
+		}
+		if kind == 1 {
+			i++
+			continue
+		}
+		if i+1 >= len(opts) {
+			break
+		}
+		l := int(opts[i+1])
+		if l < 2 || i+l > len(opts) {
+			break
+		}
+		if kind == 3 && l == 3 {
+			s = uint32(min(opts[i+2], 14))
+			break
+		}
+		i += l
+	}
+	return s << (scaleShift + 4*uint32(dir))
+}
