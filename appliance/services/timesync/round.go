@@ -300,19 +300,38 @@ func (c *Client) record(cfg Config, wasSynced bool, answers []answer, v verdict)
 	}
 
 	var d time.Duration
-	if a := v.chosen; a != nil {
-		r := a.resp
-		c.status = Status{
-			Synced: true, LastSync: cfg.Clock.Now(), Offset: r.ClockOffset, Stepped: v.stepped,
-			Server: a.srv.String(), Address: a.addr.String(), Stratum: r.Stratum, RTT: r.RTT, RootDistance: r.RootDistance,
-		}
+	if v.chosen != nil {
 		if !wasSynced || v.stepped {
 			c.poll = cfg.MinInterval
 		} else {
 			c.poll = min(2*c.poll, cfg.Interval)
 		}
 		d = c.poll
-		c.failedRounds, c.lastReason = 0, ""
+		c.failedRounds = 0
+	} else {
+		switch {
+		case v.confirm:
+			d = cfg.MinInterval
+		case synced:
+			d = c.poll
+		default:
+			c.failedRounds++
+			d = backoff(retryBase(cfg), cfg.MinInterval, c.failedRounds)
+		}
+	}
+	// Rounds in which every server is still backing off would ask nobody:
+	// wait for the first one due.
+	if due, ok := c.firstDue(); ok && due.Sub(now) > d {
+		d = due.Sub(now)
+	}
+
+	if a := v.chosen; a != nil {
+		r := a.resp
+		c.status = Status{
+			Synced: true, LastSync: cfg.Clock.Now(), Offset: r.ClockOffset, Stepped: v.stepped,
+			Server: a.srv.String(), Address: a.addr.String(), Stratum: r.Stratum, RTT: r.RTT, RootDistance: r.RootDistance,
+		}
+		c.lastReason = ""
 		attrs := []any{"offset", r.ClockOffset, "server", a.srv, "address", a.addr, "stratum", r.Stratum, "rtt", r.RTT, "next", d}
 		switch {
 		case v.stepped:
@@ -326,15 +345,6 @@ func (c *Client) record(cfg Config, wasSynced bool, answers []answer, v verdict)
 			close(c.synced)
 		}
 	} else {
-		switch {
-		case v.confirm:
-			d = cfg.MinInterval
-		case synced:
-			d = c.poll
-		default:
-			c.failedRounds++
-			d = backoff(retryBase(cfg), cfg.MinInterval, c.failedRounds)
-		}
 		c.status.LastError = v.reason
 		if v.reason != c.lastReason {
 			c.log.Warn("timesync: clock not set", "reason", v.reason, "next", d)
@@ -343,6 +353,17 @@ func (c *Client) record(cfg Config, wasSynced bool, answers []answer, v verdict)
 	}
 	c.status.Poll = d
 	return d
+}
+
+// firstDue returns when the first source that is not denied may be asked
+// again; ok is false if all are denied.
+func (c *Client) firstDue() (due time.Time, ok bool) {
+	for _, s := range c.sources {
+		if !s.denied && (!ok || s.next.Before(due)) {
+			due, ok = s.next, true
+		}
+	}
+	return due, ok
 }
 
 // rotate moves on to the source's next address; past the last one the

@@ -286,6 +286,10 @@ func (c *Client) Run(ctx context.Context) error {
 		return errors.New("timesync: Run called on a running client")
 	}
 	defer c.running.Store(false)
+	select {
+	case <-c.wake: // the first round asks the servers named so far
+	default:
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
