@@ -93,6 +93,21 @@ func corrected(clock *fakeClock, from int, want action) bool {
 	return false
 }
 
+// since sums the clock's corrections since its from-th and counts the
+// steps among them. A clock change in the middle of a round's (parallel)
+// queries is measured in part, so a correction may take two rounds: the
+// sum is what must come out right.
+func since(clock *fakeClock, from int) (sum time.Duration, steps int) {
+	actions, _ := clock.record()
+	for _, a := range actions[min(from, len(actions)):] {
+		sum += a.Offset
+		if a.Step {
+			steps++
+		}
+	}
+	return sum, steps
+}
+
 // eventually waits up to d for cond.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -170,12 +185,14 @@ func TestKeepsClock(t *testing.T) {
 	from := n()
 	clock.drift(60 * ms)
 	eventually(t, 3*time.Second, "drift of 60 ms slewed back", func() bool {
-		return corrected(clock, from, action{Offset: -60 * ms})
+		sum, steps := since(clock, from)
+		return cmp.Equal(-60*ms, sum, approx) && steps == 0
 	})
 	from = n()
 	clock.drift(500 * ms)
 	eventually(t, 3*time.Second, "jump of 500 ms stepped back", func() bool {
-		return corrected(clock, from, action{Step: true, Offset: -500 * ms})
+		sum, steps := since(clock, from)
+		return cmp.Equal(-500*ms, sum, approx) && steps > 0
 	})
 }
 
@@ -306,6 +323,47 @@ func TestSingleServerUnverified(t *testing.T) {
 	}
 	if st := c.Status(); !strings.Contains(st.LastError, "two answers disagree") {
 		t.Errorf("LastError %q, want the disagreement", st.LastError)
+	}
+}
+
+// TestLoneAnswer: when only one of several servers answers, its answers
+// must keep agreeing for MinInterval before they set the clock.
+func TestLoneAnswer(t *testing.T) {
+	t.Parallel()
+	specs, fs := servers(t, behaviour{offset: 2 * time.Second}, behaviour{stratum: 16}, behaviour{stratum: 16})
+	begin := time.Now()
+	c, clock := start(t, Config{Servers: specs, MinInterval: 200 * ms, Interval: time.Second})
+	waitSynced(t, c, 3*time.Second)
+	if took := time.Since(begin); took < 200*ms {
+		t.Errorf("synced from a lone server after %v, want MinInterval (200ms) or more", took)
+	}
+	if n := fs[0].requests.Load(); n < 4 {
+		t.Errorf("lone server asked %d times before the sync, want two rounds of two at least", n)
+	}
+	actions, _ := clock.record()
+	if diff := cmp.Diff([]action{{Step: true, Offset: 2 * time.Second}}, actions[:1], approx); diff != "" {
+		t.Errorf("first correction (-want +got):\n%s", diff)
+	}
+}
+
+// TestLoneFalsetickerOutvoted: a falseticker that answers while the other
+// servers are not synchronized yet does not set the clock; once they are,
+// they outvote it.
+func TestLoneFalsetickerOutvoted(t *testing.T) {
+	t.Parallel()
+	specs, fs := servers(t, behaviour{offset: time.Hour}, behaviour{stratum: 16}, behaviour{stratum: 16})
+	c, clock := start(t, Config{Servers: specs, MinInterval: 400 * ms, Interval: 2 * time.Second})
+	eventually(t, 3*time.Second, "the falseticker asked", func() bool { return fs[0].requests.Load() > 0 })
+	time.Sleep(30 * ms)
+	fs[1].set(behaviour{offset: 2 * time.Second})
+	fs[2].set(behaviour{offset: 2 * time.Second})
+	waitSynced(t, c, 3*time.Second)
+	actions, _ := clock.record()
+	if diff := cmp.Diff([]action{{Step: true, Offset: 2 * time.Second}}, actions[:1], approx); diff != "" {
+		t.Errorf("first correction (-want +got):\n%s", diff)
+	}
+	if !c.Status().Servers[0].Falseticker {
+		t.Errorf("server 0 not marked a falseticker: %+v", c.Status().Servers[0])
 	}
 }
 
@@ -556,5 +614,25 @@ func TestVet(t *testing.T) {
 		} else if tc.want != "" {
 			t.Errorf("%s: vet accepted the answer, want %q", tc.name, tc.want)
 		}
+	}
+}
+
+// TestAskSystemClock asks a server with the system clock configured, which
+// lets the library take the kernel's receive time stamps. It only reads
+// the clock: asking never sets it.
+func TestAskSystemClock(t *testing.T) {
+	t.Parallel()
+	specs, _ := servers(t, behaviour{offset: 1500 * ms})
+	c, err := New(fast(Config{Servers: specs, Clock: System()}), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.sources[0]
+	a := c.ask(context.Background(), c.cfg, probe{src: s, srv: s.srv})
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if diff := cmp.Diff(1500*ms, a.resp.ClockOffset, approx); diff != "" || a.resp.RTT <= 0 {
+		t.Errorf("offset (-want +got):\n%s; RTT %v", diff, a.resp.RTT)
 	}
 }

@@ -47,8 +47,9 @@ func (e *kissError) Error() string { return fmt.Sprintf("kiss of death %q", e.co
 type verdict struct {
 	chosen       *answer // the answer to set the clock from; nil for none
 	falsetickers []*source
-	reason       string // why nothing is set
-	confirm      bool   // an offset over Panic waits for the next round
+	reason       string        // why nothing is set
+	confirm      bool          // an offset over Panic waits for the next round
+	loneWait     time.Duration // a lone answer waits this long for company
 	stepped      bool
 }
 
@@ -159,7 +160,10 @@ func vet(r *ntp.Response, at time.Time, cfg Config) error {
 // decide picks the answer to set the clock from. The clock is never set
 // from one unverified answer:
 //   - one usable answer is asked for again and used only if the two agree
-//     (this catches a stray bad packet; one server cannot be outvoted);
+//     (this catches a stray bad packet). If other servers are configured
+//     but silent, lone answers must also keep agreeing for MinInterval, so
+//     that servers which come up later (a chronyd starting, a name that
+//     resolves later) can outvote a lone falseticker that answered first;
 //   - two or more must form a majority group whose correctness intervals
 //     intersect (see intersect); outside it are falsetickers. Of the group
 //     the answer with the smallest root distance is used;
@@ -172,6 +176,9 @@ func (c *Client) decide(ctx context.Context, cfg Config, synced bool, answers []
 			valid = append(valid, &answers[i])
 		}
 	}
+	if len(valid) != 1 {
+		c.lone = nil
+	}
 	var v verdict
 	switch len(valid) {
 	case 0:
@@ -182,13 +189,27 @@ func (c *Client) decide(ctx context.Context, cfg Config, synced bool, answers []
 		a.queries += again.queries
 		switch {
 		case again.err != nil:
+			c.lone = nil
 			return verdict{reason: fmt.Sprintf("only %s answered, and asking it again failed: %v", a.srv, again.err)}
 		case !agree(a.candidate(), again.candidate()):
+			c.lone = nil
 			return verdict{reason: fmt.Sprintf("only %s answered, and its two answers disagree (offsets %v and %v)",
 				a.srv, a.resp.ClockOffset, again.resp.ClockOffset)}
 		case again.resp.RootDistance < a.resp.RootDistance:
 			a.resp, a.at = again.resp, again.at
 		}
+		if len(cfg.Servers) > 1 {
+			cand, now := a.candidate(), time.Now()
+			if c.lone == nil || !agree(*c.lone, cand) {
+				c.loneSince = now
+			}
+			c.lone = &cand
+			if wait := c.loneSince.Add(cfg.MinInterval).Sub(now); wait > 0 {
+				return verdict{loneWait: wait, reason: fmt.Sprintf("only %s of %d servers answered: waiting %v for another to agree",
+					a.srv, len(cfg.Servers), cfg.MinInterval)}
+			}
+		}
+		c.lone = nil
 		v.chosen = a
 	default:
 		cs := make([]candidate, len(valid))
@@ -317,6 +338,9 @@ func (c *Client) record(cfg Config, wasSynced bool, answers []answer, v verdict)
 		default:
 			c.failedRounds++
 			d = backoff(retryBase(cfg), cfg.MinInterval, c.failedRounds)
+		}
+		if v.loneWait > 0 {
+			d = min(d, v.loneWait)
 		}
 	}
 	// Rounds in which every server is still backing off would ask nobody:

@@ -151,6 +151,8 @@ type Client struct {
 	// Owned by the Run goroutine.
 	failedRounds int        // consecutive rounds without a sync, before the first sync
 	wild         *candidate // an offset over Panic waiting for confirmation
+	lone         *candidate // the only usable answer of several servers
+	loneSince    time.Time  // since when lone answers have agreed (monotonic)
 	lastReason   string     // the last round's failure, logged once
 
 	mu      sync.Mutex
