@@ -3,6 +3,7 @@ module e1kbox
 go 1.26.8
 
 require (
+	github.com/beevik/ntp v1.6.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/gokrazy/gokrazy v0.0.0-20260418085648-c38c3134b8a7
 	github.com/gokrazy/kernel.amd64 v0.0.0-20260705070735-de680abf072b
