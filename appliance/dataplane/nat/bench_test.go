@@ -70,6 +70,9 @@ func BenchmarkNewConns(b *testing.B) {
 	b.ReportMetric(float64(e.r.CountConns(Filter{})), "conns")
 }
 
+// noLimits lets fillTable fill a table with one host's connections.
+var noLimits = limits{inbound: 1 << 40, perHost: 1 << 40, perRemote: 1 << 40}
+
 // fillTable inserts n established UDP connections straight into r's
 // table and returns their original keys.
 func fillTable(b testing.TB, r *Router, n int) []key {
@@ -81,7 +84,7 @@ func fillTable(b testing.TB, r *Router, n int) []key {
 		sp, dp := uint16(1024+i%60000), uint16(53)
 		k := mkKey(src, dst, sp, dp, frame.ProtoUDP, LAN)
 		rk := mkKey(dst, 0xcb007102, dp, uint16(i), frame.ProtoUDP, WAN)
-		if _, err := r.ct.insert([2]key{k, rk}, kindDNAT, flagReplied, sec, sec+1000, 100); err != insOK {
+		if _, err := r.ct.insert([2]key{k, rk}, kindDNAT, flagReplied|flagAssured, sec, sec+1000, 100, &noLimits); err != insOK {
 			b.Fatalf("insert %d: %v", i, err)
 		}
 		keys[i] = k

@@ -28,6 +28,7 @@ func compile(cfg *Config) (*snapshot, error) {
 	s.probes = uint32(cfg.NeighProbes)
 	s.fragTTL = int64(cfg.FragTimeout) * 1e9
 	s.sweep = cfg.SweepBatch
+	s.limits = limits{inbound: int64(cfg.MaxInbound), perHost: int64(cfg.MaxPerHost), perRemote: int64(cfg.MaxPerRemote)}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("nat config: %w", err)
 	}
@@ -154,6 +155,9 @@ func checkLimits(errs []error, cfg *Config) []error {
 		v, lo int
 		hi    int
 	}{
+		{"max inbound", cfg.MaxInbound, 1, maxConns},
+		{"max per host", cfg.MaxPerHost, 1, maxConns},
+		{"max per remote", cfg.MaxPerRemote, 1, maxConns},
 		{"pending frames", cfg.PendingFrames, 1, 4096},
 		{"outbox frames", cfg.OutboxFrames, 8, 4096},
 		{"frag entries", cfg.FragEntries, 1, 65536},

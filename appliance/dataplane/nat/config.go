@@ -71,6 +71,13 @@ type Config struct {
 	MSSClamp int
 	// Forwards are the port forwards.
 	Forwards []PortForward
+	// MaxInbound bounds the connections from the WAN (through port
+	// forwards) that are not assured yet — what a SYN or UDP flood makes;
+	// past it a new one takes the place of the oldest such (default
+	// MaxConns/4). MaxPerHost bounds one LAN host's unassured connections
+	// (default MaxConns/4), MaxPerRemote one WAN address's (default 256):
+	// new connections past them are refused (ReasonSourceLimit).
+	MaxInbound, MaxPerHost, MaxPerRemote int
 	// MaxNeighbours is the capacity of the ARP neighbour table (default 1024).
 	MaxNeighbours int
 	// NeighReachable is how long (seconds) a confirmed neighbour is used
@@ -146,6 +153,12 @@ type snapshot struct {
 	probes    uint32
 	fragTTL   int64 // ns
 	sweep     int
+	limits    limits
+}
+
+// limits are the caps on unassured connections (Config.MaxInbound, ...).
+type limits struct {
+	inbound, perHost, perRemote int64
 }
 
 // forward returns the port forward for a WAN port, if any.
@@ -199,6 +212,9 @@ func withDefaults(cfg Config) Config {
 	} {
 		*p.v = orInt(*p.v, p.d)
 	}
+	cfg.MaxInbound = orInt(cfg.MaxInbound, max(cfg.MaxConns/4, 16))
+	cfg.MaxPerHost = orInt(cfg.MaxPerHost, max(cfg.MaxConns/4, 16))
+	cfg.MaxPerRemote = orInt(cfg.MaxPerRemote, 256)
 	cfg.MaxNeighbours = orInt(cfg.MaxNeighbours, 1024)
 	cfg.NeighReachable = orInt(cfg.NeighReachable, 30)
 	cfg.NeighProbes = orInt(cfg.NeighProbes, 3)

@@ -38,6 +38,14 @@ const (
 	stClose
 	stateMask   = 0xf
 	flagReplied = 1 << 4 // a packet was seen in the reply direction
+	// flagAssured: a connection worth keeping under a flood, as Linux
+	// judges it (IPS_ASSURED): TCP that reached ESTABLISHED, other
+	// protocols with traffic at least streamAfter after the first reply.
+	flagAssured = 1 << 5
+	// flagInbound: opened from the WAN (through a port forward).
+	flagInbound = 1 << 6
+	// The second (mod 2^16) of the first reply, for the stream check.
+	replyShift = 16
 	// TCP window scales, from each direction's SYN (RFC 7323), in the
 	// state word so that they change with it: bits 8-11 the original
 	// direction's, 12-15 the reply's; noScale when not in use.
@@ -151,7 +159,38 @@ type table struct {
 	count                    atomic.Int64
 	sweepAt, evictAt         atomic.Uint64
 	inserted, evicted, swept atomic.Uint64
-	failed                   atomic.Uint64
+	failed, limited          atomic.Uint64
+
+	// The connections not assured yet — what a flood makes — in all,
+	// opened from the WAN, and per originator address (by hash bucket):
+	// the caps of limits are checked against them.
+	unassured, inbound atomic.Int64
+	perSource          [sourceBuckets]atomic.Int32
+}
+
+// sourceBuckets is how many buckets count the unassured connections per
+// originator address (a LAN host or a WAN address); addresses that share
+// a bucket share its cap, so the count errs on the safe side.
+const sourceBuckets = 4096
+
+func sourceBucket(a uint32) uint32 { return (a * 0x9e3779b1) >> (32 - 12) }
+
+// unassure counts a new unassured connection of originator src; assured
+// undoes it (the connection became assured, or went while unassured).
+func (t *table) unassure(src uint32, inbound bool) {
+	t.unassured.Add(1)
+	if inbound {
+		t.inbound.Add(1)
+	}
+	t.perSource[sourceBucket(src)].Add(1)
+}
+
+func (t *table) assured(src uint32, inbound bool) {
+	t.unassured.Add(-1)
+	if inbound {
+		t.inbound.Add(-1)
+	}
+	t.perSource[sourceBucket(src)].Add(-1)
 }
 
 func newTable(max int, seed uint64, maps *mappings) *table {
@@ -236,20 +275,46 @@ const (
 	insFull
 	insClash
 	insRetry
+	insLimit
 )
 
-// insert adds a connection with the given keys, kind, state and deadline.
-// The first packet (of bytes IP bytes) is counted in the original direction.
-func (t *table) insert(keys [2]key, kind uint8, state, sec, deadline uint32, bytes uint64) (uint32, insertErr) {
+// insert adds a connection with the given keys, kind, state and deadline,
+// within the caps of lim. The first packet (of bytes IP bytes) is counted
+// in the original direction.
+func (t *table) insert(keys [2]key, kind uint8, state, sec, deadline uint32, bytes uint64, lim *limits) (uint32, insertErr) {
+	src, inbound := keys[0].src(), kind == kindDNAT
+	cap := lim.perHost
+	if inbound {
+		cap = lim.perRemote
+		state |= flagInbound
+	}
+	// Past its cap, a source's new connection takes the place of one of
+	// its own unassured ones: a busy host recycles its own, it does not
+	// crowd out the others'.
+	for n := 0; int64(t.perSource[sourceBucket(src)].Load()) >= cap; n++ {
+		if n == 4 || !t.evict(sec, evictableTiers, src) {
+			t.limited.Add(1)
+			return 0, insLimit
+		}
+	}
+	// Past the inbound cap, a new connection from the WAN takes the place
+	// of an unassured one from the WAN (or of an expired one).
+	for n := 0; inbound && t.inbound.Load() >= lim.inbound; n++ {
+		if n == 4 || !t.evict(sec, 1, 0) {
+			t.limited.Add(1)
+			return 0, insLimit
+		}
+	}
 	h := [2]uint64{t.hash(keys[0]), t.hash(keys[1])}
 	for range 4 {
-		if t.count.Load() >= int64(len(t.entries)) && !t.evict(sec) {
+		if t.count.Load() >= int64(len(t.entries)) && !t.evict(sec, evictableTiers, 0) {
 			break
 		}
 		idx, err := t.tryInsert(keys, h, kind, state, sec, deadline, bytes)
 		switch err {
 		case insOK:
 			t.inserted.Add(1)
+			t.unassure(src, inbound)
 			return idx, insOK
 		case insClash:
 			t.failed.Add(1)

@@ -6,23 +6,36 @@ type rmWhy uint8
 const (
 	rmAny     rmWhy = iota // delete unconditionally
 	rmExpired              // only if expired
-	rmEvict1               // expired or unreplied
-	rmEvict2               // ... or a TCP connection in TIME_WAIT/CLOSE
+	// rmExpired+n: only if its evictTier is at most n.
 )
 
-// evictTier ranks a live entry for eviction: 0 expired, 1 unreplied, 2
-// closed TCP, 3 never evicted.
+// evictTier ranks a live entry for eviction, the first to go first: 0
+// expired; 1 opened from the WAN and not assured (a SYN or UDP flood
+// through a port forward); 2 opened from the LAN and unreplied, or TCP in
+// TIME_WAIT or CLOSE; 3 opened from the LAN, replied, not assured (a DNS
+// exchange); never (neverEvicted) an assured connection that is not
+// closed, as Linux early-drops only what is not assured.
 func evictTier(state, deadline, sec uint32) int {
+	st := state & stateMask
+	closed := st == stTimeWait || st == stClose
 	switch {
 	case expired(deadline, sec):
 		return 0
-	case state&flagReplied == 0:
+	case state&flagInbound != 0 && state&flagAssured == 0:
 		return 1
-	case state&stateMask == stTimeWait || state&stateMask == stClose:
+	case state&flagReplied == 0 || closed:
 		return 2
+	case state&flagAssured == 0:
+		return 3
 	}
-	return 3
+	return neverEvicted
 }
+
+// The tiers of evictTier.
+const (
+	evictableTiers = 3
+	neverEvicted   = 4
+)
 
 // remove deletes entry idx if it is still incarnation gen and why allows.
 func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
@@ -37,11 +50,15 @@ func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
 		t.unlock2(s0, s1)
 		return false
 	}
-	if why != rmAny && evictTier(e.state.Load(), e.deadline.Load(), sec) > int(why)-int(rmExpired) {
+	state := e.state.Load()
+	if why != rmAny && evictTier(state, e.deadline.Load(), sec) > int(why)-int(rmExpired) {
 		t.unlock2(s0, s1)
 		return false
 	}
 	keys, kind := e.keys, c.kind
+	if state&flagAssured == 0 {
+		t.assured(keys[0].src(), state&flagInbound != 0) // it goes unassured
+	}
 	for d, s := range [2]uint32{s0, s1} {
 		st := &t.stripes[s]
 		_, _, pos, ok := t.find(st, keys[d], t.hash(keys[d]))
@@ -60,32 +77,36 @@ func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
 // evictWindow is how many slots an insert into a full table examines.
 const evictWindow = 1024
 
-// evict frees one entry of a full table: within the next evictWindow
-// slots from a rotating cursor, the first expired entry, else the
-// unreplied one closest to expiry, else the TCP connection in TIME_WAIT
-// or CLOSE closest to expiry.
-// Entries that have seen a reply and are not closed are never evicted.
-func (t *table) evict(sec uint32) bool {
+// evict frees one entry of tier maxTier or lower (evictTier), opened by
+// src (0: anyone): within the next evictWindow slots from a rotating
+// cursor, the first expired entry, else one of the lowest tier, the
+// closest to expiry (the oldest of its kind). It reports false when it
+// found none.
+func (t *table) evict(sec uint32, maxTier int, src uint32) bool {
 	n := uint64(len(t.entries))
 	w := min(n, evictWindow)
 	start := t.evictAt.Add(w) - w
-	best, bestTier, bestGen, bestDL := uint32(0), 3, uint32(0), uint32(0)
+	best, bestTier, bestGen, bestDL := uint32(0), maxTier+1, uint32(0), uint32(0)
 	for i := range w {
 		idx := uint32((start + i) % n)
 		e := &t.entries[idx]
 		g := t.cold[idx].gen.Load()
 		if g&1 == 0 {
-			return true // a free slot appeared
+			if maxTier == evictableTiers && src == 0 {
+				return true // a free slot appeared
+			}
+			continue
 		}
 		dl := e.deadline.Load()
-		if tier := evictTier(e.state.Load(), dl, sec); tier < bestTier || tier == bestTier && int32(dl-bestDL) < 0 {
+		if tier := evictTier(e.state.Load(), dl, sec); (tier < bestTier || tier == bestTier && int32(dl-bestDL) < 0) &&
+			(src == 0 || t.openedBy(idx, g, src)) {
 			best, bestTier, bestGen, bestDL = idx, tier, g, dl
 			if tier == 0 {
 				break
 			}
 		}
 	}
-	if bestTier == 3 {
+	if bestTier > maxTier {
 		return false
 	}
 	if !t.remove(best, bestGen, rmExpired+rmWhy(bestTier), sec) {
@@ -97,6 +118,21 @@ func (t *table) evict(sec uint32) bool {
 		t.evicted.Add(1)
 	}
 	return true
+}
+
+// openedBy reports whether entry idx, still incarnation gen, was opened
+// by address src (its keys are read under its stripe locks).
+func (t *table) openedBy(idx, gen, src uint32) bool {
+	c := &t.cold[idx]
+	sw := c.stripes.Load()
+	if c.gen.Load() != gen {
+		return false
+	}
+	s0, s1 := sw>>16, sw&0xffff
+	t.lock2(s0, s1)
+	ok := c.gen.Load() == gen && c.stripes.Load() == sw && t.entries[idx].keys[0].src() == src
+	t.unlock2(s0, s1)
+	return ok
 }
 
 // sweep removes expired entries among the next n slots of the sweep

@@ -216,13 +216,16 @@ func (w *Worker) create(now int64, s *snapshot, keys [2]key, kind uint8, pkt []b
 	if tcp {
 		state = stSynSent | synScale(pkt, f, 0) | noScale<<(scaleShift+4)
 	}
-	idx, err := w.r.ct.insert(keys, kind, state, w.sec, w.sec+s.timeout(f.Proto, state), uint64(f.L3End-f.L3Off))
+	idx, err := w.r.ct.insert(keys, kind, state, w.sec, w.sec+s.timeout(f.Proto, state), uint64(f.L3End-f.L3Off), &s.limits)
 	if err != insOK {
 		if mapped {
 			w.r.maps.release(keys[1].proto(), keys[1].dport())
 		}
-		if err == insClash {
+		switch err {
+		case insClash:
 			return drop(ReasonInvalid)
+		case insLimit:
+			return drop(ReasonSourceLimit)
 		}
 		return drop(ReasonTableFull)
 	}
@@ -287,7 +290,7 @@ func (w *Worker) established(now int64, s *snapshot, k key, pkt []byte, f *frame
 	for {
 		old := e.state.Load()
 		var valid, reopen bool
-		next, valid, reopen = nextState(old, dir, f)
+		next, valid, reopen = nextState(old, dir, f, w.sec)
 		if valid && tcp && dir == 1 && f.TCP.Flags&(frame.TCPSyn|frame.TCPAck) == frame.TCPSyn|frame.TCPAck {
 			next = next&^(noScale<<(scaleShift+4)) | synScale(pkt, f, 1)
 		}
@@ -302,6 +305,9 @@ func (w *Worker) established(now int64, s *snapshot, k key, pkt []byte, f *frame
 			return Result{}, false
 		}
 		if next == old || e.state.CompareAndSwap(old, next) {
+			if next&flagAssured != 0 && old&flagAssured == 0 {
+				t.assured(e.keys[0].src(), next&flagInbound != 0)
+			}
 			break
 		}
 	}

@@ -289,7 +289,8 @@ func TestEviction(t *testing.T) {
 	reply := func(sp uint16) {
 		e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(9, sp, nil)), lanPort)
 	}
-	// 12 replied, 4 unreplied.
+	// 12 streams (assured: a reply, and traffic streamAfter later), 4
+	// unreplied.
 	for i := range 16 {
 		if res := udpOut(uint16(100 + i)); res.Action != Forward {
 			t.Fatalf("conn %d: %v/%v", i, res.Action, res.Reason)
@@ -297,6 +298,10 @@ func TestEviction(t *testing.T) {
 		if i < 12 {
 			reply(uint16(100 + i))
 		}
+	}
+	e.now += streamAfter * sec
+	for i := range 12 {
+		reply(uint16(100 + i))
 	}
 	// Four more, a second later, evict the four unreplied ones.
 	e.now += sec
@@ -311,13 +316,17 @@ func TestEviction(t *testing.T) {
 			t.Errorf("conn %d alive %v, want %v", 100+i, alive, i < 12)
 		}
 	}
-	// The new ones are unreplied: they go next. Reply to them: now no
+	// The new ones are unreplied: they go next. Make them streams: now no
 	// entry is evictable and new connections are refused.
 	for i := range 4 {
 		reply(uint16(200 + i))
 	}
+	e.now += streamAfter * sec
+	for i := range 4 {
+		reply(uint16(200 + i))
+	}
 	if res := udpOut(300); res.Action != Drop || res.Reason != ReasonTableFull {
-		t.Errorf("full of established: %v/%v, want drop table_full", res.Action, res.Reason)
+		t.Errorf("full of assured: %v/%v, want drop table_full", res.Action, res.Reason)
 	}
 	if n := e.r.CountConns(Filter{}); n != 16 {
 		t.Errorf("%d connections, want 16", n)
@@ -359,7 +368,10 @@ func TestExpirySweep(t *testing.T) {
 	if n := e.r.maps.active(frame.ProtoUDP); n != 50 {
 		t.Fatalf("%d mappings, want 50", n)
 	}
-	e.now += 29 * sec
+	// Port 3000 becomes a stream (traffic after its reply): the long timeout.
+	e.now += streamAfter * sec
+	e.forward(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(9, 3000, nil)), lanPort)
+	e.now += (29 - streamAfter) * sec
 	e.lan.Tick(e.now)
 	if n := e.r.CountConns(Filter{}); n != 50 {
 		t.Errorf("after 29 s: %d connections, want 50", n)
@@ -367,7 +379,7 @@ func TestExpirySweep(t *testing.T) {
 	e.now += 2 * sec
 	e.lan.Tick(e.now)
 	if n := e.r.CountConns(Filter{}); n != 1 {
-		t.Errorf("after 31 s: %d connections, want 1 (the replied one)", n)
+		t.Errorf("after 31 s: %d connections, want 1 (the stream)", n)
 	}
 	if n := e.r.maps.active(frame.ProtoUDP); n != 1 {
 		t.Errorf("after sweep: %d mappings, want 1", n)

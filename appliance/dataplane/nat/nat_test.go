@@ -169,9 +169,18 @@ func TestUDP(t *testing.T) {
 		if noCsum != (f.UDP.Checksum == 0) {
 			t.Errorf("zero checksum %v: reply checksum %#04x", noCsum, f.UDP.Checksum)
 		}
+		// One exchange keeps the short timeout (Linux's UDP rule); traffic
+		// streamAfter seconds later makes it a stream, assured, with the
+		// long one.
+		c = e.conn(Filter{Proto: frame.ProtoUDP, Port: sp})
+		if c.State != StateReplied || c.ExpiresIn != 30 {
+			t.Errorf("replied once: %v expires %d, want replied 30", c.State, c.ExpiresIn)
+		}
+		e.now += streamAfter * sec
+		e.forward(LAN, b, wanPort)
 		c = e.conn(Filter{Proto: frame.ProtoUDP, Port: sp})
 		if c.State != StateReplied || c.ExpiresIn != 180 {
-			t.Errorf("replied: %v expires %d, want replied 180", c.State, c.ExpiresIn)
+			t.Errorf("a stream: %v expires %d, want replied 180", c.State, c.ExpiresIn)
 		}
 	}
 }

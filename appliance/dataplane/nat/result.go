@@ -78,6 +78,7 @@ const (
 	ReasonNeighFailed        // ARP resolution of the next hop failed
 	ReasonARP                // ARP that is ignored (not for us, wrong subnet, conflict)
 	ReasonRST                // a TCP RST outside the receiver's window (RFC 5961): spoofed or stale
+	ReasonSourceLimit        // a new connection over its source's cap of unassured ones, or the inbound cap with nothing to replace
 	NumReasons
 )
 
@@ -85,6 +86,7 @@ var reasonNames = [NumReasons]string{
 	"none", "malformed", "bad_checksum", "unknown_port", "vlan", "not_for_us", "ether_type", "ipv6",
 	"martian", "no_route", "ttl_exceeded", "too_big", "rule_drop", "rule_reject", "invalid",
 	"table_full", "no_ports", "fragment", "queue_full", "neigh_failed", "arp_ignored", "rst_out_of_window",
+	"source_limit",
 }
 
 // String returns a snake_case name usable as a metrics label.

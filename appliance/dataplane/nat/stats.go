@@ -64,6 +64,11 @@ type Stats struct {
 	Evicted      uint64 // connections evicted to make room
 	Expired      uint64 // connections removed after their timeout
 	InsertFailed uint64 // inserts that failed (full, clash)
+	// Unassured are the live connections not assured yet (what a flood
+	// makes), Inbound those of them opened from the WAN; SourceLimited
+	// counts new connections refused by a cap (Config.MaxInbound, ...).
+	Unassured, Inbound int
+	SourceLimited      uint64
 }
 
 func (c *counters) addTo(s *Stats) {
@@ -110,5 +115,7 @@ func (r *Router) Stats() Stats {
 	s.Evicted = t.evicted.Load()
 	s.Expired = t.swept.Load()
 	s.InsertFailed = t.failed.Load()
+	s.Unassured, s.Inbound = int(t.unassured.Load()), int(t.inbound.Load())
+	s.SourceLimited = t.limited.Load()
 	return s
 }

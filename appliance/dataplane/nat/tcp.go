@@ -17,10 +17,10 @@ import (
 // SYN/ACK back → SYN_RECV, ACK → ESTABLISHED; a FIN moves to FIN_WAIT
 // (from the originator) or CLOSE_WAIT (from the responder), the FIN of the
 // other side to LAST_ACK, the final ACK to TIME_WAIT; RST closes.
-func nextState(old uint32, dir int, f *frame.Frame) (next uint32, valid, reopen bool) {
+func nextState(old uint32, dir int, f *frame.Frame, sec uint32) (next uint32, valid, reopen bool) {
 	next = old
-	if dir == 1 {
-		next |= flagReplied
+	if dir == 1 && old&flagReplied == 0 {
+		next |= flagReplied | (sec&0xffff)<<replyShift
 	}
 	switch f.Proto {
 	case frame.ProtoICMP:
@@ -31,6 +31,12 @@ func nextState(old uint32, dir int, f *frame.Frame) (next uint32, valid, reopen 
 		return next, f.ICMP.Type == want, false
 	case frame.ProtoTCP:
 	default:
+		// Another protocol is assured once it is a stream: traffic at
+		// least streamAfter seconds after the first reply (Linux's UDP
+		// rule).
+		if next&(flagReplied|flagAssured) == flagReplied && (sec-next>>replyShift)&0xffff >= streamAfter {
+			next |= flagAssured
+		}
 		return next, true, false
 	}
 	t := &f.TCP
@@ -68,12 +74,17 @@ func nextState(old uint32, dir int, f *frame.Frame) (next uint32, valid, reopen 
 		switch {
 		case st == stSynRecv && dir == 0:
 			ns = stEstablished
+			next |= flagAssured
 		case st == stLastAck:
 			ns = stTimeWait
 		}
 	}
 	return next&^stateMask | ns, true, false
 }
+
+// streamAfter is how long after the first reply a packet makes a UDP (or
+// other non-TCP) connection a stream, and so assured.
+const streamAfter = 2
 
 // timeout returns the timeout (seconds) of a connection of proto in state.
 func (s *snapshot) timeout(proto uint8, state uint32) uint32 {
@@ -100,8 +111,10 @@ func (s *snapshot) timeout(proto uint8, state uint32) uint32 {
 			v = t.TCPClose
 		}
 	case frame.ProtoUDP:
+		// A single exchange (DNS) keeps the short timeout, as in Linux;
+		// a stream the long one.
 		v = t.UDPUnreplied
-		if state&flagReplied != 0 {
+		if state&flagAssured != 0 {
 			v = t.UDPAssured
 		}
 	case frame.ProtoICMP:
