@@ -310,17 +310,24 @@ func TestNATQueuedRelease(t *testing.T) {
 }
 
 // TestNATTableFull fills a small table: unreplied connections are
-// evicted for new ones, replied ones never; with only replied ones left,
-// new connections are dropped as table_full.
+// evicted for new ones, assured ones (streams: traffic after the reply)
+// never; with only assured ones left, new connections are dropped as
+// table_full.
 func TestNATTableFull(t *testing.T) {
 	const size = 16
 	tr := newTestRouter(t, size, "")
 	tr.resolve(t) // one SYN_SENT connection
 	tr.r.DeleteConns(nat.Filter{})
+	var natPorts []uint16
 	for i := range size {
 		out := tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, uint16(1000+i), 53, 10))
 		f := parsed(t, out[idWAN][0])
+		natPorts = append(natPorts, f.UDP.SrcPort)
 		tr.rx(idWAN, udp4(rWAN, macGW, remIP, wanIP, 53, f.UDP.SrcPort, 10)) // replied
+	}
+	tr.now += 3e9 // a stream: traffic past the first reply
+	for _, p := range natPorts {
+		tr.rx(idWAN, udp4(rWAN, macGW, remIP, wanIP, 53, p, 10))
 	}
 	if n := tr.r.Stats().Conns; n != size {
 		t.Fatalf("%d connections, want %d", n, size)
@@ -328,7 +335,7 @@ func TestNATTableFull(t *testing.T) {
 	before := tr.drops()[NATDrop(nat.ReasonTableFull)]
 	out := tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, 2000, 53, 10))
 	if len(out[idWAN]) != 0 || tr.drops()[NATDrop(nat.ReasonTableFull)] != before+1 {
-		t.Fatalf("new connection in a table of replied ones: sent %v, table_full %d→%d", counts(out), before, tr.drops()[NATDrop(nat.ReasonTableFull)])
+		t.Fatalf("new connection in a table of assured ones: sent %v, table_full %d→%d", counts(out), before, tr.drops()[NATDrop(nat.ReasonTableFull)])
 	}
 	// Free one slot, fill it with an unreplied connection: the next new
 	// one evicts it, and every replied one stays.
