@@ -402,6 +402,7 @@ func (e *env) dora() *Lease {
 	if ch.old != nil || ch.new == nil {
 		e.t.Fatalf("onChange(%v, %v) after the first ACK, want (nil, lease)", ch.old, ch.new)
 	}
+	e.waitState("bound")
 	return ch.new
 }
 

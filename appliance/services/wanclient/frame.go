@@ -185,11 +185,11 @@ func decodeReply(b []byte, csumValid bool) (reply, string) {
 // fragment, destination port 68 (the IPv4 header may carry options).
 var replyFilter = []bpf.Instruction{
 	bpf.LoadAbsolute{Off: 12, Size: 2},
-	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: etherTypeIPv4, SkipTrue: 7},
+	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: etherTypeIPv4, SkipTrue: 8},
 	bpf.LoadAbsolute{Off: ethHdrLen + 9, Size: 1},
-	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: ipProtoUDP, SkipTrue: 5},
+	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: ipProtoUDP, SkipTrue: 6},
 	bpf.LoadAbsolute{Off: ethHdrLen + 6, Size: 2},
-	bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: 0x1fff, SkipTrue: 3},
+	bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: 0x1fff, SkipTrue: 4},
 	bpf.LoadMemShift{Off: ethHdrLen},
 	bpf.LoadIndirect{Off: ethHdrLen + 2, Size: 2},
 	bpf.JumpIf{Cond: bpf.JumpEqual, Val: clientPort, SkipFalse: 1},

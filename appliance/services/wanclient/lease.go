@@ -154,10 +154,10 @@ func timers(ack *dhcpv4.DHCPv4, d time.Duration) (t1, t2 time.Duration) {
 	t1, err1 := seconds(ack, optRenewalT1)
 	t2, err2 := seconds(ack, optRebindingT2)
 	if err2 != nil || t2 <= 0 || t2 >= d {
-		t2 = d * 7 / 8
+		t2 = d / 8 * 7 // not d*7: an infinite lease (2^32-1 s) would overflow
 	}
 	if err1 != nil || t1 <= 0 || t1 >= t2 {
-		t1 = min(d/2, t2*4/7)
+		t1 = min(d/2, t2/7*4)
 	}
 	return t1, t2
 }

@@ -65,6 +65,12 @@ func decodeLease(data []byte, mac net.HardwareAddr) (*Lease, error) {
 			return nil, fmt.Errorf("server_mac %q is no Ethernet address", f.ServerMAC)
 		}
 	}
+	if len(f.DNS) == 0 {
+		f.DNS = nil // as leaseFromACK has it
+	}
+	if len(f.NTP) == 0 {
+		f.NTP = nil
+	}
 	l := &Lease{
 		Addr: f.Addr, Gateway: f.Gateway, DNS: f.DNS, Domain: f.Domain, MTU: f.MTU, NTP: f.NTP,
 		Server: f.Server, ServerMAC: smac, Obtained: f.Obtained, T1: f.T1, T2: f.T2, Expiry: f.Expiry,

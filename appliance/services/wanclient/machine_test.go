@@ -58,6 +58,7 @@ func TestDORA(t *testing.T) {
 
 	e.deliver(srv.reply(r, dhcpv4.MessageTypeAck, leaseIP, leaseOpts()...))
 	ch := e.change()
+	e.waitState("bound")
 	if ch.old != nil {
 		t.Errorf("onChange old = %+v, want nil", ch.old)
 	}
