@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -120,7 +121,7 @@ func (c *Client) readLoop(tr transport, out chan<- reply, stop <-chan struct{}) 
 				return
 			default:
 			}
-			if errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) {
 				return
 			}
 			c.setError(fmt.Errorf("read: %w", err))

@@ -504,4 +504,25 @@ func TestNetnsDnsmasq(t *testing.T) {
 			}
 		})
 	})
+
+	t.Run("MAC other than the interface's", func(t *testing.T) {
+		// The router's WAN MAC may differ from the NIC's: the socket then
+		// makes the interface promiscuous, for the server's unicast replies.
+		mac := net.HardwareAddr{0x02, 0x80, 0x00, 0x00, 0x00, 0x99}
+		b := l.startClient(Config{Interface: "c0", MAC: mac}, nil)
+		ch := b.change(t, 20*time.Second)
+		if ch.new == nil || !inRange(ch.new.Addr.Addr(), "10.80.0.200", "10.80.0.250") {
+			t.Fatalf("onChange(%v, %v), want a lease", ch.old, ch.new)
+		}
+		if dl, ok := l.dnsmasqLease(mac); !ok || dl.addr != ch.new.Addr.Addr() {
+			t.Errorf("dnsmasq's lease for %s: %+v", mac, dl)
+		}
+		if out := l.ip("-d", "-n", l.box, "link", "show", "c0"); !strings.Contains(out, "promiscuity 1") {
+			t.Errorf("c0 is not promiscuous while the client runs:\n%s", out)
+		}
+		b.stop(t)
+		if out := l.ip("-d", "-n", l.box, "link", "show", "c0"); !strings.Contains(out, "promiscuity 0") {
+			t.Errorf("c0 stays promiscuous after Run:\n%s", out)
+		}
+	})
 }
