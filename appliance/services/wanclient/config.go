@@ -6,28 +6,20 @@ import (
 	"net"
 )
 
-// DHCP option codes (RFC 2132) the client sends or reads.
+// DHCP option codes (RFC 2132) the client sends or reads by number.
 const (
-	optSubnetMask    = 1
-	optRouter        = 3
-	optDNS           = 6
-	optHostname      = 12
-	optDomainName    = 15
-	optInterfaceMTU  = 26
-	optBroadcastAddr = 28
-	optNTPServers    = 42
-	optLeaseTime     = 51
-	optRenewalT1     = 58
-	optRebindingT2   = 59
-	optClientID      = 61
+	optHostname    = 12
+	optLeaseTime   = 51
+	optRenewalT1   = 58
+	optRebindingT2 = 59
+	optClientID    = 61
 )
 
 // DefaultParams is the parameter request list sent when Config.Params is
-// empty.
-var DefaultParams = []byte{
-	optSubnetMask, optRouter, optDNS, optDomainName, optInterfaceMTU,
-	optNTPServers, optBroadcastAddr, optLeaseTime, optRenewalT1, optRebindingT2,
-}
+// empty: subnet mask (1), router (3), DNS (6), domain name (15), interface
+// MTU (26), NTP servers (42), broadcast address (28), lease time (51), T1
+// (58), T2 (59).
+var DefaultParams = []byte{1, 3, 6, 15, 26, 42, 28, 51, 58, 59}
 
 // Config says where and as whom the client asks for a lease.
 type Config struct {

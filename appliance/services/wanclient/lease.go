@@ -32,8 +32,8 @@ type Lease struct {
 	// ServerMAC is the Ethernet source of the ACK: the L2 next hop of the
 	// unicast renewals (the server's, or its relay's, MAC).
 	ServerMAC net.HardwareAddr
-	// Obtained is when the REQUEST that the ACK answered was sent; T1, T2
-	// and Expiry count from it.
+	// Obtained is when the exchange's first REQUEST was sent: T1, T2 and
+	// Expiry count from it (RFC 2131 4.4.1), so they err on the early side.
 	Obtained time.Time
 	// T1 is when RENEWING starts (option 58, or half the lease).
 	T1 time.Time
