@@ -16,17 +16,33 @@ import (
 // means the process's namespace.
 type netns struct{ fd int }
 
+// startNetns is the network namespace the process started in, read during
+// package initialization, before any thread could have left it. (The main
+// thread is no reference later: a goroutine that locks it and enters a
+// namespace keeps it there for good.)
+var startNetns struct {
+	dev, ino uint64
+	known    bool
+}
+
+func init() {
+	var st unix.Stat_t
+	if unix.Stat("/proc/thread-self/ns/net", &st) == nil {
+		startNetns.dev, startNetns.ino, startNetns.known = st.Dev, st.Ino, true
+	}
+}
+
 // captureNetns returns the calling thread's network namespace if it differs
-// from the process's.
+// from the one the process started in.
 func captureNetns() (*netns, error) {
-	var self, thread unix.Stat_t
+	if !startNetns.known {
+		return nil, nil // no /proc: no way to tell, nor to enter one
+	}
+	var thread unix.Stat_t
 	if err := unix.Stat("/proc/thread-self/ns/net", &thread); err != nil {
 		return nil, fmt.Errorf("network namespace: %w", err)
 	}
-	if err := unix.Stat("/proc/self/ns/net", &self); err != nil {
-		return nil, fmt.Errorf("network namespace: %w", err)
-	}
-	if thread.Ino == self.Ino && thread.Dev == self.Dev {
+	if thread.Dev == startNetns.dev && thread.Ino == startNetns.ino {
 		return nil, nil
 	}
 	fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
