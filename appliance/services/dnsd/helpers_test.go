@@ -78,7 +78,15 @@ func startUpstream(t testing.TB, answer func(req *dns.Msg) *dns.Msg) *fakeUpstre
 	u := &fakeUpstream{answer: answer}
 	pc, ln := listenPair(t, "127.0.0.1")
 	u.addr = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(pc.LocalAddr().(*net.UDPAddr).Port))
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+	h := u.handler()
+	serveOn(t, &dns.Server{PacketConn: pc, Handler: h})
+	serveOn(t, &dns.Server{Listener: ln, Handler: h})
+	return u
+}
+
+// handler records and answers queries.
+func (u *fakeUpstream) handler() dns.Handler {
+	return dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		_, tcp := w.LocalAddr().(*net.TCPAddr)
 		u.mu.Lock()
 		u.seen = append(u.seen, seenQuery{tcp: tcp, msg: req.Copy()})
@@ -96,9 +104,6 @@ func startUpstream(t testing.TB, answer func(req *dns.Msg) *dns.Msg) *fakeUpstre
 		}
 		w.WriteMsg(resp)
 	})
-	serveOn(t, &dns.Server{PacketConn: pc, Handler: h})
-	serveOn(t, &dns.Server{Listener: ln, Handler: h})
-	return u
 }
 
 // queries lists what the upstream was asked, as "udp name TYPE".
