@@ -53,7 +53,8 @@ type Server struct {
 	errc      chan error
 }
 
-// New validates cfg and binds its listen addresses (UDP and TCP). The
+// New validates cfg and binds its listen addresses (UDP and TCP; on Linux
+// with IP_FREEBIND, so a LAN address not configured yet binds). The
 // sockets, and every upstream socket later, belong to the network
 // namespace of the calling thread. Serve must follow: it releases them
 // when it returns.
