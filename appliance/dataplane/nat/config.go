@@ -161,6 +161,14 @@ type limits struct {
 	inbound, perHost, perRemote int64
 }
 
+// neighPin is the neighbour entry never evicted: the WAN gateway's.
+func (s *snapshot) neighPin() uint64 {
+	if s.gateway == 0 {
+		return 0
+	}
+	return neighKey(WAN, s.gateway)
+}
+
 // forward returns the port forward for a WAN port, if any.
 func (s *snapshot) forward(proto uint8, p uint16) (addr uint32, port uint16, ok bool) {
 	for i := range s.forwards {

@@ -108,9 +108,25 @@ func (w *Worker) arp(now int64, s *snapshot, side Side, pkt []byte, f *frame.Fra
 	return drop(ReasonARP)
 }
 
+// learn records an ARP packet's sender. A claim that moves a resolved
+// neighbour to another MAC is not taken while the MAC it has answers: it
+// is counted (nat_arp_conflict) and that MAC is probed by unicast at once,
+// so the real neighbour confirms itself and a spoofer never takes over;
+// one that stopped answering is replaced once the probes go unanswered.
 func (w *Worker) learn(now int64, s *snapshot, side Side, ip uint32, mac [6]byte, create bool) {
-	if _, resolved := w.r.neigh.learn(side, ip, mac, now, create); resolved && len(w.pend) != 0 {
-		w.flushPending(now, s)
+	if create && !w.r.neighLimit.Allow(now) {
+		create = false // a spray of new senders: bounded creations
+	}
+	switch res, n := w.r.neigh.learn(side, ip, mac, now, create, s.probes, s.neighPin()); res {
+	case learnResolved:
+		if len(w.pend) != 0 {
+			w.flushPending(now, s)
+		}
+	case learnConflict:
+		w.c.drops[ReasonARPConflict].Add(1)
+		if claimProbe(&n, now) {
+			w.arpRequest(now, s, side, ip, n.mac)
+		}
 	}
 }
 

@@ -9,8 +9,17 @@ import (
 
 // neighTable is the ARP cache shared by the workers: buckets of four
 // slots, each slot a seqlock over atomic words, so lookups take no lock;
-// writers (ARP learning, new incomplete entries) serialize on mu. A full
-// bucket replaces its oldest entry.
+// writers (ARP learning, new incomplete entries) serialize on mu.
+//
+// It resists spoofing and floods: an ARP that claims a resolved address
+// for another MAC does not move it while the MAC it has still answers
+// the router's probes (the caller probes it at once), so a host on the
+// segment cannot divert the gateway's traffic with gratuitous ARP or
+// unsolicited replies; only a neighbour that stopped answering is
+// replaced. A full bucket replaces an incomplete entry first, then the
+// resolved one least recently confirmed or used, and never the pinned
+// entry (the WAN gateway), so an ARP spray cannot evict the gateway or
+// the LAN hosts the router is sending to.
 type neighTable struct {
 	mu       sync.Mutex
 	slots    []nslot
@@ -30,6 +39,7 @@ type nslot struct {
 	mac       atomic.Uint64 // 1<<48 | MAC when resolved, 0 while incomplete
 	confirmed atomic.Int64  // ns: last ARP from the neighbour, or creation
 	probed    atomic.Int64  // ns: last ARP request sent
+	used      atomic.Int64  // ns: last time a frame was sent to it (to the second)
 }
 
 // neigh is a consistent copy of a slot.
@@ -40,6 +50,7 @@ type neigh struct {
 	probes    uint32
 	confirmed int64
 	probed    int64
+	used      int64
 }
 
 func newNeighTable(n int, seed uint64) *neighTable {
@@ -86,6 +97,7 @@ func (t *neighTable) get(side Side, ip uint32) (n neigh, ok bool) {
 			n.probes = s.probes.Load()
 			n.confirmed = s.confirmed.Load()
 			n.probed = s.probed.Load()
+			n.used = s.used.Load()
 			if s.seq.Load() != q {
 				continue
 			}
@@ -112,10 +124,23 @@ func (s *nslot) write(k, mac uint64, confirmed, probed int64, probes uint32) {
 	s.seq.Add(1)
 }
 
+// learnResult is what an ARP packet did to the cache.
+type learnResult uint8
+
+const (
+	learnIgnored  learnResult = iota // no entry (and none created)
+	learnWritten                     // created or confirmed
+	learnResolved                    // an incomplete (or new) entry became resolved
+	learnConflict                    // it claims a resolved address for another MAC: not taken
+)
+
 // learn records that ip on side is at mac (an ARP packet from it). An
-// absent entry is created only when create is set. It reports whether an
-// entry was written and whether it changed from incomplete to resolved.
-func (t *neighTable) learn(side Side, ip uint32, mac [6]byte, now int64, create bool) (written, resolved bool) {
+// absent entry is created only when create is set (pin is the key never
+// evicted for it). A claim that a resolved entry moved to another MAC is
+// taken only once the MAC it has failed maxProbes probes; otherwise it
+// reports learnConflict and the entry as it is, so that the caller
+// probes its MAC.
+func (t *neighTable) learn(side Side, ip uint32, mac [6]byte, now int64, create bool, maxProbes uint32, pin uint64) (learnResult, neigh) {
 	k := neighKey(side, ip)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -129,35 +154,61 @@ func (t *neighTable) learn(side Side, ip uint32, mac [6]byte, now int64, create 
 	}
 	if slot == nil {
 		if !create {
-			return false, false
+			return learnIgnored, neigh{}
 		}
-		slot = t.victim(b)
+		slot = t.victim(b, pin, now)
 	}
-	resolved = slot.key.Load() != k || slot.mac.Load() == 0
+	old := slot.mac.Load()
+	if slot.key.Load() == k && old != 0 && old != macWord(mac) && slot.probes.Load() < maxProbes {
+		return learnConflict, neigh{slot: slot, mac: wordMAC(old), resolved: true, probes: slot.probes.Load(),
+			confirmed: slot.confirmed.Load(), probed: slot.probed.Load()}
+	}
+	resolved := slot.key.Load() != k || old == 0
 	slot.write(k, macWord(mac), now, slot.probed.Load(), 0)
 	if resolved {
 		t.resolved.Add(1)
+		return learnResolved, neigh{}
 	}
-	return true, resolved
+	return learnWritten, neigh{}
 }
 
-// victim picks the slot of a full bucket to replace: an empty one, else
-// the least recently confirmed.
-func (t *neighTable) victim(b []nslot) *nslot {
-	v := &b[0]
+// inUse is how long after the router last sent to a neighbour it counts
+// as one with live traffic, kept over any that is not.
+const inUse = 300e9
+
+// victim picks the slot of a full bucket to replace at now: an empty one,
+// else the incomplete one created first, else the resolved one least
+// recently confirmed that the router has not sent to within inUse, else
+// the one sent to least recently; never the slot of key pin.
+func (t *neighTable) victim(b []nslot, pin uint64, now int64) *nslot {
+	var v *nslot
+	var vTier, vAge int64
 	for i := range b {
-		if b[i].key.Load() == 0 {
-			return &b[i]
+		s := &b[i]
+		k := s.key.Load()
+		if k == 0 {
+			return s
 		}
-		if b[i].confirmed.Load() < v.confirmed.Load() {
-			v = &b[i]
+		if k == pin && pin != 0 {
+			continue
+		}
+		tier, age := int64(1), s.confirmed.Load()
+		switch used := s.used.Load(); {
+		case s.mac.Load() == 0:
+			tier = 0
+		case used != 0 && now-used < inUse:
+			tier, age = 2, used
+		}
+		if v == nil || tier < vTier || tier == vTier && age < vAge {
+			v, vTier, vAge = s, tier, age
 		}
 	}
 	return v
 }
 
-// incomplete creates an unresolved entry for (side, ip) unless one exists.
-func (t *neighTable) incomplete(side Side, ip uint32, now int64) {
+// incomplete creates an unresolved entry for (side, ip) unless one exists
+// (pin as for learn).
+func (t *neighTable) incomplete(side Side, ip uint32, now int64, pin uint64) {
 	k := neighKey(side, ip)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -167,7 +218,15 @@ func (t *neighTable) incomplete(side Side, ip uint32, now int64) {
 			return
 		}
 	}
-	t.victim(b).write(k, 0, now, 0, 0)
+	t.victim(b, pin, now).write(k, 0, now, 0, 0)
+}
+
+// markUsed notes that a frame was sent to the entry n (at most one write a
+// second per neighbour).
+func markUsed(n *neigh, now int64) {
+	if now-n.used >= 1e9 {
+		n.slot.used.Store(now)
+	}
 }
 
 // forget deletes the entry in slot s if it still holds key (side, ip).

@@ -68,6 +68,7 @@ func (w *Worker) send(now int64, s *snapshot, out Side, nh uint32, pkt []byte) R
 				w.arpRequest(now, s, out, nh, n.mac)
 			}
 		}
+		markUsed(&n, now)
 		copy(pkt[0:6], n.mac[:])
 		return Result{Action: Forward, Port: port, Frame: pkt}
 	}
@@ -87,7 +88,7 @@ func (w *Worker) enqueue(now int64, s *snapshot, out Side, nh uint32, pkt []byte
 	w.pend = append(w.pend, pendFrame{buf: b, n: int32(len(pkt)), side: out, nh: nh, deadline: now + int64(s.probes)*1e9})
 	n, ok := w.r.neigh.get(out, nh)
 	if !ok {
-		w.r.neigh.incomplete(out, nh, now)
+		w.r.neigh.incomplete(out, nh, now, s.neighPin())
 		n, ok = w.r.neigh.get(out, nh)
 	}
 	if ok && claimProbe(&n, now) {
@@ -120,7 +121,7 @@ func (w *Worker) flushPending(now int64, s *snapshot) {
 			}
 			continue
 		case !ok:
-			w.r.neigh.incomplete(p.side, p.nh, now)
+			w.r.neigh.incomplete(p.side, p.nh, now, s.neighPin())
 			n, ok = w.r.neigh.get(p.side, p.nh)
 		}
 		if ok && n.probes < s.probes && claimProbe(&n, now) {

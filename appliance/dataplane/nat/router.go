@@ -23,6 +23,7 @@ type Router struct {
 	neigh *neighTable
 
 	icmpLimit, arpLimit *rules.Limiter
+	neighLimit          *rules.Limiter // new neighbour entries from unsolicited ARP
 	maxFrame            int
 	pendFrames          int
 	outFrames           int
@@ -47,6 +48,7 @@ func New(cfg Config) (*Router, error) {
 		neigh:       newNeighTable(cfg.MaxNeighbours, cfg.Seed^0x5bd1e995),
 		icmpLimit:   rules.NewLimiter(float64(cfg.ICMPRate), max(cfg.ICMPRate/20, 10)),
 		arpLimit:    rules.NewLimiter(float64(cfg.ARPRate), max(cfg.ARPRate/5, 10)),
+		neighLimit:  rules.NewLimiter(float64(cfg.ARPRate), max(cfg.ARPRate/5, 10)),
 		maxFrame:    frame.EthernetHeaderLen + 9000,
 		pendFrames:  cfg.PendingFrames,
 		outFrames:   cfg.OutboxFrames,
