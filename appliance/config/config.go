@@ -237,6 +237,12 @@ type Bridge struct {
 	// FDBSize is the capacity of the forwarding database (learned and
 	// static entries), 16..4194304. Default 8192.
 	FDBSize int `json:"fdbSize"`
+	// FDBFull says what learning does when the forwarding database has
+	// no room for a new MAC address: "evict" replaces the oldest entry
+	// that was seen only once (a flood of forged addresses churns its own
+	// entries; stations that talk keep theirs), "refuse" keeps every
+	// entry and floods frames to the new address. Default "evict".
+	FDBFull string `json:"fdbFull,omitempty"`
 	// Static are fixed FDB entries; they never age and are never relearned
 	// elsewhere. Default none.
 	Static []StaticFDB `json:"static,omitempty"`
@@ -338,6 +344,8 @@ const (
 	DefaultHostPortInterface = "e1khost0"
 	DefaultFDBAging          = 300 * time.Second
 	DefaultFDBSize           = 8192
+	FDBEvict                 = "evict"
+	FDBRefuse                = "refuse"
 	DefaultConntrackSize     = 65536
 	DefaultListen            = ":8080"
 	DefaultConfirmTimeout    = 60 * time.Second

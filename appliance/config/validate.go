@@ -392,11 +392,12 @@ func (v *validator) bridge() {
 	if b.FDBSize != 0 && (b.FDBSize < minFDBSize || b.FDBSize > maxFDBSize) {
 		v.add("bridge.fdbSize", "%d out of range %d..%d", b.FDBSize, minFDBSize, maxFDBSize)
 	}
-	size := b.FDBSize
-	if size == 0 {
-		size = DefaultFDBSize
+	switch b.FDBFull {
+	case "", FDBEvict, FDBRefuse:
+	default:
+		v.add("bridge.fdbFull", "unknown policy %q; want %q or %q", b.FDBFull, FDBEvict, FDBRefuse)
 	}
-	if len(b.Static) > size {
+	if size := b.size(); len(b.Static) > size {
 		v.add("bridge.static", "%d entries do not fit into fdbSize %d", len(b.Static), size)
 	}
 	type key struct {

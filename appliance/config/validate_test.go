@@ -340,10 +340,12 @@ func TestValidate(t *testing.T) {
 			edit: func(c *Config) {
 				c.Bridge.FDBAging = Duration(500 * time.Millisecond)
 				c.Bridge.FDBSize = 8
+				c.Bridge.FDBFull = "oldest"
 			},
 			want: map[string]string{
 				"bridge.fdbAging": "500ms out of range 1s..",
 				"bridge.fdbSize":  "8 out of range 16..4194304",
+				"bridge.fdbFull":  `unknown policy "oldest"; want "evict" or "refuse"`,
 			},
 		},
 		{

@@ -217,6 +217,9 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 		return err
 	}
 	e.fdb.SetAgingTime(agingOf(cfg))
+	if err := e.fdb.SetFullPolicy(fullOf(cfg)); err != nil {
+		return fmt.Errorf("dataplane: %w", err)
+	}
 	e.rules.Swap(t)
 	e.cur.Store(newSettings(cfg))
 	return nil
@@ -227,7 +230,7 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 // NAT mode the roles, the router's MACs and its table size.
 func (e *Engine) sameShape(a, b *Config) bool {
 	if modeOf(a) != modeOf(b) || len(a.Ports) != len(b.Ports) || (a.HostPort == nil) != (b.HostPort == nil) ||
-		a.Ring != b.Ring || a.Bridge.FDBSize != b.Bridge.FDBSize || a.Bridge.Refuse != b.Bridge.Refuse ||
+		a.Ring != b.Ring || a.Bridge.FDBSize != b.Bridge.FDBSize ||
 		a.Bridge.SharedVLAN != b.Bridge.SharedVLAN {
 		return false
 	}

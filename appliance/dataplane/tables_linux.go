@@ -26,12 +26,8 @@ type tables struct {
 // openTables creates the FDB with its static entries, the rule set with a
 // handle per worker (and spares) and, in NAT mode, the router.
 func (e *Engine) openTables(cfg *Config) error {
-	full := bridge.EvictOldest
-	if cfg.Bridge.Refuse {
-		full = bridge.Refuse
-	}
 	fdb, err := bridge.New(bridge.Options{Capacity: cfg.Bridge.FDBSize, AgingTime: cfg.Bridge.AgingTime,
-		Full: full, SharedVLAN: cfg.Bridge.SharedVLAN})
+		Full: fullOf(cfg), SharedVLAN: cfg.Bridge.SharedVLAN})
 	if err != nil {
 		return fmt.Errorf("dataplane: %w", err)
 	}
@@ -108,4 +104,11 @@ func agingOf(cfg *Config) time.Duration {
 		return bridge.DefaultAgingTime
 	}
 	return cfg.Bridge.AgingTime
+}
+
+func fullOf(cfg *Config) bridge.FullPolicy {
+	if cfg.Bridge.Refuse {
+		return bridge.Refuse
+	}
+	return bridge.EvictOldest
 }

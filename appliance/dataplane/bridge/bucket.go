@@ -10,13 +10,16 @@ import (
 // Layout of the packed words. A key word is the MAC (bits 0-47), the VLAN
 // id (48-59) and a valid bit (63): 0 marks an empty slot. A value word is
 // the last-seen time in milliseconds of the caller's clock (0-39, 34 years),
-// the port (40-55) and the static bit (56).
+// the port (40-55), the static bit (56) and the active bit (57): the MAC
+// was seen again after it was learned on this port, which a forged source
+// of a MAC flood, seen once, never is.
 const (
 	keyValid   = 1 << 63
 	seenBits   = 40
 	seenMask   = 1<<seenBits - 1
 	portShift  = 40
 	staticBit  = 1 << 56
+	activeBit  = 1 << 57
 	ways       = 7 // entries per bucket: keys fill one cache line with the sequence word
 	maxRefresh = time.Second
 )

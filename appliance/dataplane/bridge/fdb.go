@@ -28,11 +28,12 @@ type FullPolicy uint8
 
 const (
 	// EvictOldest replaces the least recently seen dynamic entry of the
-	// MAC's bucket. The table stays current (a station that moved in
-	// after the table filled is learned), but a flood of forged source
-	// MACs churns out idle entries, which are flooded until relearned.
-	// When the table is at capacity and the MAC's bucket holds no dynamic
-	// entry, the MAC is refused as under Refuse.
+	// MAC's bucket that was never seen again after it was learned. The
+	// table stays current (a station that moved in after the table
+	// filled is learned), and a flood of forged source MACs, each seen
+	// once, churns only its own entries: stations that talk keep theirs.
+	// When the MAC's bucket holds no such entry, the MAC is refused as
+	// under Refuse.
 	EvictOldest FullPolicy = iota
 	// Refuse keeps the existing entries and does not learn the new MAC:
 	// its frames are still forwarded and frames to it are flooded
@@ -70,11 +71,11 @@ type FDB struct {
 	mask    uint64
 	seed    uint64
 	limit   int64
-	full    FullPolicy
 	shared  bool
 
-	agingMs   atomic.Int64 // <= 0: no aging
-	refreshMs atomic.Int64 // a fresh entry is rewritten at most this often
+	full      atomic.Uint32 // a FullPolicy
+	agingMs   atomic.Int64  // <= 0: no aging
+	refreshMs atomic.Int64  // a fresh entry is rewritten at most this often
 
 	_ [64]byte
 	n atomic.Int64 // valid entries
@@ -107,7 +108,6 @@ func New(opts Options) (*FDB, error) {
 		mask:    uint64(nb - 1),
 		seed:    binary.LittleEndian.Uint64(seed[:]),
 		limit:   int64(c),
-		full:    opts.Full,
 		shared:  opts.SharedVLAN,
 	}
 	aging := opts.AgingTime
@@ -115,7 +115,29 @@ func New(opts Options) (*FDB, error) {
 		aging = DefaultAgingTime
 	}
 	t.SetAgingTime(aging)
+	t.full.Store(uint32(opts.Full))
 	return t, nil
+}
+
+// SetFullPolicy changes what learning does when there is no room; the
+// entries stay.
+func (t *FDB) SetFullPolicy(p FullPolicy) error {
+	if p != EvictOldest && p != Refuse {
+		return fmt.Errorf("bridge: unknown full policy %d", p)
+	}
+	t.full.Store(uint32(p))
+	return nil
+}
+
+// String names the policy as the config does.
+func (p FullPolicy) String() string {
+	switch p {
+	case EvictOldest:
+		return "evict"
+	case Refuse:
+		return "refuse"
+	}
+	return fmt.Sprintf("FullPolicy(%d)", uint8(p))
 }
 
 // SetAgingTime changes the aging time; negative disables aging. Entries

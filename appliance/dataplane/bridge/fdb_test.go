@@ -246,6 +246,64 @@ func TestCapacity(t *testing.T) {
 	}
 }
 
+// TestMACFlood floods a full table with forged sources, each seen once,
+// while stations that talk keep sending: under either policy no station
+// loses its entry (so its frames are never flooded to the attacker), and
+// under EvictOldest a station that arrives during the flood is learned.
+func TestMACFlood(t *testing.T) {
+	for _, policy := range []FullPolicy{EvictOldest, Refuse} {
+		t.Run(fmt.Sprint(policy), func(t *testing.T) {
+			const capacity, stations, flood = 1024, 200, 100000
+			f := newFDB(t, Options{Capacity: capacity, Full: policy, AgingTime: time.Minute})
+			now := int64(0)
+			talk := func(i int) {
+				m := mac(i)
+				f.Learn(&m, 0, Port(1+i%3), now)
+			}
+			for i := range stations {
+				talk(i)
+			}
+			rng := rand.New(rand.NewPCG(3, 4))
+			newcomer := stations + 1
+			for n := range flood {
+				now += int64(10 * time.Microsecond) // 100k forged frames/s
+				m := [6]byte{0x02, 0xff, byte(rng.Uint32()), byte(rng.Uint32()), byte(rng.Uint32()), byte(rng.Uint32())}
+				f.Learn(&m, 0, 4, now)
+				if n%500 == 0 { // every station sends every 5 ms
+					for i := range stations {
+						talk(i)
+					}
+				}
+				if n >= flood/2 && n%500 == 0 {
+					talk(newcomer)
+				}
+			}
+			for i := range stations {
+				m := mac(i)
+				if p, ok := f.Lookup(&m, 0, now); !ok || p != Port(1+i%3) {
+					t.Fatalf("station %d after the flood: port %d, %v; want %d, true", i, p, ok, 1+i%3)
+				}
+			}
+			st := f.Stats()
+			if st.Entries != capacity {
+				t.Errorf("Entries = %d, want %d (the flood fills the table)", st.Entries, capacity)
+			}
+			m := mac(newcomer)
+			_, ok := f.Lookup(&m, 0, now)
+			switch policy {
+			case EvictOldest:
+				if !ok || st.Evicted < flood/2 {
+					t.Errorf("evict: newcomer learned %v, Evicted %d; want true, >= %d", ok, st.Evicted, flood/2)
+				}
+			case Refuse:
+				if ok || st.Evicted != 0 {
+					t.Errorf("refuse: newcomer learned %v, Evicted %d; want false, 0", ok, st.Evicted)
+				}
+			}
+		})
+	}
+}
+
 func TestStaticFullBucket(t *testing.T) {
 	f := newFDB(t, Options{Capacity: 1})
 	if err := f.AddStatic(mac(1), 0, 1); err != nil {

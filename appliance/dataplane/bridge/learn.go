@@ -46,7 +46,7 @@ func (t *FDB) Learn(mac *[6]byte, vid uint16, port Port, now int64) LearnResult 
 	k := t.key(mac, vid)
 	b := t.bucket(k)
 	if slot, v := b.read(k); slot >= 0 && portOf(v) == port {
-		if v&staticBit != 0 || nowMs-seenOf(v) < t.refreshMs.Load() && !t.expiredAt(v, nowMs) {
+		if v&staticBit != 0 || v&activeBit != 0 && nowMs-seenOf(v) < t.refreshMs.Load() && !t.expiredAt(v, nowMs) {
 			return Known
 		}
 	}
@@ -70,7 +70,17 @@ func (t *FDB) Learn(mac *[6]byte, vid uint16, port Port, now int64) LearnResult 
 			t.moves.Add(1)
 			return Moved
 		}
-		b.vals[i].Store(makeVal(port, nowMs, false))
+		if v&activeBit == 0 && nowMs-seenOf(v) < t.refreshMs.Load() && !t.expiredAt(v, nowMs) {
+			// Seen again soon after it was learned: the first repeat
+			// marks the entry active and keeps its time.
+			b.vals[i].Store(v | activeBit)
+			return Known
+		}
+		nv := makeVal(port, nowMs, false)
+		if !t.expiredAt(v, nowMs) {
+			nv |= activeBit
+		}
+		b.vals[i].Store(nv)
 		return Refreshed
 	}
 	i := t.place(b, nowMs, false)
@@ -86,11 +96,13 @@ func (t *FDB) Learn(mac *[6]byte, vid uint16, port Port, now int64) LearnResult 
 
 // place picks a slot for a new key in the locked bucket b and accounts for
 // it: an empty slot (if the table has room), an expired entry, or, when
-// evicting is allowed (always for a static entry), the oldest dynamic
-// entry. It returns -1 if there is no room.
+// evicting is allowed, the oldest dynamic entry that was never seen again
+// after it was learned (for a static entry: the oldest active one if there
+// is no such). Learning never evicts an active entry, so a flood of forged
+// sources churns only its own entries. It returns -1 if there is no room.
 func (t *FDB) place(b *bucket, nowMs int64, static bool) int {
-	empty, oldest := -1, -1
-	var oldestSeen int64
+	empty, oldest, oldestActive := -1, -1, -1
+	var oldestSeen, oldestActiveSeen int64
 	for i := range b.keys {
 		if b.keys[i].Load() == 0 {
 			if empty < 0 {
@@ -110,9 +122,17 @@ func (t *FDB) place(b *bucket, nowMs int64, static bool) int {
 			}
 			continue
 		}
-		if oldest < 0 || seenOf(v) < oldestSeen {
+		switch {
+		case v&activeBit != 0:
+			if oldestActive < 0 || seenOf(v) < oldestActiveSeen {
+				oldestActive, oldestActiveSeen = i, seenOf(v)
+			}
+		case oldest < 0 || seenOf(v) < oldestSeen:
 			oldest, oldestSeen = i, seenOf(v)
 		}
+	}
+	if oldest < 0 && static {
+		oldest = oldestActive
 	}
 	if empty >= 0 && t.reserve() {
 		if static {
@@ -120,7 +140,7 @@ func (t *FDB) place(b *bucket, nowMs int64, static bool) int {
 		}
 		return empty
 	}
-	if oldest >= 0 && (static || t.full == EvictOldest) {
+	if oldest >= 0 && (static || FullPolicy(t.full.Load()) == EvictOldest) {
 		t.evicted.Add(1)
 		if static {
 			t.static.Add(1)
