@@ -203,6 +203,13 @@ func dora(t testing.TB, s *Server, mac string, mods ...dhcpv4.Modifier) netip.Ad
 // bound is broken.
 func checkInvariants(t testing.TB, s *Server) {
 	t.Helper()
+	checkInvariantsBound(t, s, s.pol.maxLeases)
+}
+
+// checkInvariantsBound is checkInvariants with the dynamic entries bounded
+// by bound (above MaxLeases after an Update lowered it).
+func checkInvariantsBound(t testing.TB, s *Server, bound int) {
+	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.byIP) != len(s.byKey) {
@@ -229,8 +236,8 @@ func checkInvariants(t testing.TB, s *Server) {
 	if dyn != s.dynamic() {
 		t.Errorf("%d dynamic entries, heaps hold %d", dyn, s.dynamic())
 	}
-	if s.dynamic() > s.pol.maxLeases {
-		t.Errorf("%d dynamic entries, more than MaxLeases %d", s.dynamic(), s.pol.maxLeases)
+	if s.dynamic() > bound {
+		t.Errorf("%d dynamic entries, more than %d", s.dynamic(), bound)
 	}
 	if n := len(s.byKey) - s.dynamic(); n > len(s.static) {
 		t.Errorf("%d static holds, more than %d statics", n, len(s.static))
