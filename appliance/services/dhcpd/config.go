@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
 )
 
 // Defaults and limits of a Config.
@@ -84,7 +86,42 @@ type policy struct {
 	exclude    map[netip.Addr]bool
 	static     map[mac]Static // by MAC
 	maxLeases  int
-	newRate    int // new leases per second; < 0: unlimited
+	newRate    int             // new leases per second; < 0: unlimited
+	leaseOpts  []dhcpv4.Option // options of a reply that leases an address
+	netOpts    []dhcpv4.Option // options of every OFFER and ACK
+}
+
+// rawOption is an option value encoded once, for every reply.
+type rawOption []byte
+
+func (o rawOption) ToBytes() []byte { return o }
+func (o rawOption) String() string  { return fmt.Sprintf("%x", []byte(o)) }
+
+// encodeOptions precomputes the options of replies.
+func (p *policy) encodeOptions() {
+	raw := func(o dhcpv4.Option) dhcpv4.Option {
+		b := o.Value.ToBytes()
+		return dhcpv4.Option{Code: o.Code, Value: rawOption(b[:len(b):len(b)])} // an append copies
+	}
+	lt := p.cfg.LeaseTime
+	p.leaseOpts = []dhcpv4.Option{
+		raw(dhcpv4.OptIPAddressLeaseTime(lt)),
+		raw(dhcpv4.OptRenewTimeValue(lt / 2)),
+		raw(dhcpv4.OptRebindingTimeValue(lt * 7 / 8)),
+	}
+	p.netOpts = []dhcpv4.Option{
+		raw(dhcpv4.OptSubnetMask(p.mask)),
+		raw(dhcpv4.OptRouter(p.cfg.ServerIP.AsSlice())),
+		raw(dhcpv4.OptBroadcastAddress(p.broadcast.AsSlice())),
+		raw(dhcpv4.OptDNS(ips(p.cfg.DNS)...)),
+		raw(dhcpv4.OptDomainName(p.cfg.Domain)),
+	}
+	if len(p.cfg.NTP) > 0 {
+		p.netOpts = append(p.netOpts, raw(dhcpv4.OptNTPServers(ips(p.cfg.NTP)...)))
+	}
+	if p.cfg.MTU != 0 {
+		p.netOpts = append(p.netOpts, raw(dhcpv4.OptGeneric(dhcpv4.OptionInterfaceMTU, []byte{byte(p.cfg.MTU >> 8), byte(p.cfg.MTU)})))
+	}
 }
 
 // mac is an Ethernet address usable as a map key.
@@ -270,6 +307,7 @@ func buildPolicy(cfg Config) (*policy, error) {
 		p.newRate = DefaultNewLeases
 	}
 	p.cfg.MaxLeases, p.cfg.NewLeasesPerSecond = p.maxLeases, p.newRate
+	p.encodeOptions()
 	return p, nil
 }
 

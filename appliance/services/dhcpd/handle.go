@@ -379,21 +379,12 @@ func (s *Server) reply(req *dhcpv4.DHCPv4, mt dhcpv4.MessageType, yiaddr netip.A
 	}
 	if yiaddr.IsValid() {
 		r.YourIPAddr = yiaddr.AsSlice()
-		lt := p.cfg.LeaseTime
-		r.UpdateOption(dhcpv4.OptIPAddressLeaseTime(lt))
-		r.UpdateOption(dhcpv4.OptRenewTimeValue(lt / 2))
-		r.UpdateOption(dhcpv4.OptRebindingTimeValue(lt * 7 / 8))
+		for _, o := range p.leaseOpts {
+			r.Options[o.Code.Code()] = o.Value.ToBytes()
+		}
 	}
-	r.UpdateOption(dhcpv4.OptSubnetMask(p.mask))
-	r.UpdateOption(dhcpv4.OptRouter(p.cfg.ServerIP.AsSlice()))
-	r.UpdateOption(dhcpv4.OptBroadcastAddress(p.broadcast.AsSlice()))
-	r.UpdateOption(dhcpv4.OptDNS(ips(p.cfg.DNS)...))
-	r.UpdateOption(dhcpv4.OptDomainName(p.cfg.Domain))
-	if len(p.cfg.NTP) > 0 {
-		r.UpdateOption(dhcpv4.OptNTPServers(ips(p.cfg.NTP)...))
-	}
-	if p.cfg.MTU != 0 {
-		r.UpdateOption(dhcpv4.OptGeneric(dhcpv4.OptionInterfaceMTU, []byte{byte(p.cfg.MTU >> 8), byte(p.cfg.MTU)}))
+	for _, o := range p.netOpts {
+		r.Options[o.Code.Code()] = o.Value.ToBytes()
 	}
 	return r
 }
