@@ -223,7 +223,7 @@ func (s *Server) Update(cfg Config) error {
 		default:
 		}
 	}
-	s.log.Info("dhcpd config applied", "interface", pol.cfg.Interface, "subnet", pol.subnet,
+	s.log.Info("dhcpd: config applied", "interface", pol.cfg.Interface, "subnet", pol.subnet,
 		"pool", fmt.Sprintf("%v-%v", addrOf(pol.start), addrOf(pol.end)), "static", len(s.static))
 	s.changed()
 	return nil
