@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,6 +170,7 @@ func buildPolicy(cfg Config) (*policy, error) {
 	if b := cfg.Subnet.Bits(); b < 8 || b > 30 {
 		return nil, fieldError("Subnet", "%v: prefix length must be 8..30", cfg.Subnet)
 	}
+	cfg.DNS, cfg.NTP, cfg.Exclude = slices.Clone(cfg.DNS), slices.Clone(cfg.NTP), slices.Clone(cfg.Exclude)
 	p := &policy{subnet: cfg.Subnet.Masked()}
 	p.network = p.subnet.Addr()
 	hostBits := uint32(1)<<(32-p.subnet.Bits()) - 1
@@ -253,6 +255,7 @@ func buildPolicy(cfg Config) (*policy, error) {
 
 	p.static = map[mac]Static{}
 	byIP := map[netip.Addr]int{}
+	byName := map[string]int{}
 	statics := make([]Static, len(cfg.Static))
 	for i, st := range cfg.Static {
 		m, ok := macOf(st.MAC)
@@ -279,7 +282,11 @@ func buildPolicy(cfg Config) (*policy, error) {
 		if st.Hostname != "" && !validLabel(st.Hostname) {
 			return nil, fmt.Errorf("Static[%d].Hostname %q: not a DNS label (letters, digits, '-', 1..63)", i, st.Hostname)
 		}
-		st.MAC = net.HardwareAddr(m[:])
+		if j, dup := byName[st.Hostname]; dup && st.Hostname != "" {
+			return nil, fmt.Errorf("Static[%d].Hostname %q: already Static[%d]'s", i, st.Hostname, j)
+		}
+		byName[st.Hostname] = i
+		st.MAC = slices.Clone(net.HardwareAddr(m[:]))
 		p.static[m] = st
 		statics[i] = st
 	}
@@ -377,4 +384,14 @@ func checkDomain(d string) error {
 		}
 	}
 	return nil
+}
+
+// clone returns a deep copy of c, sharing no slice with it.
+func (c Config) clone() Config {
+	c.DNS, c.NTP, c.Exclude = slices.Clone(c.DNS), slices.Clone(c.NTP), slices.Clone(c.Exclude)
+	c.Static = slices.Clone(c.Static)
+	for i := range c.Static {
+		c.Static[i].MAC = slices.Clone(c.Static[i].MAC)
+	}
+	return c
 }

@@ -1,6 +1,7 @@
 package dhcpd
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"strings"
@@ -50,6 +51,9 @@ func TestConfigErrors(t *testing.T) {
 			c.Static = []Static{{MAC: hw(macA), IP: a("10.70.0.9")}}
 		}, "Static[0].IP 10.70.0.9: is excluded"},
 		{"static bad hostname", func(c *Config) { c.Static = []Static{{MAC: hw(macA), IP: a("10.70.0.9"), Hostname: "a.b"}} }, "Static[0].Hostname \"a.b\": not a DNS label"},
+		{"static hostname twice", func(c *Config) {
+			c.Static = []Static{{MAC: hw(macA), IP: a("10.70.0.9"), Hostname: "nas"}, {MAC: hw(macB), IP: a("10.70.0.10"), Hostname: "NAS"}}
+		}, "Static[1].Hostname \"nas\": already Static[0]'s"},
 		{"relative lease file", func(c *Config) { c.LeaseFile = "leases.json" }, "LeaseFile \"leases.json\": not an absolute path"},
 		{"negative MaxLeases", func(c *Config) { c.MaxLeases = -1 }, "MaxLeases -1: must be 1..65536"},
 	} {
@@ -97,5 +101,44 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if got, want := s.Stats().PoolSize, 1<<24-3; got != want {
 		t.Errorf("pool size of a /8: %d, want %d", got, want)
+	}
+}
+
+// TestConfigCopies: the server keeps no slice of the caller's config and
+// hands out none of its own.
+func TestConfigCopies(t *testing.T) {
+	cfg := testConfig()
+	cfg.DNS = []netip.Addr{netip.MustParseAddr("10.70.0.53")}
+	cfg.Static = []Static{{MAC: hw(macS), IP: netip.MustParseAddr("10.70.0.100")}}
+	s, _ := newTestServer(t, cfg)
+	cfg.DNS[0] = netip.MustParseAddr("10.70.0.99")
+	cfg.Static[0].MAC[5] = 0xff
+	got := s.Config()
+	got.DNS[0] = netip.MustParseAddr("10.70.0.98")
+	got.Static[0].MAC[5] = 0xee
+	for _, l := range s.Leases() {
+		l.MAC[5] = 0xdd
+	}
+	want := Config{
+		Interface: "lan0", ServerIP: srvIP, Subnet: lan, LeaseTime: DefaultLeaseTime, Domain: "lan",
+		DNS: []netip.Addr{netip.MustParseAddr("10.70.0.53")}, Static: []Static{{MAC: hw(macS), IP: netip.MustParseAddr("10.70.0.100")}},
+		MaxLeases: 252, NewLeasesPerSecond: DefaultNewLeases,
+	}
+	if diff := cmp.Diff(want, s.Config(), cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("Config after the caller changed its copies (-want +got):\n%s", diff)
+	}
+	if got := summary(s.Handle(discover(t, macS))); got != "OFFER 10.70.0.100" {
+		t.Errorf("the static device got %q", got)
+	}
+}
+
+func TestServeNoInterface(t *testing.T) {
+	cfg := testConfig()
+	cfg.Interface = "nosuchif0"
+	s, _ := newTestServer(t, cfg)
+	err := s.Serve(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "dhcpd: interface nosuchif0") {
+		t.Errorf("Serve on a missing interface: %v", err)
 	}
 }

@@ -236,11 +236,14 @@ func (s *Server) decline(req *dhcpv4.DHCPv4, cl client, now time.Time) (*dhcpv4.
 	}
 	addr := ip4(req.RequestedIPAddress())
 	e := s.byKey[cl.key]
-	if e == nil || !addr.IsValid() || e.ip != addr {
-		return s.drop(req, "decline of an address not held for this client")
+	if e == nil || !addr.IsValid() || e.ip != addr || e.state != StateBound {
+		// A client declines an address it was ACKed (RFC 2131 §3.1.5):
+		// requiring a lease keeps a flood of DISCOVER+DECLINE from
+		// quarantining the pool at line rate.
+		return s.drop(req, "decline of an address not leased to this client")
 	}
 	s.del(e)
-	s.declined[addr] = now.Add(QuarantineTime)
+	s.quarantine(addr, now.Add(QuarantineTime))
 	s.log.Warn("dhcpd: address declined, quarantined", "ip", addr, "mac", cl.mac, "for", QuarantineTime)
 	return nil, true
 }
@@ -290,6 +293,22 @@ func (s *Server) exhausted(now time.Time) {
 func (s *Server) isStatic(m mac) bool {
 	_, ok := s.static[m]
 	return ok
+}
+
+// quarantine keeps a from being offered until until. The quarantine holds
+// at most MaxLeases addresses: when it is full, the one that ends first
+// leaves it early.
+func (s *Server) quarantine(a netip.Addr, until time.Time) {
+	if _, ok := s.declined[a]; !ok && len(s.declined) >= s.pol.maxLeases {
+		var first netip.Addr
+		for d, u := range s.declined {
+			if !first.IsValid() || u.Before(s.declined[first]) {
+				first = d
+			}
+		}
+		delete(s.declined, first)
+	}
+	s.declined[a] = until
 }
 
 func (s *Server) quarantined(a netip.Addr, now time.Time) bool {

@@ -235,6 +235,30 @@ func TestHandle(t *testing.T) {
 			},
 		},
 		{
+			name: "DECLINE of an address only offered is ignored",
+			steps: []step{
+				{req: discover(t, macA), want: "OFFER 10.70.0.2"},
+				{req: decline(t, macA, "10.70.0.2"), want: ""},
+				{req: selecting(t, macA, "10.70.0.2"), want: "ACK 10.70.0.2"},
+			},
+		},
+		{
+			name: "the quarantine holds at most MaxLeases addresses",
+			cfg:  func(c *Config) { c.MaxLeases = 2 },
+			steps: []step{
+				{req: initReboot(t, macA, "10.70.0.10"), want: "ACK 10.70.0.10"},
+				{req: decline(t, macA, "10.70.0.10"), want: ""},
+				{advance: time.Second, req: initReboot(t, macA, "10.70.0.11"), want: "ACK 10.70.0.11"},
+				{req: decline(t, macA, "10.70.0.11"), want: ""},
+				{advance: time.Second, req: initReboot(t, macA, "10.70.0.12"), want: "ACK 10.70.0.12"},
+				{req: decline(t, macA, "10.70.0.12"), want: ""},
+				// .10 left the quarantine early, .11 and .12 are in it.
+				{req: initReboot(t, macB, "10.70.0.11"), want: "NAK"},
+				{req: initReboot(t, macB, "10.70.0.12"), want: "NAK"},
+				{req: initReboot(t, macB, "10.70.0.10"), want: "ACK 10.70.0.10"},
+			},
+		},
+		{
 			name: "RELEASE frees the address",
 			steps: []step{
 				{req: discover(t, macA), want: "OFFER 10.70.0.2"},

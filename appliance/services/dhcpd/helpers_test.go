@@ -242,9 +242,8 @@ func checkInvariantsBound(t testing.TB, s *Server, bound int) {
 	if n := len(s.byKey) - s.dynamic(); n > len(s.static) {
 		t.Errorf("%d static holds, more than %d statics", n, len(s.static))
 	}
-	hosts := 1<<(32-s.pol.subnet.Bits()) - 2
-	if len(s.declined) > hosts {
-		t.Errorf("%d quarantined addresses, more than the subnet's %d", len(s.declined), hosts)
+	if len(s.declined) > s.pol.maxLeases {
+		t.Errorf("%d quarantined addresses, more than MaxLeases %d", len(s.declined), s.pol.maxLeases)
 	}
 }
 

@@ -334,6 +334,9 @@ func TestNetnsClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.router.serve(t, s)
+	if err := s.Serve(context.Background()); err == nil || !strings.Contains(err.Error(), "already serving") {
+		t.Errorf("a second Serve: %v, want an error", err)
+	}
 
 	dh := l.client(t, "02:dc:00:00:00:01")
 	dh.dhclient(t)

@@ -155,7 +155,7 @@ func (s *Server) load(path string) {
 	}
 	for _, d := range f.Declined {
 		if s.pol.host(d.IP) && now.Before(d.Until) && d.Until.Before(now.Add(QuarantineTime)) {
-			s.declined[d.IP] = d.Until
+			s.quarantine(d.IP, d.Until)
 		}
 	}
 	if skipped > 0 {

@@ -193,9 +193,7 @@ func newServer(cfg Config, log *slog.Logger, now func() time.Time) (*Server, err
 func (s *Server) Config() Config {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.pol.cfg
-	c.Static = slices.Clone(c.Static)
-	return c
+	return s.pol.cfg.clone()
 }
 
 // Update applies cfg live. Leases stay valid where the new pool and
@@ -254,7 +252,7 @@ func (s *Server) rebuildStatics() {
 			delete(s.pins, m)
 			continue
 		}
-		s.static[m] = Static{MAC: net.HardwareAddr(m[:]), IP: pn.IP, Hostname: pn.Hostname}
+		s.static[m] = Static{MAC: slices.Clone(net.HardwareAddr(m[:])), IP: pn.IP, Hostname: pn.Hostname}
 		s.staticIP[pn.IP] = m
 	}
 	s.reindex()
@@ -291,13 +289,13 @@ func (s *Server) Leases() []Lease {
 		}
 		held[e.ip] = true
 		out = append(out, Lease{
-			MAC: net.HardwareAddr(e.mac[:]), ClientID: e.cid, IP: e.ip, Hostname: e.hostname,
+			MAC: slices.Clone(net.HardwareAddr(e.mac[:])), ClientID: e.cid, IP: e.ip, Hostname: e.hostname,
 			Expiry: e.expiry, LastSeen: e.lastSeen, Static: s.holdsStatic(e), State: e.stateAt(now),
 		})
 	}
 	for _, st := range s.static {
 		if !held[st.IP] {
-			out = append(out, Lease{MAC: st.MAC, IP: st.IP, Hostname: st.Hostname, Static: true, State: StateReserved})
+			out = append(out, Lease{MAC: slices.Clone(st.MAC), IP: st.IP, Hostname: st.Hostname, Static: true, State: StateReserved})
 		}
 	}
 	slices.SortFunc(out, func(a, b Lease) int {
