@@ -180,7 +180,20 @@ func (l *testLAN) client(t *testing.T, mac string) *lanClient {
 	l.router.run(t, "ip", "link", "set", port, "master", "br0", "up")
 	c.ns.run(t, "ip", "link", "set", "lo", "up")
 	c.ns.run(t, "ip", "link", "set", "c0", "up")
-	return c
+	// A client's first DISCOVER must not be lost to a link coming up:
+	// wait for the carrier and the bridge port forwarding.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		up := strings.Contains(c.ns.run(t, "ip", "link", "show", "c0"), "state UP")
+		fwd := strings.Contains(l.router.run(t, "ip", "-d", "link", "show", port), "state forwarding")
+		if up && fwd {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: link not up and forwarding within 5 s", c.name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // start starts a client program in the namespace; it is killed at cleanup.
