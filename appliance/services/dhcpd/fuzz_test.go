@@ -68,7 +68,7 @@ func FuzzHandle(f *testing.F) {
 			if _, err := dhcpv4.FromBytes(resp.ToBytes()); err != nil {
 				t.Fatalf("reply does not decode: %v\n%s", err, resp.Summary())
 			}
-			replyAddr(req, resp)
+			ReplyAddr(req, resp)
 			if resp.OpCode != dhcpv4.OpcodeBootReply || resp.TransactionID != req.TransactionID {
 				t.Fatalf("reply with op %v xid %v to xid %v", resp.OpCode, resp.TransactionID, req.TransactionID)
 			}

@@ -42,9 +42,9 @@ func ip4(ip net.IP) netip.Addr {
 	return a
 }
 
-// Handle answers one request and returns the reply to send, or nil when the
-// server stays silent. It needs no socket: Serve feeds it, tests and fuzz
-// targets call it directly.
+// Handle answers one request and returns the reply to send (to ReplyAddr),
+// or nil when the server stays silent. It needs no socket: Serve feeds it,
+// tests and fuzz targets call it directly.
 func (s *Server) Handle(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
 	s.mu.Lock()
 	resp, changed := s.handle(req)
@@ -416,19 +416,17 @@ func ips(as []netip.Addr) []net.IP {
 	return out
 }
 
-// Reply destinations (RFC 2131 §4.1).
-var (
-	broadcast4 = netip.AddrPortFrom(netip.AddrFrom4([4]byte{255, 255, 255, 255}), dhcpv4.ClientPort)
-)
+// broadcast4 is the limited broadcast address, client port.
+var broadcast4 = netip.AddrPortFrom(netip.AddrFrom4([4]byte{255, 255, 255, 255}), dhcpv4.ClientPort)
 
-// replyAddr is where resp, the answer to req, goes (RFC 2131 §4.1): to the
-// relay (giaddr, server port; a NAK then carries the broadcast bit), a NAK
-// broadcast, an answer to a configured client (ciaddr) unicast, and every
-// other answer broadcast. The RFC prefers unicast to yiaddr/chaddr when the
-// broadcast bit is clear, but a UDP socket cannot send to an address the
-// kernel has no ARP entry for and the client answers no ARP before it is
-// configured, so we broadcast, which the RFC allows ("MAY").
-func replyAddr(req, resp *dhcpv4.DHCPv4) netip.AddrPort {
+// ReplyAddr is where resp, Handle's answer to req, goes (RFC 2131 §4.1):
+// to the relay (giaddr, server port; a NAK then carries the broadcast bit),
+// a NAK broadcast, an answer to a configured client (ciaddr) unicast, and
+// every other answer broadcast. The RFC prefers unicast to yiaddr/chaddr
+// when the broadcast bit is clear, but a UDP socket cannot send to an
+// address the kernel has no ARP entry for, and the client answers no ARP
+// before it is configured, so we broadcast, which the RFC allows ("MAY").
+func ReplyAddr(req, resp *dhcpv4.DHCPv4) netip.AddrPort {
 	nak := resp.MessageType() == dhcpv4.MessageTypeNak
 	if g := ip4(req.GatewayIPAddr); g.IsValid() {
 		if nak {

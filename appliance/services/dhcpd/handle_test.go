@@ -597,7 +597,7 @@ func TestReplyAddr(t *testing.T) {
 			t.Errorf("%s: no reply", tc.name)
 			continue
 		}
-		got := replyAddr(tc.req, resp).String()
+		got := ReplyAddr(tc.req, resp).String()
 		if got != tc.want || resp.IsBroadcast() != tc.wantBroadcast {
 			t.Errorf("%s: %s broadcast bit %v, want %s, %v", tc.name, got, resp.IsBroadcast(), tc.want, tc.wantBroadcast)
 		}

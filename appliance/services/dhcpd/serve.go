@@ -24,12 +24,13 @@ type socket struct {
 }
 
 // Serve answers requests on the config's interface until ctx ends, then
-// writes the lease file and returns nil. The socket is opened on the
-// calling goroutine (in its thread's network namespace) before Serve
-// returns an error for it; later failures (the interface disappears or is
-// recreated, Update names another one) reopen it, retried every few
-// seconds. Requests are handled one at a time by one reader, so a flood
-// costs no goroutines.
+// writes the lease file and returns nil. It opens the socket on the
+// calling goroutine, so in that thread's network namespace, and returns an
+// error at once if it cannot. Later it reopens the socket when the
+// interface is gone or was recreated (checked every sweepEvery) or Update
+// names another one, retrying until it succeeds. Requests are handled one
+// at a time by one reader, so a flood costs no goroutines; it writes the
+// lease file at most every saveDelay.
 func (s *Server) Serve(ctx context.Context) error {
 	if !s.serving.CompareAndSwap(false, true) {
 		return errors.New("dhcpd: already serving")
@@ -148,7 +149,7 @@ func (s *Server) read(sk *socket) {
 		if resp == nil {
 			continue
 		}
-		dst := replyAddr(req, resp)
+		dst := ReplyAddr(req, resp)
 		if _, err := sk.conn.WriteToUDPAddrPort(resp.ToBytes(), dst); err != nil && time.Since(lastErr) > time.Minute {
 			lastErr = time.Now()
 			s.log.Warn("dhcpd: reply not sent", "to", dst, "err", err)

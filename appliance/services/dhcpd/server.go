@@ -307,9 +307,9 @@ func (s *Server) Leases() []Lease {
 	return out
 }
 
-// MakeStatic turns the address mac holds (its most recently seen lease) into
-// a static lease kept in the lease file: from then on the device always
-// gets it and nobody else does.
+// MakeStatic turns the address the device hw holds (its most recently seen
+// lease) into a static lease kept in the lease file: from then on the
+// device always gets it and nobody else does.
 func (s *Server) MakeStatic(hw net.HardwareAddr) error {
 	m, ok := macOf(hw)
 	if !ok {
@@ -354,8 +354,8 @@ func (s *Server) makeStatic(m mac) error {
 	return nil
 }
 
-// Forget removes every entry of mac and its static lease made by
-// MakeStatic; its address becomes free. A static lease of the config
+// Forget removes every entry of the device hw and its static lease made by
+// MakeStatic; its addresses become free. A static lease of the config
 // cannot be forgotten (ErrConfigStatic).
 func (s *Server) Forget(hw net.HardwareAddr) error {
 	m, ok := macOf(hw)
