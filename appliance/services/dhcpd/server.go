@@ -1,0 +1,480 @@
+// Package dhcpd is the LAN DHCPv4 server of the NAT router: a bounded, flood-proof lease table with static leases, conflict quarantine and persistence, served on a socket bound to the LAN interface.
+package dhcpd
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Protocol timers.
+const (
+	// OfferHold is how long an offered address stays reserved for the
+	// client it was offered to (unless the table is full, see Server).
+	OfferHold = 30 * time.Second
+	// QuarantineTime is how long a declined address is not offered.
+	QuarantineTime = 10 * time.Minute
+)
+
+// State is a lease's state.
+type State string
+
+// Lease states.
+const (
+	StateOffered  State = "offered"  // offered, not yet requested
+	StateBound    State = "bound"    // acknowledged and not expired
+	StateExpired  State = "expired"  // its lease ran out; the address is remembered for the client
+	StateReleased State = "released" // the client gave it back
+	StateReserved State = "reserved" // a static lease the device has not taken yet
+)
+
+// Lease is one entry of the lease table, as Leases reports it.
+type Lease struct {
+	MAC      net.HardwareAddr
+	ClientID string // option 61 in hex, empty if the client sent none
+	IP       netip.Addr
+	Hostname string
+	Expiry   time.Time // end of the lease or of the offer; zero for a reserved static
+	LastSeen time.Time
+	Static   bool
+	State    State
+}
+
+// Name is a local host name and its address.
+type Name struct {
+	Hostname string
+	Addr     netip.Addr
+}
+
+// Stats are the server's counters.
+type Stats struct {
+	Discovers, Offers, Requests, Acks, Naks uint64
+	Declines, Releases, Informs             uint64
+	Dropped                                 uint64 // requests not answered: malformed, foreign, rate-limited or no address left
+	PoolSize                                int    // dynamic addresses
+	LeasesInUse                             int    // bound, unexpired leases (static ones too)
+	Offered                                 int    // pending offers
+	LeaseFileWrites                         uint64 // lease file writes (changes are coalesced)
+}
+
+// Errors of MakeStatic and Forget.
+var (
+	ErrNoLease      = errors.New("no lease for this MAC")
+	ErrConfigStatic = errors.New("is a static lease of the config")
+)
+
+// entry is one client's state in the table.
+type entry struct {
+	key      string // client identity: "id:" + hex(option 61) or "hw:" + MAC
+	mac      mac
+	cid      string // hex(option 61)
+	ip       netip.Addr
+	hostname string
+	state    State // offered, bound, expired or released
+	expiry   time.Time
+	lastSeen time.Time
+
+	heap *entryHeap // the heap e is in; nil for a static hold
+	hidx int        // e's index in it
+}
+
+// live reports whether e holds its address now: an offer or a lease that
+// has not run out.
+func (e *entry) live(now time.Time) bool {
+	return (e.state == StateOffered || e.state == StateBound) && now.Before(e.expiry)
+}
+
+// stateAt is e's state as seen at now.
+func (e *entry) stateAt(now time.Time) State {
+	if e.state == StateBound && !now.Before(e.expiry) {
+		return StateExpired
+	}
+	return e.state
+}
+
+// pin is a static lease made by MakeStatic; it lives in the lease file.
+type pin struct {
+	IP       netip.Addr
+	Hostname string
+}
+
+// Server is the DHCPv4 server. Its methods are safe for concurrent use.
+//
+// The table holds at most MaxLeases entries with dynamic addresses plus one
+// per static address. A new client takes a free address; when the table is
+// full or the pool exhausted it takes the place of the entry that expired
+// first among those not bound: released or expired leases and offers
+// (which expire OfferHold after they are made). Bound leases and static
+// leases are never taken, so a flood of new clients cannot displace known
+// devices or stop them from renewing.
+type Server struct {
+	// OnChange, if set, is called (without locks held) after a lease is
+	// bound, renewed, released, declined, expired, forgotten or made
+	// static, and after Update. Offers do not call it. Set it before Serve
+	// and do not change it afterwards; it must return quickly.
+	OnChange func()
+
+	log *slog.Logger
+	now func() time.Time // the clock; tests replace it
+
+	mu       sync.Mutex
+	pol      *policy
+	byKey    map[string]*entry
+	byIP     map[netip.Addr]*entry
+	offers   entryHeap // dynamic entries in state offered, by expiry
+	leased   entryHeap // the other dynamic entries, by expiry
+	pins     map[mac]pin
+	static   map[mac]Static     // config statics and pins
+	staticIP map[netip.Addr]mac // their addresses
+	declined map[netip.Addr]time.Time
+	cursor   uint32 // where the next free-address scan starts
+	limiter  bucket // new leases
+	names    namesCache
+	warned   time.Time // last "pool exhausted" warning
+
+	stats   counters
+	dirty   chan struct{} // the lease file needs writing
+	reopen  chan struct{} // Serve must reopen its socket (Interface changed)
+	serving atomic.Bool
+
+	saveMu    sync.Mutex // serializes lease file writes
+	savedPath string     // what was last written, and where
+	saved     []byte
+	saveErr   time.Time // last logged save failure
+}
+
+type counters struct {
+	discovers, offers, requests, acks, naks atomic.Uint64
+	declines, releases, informs, dropped    atomic.Uint64
+	writes                                  atomic.Uint64
+}
+
+// New validates cfg and returns a server with the leases of cfg.LeaseFile
+// (a missing file is an empty table; a corrupt one is logged and ignored).
+func New(cfg Config, log *slog.Logger) (*Server, error) {
+	return newServer(cfg, log, time.Now)
+}
+
+// newServer is New with a clock.
+func newServer(cfg Config, log *slog.Logger, now func() time.Time) (*Server, error) {
+	pol, err := newPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		log:      log,
+		now:      now,
+		pol:      pol,
+		byKey:    map[string]*entry{},
+		byIP:     map[netip.Addr]*entry{},
+		pins:     map[mac]pin{},
+		declined: map[netip.Addr]time.Time{},
+		cursor:   pol.start,
+		dirty:    make(chan struct{}, 1),
+		reopen:   make(chan struct{}, 1),
+	}
+	s.rebuildStatics()
+	if pol.cfg.LeaseFile != "" {
+		s.load(pol.cfg.LeaseFile)
+	}
+	return s, nil
+}
+
+// Config returns the running config with its defaults filled in.
+func (s *Server) Config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pol.cfg.clone()
+}
+
+// Update applies cfg live. Leases stay valid where the new pool and
+// statics allow; a lease outside the new pool or on a new static address
+// of another device is refused (NAK) when its client renews. Pins (see
+// MakeStatic) that conflict with cfg are dropped.
+func (s *Server) Update(cfg Config) error {
+	pol, err := newPolicy(cfg)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old := s.pol
+	s.pol = pol
+	if !pol.inPool(addrOf(s.cursor)) {
+		s.cursor = pol.start
+	}
+	s.limiter = bucket{}
+	s.rebuildStatics()
+	s.names.gen++
+	s.mu.Unlock()
+	if old.cfg.Interface != pol.cfg.Interface {
+		select {
+		case s.reopen <- struct{}{}:
+		default:
+		}
+	}
+	s.log.Info("dhcpd: config applied", "interface", pol.cfg.Interface, "subnet", pol.subnet,
+		"pool", fmt.Sprintf("%v-%v", addrOf(pol.start), addrOf(pol.end)), "static", len(s.static))
+	s.changed()
+	return nil
+}
+
+// rebuildStatics merges the config's statics with the pins, drops pins
+// that conflict with the config, and recounts the dynamic entries.
+func (s *Server) rebuildStatics() {
+	p := s.pol
+	s.static = make(map[mac]Static, len(p.static)+len(s.pins))
+	s.staticIP = make(map[netip.Addr]mac, len(p.static)+len(s.pins))
+	for m, st := range p.static {
+		s.static[m] = st
+		s.staticIP[st.IP] = m
+	}
+	for m, pn := range s.pins {
+		why := ""
+		switch _, dup := s.staticIP[pn.IP]; {
+		case p.static[m].MAC != nil:
+			why = "the config has a static lease for this MAC"
+		case dup:
+			why = "the config gives its address to another MAC"
+		case !p.host(pn.IP):
+			why = "its address is not a host address of the subnet any more"
+		}
+		if why != "" {
+			s.log.Warn("dhcpd: dropping static lease made from a lease", "mac", m, "ip", pn.IP, "why", why)
+			delete(s.pins, m)
+			continue
+		}
+		s.static[m] = Static{MAC: slices.Clone(net.HardwareAddr(m[:])), IP: pn.IP, Hostname: pn.Hostname}
+		s.staticIP[pn.IP] = m
+	}
+	s.reindex()
+}
+
+// holdsStatic reports whether e holds its own static address.
+func (s *Server) holdsStatic(e *entry) bool {
+	m, ok := s.staticIP[e.ip]
+	return ok && m == e.mac
+}
+
+// changed marks the lease file dirty and calls OnChange.
+func (s *Server) changed() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+	if s.OnChange != nil {
+		s.OnChange()
+	}
+}
+
+// Leases returns the table (without expired offers) and the static leases
+// no device has taken yet, ordered by address.
+func (s *Server) Leases() []Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var out []Lease
+	held := map[netip.Addr]bool{}
+	for _, e := range s.byKey {
+		if e.state == StateOffered && !now.Before(e.expiry) {
+			continue
+		}
+		held[e.ip] = true
+		out = append(out, Lease{
+			MAC: slices.Clone(net.HardwareAddr(e.mac[:])), ClientID: e.cid, IP: e.ip, Hostname: e.hostname,
+			Expiry: e.expiry, LastSeen: e.lastSeen, Static: s.holdsStatic(e), State: e.stateAt(now),
+		})
+	}
+	for _, st := range s.static {
+		if !held[st.IP] {
+			out = append(out, Lease{MAC: slices.Clone(st.MAC), IP: st.IP, Hostname: st.Hostname, Static: true, State: StateReserved})
+		}
+	}
+	slices.SortFunc(out, func(a, b Lease) int {
+		if c := a.IP.Compare(b.IP); c != 0 {
+			return c
+		}
+		return slices.Compare(a.MAC, b.MAC)
+	})
+	return out
+}
+
+// MakeStatic turns the address the device hw holds (its most recently seen
+// lease) into a static lease kept in the lease file: from then on the
+// device always gets it and nobody else does.
+func (s *Server) MakeStatic(hw net.HardwareAddr) error {
+	m, ok := macOf(hw)
+	if !ok {
+		return fmt.Errorf("dhcpd: make static %v: not an Ethernet address", hw)
+	}
+	s.mu.Lock()
+	err := s.makeStatic(m)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("dhcpd: make static %v: %w", hw, err)
+	}
+	s.log.Info("dhcpd: lease made static", "mac", m)
+	s.changed()
+	return nil
+}
+
+func (s *Server) makeStatic(m mac) error {
+	if s.pol.static[m].MAC != nil {
+		return ErrConfigStatic
+	}
+	if _, ok := s.pins[m]; ok {
+		return errors.New("already static")
+	}
+	var best *entry
+	for _, e := range s.byKey {
+		if e.mac == m && e.state != StateOffered && (best == nil || e.lastSeen.After(best.lastSeen)) {
+			best = e
+		}
+	}
+	if best == nil {
+		return ErrNoLease
+	}
+	if !s.pol.host(best.ip) {
+		return fmt.Errorf("address %v is no longer a host address of the subnet", best.ip)
+	}
+	if om, ok := s.staticIP[best.ip]; ok && om != m {
+		return fmt.Errorf("address %v is the static address of %v", best.ip, om)
+	}
+	s.pins[m] = pin{IP: best.ip, Hostname: best.hostname}
+	s.rebuildStatics()
+	s.names.gen++
+	return nil
+}
+
+// Forget removes every entry of the device hw and its static lease made by
+// MakeStatic; its addresses become free. A static lease of the config
+// cannot be forgotten (ErrConfigStatic).
+func (s *Server) Forget(hw net.HardwareAddr) error {
+	m, ok := macOf(hw)
+	if !ok {
+		return fmt.Errorf("dhcpd: forget %v: not an Ethernet address", hw)
+	}
+	s.mu.Lock()
+	err := s.forget(m)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("dhcpd: forget %v: %w", hw, err)
+	}
+	s.log.Info("dhcpd: lease forgotten", "mac", m)
+	s.changed()
+	return nil
+}
+
+func (s *Server) forget(m mac) error {
+	if s.pol.static[m].MAC != nil {
+		return ErrConfigStatic
+	}
+	found := false
+	for _, e := range s.byKey {
+		if e.mac == m {
+			s.del(e)
+			found = true
+		}
+	}
+	if _, ok := s.pins[m]; ok {
+		delete(s.pins, m)
+		s.rebuildStatics()
+		found = true
+	}
+	if !found {
+		return ErrNoLease
+	}
+	s.names.gen++
+	return nil
+}
+
+// Stats returns the counters.
+func (s *Server) Stats() Stats {
+	st := Stats{
+		Discovers: s.stats.discovers.Load(), Offers: s.stats.offers.Load(),
+		Requests: s.stats.requests.Load(), Acks: s.stats.acks.Load(), Naks: s.stats.naks.Load(),
+		Declines: s.stats.declines.Load(), Releases: s.stats.releases.Load(),
+		Informs: s.stats.informs.Load(), Dropped: s.stats.dropped.Load(),
+		LeaseFileWrites: s.stats.writes.Load(),
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	st.PoolSize = s.poolSize()
+	for _, e := range s.byKey {
+		switch {
+		case e.state == StateBound && now.Before(e.expiry):
+			st.LeasesInUse++
+		case e.state == StateOffered && now.Before(e.expiry):
+			st.Offered++
+		}
+	}
+	return st
+}
+
+func (s *Server) poolSize() int {
+	pinned := make(map[netip.Addr]bool, len(s.pins))
+	for _, pn := range s.pins {
+		pinned[pn.IP] = true
+	}
+	return s.pol.poolSize(pinned)
+}
+
+// sweep forgets expired offers and quarantines, and marks bound leases
+// that ran out as expired. It reports whether a lease expired.
+func (s *Server) sweep() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	expired := false
+	for _, e := range s.byKey {
+		switch {
+		case e.state == StateOffered && !now.Before(e.expiry):
+			s.del(e)
+		case e.state == StateBound && !now.Before(e.expiry):
+			e.state = StateExpired // in place: its heap and key stay the same
+			expired = true
+		}
+	}
+	for a, until := range s.declined {
+		if !now.Before(until) {
+			delete(s.declined, a)
+		}
+	}
+	if expired {
+		s.names.gen++
+	}
+	return expired
+}
+
+// bucket is a token bucket: rate tokens per second, up to 2*rate.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (b *bucket) allow(now time.Time, rate int) bool {
+	if rate < 0 {
+		return true
+	}
+	burst := float64(2 * rate)
+	if b.last.IsZero() {
+		b.tokens = burst
+	} else if dt := now.Sub(b.last).Seconds(); dt > 0 {
+		b.tokens = min(burst, b.tokens+dt*float64(rate))
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

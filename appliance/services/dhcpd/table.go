@@ -1,0 +1,170 @@
+package dhcpd
+
+import (
+	"container/heap"
+	"net/netip"
+	"time"
+)
+
+// The table's indexes: byKey and byIP hold every entry; the dynamic ones
+// (all but static holds) are also in one of two heaps ordered by expiry,
+// offers in s.offers and the rest in s.leased, so the entry to reclaim is
+// found in O(log n): the oldest offer or, if it expired earlier, the
+// top of s.leased. Every change of an entry's address, state or expiry in
+// the table goes through set, put or del.
+
+// entryHeap is a container/heap of entries ordered by expiry.
+type entryHeap []*entry
+
+func (h entryHeap) Len() int           { return len(h) }
+func (h entryHeap) Less(i, j int) bool { return h[i].expiry.Before(h[j].expiry) }
+func (h entryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+
+func (h *entryHeap) Push(x any) {
+	e := x.(*entry)
+	e.hidx = len(*h)
+	*h = append(*h, e)
+}
+
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+// dynamic is the number of dynamic entries, bounded by MaxLeases.
+func (s *Server) dynamic() int { return len(s.offers) + len(s.leased) }
+
+// index puts e into its heap, unless it holds its own static address.
+func (s *Server) index(e *entry) {
+	e.heap = nil
+	if s.holdsStatic(e) {
+		return
+	}
+	e.heap = &s.leased
+	if e.state == StateOffered {
+		e.heap = &s.offers
+	}
+	heap.Push(e.heap, e)
+}
+
+// reindex rebuilds the heaps (after the statics changed).
+func (s *Server) reindex() {
+	s.offers, s.leased = nil, nil
+	for _, e := range s.byKey {
+		s.index(e)
+	}
+}
+
+// put adds e (not in the table) with its address, taking the address over
+// from its holder: the caller decided that one gives it up.
+func (s *Server) put(e *entry) {
+	if h := s.byIP[e.ip]; h != nil && h != e {
+		s.del(h)
+	}
+	s.byKey[e.key] = e
+	s.byIP[e.ip] = e
+	s.index(e)
+}
+
+// del removes e from the table.
+func (s *Server) del(e *entry) {
+	if s.byKey[e.key] == e {
+		delete(s.byKey, e.key)
+	}
+	if s.byIP[e.ip] == e {
+		delete(s.byIP, e.ip)
+	}
+	if e.heap != nil {
+		heap.Remove(e.heap, e.hidx)
+		e.heap = nil
+	}
+}
+
+// set gives e (in the table or new) its address, state and expiry.
+func (s *Server) set(e *entry, ip netip.Addr, st State, expiry time.Time) {
+	if s.byKey[e.key] == e {
+		s.del(e)
+	}
+	e.ip, e.state, e.expiry = ip, st, expiry
+	s.put(e)
+}
+
+// reusable reports whether a may be handed out again from the pool.
+func (s *Server) reusable(a netip.Addr, now time.Time) bool {
+	_, st := s.staticIP[a]
+	return !st && s.pol.inPool(a) && s.pol.host(a) && !s.quarantined(a, now)
+}
+
+// admit makes sure cl's entry e can hold a (invalid: a dynamic address
+// still to be picked). Static holds are not bounded; a new dynamic entry
+// needs room below MaxLeases, made by reclaiming an entry (see evict),
+// whose address it returns.
+func (s *Server) admit(cl client, e *entry, a netip.Addr, now time.Time) (netip.Addr, bool) {
+	if m, ok := s.staticIP[a]; ok && m == cl.mac {
+		return netip.Addr{}, true
+	}
+	if e != nil && s.byKey[e.key] == e && e.heap != nil {
+		return netip.Addr{}, true // already counted
+	}
+	if h := s.byIP[a]; h != nil && h != e && h.heap != nil {
+		return netip.Addr{}, true // takes h's place
+	}
+	if s.dynamic() < s.pol.maxLeases {
+		return netip.Addr{}, true
+	}
+	return s.evict(now, false)
+}
+
+// evict reclaims the dynamic entry that is not bound and expired first:
+// released and expired leases and offers (which expire OfferHold after
+// they are made), never a bound lease. With pool it goes on until it freed
+// an address the pool can hand out again, dropping entries whose address
+// it cannot (left over from a config with another pool). It returns the
+// address of the last entry it removed.
+func (s *Server) evict(now time.Time, pool bool) (netip.Addr, bool) {
+	for {
+		var best *entry
+		if len(s.offers) > 0 {
+			best = s.offers[0]
+		}
+		if len(s.leased) > 0 {
+			if l := s.leased[0]; !now.Before(l.expiry) && (best == nil || l.expiry.Before(best.expiry)) {
+				best = l
+			}
+		}
+		if best == nil {
+			return netip.Addr{}, false
+		}
+		s.del(best)
+		if !pool || s.reusable(best.ip, now) {
+			return best.ip, true
+		}
+	}
+}
+
+// nextFree returns the next address of the pool nobody holds or remembers,
+// scanning round-robin from where the last scan stopped.
+func (s *Server) nextFree(now time.Time) (netip.Addr, bool) {
+	p := s.pol
+	v := s.cursor
+	if v < p.start || v > p.end {
+		v = p.start
+	}
+	for range p.end - p.start + 1 {
+		a := addrOf(v)
+		if v++; v > p.end {
+			v = p.start
+		}
+		if s.byIP[a] == nil && s.reusable(a, now) {
+			s.cursor = v
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
