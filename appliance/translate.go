@@ -59,7 +59,8 @@ func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan) (*dataplane.Config, e
 	if c.Mode == config.ModeNAT {
 		d.NAT = natConfig(c)
 	}
-	d.Bridge = dataplane.Bridge{AgingTime: c.Bridge.FDBAging.D(), FDBSize: c.Bridge.FDBSize, Refuse: c.Bridge.FDBFull == config.FDBRefuse}
+	d.Bridge = dataplane.Bridge{AgingTime: c.Bridge.FDBAging.D(), FDBSize: c.Bridge.FDBSize, Refuse: c.Bridge.FDBFull == config.FDBRefuse,
+		NoLoopProtect: !c.Bridge.Protects()}
 	for _, s := range c.Bridge.Static {
 		d.Bridge.Static = append(d.Bridge.Static, dataplane.StaticEntry{MAC: bridge.MAC(s.MAC), VLAN: s.VLAN, Port: s.Port})
 	}

@@ -42,7 +42,7 @@ func (v *boxView) Snapshot() webui.Snapshot {
 		s.Ports = append(s.Ports, webui.PortStats{
 			Name: p.Name, Interface: p.Interface, Up: p.LinkUp, SpeedMbps: linkSpeed(v.procRoot, p.Interface),
 			RxPackets: p.RxPackets, RxBytes: p.RxBytes, TxPackets: p.TxPackets, TxBytes: p.TxBytes,
-			RingDrops: p.Ring.RxDrops,
+			RingDrops: p.Ring.RxDrops, Blocked: p.Blocked, LoopWith: p.LoopWith,
 		})
 	}
 	var ring, rulesDrop, malformed, natFull uint64

@@ -287,6 +287,28 @@ func TestBrowser(t *testing.T) {
 		shot(t, ctx, "overview")
 	})
 
+	t.Run("a loop alarm shows and clears", func(t *testing.T) {
+		if !eval[bool](t, ctx, `document.querySelector('#loop-alarm').hidden`) {
+			t.Fatal("loop alarm shown without a loop")
+		}
+		setBlocked := func(b bool) {
+			stats.mu.Lock()
+			stats.ports[1].Blocked, stats.ports[1].LoopWith = b, map[bool]string{true: "port1"}[b]
+			stats.mu.Unlock()
+		}
+		setBlocked(true)
+		t.Cleanup(func() { setBlocked(false) })
+		waitFor(t, ctx, "alarm", `!document.querySelector('#loop-alarm').hidden`, 10*time.Second)
+		if got := eval[string](t, ctx, `document.querySelector('#loop-alarm').textContent`); got != "Loop between ports port1 and port2: port2 is blocked until the loop is gone." {
+			t.Errorf("alarm %q", got)
+		}
+		if got := eval[string](t, ctx, `document.querySelector('.card.port[data-port="port2"] .pill.bad').textContent`); got != "blocked: loop" {
+			t.Errorf("port2 pill %q", got)
+		}
+		setBlocked(false)
+		waitFor(t, ctx, "alarm cleared", `document.querySelector('#loop-alarm').hidden`, 10*time.Second)
+	})
+
 	t.Run("edit a rule and see its counter", func(t *testing.T) {
 		step(t, ctx, "rules page", 15*time.Second, chromedp.Navigate(url+"#/rules"), chromedp.WaitVisible(chromedp.CSS(`#rules-body tr[data-index="0"]`)))
 		if got := eval[string](t, ctx, `document.querySelector('#rules-body tr[data-index="0"] td.rule').textContent`); got != "tcp dport 22 counter accept" {

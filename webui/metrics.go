@@ -27,6 +27,7 @@ var (
 	descPortTxPackets = desc("port_transmit_packets_total", "Frames transmitted on the port.", "port", "iface")
 	descPortTxBytes   = desc("port_transmit_bytes_total", "Bytes transmitted on the port.", "port", "iface")
 	descPortRingDrops = desc("port_ring_drops_total", "Frames the kernel dropped because the port's RX ring was full.", "port", "iface")
+	descPortBlocked   = desc("port_loop_blocked", "Whether loop protection blocks the port (a loop through it was found).", "port", "iface")
 	descDrops         = desc("drops_total", "Frames dropped by the dataplane, by reason.", "reason")
 	descCPU           = desc("cpu_seconds_total", "Time each core spent busy or idle.", "cpu", "mode")
 	descIRQ           = desc("interrupts_total", "Interrupts per NIC vector.", "irq", "name")
@@ -50,7 +51,7 @@ var (
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		descPortUp, descPortSpeed, descPortRxPackets, descPortRxBytes, descPortTxPackets, descPortTxBytes,
-		descPortRingDrops, descDrops, descCPU, descIRQ, descRestarts, descCtEntries, descCtCapacity,
+		descPortRingDrops, descPortBlocked, descDrops, descCPU, descIRQ, descRestarts, descCtEntries, descCtCapacity,
 		descRulePackets, descRuleBytes, descRuleLastHit, descPolicyPackets, descPolicyBytes,
 		descSubtables, descRules, descTuning, descConfigPending, descWSClients, descWSDropped, descFailedLogins,
 	} {
@@ -89,6 +90,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descPortTxPackets, float64(p.TxPackets), p.Name, p.Interface)
 			counter(descPortTxBytes, float64(p.TxBytes), p.Name, p.Interface)
 			counter(descPortRingDrops, float64(p.RingDrops), p.Name, p.Interface)
+			gauge(descPortBlocked, b2f(p.Blocked), p.Name, p.Interface)
 		}
 		clear(seen)
 		for _, d := range snap.Drops {

@@ -63,6 +63,7 @@ func TestMetrics(t *testing.T) {
 	stats := newFakeStats()
 	stats.start = frozen.Add(-90 * time.Second)
 	stats.now = func() time.Time { return frozen }
+	stats.ports[1].Blocked = true
 	f := startFixture(t, func(o *Options) { o.Stats = stats }, false)
 
 	// What the exposition must hold: the same snapshot, read by the test.
@@ -77,6 +78,7 @@ func TestMetrics(t *testing.T) {
 		want[series("e1kbox_port_transmit_packets_total", l...)] = float64(p.TxPackets)
 		want[series("e1kbox_port_transmit_bytes_total", l...)] = float64(p.TxBytes)
 		want[series("e1kbox_port_ring_drops_total", l...)] = float64(p.RingDrops)
+		want[series("e1kbox_port_loop_blocked", l...)] = b2f(p.Blocked)
 	}
 	for _, d := range snap.Drops {
 		want[series("e1kbox_drops_total", "reason", d.Reason)] = float64(d.Packets)

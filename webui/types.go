@@ -48,6 +48,11 @@ type PortStats struct {
 	// RingDrops are frames the kernel dropped because the port's RX ring
 	// was full (tp_drops).
 	RingDrops uint64 `json:"ring_drops"`
+	// Blocked: loop protection found a loop through this port and it
+	// forwards nothing until the loop is gone; LoopWith is the loop's
+	// other port (the port itself for a loop back into its own segment).
+	Blocked  bool   `json:"blocked"`
+	LoopWith string `json:"loop_with,omitempty"`
 }
 
 // Drop reasons the dashboard knows by name.

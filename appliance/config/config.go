@@ -198,6 +198,9 @@ type Port struct {
 // IsEnabled reports whether the port is enabled (true when unset).
 func (p *Port) IsEnabled() bool { return p.Enabled == nil || *p.Enabled }
 
+// Protects reports whether loop protection is on (the default).
+func (b *Bridge) Protects() bool { return b.LoopProtection == nil || *b.LoopProtection }
+
 // VLANs is a port's 802.1Q setting, kept simple:
 //
 //   - zero value (no "vlans" key): VLAN-unaware; frames pass with their tags
@@ -243,6 +246,11 @@ type Bridge struct {
 	// entries; stations that talk keep theirs), "refuse" keeps every
 	// entry and floods frames to the new address. Default "evict".
 	FDBFull string `json:"fdbFull,omitempty"`
+	// LoopProtection probes the bridged ports for a loop outside the box
+	// (a cable or a switch joining two ports, or a port's segment to
+	// itself) and blocks a port of the loop until it is gone. Default
+	// true.
+	LoopProtection *bool `json:"loopProtection,omitempty"`
 	// Static are fixed FDB entries; they never age and are never relearned
 	// elsewhere. Default none.
 	Static []StaticFDB `json:"static,omitempty"`

@@ -43,9 +43,10 @@ func TestDiff(t *testing.T) {
 			c.Ports[1].MTU = 9000
 		}, Changes{Ports: []string{"lan1"}, Retune: true, Effect: RestartPorts, Restart: []string{"lan1"},
 			Why: []string{"ports[1]: a new interface or MTU reopens the port's rings"}}},
-		{"aging, full policy, statics and VLANs are live", func(c *Config) {
+		{"aging, full policy, loop protection, statics and VLANs are live", func(c *Config) {
 			c.Bridge.FDBAging = Duration(time.Second)
 			c.Bridge.FDBFull = FDBRefuse
+			c.Bridge.LoopProtection = ptr(false)
 			c.Bridge.Static = nil
 			c.Ports[1].VLANs = VLANs{Native: 5}
 		}, Changes{Ports: []string{"lan1"}, Bridge: true, Retune: true, Effect: Live}},

@@ -204,6 +204,7 @@ func (b *builder) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worke
 			return ws, fmt.Errorf("dataplane: port %s: %w", in.name, err)
 		}
 		w := b.newWorker(ports, in, rx, h, prev)
+		w.fwd.prober = m == 0
 		ws = append(ws, w)
 		if err := b.openTX(cfg, w, ports); err != nil {
 			return ws, err
@@ -241,6 +242,7 @@ func (b *builder) newWorker(ports []*portInfo, in *portInfo, rx *afpacket.Socket
 	tx := make([]txPort, len(ports))
 	rw := b.t.rules.Worker(h)
 	w.fwd = newFwd(in, ports, tx, b.t.fdb, rw, b.cur)
+	w.fwd.loop = b.deps.loop
 	if prev != nil {
 		w.shared = prev.shared
 		w.fwd.c.add(&prev.fwd.c)

@@ -168,6 +168,9 @@ type Bridge struct {
 	Refuse bool
 	// SharedVLAN keys the FDB by MAC only.
 	SharedVLAN bool
+	// NoLoopProtect turns loop protection off (loop.go): no probes, no
+	// port blocked.
+	NoLoopProtect bool
 	// Static entries.
 	Static []StaticEntry
 }

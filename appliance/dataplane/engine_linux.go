@@ -76,6 +76,10 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 		e.log = slog.Default()
 	}
 	e.deps = &workerDeps{log: e.log, stop: e.stop, wg: &e.wg, start: e.start}
+	if e.deps.loop, err = newLoopGuard(); err != nil {
+		return nil, err
+	}
+	e.deps.loop.off.Store(cfg.Bridge.NoLoopProtect)
 	defer func() {
 		if err != nil {
 			e.release()
@@ -217,6 +221,7 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 		return err
 	}
 	e.fdb.SetAgingTime(agingOf(cfg))
+	e.deps.loop.off.Store(cfg.Bridge.NoLoopProtect)
 	if err := e.fdb.SetFullPolicy(fullOf(cfg)); err != nil {
 		return fmt.Errorf("dataplane: %w", err)
 	}
@@ -321,7 +326,7 @@ func (e *Engine) Health() Health {
 // batch) and reads the sockets' kernel statistics.
 func (e *Engine) Snapshot() Snapshot {
 	now := time.Now()
-	s := e.topo.Load().snapshot()
+	s := e.topo.Load().snapshot(e.Now())
 	s.Time = now
 	s.Uptime = Duration(now.Sub(e.start).Round(time.Millisecond))
 	s.Mode = modeOf(e.cur.Load().cfg)

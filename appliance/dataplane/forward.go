@@ -40,6 +40,13 @@ type fwd struct {
 	natLAN int     // the router's LAN side as the nat package names it
 	lanMAC [6]byte // the router's LAN MAC
 
+	// loop protection (loop.go)
+	loop      *loopGuard
+	prober    bool   // this worker sends its port's probes
+	probeGen  uint64 // the generation of the last probe sent
+	blocked   uint64 // ports blocked by a loop this batch, by id
+	inBlocked bool   // the ingress port is
+
 	c counters
 }
 
@@ -54,11 +61,18 @@ func newFwd(in *portInfo, ports []*portInfo, tx []txPort, fdb *bridge.FDB, rw *r
 func (w *fwd) begin(now, mono int64) {
 	w.set = w.cur.Load()
 	w.now, w.mono = now, mono
+	w.blocked = 0
 	for id, p := range w.ports {
-		if p != nil {
-			w.up[id] = p.up.Load()
+		if p == nil {
+			continue
+		}
+		w.up[id] = p.up.Load()
+		if p.loop.blocked(mono) {
+			w.up[id] = false
+			w.blocked |= 1 << id
 		}
 	}
+	w.inBlocked = w.blocked&(1<<w.in.id) != 0
 	w.c.batches++
 }
 
@@ -84,6 +98,17 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 		return
 	}
 	f := &w.f
+	if f.EtherType == frame.EtherTypeLoopback {
+		if p, ok := frame.ParseLoopProbe(data, f); ok && w.loop != nil && p.Nonce == w.loop.nonce {
+			w.probeIn(p.Port)
+			w.drop(DropLoop)
+			return
+		}
+	}
+	if w.inBlocked {
+		w.drop(DropLoop)
+		return
+	}
 	if w.vid, ok = w.ingressVLAN(); !ok {
 		w.drop(DropVLAN)
 		return
@@ -93,8 +118,8 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 		w.natFrame(data, false) // nothing is bridged to or from the WAN
 		return
 	}
-	if !w.set.ports[in].noLearn {
-		w.fdb.Learn(&f.Src, w.vid, in, w.mono)
+	if !w.set.ports[in].noLearn && w.fdb.Learn(&f.Src, w.vid, in, w.mono) == bridge.Moved {
+		w.in.loop.moves.Add(1)
 	}
 	group := bridge.IsGroup(&f.Dst)
 	if w.nw != nil && !group && f.Dst == w.lanMAC {
@@ -214,7 +239,11 @@ func (w *fwd) ingressVLAN() (uint16, bool) {
 func (w *fwd) forward(out uint16, data []byte, stripped bool, tag frame.VLANTag, wire int, outer uint16, flood bool) {
 	op := w.ports[out]
 	if !w.up[out] {
-		if !flood {
+		switch {
+		case flood:
+		case w.blocked&(1<<out) != 0:
+			w.drop(DropLoop)
+		default:
 			w.drop(DropPortDown)
 		}
 		return

@@ -7,19 +7,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// monitor polls the links and sweeps the FDB until the engine stops.
+// monitor polls the links and the ports' loop state and sweeps the FDB
+// until the engine stops.
 func (e *Engine) monitor() {
 	defer e.wg.Done()
 	t := time.NewTicker(linkPoll)
 	defer t.Stop()
 	lastSweep := time.Now()
-	for {
+	for tick := uint64(0); ; tick++ {
 		select {
 		case <-e.stop:
 			return
 		case <-t.C:
 		}
 		e.pollLinks()
+		e.pollLoops(tick)
 		if time.Since(lastSweep) >= sweepInterval {
 			e.fdb.Sweep(e.Now())
 			lastSweep = time.Now()

@@ -26,6 +26,7 @@ const (
 	DropReject                                         // a rule said reject (the answer is counted in RejectsSent)
 	DropTxFull                                         // the out port's TX ring stayed full
 	DropVLAN                                           // a VLAN the ingress (or unicast egress) VLAN-aware port does not carry
+	DropLoop                                           // a loop probe of this engine came back, or the port is blocked by a loop
 	// DropNATHost (NAT mode): a frame for the router's own address that
 	// the router does not serve (it answers ARP and ping only; the box's
 	// services are on the host port's address), or for the box from the
@@ -52,6 +53,7 @@ var dropNames = [NumDrops]string{
 	DropReject:    "rule_reject",
 	DropTxFull:    "tx_full",
 	DropVLAN:      "vlan",
+	DropLoop:      "loop",
 	DropNATHost:   "nat_host",
 }
 

@@ -17,7 +17,7 @@ type txPort interface {
 	Flush() error
 }
 
-// portInfo is a port as the engine opened it; only up changes.
+// portInfo is a port as the engine opened it; only up and loop change.
 type portInfo struct {
 	id    uint16
 	name  string // rule name
@@ -29,6 +29,7 @@ type portInfo struct {
 	// ingressdrop); nil, with kdropErr, where it could not be attached.
 	kdrop    *ingressdrop.Drop
 	kdropErr string
+	loop     portLoop
 }
 
 // settings is the immutable snapshot the workers load once per batch.

@@ -175,6 +175,13 @@ type PortStats struct {
 	// received frames (package ingressdrop; data ports only).
 	KernelDrop      bool   `json:"kernelDrop"`
 	KernelDropError string `json:"kernelDropError,omitempty"` // why it is not in place
+	// Blocked: a loop through this port was found and the port forwards
+	// nothing until it is gone; LoopWith names the other port of the
+	// loop (this one's own name for a loop back to itself). Blocks counts
+	// the times it was blocked.
+	Blocked  bool   `json:"blocked"`
+	LoopWith string `json:"loopWith,omitempty"`
+	Blocks   uint64 `json:"blocks"`
 
 	RxPackets uint64 `json:"rxPackets"`
 	RxBytes   uint64 `json:"rxBytes"`

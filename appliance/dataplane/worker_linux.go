@@ -24,6 +24,7 @@ type workerDeps struct {
 	wg    *sync.WaitGroup // the engine's goroutines; a worker calls Done
 	start time.Time       // the origin of the engine's clock (FDB)
 	host  *hostport.Port  // read by the host port's worker
+	loop  *loopGuard      // loop protection (loop.go)
 }
 
 // worker is one goroutine serving one RX ring (or the host port) and
@@ -209,6 +210,7 @@ func (w *worker) beginBatch() {
 	}
 	now := time.Now()
 	w.fwd.begin(now.UnixNano(), int64(now.Sub(w.deps.start)))
+	w.fwd.probe()
 	if h := batchHook.Load(); h != nil {
 		(*h)(w)
 	}

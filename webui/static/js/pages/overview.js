@@ -30,6 +30,7 @@ function set(id, text, value, sub) {
 
 export default function overview(el, { info, stream }) {
   const ports = h('div', { class: 'grid', id: 'ports' });
+  const alarm = h('div', { class: 'alarm', id: 'loop-alarm', role: 'alert', hidden: true });
   const ppsBox = h('div', { class: 'chart', id: 'chart-pps' });
   const bpsBox = h('div', { class: 'chart', id: 'chart-bps' });
   const drops = h('div', { class: 'bars', id: 'drops' });
@@ -39,6 +40,7 @@ export default function overview(el, { info, stream }) {
   replace(el,
     h('div', { class: 'page-head' }, h('h1', {}, 'Overview')),
     h('div', { class: 'stack' },
+      alarm,
       h('div', { class: 'tiles' },
         tile('Received', 'total-rx-pps'),
         tile('Transmitted', 'total-tx-pps'),
@@ -115,8 +117,8 @@ export default function overview(el, { info, stream }) {
     const cards = msg.ports.map((p, i) => {
       rx += p.rx_pps; tx += p.tx_pps; rxb += p.rx_bps; txb += p.tx_bps;
       const c = portCard(p, i);
-      c.state.className = `pill ${p.up ? 'ok' : 'bad'}`;
-      c.state.textContent = p.up ? `up · ${speed(p.speed_mbps)}` : 'down';
+      c.state.className = `pill ${p.up && !p.blocked ? 'ok' : 'bad'}`;
+      c.state.textContent = !p.up ? 'down' : p.blocked ? 'blocked: loop' : `up · ${speed(p.speed_mbps)}`;
       c.rx.textContent = fmtPPS(p.rx_pps);
       c.rx.dataset.value = String(p.rx_pps);
       c.tx.textContent = fmtPPS(p.tx_pps);
@@ -129,6 +131,12 @@ export default function overview(el, { info, stream }) {
         h('dt', {}, 'Ring drops'), h('dd', {}, count(p.ring_drops)));
       return c.card;
     });
+    const looped = msg.ports.filter((p) => p.blocked);
+    alarm.hidden = looped.length === 0;
+    replace(alarm, looped.map((p) => h('div', { 'data-port': p.name },
+      p.loop_with && p.loop_with !== p.name ?
+        `Loop between ports ${p.loop_with} and ${p.name}: ${p.name} is blocked until the loop is gone.` :
+        `Loop in the segment of port ${p.name}: it is blocked until the loop is gone.`)));
     if (cards.length !== ports.children.length || cards.some((c, i) => ports.children[i] !== c)) {
       replace(ports, cards.length ? cards : h('div', { class: 'card empty' }, 'No data ports configured.'));
     }
