@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,8 @@ func TestLoopNetns(t *testing.T) {
 	storm := h3.Command("ping", "-b", "-i", "0.05", "10.43.0.255")
 	netnstest.Start(t, storm)
 
+	// Join at a random phase of the probe period.
+	time.Sleep(time.Second + rand.N(probeInterval))
 	joined := time.Now()
 	seg.IP(t, "link", "set", "s2", "master", "br0")
 	p2 := waitPort(t, e, "p2", 5*time.Second, func(p PortStats) bool { return p.Blocked })
