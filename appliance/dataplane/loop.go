@@ -125,8 +125,8 @@ func (w *fwd) probeIn(from uint16) {
 }
 
 // pollLoops runs with the link poll: it sends probes at once when a port's
-// MACs flap, and acts on ports that became blocked (the FDB forgets what
-// the storm taught it) or open again, logging both.
+// MACs flap, and acts on ports that became blocked or open again: the FDB
+// forgets its dynamic entries, and the change is logged.
 func (e *Engine) pollLoops(tick uint64) {
 	g := e.deps.loop
 	flap := false
@@ -146,8 +146,10 @@ func (e *Engine) pollLoops(tick uint64) {
 			continue
 		}
 		l.wasBlocked = b
+		// Either way the paths changed: the FDB forgets what it learned
+		// (in a storm, wrong ports; after it, MACs learned on the detour).
+		e.fdb.Flush(0, false)
 		if b {
-			e.fdb.Flush(0, false)
 			e.log.Warn("dataplane loop: port blocked", "port", p.name, "loop_with", e.portName(uint16(l.peer.Load())))
 		} else {
 			e.log.Info("dataplane loop gone: port forwards again", "port", p.name)
