@@ -19,6 +19,13 @@ func compile(cfg *Config) (*snapshot, error) {
 		errs = compilePort(errs, &s.side[i], Side(i), p)
 	}
 	errs = compileRouter(errs, s, cfg)
+	switch {
+	case cfg.Host < 0 || cfg.Host > 0xffff:
+		errs = append(errs, fmt.Errorf("host port id %d out of range 0-65535", cfg.Host))
+	case cfg.Host != 0 && (cfg.Host == cfg.LAN.ID || cfg.Host == cfg.WAN.ID):
+		errs = append(errs, fmt.Errorf("host port id %d is the lan's or the wan's", cfg.Host))
+	}
+	s.host = cfg.Host
 	s.timeouts = cfg.Timeouts
 	for i, f := range cfg.Forwards {
 		errs = compileForward(errs, s, i, f)

@@ -55,6 +55,13 @@ var DefaultTimeouts = Timeouts{
 // Config configures a Router. Zero values mean the documented defaults.
 type Config struct {
 	LAN, WAN Port
+	// Host is the engine's port id of the box's own network stack on the
+	// LAN segment (the host port), whose address is the LAN address: 0
+	// means none. Frames from it are LAN frames that may come from the LAN
+	// address (the box's own connections, masqueraded like a LAN host's);
+	// TCP and UDP to the LAN address are delivered to it (Deliver), and so
+	// are the replies to its connections.
+	Host int
 	// Gateway is the default router on the WAN subnet. It may be invalid
 	// while the WAN address is unset.
 	Gateway netip.Addr
@@ -143,6 +150,7 @@ type fwd struct {
 // snapshot is the immutable configuration the workers read.
 type snapshot struct {
 	side      [2]port
+	host      int // Config.Host
 	gateway   uint32
 	portMin   uint16
 	portMax   uint16

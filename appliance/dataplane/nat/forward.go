@@ -175,9 +175,13 @@ func (w *Worker) filter(now int64, s *snapshot, inPort int, out Side, pkt []byte
 	if w.rw == nil {
 		return Result{}, false
 	}
+	chain := rules.Forward
+	if w.fromHost {
+		chain = rules.Output // the box's own connection
+	}
 	k := &w.key
 	*k = rules.Key{
-		Chain:     rules.Forward,
+		Chain:     chain,
 		CtState:   rules.CtNew,
 		InPort:    uint16(inPort),
 		OutPort:   uint16(s.side[out].id),

@@ -55,6 +55,14 @@ func (w *Worker) push(port int, b int32, n int) bool {
 // nh on side out: Forward when its MAC is known, else queued.
 func (w *Worker) send(now int64, s *snapshot, out Side, nh uint32, pkt []byte) Result {
 	port := s.side[out].id
+	if out == LAN && nh == s.side[LAN].addr {
+		// For the box's own stack: its MAC is the LAN MAC.
+		if s.host == 0 {
+			return drop(ReasonNoRoute)
+		}
+		copy(pkt[0:6], s.side[LAN].mac[:])
+		return Result{Action: Forward, Port: s.host, Frame: pkt}
+	}
 	n, ok := w.r.neigh.get(out, nh)
 	if ok && n.resolved {
 		if now-n.confirmed > s.reachable {

@@ -25,10 +25,14 @@ const (
 	// answer it (TCP/UDP to the box's addresses, broadcasts, DHCP on the
 	// WAN); deliver it to the host port, or drop it without one.
 	ToHost
+	// Deliver: the frame is for the box's own stack behind the host port
+	// (Config.Host): TCP and UDP to the LAN address. Transmit Result.Frame
+	// (the received frame, unchanged) on port Result.Port, the host port.
+	Deliver
 	numActions
 )
 
-var actionNames = [numActions]string{"drop", "forward", "reply", "queued", "consumed", "to_host"}
+var actionNames = [numActions]string{"drop", "forward", "reply", "queued", "consumed", "to_host", "deliver"}
 
 func (a Action) String() string {
 	if a < numActions {

@@ -74,7 +74,7 @@ func (r *Router) Update(cfg Config) error {
 	if cfg.MaxConns != old.MaxConns || cfg.MaxNeighbours != old.MaxNeighbours ||
 		cfg.PendingFrames != old.PendingFrames || cfg.OutboxFrames != old.OutboxFrames ||
 		cfg.FragEntries != old.FragEntries || cfg.Seed != old.Seed ||
-		cfg.LAN.ID != old.LAN.ID || cfg.WAN.ID != old.WAN.ID {
+		cfg.LAN.ID != old.LAN.ID || cfg.WAN.ID != old.WAN.ID || cfg.Host != old.Host {
 		return fmt.Errorf("nat update: table sizes, port ids and seed need a new router")
 	}
 	s, err := compile(&cfg)

@@ -15,12 +15,13 @@ type Worker struct {
 	r  *Router
 	rw *rules.Worker
 
-	f     frame.Frame // Handle's parse
-	in    frame.Inner
-	key   rules.Key
-	ipid  uint16
-	sec   uint32 // now in seconds, per call
-	fwdIn Side   // side of the frame being processed
+	f        frame.Frame // Handle's parse
+	in       frame.Inner
+	key      rules.Key
+	ipid     uint16
+	sec      uint32 // now in seconds, per call
+	fwdIn    Side   // side of the frame being processed
+	fromHost bool   // it came from the box's own stack (Config.Host)
 
 	scratch []byte
 	bufs    [][]byte
@@ -98,7 +99,10 @@ func (w *Worker) Tick(now int64) {
 // sideOf is the side whose port id is inPort; ok is false for any other port.
 func (s *snapshot) sideOf(inPort int) (side Side, ok bool) {
 	switch inPort {
-	case s.side[LAN].id:
+	case s.side[LAN].id, s.host:
+		if inPort == 0 {
+			break
+		}
 		return LAN, true
 	case s.side[WAN].id:
 		return WAN, true
@@ -112,6 +116,7 @@ func (w *Worker) process(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 		return drop(ReasonUnknownPort)
 	}
 	w.fwdIn = side
+	w.fromHost = s.host != 0 && inPort == s.host
 	if f.NTags != 0 {
 		return drop(ReasonVLAN)
 	}
@@ -153,7 +158,7 @@ func (w *Worker) ipv4(now int64, s *snapshot, side Side, inPort int, pkt []byte,
 		}
 		return Result{Action: ToHost, Port: inPort, Frame: pkt}
 	}
-	if !unicast(src) || src == lan.addr || src == wan.addr || src == p.bcast && p.addr != 0 ||
+	if !unicast(src) || src == lan.addr && !w.fromHost || src == wan.addr || src == p.bcast && p.addr != 0 ||
 		side == LAN && !lan.onLink(src) || side == WAN && lan.onLink(src) {
 		return drop(ReasonMartian)
 	}
@@ -184,16 +189,34 @@ func (w *Worker) ipv4(now int64, s *snapshot, side Side, inPort int, pkt []byte,
 }
 
 // toBox handles an IPv4 packet to one of the box's addresses (addr): it
-// answers echo requests and hands the rest to the host.
+// answers echo requests, delivers TCP and UDP (and fragments) for the LAN
+// address to the box's own stack when there is one (Config.Host), and
+// hands the rest to the host. The input chain decides first.
 func (w *Worker) toBox(now int64, s *snapshot, side Side, inPort int, pkt []byte, f *frame.Frame, addr uint32) Result {
-	if f.Proto != frame.ProtoICMP || f.L4Off == 0 || f.Fragment || f.ICMP.Type != frame.ICMPEchoRequest {
+	echo := f.Proto == frame.ProtoICMP && f.L4Off != 0 && !f.Fragment && f.ICMP.Type == frame.ICMPEchoRequest
+	deliver := s.host != 0 && side == LAN && addr == s.side[LAN].addr && !w.fromHost &&
+		(f.Proto == frame.ProtoTCP || f.Proto == frame.ProtoUDP || f.Fragment)
+	if !echo && !deliver {
 		return Result{Action: ToHost, Port: inPort, Frame: pkt}
 	}
 	if w.rw != nil {
 		k := &w.key
 		*k = rules.Key{
 			Chain: rules.Input, CtState: rules.CtNew, InPort: uint16(inPort), EtherType: rules.EtherTypeIPv4,
-			SrcMAC: f.Src, DstMAC: f.Dst, Proto: rules.ProtoICMP, ICMPType: f.ICMP.Type, ICMPCode: f.ICMP.Code,
+			SrcMAC: f.Src, DstMAC: f.Dst, Proto: rules.Proto(f.Proto),
+		}
+		switch {
+		case echo:
+			k.ICMPType, k.ICMPCode = f.ICMP.Type, f.ICMP.Code
+		case f.L4Off == 0:
+		case f.Proto == frame.ProtoTCP:
+			k.SrcPort, k.DstPort, k.TCPFlags = f.TCP.SrcPort, f.TCP.DstPort, rules.TCPFlagSet(f.TCP.Flags)
+		case f.Proto == frame.ProtoUDP:
+			k.SrcPort, k.DstPort = f.UDP.SrcPort, f.UDP.DstPort
+		}
+		if deliver {
+			// The box's own connections are the kernel's: not tracked.
+			k.CtState = rules.CtUntracked
 		}
 		copy(k.SrcIP[:4], f.IPv4.Src[:])
 		a := put32(addr)
@@ -201,6 +224,9 @@ func (w *Worker) toBox(now int64, s *snapshot, side Side, inPort int, pkt []byte
 		if w.rw.Lookup(k, len(pkt), now).Action != rules.Accept {
 			return drop(ReasonRule)
 		}
+	}
+	if deliver {
+		return Result{Action: Deliver, Port: s.host, Frame: pkt}
 	}
 	return w.echoReply(s, side, pkt, f, addr)
 }
