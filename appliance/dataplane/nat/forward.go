@@ -63,7 +63,11 @@ func (w *Worker) fromLAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 		var toPort uint16
 		fw := false
 		if f.Proto == frame.ProtoTCP || f.Proto == frame.ProtoUDP {
-			to, toPort, fw = s.forward(f.Proto, k.dport())
+			if to, toPort, fw = s.forward(f.Proto, k.dport()); !fw {
+				// Another LAN endpoint's mapping (endpoint-independent
+				// filtering for hairpinned packets).
+				to, toPort, fw = w.r.maps.internal(f.Proto, k.dport())
+			}
 		}
 		if !fw {
 			return w.toBox(now, s, LAN, inPort, pkt, f, wanAddr)

@@ -150,6 +150,20 @@ func (m *mappings) acquire(proto uint8, ip uint32, port uint16, s *snapshot) (ui
 	return nat, true
 }
 
+// internal returns the LAN endpoint of proto's live mapping with NAT port
+// nat (TCP and UDP): where a hairpinned packet to the WAN address and that
+// port goes (RFC 4787 REQ-9, RFC 5382 REQ-8).
+func (m *mappings) internal(proto uint8, nat uint16) (ip uint32, port uint16, ok bool) {
+	c := classOf(proto)
+	if c < 0 || c > 1 {
+		return 0, 0, false
+	}
+	m.mu.Lock()
+	mp := m.class[c].byNAT[nat]
+	m.mu.Unlock()
+	return mp.ip, mp.port, mp.refs != 0
+}
+
 // release drops a reference on the mapping of NAT port nat.
 func (m *mappings) release(proto uint8, nat uint16) {
 	c := classOf(proto)

@@ -273,6 +273,29 @@ func TestPortForward(t *testing.T) {
 	}
 }
 
+// TestUDPHairpin: host A talks to a server from UDP port 4000 and learns
+// its mapping on the WAN address (as from STUN); host B sends to that
+// mapping and reaches A, seeing the WAN address and B's own mapping as the
+// source (RFC 4787 REQ-9); A's answer goes back the same way. A port with
+// no mapping is the box's.
+func TestUDPHairpin(t *testing.T) {
+	e := newEnv(t, nil)
+	_, f := e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(4000, 3478, []byte("stun"))), wanPort)
+	mapA := f.UDP.SrcPort
+	_, f = e.forward(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(wanAddr)}.UDPPacket(5555, mapA, []byte("hello A"))), lanPort)
+	if f.Dst != hostA || f.IPv4.SrcAddr() != wanAddr || f.IPv4.DstAddr() != ipA || f.UDP.DstPort != 4000 {
+		t.Fatalf("hairpinned to %x %v:%d from %v, want A %v:4000 from %v", f.Dst, f.IPv4.DstAddr(), f.UDP.DstPort, f.IPv4.SrcAddr(), ipA, wanAddr)
+	}
+	mapB := f.UDP.SrcPort
+	_, f = e.forward(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(wanAddr)}.UDPPacket(4000, mapB, []byte("hello B"))), lanPort)
+	if f.Dst != hostB || f.IPv4.DstAddr() != ipB || f.UDP.DstPort != 5555 || f.UDP.SrcPort != mapA {
+		t.Errorf("A's answer to %x %v:%d from port %d, want B %v:5555 from %d", f.Dst, f.IPv4.DstAddr(), f.UDP.DstPort, f.UDP.SrcPort, ipB, mapA)
+	}
+	if res := e.send(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(wanAddr)}.UDPPacket(5555, 31999, nil))); res.Action != ToHost {
+		t.Errorf("to a port with no mapping: %v/%v, want to_host", res.Action, res.Reason)
+	}
+}
+
 func TestHairpin(t *testing.T) {
 	e := newEnv(t, nil)
 	// Host B connects to the WAN address's forwarded port 8080 (host A:80).
