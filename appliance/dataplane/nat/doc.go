@@ -15,6 +15,7 @@
 //	                                       // (and w.Prefetch(inPort, pkt) D frames earlier: see Prefetching)
 //	switch res.Action {
 //	case nat.Forward, nat.Reply: transmit res.Frame on port res.Port
+//	case nat.Deliver:            transmit res.Frame on the host port res.Port
 //	case nat.ToHost:             deliver res.Frame to the host port, or drop it without one
 //	case nat.Queued, nat.Consumed, nat.Drop: nothing (count res.Reason for Drop)
 //	}
@@ -25,7 +26,9 @@
 // The engine must:
 //   - Forward: send res.Frame (the received bytes, rewritten in place:
 //     Ethernet addresses, IP addresses, ports, TTL, checksums) on
-//     res.Port. It is the same length as the received frame.
+//     res.Port. It is the same length as the received frame, or shorter:
+//     the first fragment of a packet larger than the egress MTU, whose
+//     other fragments come out of Output.
 //   - Reply: send res.Frame, a frame the worker generated (ARP reply, ICMP
 //     echo reply, ICMP time exceeded, fragmentation needed, port
 //     unreachable, TCP RST), on res.Port (the port the frame came from).
@@ -33,10 +36,17 @@
 //   - Queued: nothing; the frame was copied into the worker's ARP pending
 //     queue and comes out of Output once its next hop is resolved.
 //   - Consumed: nothing (ARP learned, ARP for another host).
-//   - ToHost: deliver to the host port (the box's own TCP/UDP services,
-//     broadcasts and multicasts, DHCP replies on the WAN, fragments for
-//     the box) or drop. The nat package does not filter these; the input
-//     chain is the host port's business.
+//   - Deliver (with Config.Host): send res.Frame, unchanged, on the host
+//     port: TCP, UDP and fragments for the LAN address, which the input
+//     chain accepted. The box's own stack behind the host port has the
+//     LAN address and MAC; its connections come in from the host port
+//     with the LAN address as their source, are masqueraded (through the
+//     output chain) and their replies are Forwarded to the host port.
+//   - ToHost: what the router does not serve: broadcasts and multicasts
+//     (the bridge floods them to the host port already), DHCP replies on
+//     the WAN (the DHCP client reads its own packet socket), TCP/UDP for
+//     the WAN address or without Config.Host. Drop it; it is not counted
+//     as a router drop.
 //   - Drop: discard; Result.Reason says why (Stats.Drops counts them).
 //   - After each Process/Handle/Tick call, drain Output: ARP requests and
 //     frames released from the pending queue, each for a port. Frames
@@ -163,8 +173,11 @@
 //
 // Forwarded packets get their TTL decremented; at TTL 1 the box answers
 // time exceeded. A packet bigger than the egress MTU with DF set gets
-// fragmentation needed (type 3 code 4, with the MTU); without DF it is
-// dropped (too_big): the router does not fragment. TCP SYNs get their
+// fragmentation needed (type 3 code 4, with the MTU); without DF the box
+// fragments it after translation (RFC 1812 §4.2.2.7; a fragment into
+// smaller fragments of the same datagram, later ones with only the
+// options that have the copied flag): the first fragment is the Result,
+// the others wait in the outbox. TCP SYNs get their
 // MSS clamped to the smaller MTU minus 40 (Config.MSSClamp). ICMP errors
 // (the box's own are rate-limited to ICMPRate per second) are never
 // generated about ICMP errors or later fragments.

@@ -159,16 +159,15 @@ func newAllowed(f *frame.Frame) bool {
 }
 
 // newChecks are the checks of a forwarded packet before any state
-// changes: TTL and egress MTU. stop reports that r is the answer.
+// changes: TTL and, with DF, the egress MTU. stop reports that r is the
+// answer.
 func (w *Worker) newChecks(now int64, s *snapshot, in, out Side, pkt []byte, f *frame.Frame) (r Result, stop bool) {
 	if f.IPv4.TTL <= 1 {
 		return w.icmpError(now, s, in, pkt, f, frame.ICMPTimeExceeded, 0, 0, ReasonTTL), true
 	}
-	if mtu := s.side[out].mtu; f.L3End-f.L3Off > mtu {
-		if f.IPv4.DF {
-			return w.icmpError(now, s, in, pkt, f, frame.ICMPDestUnreach, 4, uint32(mtu), ReasonTooBig), true
-		}
-		return drop(ReasonTooBig), true
+	if mtu := s.side[out].mtu; f.L3End-f.L3Off > mtu && f.IPv4.DF {
+		// Without DF the box fragments it when it sends it (transmit).
+		return w.icmpError(now, s, in, pkt, f, frame.ICMPDestUnreach, 4, uint32(mtu), ReasonTooBig), true
 	}
 	return Result{}, false
 }

@@ -124,9 +124,6 @@ func (w *Worker) laterFragment(now int64, s *snapshot, side Side, inPort int, pk
 	if f.IPv4.TTL <= 1 {
 		return drop(ReasonTTL)
 	}
-	if f.L3End-f.L3Off > s.side[e.out].mtu {
-		return drop(ReasonTooBig)
-	}
 	start, end := fragUnits(f)
 	if !e.add(start, end, !f.IPv4.MF) {
 		e.used = false

@@ -1,6 +1,7 @@
 package nat
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
@@ -92,4 +93,55 @@ func fuzzSeeds() [][]byte {
 		frametest.ARPFrame(bcast, hostA, 1, hostA, a4(ipA), [6]byte{}, a4(lanAddr)),
 		frametest.ARPFrame(wanMAC, gwMAC, 2, gwMAC, a4(gwAddr), wanMAC, a4(wanAddr)),
 	}
+}
+
+// FuzzFragment sends packets of any size, options, offset and MF through a
+// router whose WAN MTU is from the input: what leaves is a set of
+// fragments that each fit, carry right header checksums and, with the
+// packet's own offset as their start, cover its data exactly once.
+func FuzzFragment(f *testing.F) {
+	f.Add(uint16(3000), []byte{130, 3, 0, 0}, uint16(0), false, uint16(1400))
+	f.Add(uint16(1480), []byte{}, uint16(185), true, uint16(576))
+	f.Add(uint16(9000), []byte{7, 3, 4, 1}, uint16(0), false, uint16(576))
+	f.Fuzz(func(t *testing.T, size uint16, opts []byte, off uint16, mf bool, mtu uint16) {
+		mtu = 576 + mtu%(9000-576+1)
+		opts = opts[:min(len(opts), 40)&^3]
+		size = size % 9000
+		off &= 0x1fff
+		if int(off)*8+int(size) > 65515 {
+			return
+		}
+		e := newEnv(t, func(c *Config) { c.WAN.MTU = int(mtu) })
+		h := frametest.IPv4{Src: a4(ipA), Dst: a4(remote), Proto: frame.ProtoUDP, ID: 1, Opts: opts, FragOff: off, MF: mf}
+		b := fromLAN(hostA, h.Build(make([]byte, size)))
+		if len(b) > 14+9000 {
+			return
+		}
+		res := e.lan.Handle(e.now, lanPort, b)
+		if res.Action != Forward {
+			return
+		}
+		frags := [][]byte{res.Frame}
+		for _, o := range drain(e.lan) {
+			frags = append(frags, o.b)
+		}
+		at, last := int(off)*8, false
+		for i, fr := range frags {
+			ip := fr[14:]
+			ihl := int(ip[0]&0xf) * 4
+			total := int(binary.BigEndian.Uint16(ip[2:]))
+			if total > int(mtu) || ihl < 20 || total < ihl || frametest.Sum(ip[:ihl]) != 0xffff {
+				t.Fatalf("fragment %d: total %d ihl %d (mtu %d), header sum %#x", i, total, ihl, mtu, frametest.Sum(ip[:ihl]))
+			}
+			fo := binary.BigEndian.Uint16(ip[6:])
+			if int(fo&0x1fff)*8 != at {
+				t.Fatalf("fragment %d at %d, want %d", i, int(fo&0x1fff)*8, at)
+			}
+			at += total - ihl
+			last = fo&0x2000 == 0
+		}
+		if at != int(off)*8+int(size) || last == mf {
+			t.Fatalf("fragments end at %d (last %v), want %d (last %v)", at, last, int(off)*8+int(size), !mf)
+		}
+	})
 }

@@ -61,7 +61,7 @@ func (w *Worker) send(now int64, s *snapshot, out Side, nh uint32, pkt []byte) R
 			return drop(ReasonNoRoute)
 		}
 		copy(pkt[0:6], s.side[LAN].mac[:])
-		return Result{Action: Forward, Port: s.host, Frame: pkt}
+		return w.transmit(s.host, s.side[LAN].mtu, pkt)
 	}
 	n, ok := w.r.neigh.get(out, nh)
 	if ok && n.resolved {
@@ -78,9 +78,22 @@ func (w *Worker) send(now int64, s *snapshot, out Side, nh uint32, pkt []byte) R
 		}
 		markUsed(&n, now)
 		copy(pkt[0:6], n.mac[:])
-		return Result{Action: Forward, Port: port, Frame: pkt}
+		return w.transmit(port, s.side[out].mtu, pkt)
 	}
 	return w.enqueue(now, s, out, nh, pkt)
+}
+
+// transmit forwards the addressed frame pkt on port, fragmenting a packet
+// larger than mtu (the fragments after the first go to the outbox).
+func (w *Worker) transmit(port, mtu int, pkt []byte) Result {
+	if needsFragments(pkt, mtu) {
+		first, why := w.fragment(port, pkt, mtu, 0)
+		if why != ReasonNone {
+			return drop(why)
+		}
+		pkt = first
+	}
+	return Result{Action: Forward, Port: port, Frame: pkt}
 }
 
 // enqueue copies pkt into the pending queue until nh is resolved.
@@ -114,8 +127,17 @@ func (w *Worker) flushPending(now int64, s *snapshot) {
 		n, ok := w.r.neigh.get(p.side, p.nh)
 		switch {
 		case ok && n.resolved:
-			b := w.bufs[p.buf]
+			b := w.bufs[p.buf][:p.n]
 			copy(b[0:6], n.mac[:])
+			if mtu := s.side[p.side].mtu; needsFragments(b, mtu) {
+				first, why := w.fragment(s.side[p.side].id, b, mtu, 1)
+				if why != ReasonNone {
+					w.freeBuf = append(w.freeBuf, p.buf)
+					w.c.drops[why].Add(1)
+					continue
+				}
+				p.n = int32(len(first))
+			}
 			if w.push(s.side[p.side].id, p.buf, int(p.n)) {
 				w.c.actions[Forward].Add(1)
 				w.c.flushed.Add(1)

@@ -21,6 +21,7 @@ type counters struct {
 	icmpTranslated atomic.Uint64
 	resets         atomic.Uint64
 	fragments      atomic.Uint64
+	fragmentsOut   atomic.Uint64
 	flushed        atomic.Uint64
 	_              [64]byte
 }
@@ -55,6 +56,7 @@ type Stats struct {
 	ICMPTranslated uint64 // ICMP errors translated and forwarded
 	Resets         uint64 // TCP RSTs sent for reject
 	Fragments      uint64 // later fragments forwarded
+	FragmentsOut   uint64 // fragments the box made of packets larger than the egress MTU
 	Flushed        uint64 // queued frames sent after ARP resolution
 
 	// Router-wide, filled by Router.Stats.
@@ -90,6 +92,7 @@ func (c *counters) addTo(s *Stats) {
 	s.ICMPTranslated += c.icmpTranslated.Load()
 	s.Resets += c.resets.Load()
 	s.Fragments += c.fragments.Load()
+	s.FragmentsOut += c.fragmentsOut.Load()
 	s.Flushed += c.flushed.Load()
 }
 
