@@ -124,6 +124,7 @@ func (b *builder) openNAT(cfg *Config, ports []*portInfo) error {
 		}
 	}
 	if b.t.host != nil {
+		p.hostID = len(ports) - 1
 		p.lanMTU = min(p.lanMTU, ports[len(ports)-1].mtu)
 	}
 	if m := cfg.NAT.LANMAC; m != ([6]byte{}) {
@@ -254,7 +255,7 @@ func (b *builder) newWorker(ports []*portInfo, in *portInfo, rx *afpacket.Socket
 		} else {
 			nw = r.NewWorker(rw)
 		}
-		w.fwd.setNAT(nw, uint16(b.t.natp.wanID), b.t.natp.lanID, b.t.natp.lanMAC)
+		w.fwd.setNAT(nw, uint16(b.t.natp.wanID), b.t.natp.lanID, b.t.natp.lanMAC, uint16(b.t.natp.hostID))
 	}
 	return w
 }

@@ -91,6 +91,9 @@ type NAT struct {
 	// prefix; Gateway the next hop of everything off the WAN subnet.
 	WANAddr netip.Prefix
 	Gateway netip.Addr
+	// WANMTU, when not 0, lowers the WAN's MTU below the port's (a DHCP
+	// lease's option 26, PPPoE's 1492); it is applied live.
+	WANMTU int
 	// LANMAC and WANMAC are the router's Ethernet addresses; zero: the
 	// MAC of the first LAN port's interface and of the WAN interface.
 	LANMAC, WANMAC bridge.MAC
@@ -290,6 +293,9 @@ func (c *Config) checkNAT() error {
 		return errors.New("NAT mode without a router configuration")
 	}
 	p := natPorts{wanID: 1, lanID: 2, wanMAC: [6]byte{2, 0, 0, 0, 0, 1}, lanMAC: [6]byte{2, 0, 0, 0, 0, 2}, wanMTU: 1500, lanMTU: 1500}
+	if c.HostPort != nil {
+		p.hostID = len(c.Ports) + 1
+	}
 	if c.NAT.WANMAC != ([6]byte{}) {
 		p.wanMAC = c.NAT.WANMAC
 	}
@@ -313,6 +319,7 @@ func (c *Config) checkNAT() error {
 // them: ids, MACs (LANMAC/WANMAC or the interfaces') and MTUs.
 type natPorts struct {
 	wanID, lanID   int
+	hostID         int // the host port (the box's own stack), 0 without
 	wanMAC, lanMAC [6]byte
 	wanMTU, lanMTU int
 }
@@ -321,12 +328,21 @@ type natPorts struct {
 // treated as having it (bigger packets get fragmentation needed).
 const maxNATMTU = 9000
 
+// wanMTU is the router's WAN MTU: the port's, lowered by NAT.WANMTU.
+func wanMTU(port, lease int) int {
+	if lease > 0 {
+		port = min(port, lease)
+	}
+	return min(port, maxNATMTU)
+}
+
 // natConfig returns the nat package's configuration for c and its ports.
 func (c *Config) natConfig(p natPorts) nat.Config {
 	n := c.NAT
 	return nat.Config{
 		LAN:      nat.Port{ID: p.lanID, MAC: p.lanMAC[:], Addr: n.LANAddr, MTU: min(p.lanMTU, maxNATMTU)},
-		WAN:      nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: min(p.wanMTU, maxNATMTU)},
+		WAN:      nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: wanMTU(p.wanMTU, n.WANMTU)},
+		Host:     p.hostID,
 		Gateway:  n.Gateway,
 		PortMin:  n.PortMin,
 		PortMax:  n.PortMax,

@@ -39,6 +39,7 @@ type fwd struct {
 	wanID  uint16  // the WAN port (0 in bridge mode: no port has id 0)
 	natLAN int     // the router's LAN side as the nat package names it
 	lanMAC [6]byte // the router's LAN MAC
+	hostID uint16  // the host port, the box's own stack (0: none)
 
 	// loop protection (loop.go)
 	loop      *loopGuard

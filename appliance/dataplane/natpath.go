@@ -2,14 +2,15 @@ package dataplane
 
 import (
 	"e1kbox/appliance/dataplane/bridge"
+	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
 )
 
 // setNAT makes the worker route: frames from the WAN port and frames to
 // the router's LAN MAC go to nw. wan is the WAN port's id, natLAN the id
 // nat.Config.LAN.ID names the LAN segment by.
-func (w *fwd) setNAT(nw *nat.Worker, wan uint16, natLAN int, lanMAC [6]byte) {
-	w.nw, w.wanID, w.natLAN, w.lanMAC = nw, wan, natLAN, lanMAC
+func (w *fwd) setNAT(nw *nat.Worker, wan uint16, natLAN int, lanMAC [6]byte, host uint16) {
+	w.nw, w.wanID, w.natLAN, w.lanMAC, w.hostID = nw, wan, natLAN, lanMAC, host
 }
 
 // natFrame hands the parsed frame to the router and carries out its
@@ -19,8 +20,16 @@ func (w *fwd) setNAT(nw *nat.Worker, wan uint16, natLAN int, lanMAC [6]byte) {
 // the router's outbox.
 func (w *fwd) natFrame(data []byte, flooded bool) {
 	side := w.natLAN
-	if w.in.id == w.wanID {
+	switch {
+	case w.in.id == w.wanID:
 		side = int(w.wanID)
+	case w.hostID != 0 && w.in.id == w.hostID:
+		side = int(w.in.id) // the box's own stack (nat.Config.Host)
+	}
+	if w.hostID != 0 && !flooded && side == w.natLAN && w.f.EtherType == frame.EtherTypeARP {
+		// ARP for the router's MAC is also the box's stack's (it has the
+		// router's MAC and LAN address): answers to its requests.
+		w.natEmit(w.hostID, data)
 	}
 	res := w.nw.Process(w.now, side, data, &w.f)
 	switch res.Action {
@@ -29,11 +38,14 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 	case nat.Reply:
 		// An answer to the frame: its source is on the ingress port.
 		w.natEmit(w.in.id, res.Frame)
+	case nat.Deliver:
+		w.natEmit(w.hostID, res.Frame)
 	case nat.ToHost:
 		// Broadcasts reached the host port through the bridge already;
-		// unicast for the router's own address or for the box on the
-		// WAN has no service behind it.
-		if !flooded {
+		// DHCP replies on the WAN are the DHCP client's (it reads its own
+		// socket); unicast for the box on the WAN, or without a host
+		// port, has no service behind it.
+		if !flooded && !w.dhcpClient() {
 			w.drop(DropNATHost)
 		}
 	case nat.Drop:
@@ -42,6 +54,13 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 		}
 	}
 	w.natDrain()
+}
+
+// dhcpClient reports whether the current frame is a DHCP reply to the
+// WAN's DHCP client (UDP port 68 on the WAN).
+func (w *fwd) dhcpClient() bool {
+	f := &w.f
+	return w.in.id == w.wanID && f.IsIPv4() && f.Proto == frame.ProtoUDP && f.L4Off != 0 && f.UDP.DstPort == 68
 }
 
 // natPrefetch warms the router's table for a frame handle sees a few
@@ -76,8 +95,8 @@ func (w *fwd) natTick() {
 // the LAN segment, where the destination MAC picks the port (FDB) and an
 // unknown or group destination floods the segment.
 func (w *fwd) natSend(port int, b []byte) {
-	if port == int(w.wanID) {
-		w.natEmit(w.wanID, b)
+	if port == int(w.wanID) || port == int(w.hostID) && port != 0 {
+		w.natEmit(uint16(port), b)
 		return
 	}
 	dst := (*[6]byte)(b[0:6])

@@ -58,15 +58,21 @@ func natTestConfig(maxConns int) func(*Config) {
 }
 
 func newTestRouter(t testing.TB, maxConns int, ruleText string) *testRouter {
+	return newTestRouterHost(t, maxConns, ruleText, 0)
+}
+
+// newTestRouterHost is newTestRouter with the router's host port id (0:
+// the host port is a LAN host of its own, not the box's stack).
+func newTestRouterHost(t testing.TB, maxConns int, ruleText string, host uint16) *testRouter {
 	t.Helper()
 	b := newTestBridge(t, 3, true, ruleText, false, natTestConfig(maxConns))
-	p := natPorts{wanID: idWAN, lanID: idLAN1, wanMAC: rWAN, lanMAC: rLAN, wanMTU: 1500, lanMTU: 1500}
+	p := natPorts{wanID: idWAN, lanID: idLAN1, hostID: int(host), wanMAC: rWAN, lanMAC: rLAN, wanMTU: 1500, lanMTU: 1500}
 	r, err := nat.New(b.cfg.natConfig(p))
 	if err != nil {
 		t.Fatalf("nat.New: %v", err)
 	}
 	for _, in := range b.ports[1:] {
-		b.fwds[in.id].setNAT(r.NewWorker(b.set.Worker(int(in.id)-1)), idWAN, idLAN1, rLAN)
+		b.fwds[in.id].setNAT(r.NewWorker(b.set.Worker(int(in.id)-1)), idWAN, idLAN1, rLAN, host)
 	}
 	return &testRouter{testBridge: b, r: r, now: natT0}
 }

@@ -238,4 +238,3 @@ func TestFragmentationPaths(t *testing.T) {
 		}
 	})
 }
-

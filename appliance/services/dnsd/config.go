@@ -60,6 +60,10 @@ type Config struct {
 	// Upstreams are tried in order, a failing one last for a while. Empty:
 	// forwarded queries get SERVFAIL at once.
 	Upstreams []netip.AddrPort
+	// Source, when valid, is the local address upstream queries are sent
+	// from (the box's router address, whose policy route leads through
+	// the WAN).
+	Source netip.Addr
 	// Domain is the local domain ("lan"); its names never go upstream.
 	Domain string
 	// Hostname is the box's own name, answered as Hostname.Domain and as

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,7 +228,15 @@ func (s *Server) exchangeOn(st *settings, u *upstream, network string, query *dn
 func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var c net.Conn
 	err := s.ns.do(func() (err error) {
-		c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		d := &net.Dialer{}
+		if src := s.st.Load().cfg.Source; src.IsValid() {
+			if strings.HasPrefix(network, "tcp") {
+				d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
+			} else {
+				d.LocalAddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
+			}
+		}
+		c, err = d.DialContext(ctx, network, addr)
 		return err
 	})
 	return c, err

@@ -186,7 +186,7 @@ func TestChrony(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.dial = func(ap netip.AddrPort) (conn net.Conn, err error) {
+	c.dial = func(_ netip.Addr, ap netip.AddrPort) (conn net.Conn, err error) {
 		err = cli.do(func() (err error) {
 			conn, err = net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(ap))
 			return err

@@ -572,7 +572,7 @@ func TestNormalize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b Resolver) bool { return a == b }), cmp.Comparer(func(a, b Clock) bool { return a == b })); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b Resolver) bool { return a == b }), cmp.Comparer(func(a, b Clock) bool { return a == b }), cmpopts.EquateComparable(netip.Addr{})); diff != "" {
 				t.Errorf("normalize (-want +got):\n%s", diff)
 			}
 		})
@@ -634,5 +634,19 @@ func TestAskSystemClock(t *testing.T) {
 	}
 	if diff := cmp.Diff(1500*ms, a.resp.ClockOffset, approx); diff != "" || a.resp.RTT <= 0 {
 		t.Errorf("offset (-want +got):\n%s; RTT %v", diff, a.resp.RTT)
+	}
+}
+
+func TestDialSource(t *testing.T) {
+	for _, src := range []netip.Addr{{}, netip.MustParseAddr("127.0.0.2")} {
+		c, err := dialUDP(src, netip.MustParseAddrPort("127.0.0.1:123"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr()
+		c.Close()
+		if want := src; want.IsValid() && got != want || !want.IsValid() && got != netip.MustParseAddr("127.0.0.1") {
+			t.Errorf("source %v: the socket is bound to %v", src, got)
+		}
 	}
 }

@@ -109,7 +109,7 @@ func (c *Client) ask(ctx context.Context, cfg Config, p probe) answer {
 	}
 	var stop func() bool
 	opt.Dialer = func(string, string) (net.Conn, error) {
-		conn, err := c.dial(a.addr)
+		conn, err := c.dial(cfg.Source, a.addr)
 		if err == nil {
 			stop = context.AfterFunc(ctx, func() { conn.Close() })
 		}

@@ -67,6 +67,9 @@ type Config struct {
 	// Resolver resolves host names; nil means net.DefaultResolver. The box
 	// may have no DNS before its router services run: addresses need none.
 	Resolver Resolver
+	// Source, when valid, is the local address queries are sent from (the
+	// box's router address, whose policy route leads through the WAN).
+	Source netip.Addr
 	// Clock is the clock to keep; nil means System().
 	Clock Clock
 	// Interval is the steady poll interval (DefaultInterval).
@@ -143,7 +146,7 @@ type ServerStatus struct {
 // Client keeps the clock right. Its methods are safe for concurrent use.
 type Client struct {
 	log     *slog.Logger
-	dial    func(netip.AddrPort) (net.Conn, error)
+	dial    func(src netip.Addr, dst netip.AddrPort) (net.Conn, error)
 	wake    chan struct{}
 	synced  chan struct{} // closed at the first sync
 	running atomic.Bool
@@ -190,8 +193,12 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	return c, nil
 }
 
-func dialUDP(ap netip.AddrPort) (net.Conn, error) {
-	return net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(ap))
+func dialUDP(src netip.Addr, ap netip.AddrPort) (net.Conn, error) {
+	var local *net.UDPAddr
+	if src.IsValid() {
+		local = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
+	}
+	return net.DialUDP("udp", local, net.UDPAddrFromAddrPort(ap))
 }
 
 // normalize fills in defaults and checks cfg.
