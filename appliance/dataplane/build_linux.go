@@ -52,12 +52,21 @@ func (b *builder) openPorts(cfg *Config) ([]*portInfo, error) {
 	if h.MAC != ([6]byte{}) {
 		hc.MAC = net.HardwareAddr(h.MAC[:])
 	}
+	lanMAC, err := b.boxStack(cfg, &hc)
+	if err != nil {
+		return ports, err
+	}
 	host, err := hostport.Open(hc)
 	if err != nil {
 		return ports, fmt.Errorf("dataplane: host port: %w", err)
 	}
 	b.t.host = host
 	copy(b.t.hostMAC[:], host.MAC())
+	if lanMAC != nil {
+		if err := b.routeBoxStack(host.Ifindex(), lanMAC, hc.Addrs); err != nil {
+			return ports, err
+		}
+	}
 	return append(ports, &portInfo{id: uint16(len(ports)), name: h.portName(), iface: host.Name(), host: true, mtu: host.MTU()}), nil
 }
 

@@ -328,6 +328,21 @@ type natPorts struct {
 // treated as having it (bigger packets get fragmentation needed).
 const maxNATMTU = 9000
 
+// hostAddrs are the host port's IPv4 addresses besides the LAN address
+// (nat.Config.HostAddrs) when it is the box's stack.
+func hostAddrs(c *Config, p natPorts) []netip.Addr {
+	if p.hostID == 0 || c.HostPort == nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range c.HostPort.Addresses {
+		if a.Addr().Is4() && a.Addr() != c.NAT.LANAddr.Addr() {
+			out = append(out, a.Addr())
+		}
+	}
+	return out
+}
+
 // wanMTU is the router's WAN MTU: the port's, lowered by NAT.WANMTU.
 func wanMTU(port, lease int) int {
 	if lease > 0 {
@@ -340,15 +355,16 @@ func wanMTU(port, lease int) int {
 func (c *Config) natConfig(p natPorts) nat.Config {
 	n := c.NAT
 	return nat.Config{
-		LAN:      nat.Port{ID: p.lanID, MAC: p.lanMAC[:], Addr: n.LANAddr, MTU: min(p.lanMTU, maxNATMTU)},
-		WAN:      nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: wanMTU(p.wanMTU, n.WANMTU)},
-		Host:     p.hostID,
-		Gateway:  n.Gateway,
-		PortMin:  n.PortMin,
-		PortMax:  n.PortMax,
-		MaxConns: n.MaxConns,
-		Timeouts: n.Timeouts,
-		MSSClamp: n.MSSClamp,
-		Forwards: n.Forwards,
+		LAN:       nat.Port{ID: p.lanID, MAC: p.lanMAC[:], Addr: n.LANAddr, MTU: min(p.lanMTU, maxNATMTU)},
+		WAN:       nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: wanMTU(p.wanMTU, n.WANMTU)},
+		Host:      p.hostID,
+		HostAddrs: hostAddrs(c, p),
+		Gateway:   n.Gateway,
+		PortMin:   n.PortMin,
+		PortMax:   n.PortMax,
+		MaxConns:  n.MaxConns,
+		Timeouts:  n.Timeouts,
+		MSSClamp:  n.MSSClamp,
+		Forwards:  n.Forwards,
 	}
 }

@@ -254,6 +254,9 @@ func (e *Engine) sameShape(a, b *Config) bool {
 		if m.LANMAC != n.LANMAC || m.WANMAC != n.WANMAC || orDefault(n.MaxConns, nat.DefaultMaxConns) != e.natr.Config().MaxConns {
 			return false
 		}
+		if a.HostPort != nil && m.LANAddr != n.LANAddr {
+			return false // the box's stack has the LAN address (boxStack)
+		}
 	}
 	return true
 }

@@ -2,6 +2,8 @@ package dataplane
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -118,6 +120,7 @@ func testEngineNAT(t *testing.T) {
 	if d := inReceives() - in0; d != 0 {
 		t.Errorf("the box kernel's Ip InReceives grew by %d while h1 pinged through the router; want 0 (frames for the dataplane reach the kernel's stack)", d)
 	}
+	testBoxStack(t, tp)
 }
 
 // snmpIPInReceives reads Ip: InReceives from /proc/net/snmp in namespace ns.
@@ -144,4 +147,32 @@ func snmpIPInReceives(t *testing.T, ns *netnstest.Namespace) uint64 {
 	}
 	t.Fatalf("no Ip InReceives in /proc/net/snmp of %s", ns)
 	return 0
+}
+
+// testBoxStack checks the box's own stack behind the router: a service on
+// the router's LAN address answers a LAN host, and the box reaches the
+// WAN through the router, masqueraded.
+func testBoxStack(t *testing.T, tp *topo) {
+	var ln net.Listener
+	var err error
+	tp.box.Do(t, func() { ln, err = net.Listen("tcp", "10.42.0.254:8081") })
+	if err != nil {
+		t.Fatalf("listen on the router's address in the box: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "box sees %s", r.RemoteAddr)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	out, err := tp.hosts[0].Output("curl", "-s", "--max-time", "5", "http://10.42.0.254:8081/")
+	if err != nil || !strings.HasPrefix(out, "box sees 10.42.0.1:") {
+		t.Errorf("h1 to a service on the router's address: %v %q", err, out)
+	}
+	out, err = tp.box.Output("ping", "-c", "2", "-i", "0.2", "-W", "2", "10.43.0.1")
+	if err != nil {
+		t.Errorf("the box to the WAN gateway through the router: %v\n%s", err, out)
+	}
+	if out := tp.box.Run(t, "ip", "route", "get", "10.43.0.1"); !strings.Contains(out, "via 169.254.0.1 dev dphost0") || !strings.Contains(out, "src 10.42.0.254") {
+		t.Errorf("the box's route to the WAN: %s", out)
+	}
 }

@@ -26,6 +26,16 @@ func compile(cfg *Config) (*snapshot, error) {
 		errs = append(errs, fmt.Errorf("host port id %d is the lan's or the wan's", cfg.Host))
 	}
 	s.host = cfg.Host
+	for i, a := range cfg.HostAddrs {
+		switch {
+		case cfg.Host == 0:
+			errs = append(errs, fmt.Errorf("host address %v without a host port", a))
+		case !a.Is4() || !s.side[LAN].onLink(ip4(a)) || ip4(a) == s.side[LAN].addr || !unicast(ip4(a)):
+			errs = append(errs, fmt.Errorf("host addresses[%d] %v is not another host address on the lan subnet", i, a))
+		default:
+			s.hostAddrs = append(s.hostAddrs, ip4(a))
+		}
+	}
 	s.timeouts = cfg.Timeouts
 	for i, f := range cfg.Forwards {
 		errs = compileForward(errs, s, i, f)

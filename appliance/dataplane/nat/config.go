@@ -62,6 +62,10 @@ type Config struct {
 	// TCP and UDP to the LAN address are delivered to it (Deliver), and so
 	// are the replies to its connections.
 	Host int
+	// HostAddrs are more addresses of the box's stack on the LAN subnet
+	// (the host port's own besides the LAN address): everything for them
+	// is delivered to it.
+	HostAddrs []netip.Addr
 	// Gateway is the default router on the WAN subnet. It may be invalid
 	// while the WAN address is unset.
 	Gateway netip.Addr
@@ -150,7 +154,8 @@ type fwd struct {
 // snapshot is the immutable configuration the workers read.
 type snapshot struct {
 	side      [2]port
-	host      int // Config.Host
+	host      int      // Config.Host
+	hostAddrs []uint32 // Config.HostAddrs
 	gateway   uint32
 	portMin   uint16
 	portMax   uint16
@@ -175,6 +180,16 @@ func (s *snapshot) neighPin() uint64 {
 		return 0
 	}
 	return neighKey(WAN, s.gateway)
+}
+
+// boxAddr reports whether a is one of Config.HostAddrs.
+func (s *snapshot) boxAddr(a uint32) bool {
+	for _, h := range s.hostAddrs {
+		if h == a {
+			return true
+		}
+	}
+	return false
 }
 
 // forward returns the port forward for a WAN port, if any.

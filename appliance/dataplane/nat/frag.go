@@ -113,7 +113,7 @@ func (e *fragEntry) add(start, end uint16, last bool) bool {
 func (w *Worker) laterFragment(now int64, s *snapshot, side Side, inPort int, pkt []byte, f *frame.Frame, dst uint32) Result {
 	e := w.fragFind(now, f, side)
 	if e == nil {
-		if side == LAN && dst == s.side[LAN].addr {
+		if side == LAN && (dst == s.side[LAN].addr || s.boxAddr(dst)) {
 			return w.toBox(now, s, side, inPort, pkt, f, dst)
 		}
 		if dst == s.side[side].addr || dst == s.side[WAN].addr {

@@ -1,6 +1,7 @@
 package nat
 
 import (
+	"net/netip"
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
@@ -11,6 +12,8 @@ import (
 const hostPort = 3 // the box's own stack (Config.Host)
 
 func withHost(c *Config) { c.Host = hostPort }
+
+func withExtra(c *Config) { c.Host, c.HostAddrs = hostPort, []netip.Addr{ap("192.168.1.2")} }
 
 // TestBoxStack: with Config.Host, TCP and UDP to the LAN address reach the
 // box's own stack unchanged, the box's connections are masqueraded like a
@@ -37,6 +40,8 @@ func TestBoxStack(t *testing.T) {
 		{"echo is answered by the router itself", withHost, lanPort, fromLAN(hostA, toBox.ICMPPacket(8, 0, 0x00010001, nil)), Reply, 0, lanPort},
 		{"without a host port, TCP to the LAN address", nil, lanPort, fromLAN(hostA, toBox.UDPPacket(5353, 53, nil)), ToHost, 0, lanPort},
 		{"the box's DNS query to the Internet", withHost, hostPort, boxFrame(fromBox.UDPPacket(40001, 53, []byte("q"))), Forward, 0, wanPort},
+		{"a ping to another of the box's addresses is its stack's", withExtra, lanPort, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(ap("192.168.1.2"))}.ICMPPacket(8, 0, 0x00010001, nil)), Deliver, 0, hostPort},
+		{"another LAN address is not the box's", withExtra, lanPort, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(ap("192.168.1.3"))}.ICMPPacket(8, 0, 0x00010001, nil)), Drop, ReasonNoRoute, 0},
 		{"a LAN host with the box's address", withHost, lanPort, fromLAN(hostA, fromBox.UDPPacket(40001, 53, nil)), Drop, ReasonMartian, 0},
 		{"the box's address from the LAN without a host port", nil, lanPort, fromLAN(hostA, fromBox.UDPPacket(40001, 53, nil)), Drop, ReasonMartian, 0},
 	}

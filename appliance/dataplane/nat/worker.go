@@ -180,6 +180,8 @@ func (w *Worker) ipv4(now int64, s *snapshot, side Side, inPort int, pkt []byte,
 			return w.toBox(now, s, side, inPort, pkt, f, dst)
 		case wan.addr != 0 && dst == wan.addr:
 			return w.fromLAN(now, s, inPort, pkt, f, true)
+		case lan.onLink(dst) && s.boxAddr(dst):
+			return w.toBox(now, s, side, inPort, pkt, f, dst)
 		case lan.onLink(dst):
 			return drop(ReasonNoRoute)
 		}
@@ -194,8 +196,11 @@ func (w *Worker) ipv4(now int64, s *snapshot, side Side, inPort int, pkt []byte,
 // hands the rest to the host. The input chain decides first.
 func (w *Worker) toBox(now int64, s *snapshot, side Side, inPort int, pkt []byte, f *frame.Frame, addr uint32) Result {
 	echo := f.Proto == frame.ProtoICMP && f.L4Off != 0 && !f.Fragment && f.ICMP.Type == frame.ICMPEchoRequest
-	deliver := s.host != 0 && side == LAN && addr == s.side[LAN].addr && !w.fromHost &&
-		(f.Proto == frame.ProtoTCP || f.Proto == frame.ProtoUDP || f.Fragment)
+	deliver := s.host != 0 && side == LAN && !w.fromHost &&
+		(addr == s.side[LAN].addr && (f.Proto == frame.ProtoTCP || f.Proto == frame.ProtoUDP || f.Fragment) || s.boxAddr(addr))
+	if deliver {
+		echo = false // the box's stack answers its own addresses
+	}
 	if !echo && !deliver {
 		return Result{Action: ToHost, Port: inPort, Frame: pkt}
 	}
