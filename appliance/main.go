@@ -83,6 +83,11 @@ func run() error {
 		dataIfaces = append(dataIfaces, port.Interface)
 	}
 	go dp.watchHangs(ctx, dataIfaces)
+	rt := newRouter(log, f.state, hostname(), dp.SetLease)
+	defer rt.Close()
+	if err := rt.Apply(cfg); err != nil {
+		log.Error("services not all started", "err", err)
+	}
 
 	ml := newMgmtListener(log)
 	spec, err := specFor(f.listen, cfg)
@@ -101,7 +106,7 @@ func run() error {
 		if serr == nil {
 			serr = ml.Configure(spec)
 		}
-		return errors.Join(err, serr)
+		return errors.Join(err, rt.Apply(c), serr)
 	})
 	adapter := newStoreAdapter(store)
 	store.OnRollback(func(*config.Config) {
@@ -117,7 +122,7 @@ func run() error {
 		ConfirmTimeout: cfg.Dashboard.ConfirmTimeout.D(),
 		Logger:         log,
 	})
-	return supervise(ctx, log, errc, store, dp)
+	return supervise(ctx, log, errc, store, rt, dp)
 }
 
 // loadConfig loads the running config from the store; -interfaces
@@ -177,7 +182,7 @@ func serveDashboard(ctx context.Context, log *slog.Logger, ln net.Listener, opts
 
 // supervise runs until a signal or a dashboard failure: SIGHUP reloads
 // the config from disk.
-func supervise(ctx context.Context, log *slog.Logger, errc <-chan error, store *config.Store, dp *plane) error {
+func supervise(ctx context.Context, log *slog.Logger, errc <-chan error, store *config.Store, rt *router, dp *plane) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	for {
@@ -186,21 +191,22 @@ func supervise(ctx context.Context, log *slog.Logger, errc <-chan error, store *
 			if ctx.Err() == nil {
 				return fmt.Errorf("dashboard: %w", err)
 			}
-			return stopAll(log, errc, dp)
+			return stopAll(log, errc, rt, dp)
 		case <-hup:
 			reload(log, store)
 		case <-ctx.Done():
-			return stopAll(log, errc, dp)
+			return stopAll(log, errc, rt, dp)
 		}
 	}
 }
 
-func stopAll(log *slog.Logger, errc <-chan error, dp *plane) error {
+func stopAll(log *slog.Logger, errc <-chan error, rt *router, dp *plane) error {
 	log.Info("stopping")
 	select { // the dashboard shuts down with ctx
 	case <-errc:
 	case <-time.After(3 * time.Second):
 	}
+	rt.Close()
 	dp.Close()
 	log.Info("stopped")
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/dataplane"
+	"e1kbox/appliance/services/wanclient"
 	"e1kbox/tuning"
 )
 
@@ -28,6 +29,7 @@ type plane struct {
 	engine  *dataplane.Engine
 	err     error          // why there is no engine
 	applied *config.Config // the config running now
+	lease   *wanclient.Lease // the WAN DHCP lease (nat.wanDHCP), nil without
 	reports []tuning.Report
 	cpu     tuning.CPUPlan
 }
@@ -66,7 +68,7 @@ func (p *plane) Apply(ctx context.Context, cfg *config.Config) error {
 		p.cpu = cpu
 	}
 	p.applied = cfg
-	dc, err := dataplaneConfig(cfg, cpu)
+	dc, err := dataplaneConfig(cfg, cpu, p.lease)
 	if err != nil {
 		p.stopLocked()
 		p.err = err
@@ -102,6 +104,30 @@ func (p *plane) Apply(ctx context.Context, cfg *config.Config) error {
 	}
 	p.engine, p.err = e, nil
 	return nil
+}
+
+// SetLease takes the WAN DHCP client's lease (nil: none) and applies it
+// to the running router live: its WAN address, gateway and MTU.
+func (p *plane) SetLease(l *wanclient.Lease) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lease = l
+	if p.engine == nil || p.applied == nil || p.applied.Mode != config.ModeNAT || !p.applied.NAT.WANDHCP {
+		return
+	}
+	dc, err := dataplaneConfig(p.applied, p.cpu, l)
+	if err == nil {
+		err = p.engine.Apply(dc)
+	}
+	if err != nil {
+		p.log.Error("dataplane: the WAN lease not applied", "err", err)
+		return
+	}
+	if l == nil {
+		p.log.Warn("dataplane: the WAN has no address")
+		return
+	}
+	p.log.Info("dataplane: WAN address from DHCP", "address", l.Addr, "gateway", l.Gateway, "mtu", l.MTU)
 }
 
 // cpuMoves adds to ch the ports whose worker the new CPU plan pins to

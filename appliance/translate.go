@@ -10,6 +10,7 @@ import (
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/services/wanclient"
 	"e1kbox/tuning"
 )
 
@@ -23,7 +24,7 @@ import (
 // In NAT mode the router's addresses are the WAN port's IPv4 prefix and
 // the LAN ports' one IPv4 prefix, and the host port, which sits on the LAN
 // segment, gets the smallest LAN port MTU.
-func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan) (*dataplane.Config, error) {
+func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan, lease *wanclient.Lease) (*dataplane.Config, error) {
 	d := &dataplane.Config{Mode: dataplane.ModeBridge, CPU: cpu}
 	switch c.Mode {
 	case config.ModeBridge:
@@ -57,7 +58,7 @@ func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan) (*dataplane.Config, e
 		}
 	}
 	if c.Mode == config.ModeNAT {
-		d.NAT = natConfig(c)
+		d.NAT = natConfig(c, lease)
 	}
 	d.Bridge = dataplane.Bridge{AgingTime: c.Bridge.FDBAging.D(), FDBSize: c.Bridge.FDBSize, Refuse: c.Bridge.FDBFull == config.FDBRefuse,
 		NoLoopProtect: !c.Bridge.Protects()}
@@ -69,11 +70,22 @@ func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan) (*dataplane.Config, e
 	return d, nil
 }
 
-// natConfig derives the router's part of a NAT mode config.
-func natConfig(c *config.Config) *dataplane.NAT {
+// natConfig derives the router's part of a NAT mode config; with
+// nat.wanDHCP the WAN address, gateway and MTU are the lease's (none
+// without a lease).
+func natConfig(c *config.Config, lease *wanclient.Lease) *dataplane.NAT {
 	cn := &c.NAT
 	n := &dataplane.NAT{Gateway: cn.Gateway, PortMin: cn.MasqueradePorts.First, PortMax: cn.MasqueradePorts.Last,
 		MaxConns: cn.Conntrack.Size}
+	if cn.WANDHCP && lease != nil {
+		n.WANAddr = lease.Addr
+		if lease.MTU >= config.MinNATMTU {
+			n.WANMTU = lease.MTU // smaller ones are bogus: RFC 791 hosts take 576
+		}
+		if lease.Gateway.IsValid() && netip.PrefixFrom(lease.Addr.Addr(), lease.Addr.Bits()).Masked().Contains(lease.Gateway) {
+			n.Gateway = lease.Gateway
+		}
+	}
 	for _, p := range c.Ports {
 		if !p.IsEnabled() {
 			continue

@@ -462,6 +462,19 @@ func (c *Config) WANPort() *Port {
 	return nil
 }
 
+// RouterLAN returns the router's LAN address with its prefix (the first
+// IPv4 address of a LAN port), invalid when there is none.
+func (c *Config) RouterLAN() netip.Prefix {
+	for _, p := range c.LANPorts() {
+		for _, a := range p.Addresses {
+			if a.Addr().Is4() {
+				return a
+			}
+		}
+	}
+	return netip.Prefix{}
+}
+
 // LANPorts returns the enabled ports with role lan.
 func (c *Config) LANPorts() []*Port {
 	var lan []*Port

@@ -130,6 +130,9 @@ func (ch *Changes) classify(old, new *Config) {
 	if old.Bridge.size() != new.Bridge.size() {
 		ch.restart("bridge.fdbSize: the forwarding database is allocated once")
 	}
+	if nat && old.Mode == ModeNAT && new.HostPort != nil && old.RouterLAN() != new.RouterLAN() {
+		ch.restart("the router's LAN address: the box's own stack on the host port has it")
+	}
 	if nat && old.Mode == ModeNAT && old.NAT.Conntrack.size() != new.NAT.Conntrack.size() {
 		ch.restart("nat.conntrack.size: the connection table is allocated once")
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -50,11 +51,15 @@ func TestDiff(t *testing.T) {
 			c.Bridge.Static = nil
 			c.Ports[1].VLANs = VLANs{Native: 5}
 		}, Changes{Ports: []string{"lan1"}, Bridge: true, Retune: true, Effect: Live}},
+		{"the router's LAN address", func(c *Config) { c.Ports[1].Addresses = []netip.Prefix{netip.MustParsePrefix("192.168.7.1/24")} },
+			Changes{Ports: []string{"lan1"}, Retune: true, Effect: Restart,
+				Why: []string{"the router's LAN address: the box's own stack on the host port has it"}}},
 		{"conntrack size", func(c *Config) { c.NAT.Conntrack.Size = 4096 }, Changes{NAT: true, Effect: Restart,
 			Why: []string{"nat.conntrack.size: the connection table is allocated once"}}},
 		{"conntrack size default spelled out", func(c *Config) { c.NAT.Conntrack.Size = 0 }, Changes{NAT: true, Effect: Live}},
 		{"roles", func(c *Config) { c.Ports[0].Role, c.Ports[1].Role = RoleLAN, RoleWAN }, Changes{Ports: []string{"lan1", "wan"}, Retune: true,
-			Effect: Restart, Why: []string{"ports[0].role: the router's sides are fixed when it starts", "ports[1].role: the router's sides are fixed when it starts"}}},
+			Effect: Restart, Why: []string{"ports[0].role: the router's sides are fixed when it starts", "ports[1].role: the router's sides are fixed when it starts",
+				"the router's LAN address: the box's own stack on the host port has it"}}},
 		{"a disabled port", func(c *Config) { c.Ports[2].MTU = 9000 }, Changes{Ports: []string{"lan2"}, Retune: true}},
 	}
 	for _, tt := range tests {

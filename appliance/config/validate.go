@@ -451,9 +451,6 @@ func (v *validator) nat() {
 			lanAt = index("ports", i) + ".addresses"
 		}
 	}
-	if n.WANDHCP {
-		v.add("nat.wanDHCP", "the WAN DHCP client is not built yet; give the WAN port a static IPv4 address and set nat.gateway")
-	}
 	if v.wan >= 0 {
 		wan := &v.c.Ports[v.wan]
 		at := index("ports", v.wan) + ".addresses"
@@ -722,12 +719,8 @@ func (v *validator) services() {
 
 // lanPrefix returns the router's LAN prefix and address in NAT mode.
 func (v *validator) lanPrefix() (netip.Prefix, netip.Addr) {
-	for _, p := range v.c.LANPorts() {
-		for _, a := range p.Addresses {
-			if a.Addr().Is4() {
-				return a.Masked(), a.Addr()
-			}
-		}
+	if a := v.c.RouterLAN(); a.IsValid() {
+		return a.Masked(), a.Addr()
 	}
 	return netip.Prefix{}, netip.Addr{}
 }

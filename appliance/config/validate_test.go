@@ -190,15 +190,13 @@ func TestValidate(t *testing.T) {
 			want: map[string]string{
 				"ports[0].addresses": "nat.wanDHCP is on",
 				"nat.gateway":        "nat.wanDHCP is on",
-				"nat.wanDHCP":        "the WAN DHCP client is not built yet",
 			},
 		},
 		{
-			// The box has no WAN DHCP client yet: it refused this config
-			// when applying it, so Validate refuses it too.
+			// The WAN DHCP client gives the address and the gateway.
 			name: "DHCP WAN",
 			edit: func(c *Config) { c.NAT.WANDHCP = true; c.Ports[0].Addresses = nil; c.NAT.Gateway = netip.Addr{} },
-			want: map[string]string{"nat.wanDHCP": "the WAN DHCP client is not built yet"},
+			want: map[string]string{},
 		},
 		{
 			name: "bridge mode takes no port addresses",
@@ -427,11 +425,6 @@ func TestValidate(t *testing.T) {
 				"nat.forwards[0].lanHost": "not in the LAN",
 				"nat.forwards[1].lanHost": "not in the LAN",
 			},
-		},
-		{
-			name: "WAN by DHCP is not built yet",
-			edit: func(c *Config) { c.Ports[0].Addresses = nil; c.NAT.Gateway = netip.Addr{}; c.NAT.WANDHCP = true },
-			want: map[string]string{"nat.wanDHCP": "the WAN DHCP client is not built yet"},
 		},
 		{
 			name: "router services",
