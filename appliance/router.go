@@ -50,6 +50,7 @@ type router struct {
 	names atomic.Pointer[dhcpd.Server]
 	quit  chan struct{}
 	done  chan struct{}
+	once  sync.Once // Close
 }
 
 // leaseSlot is the latest lease of a WAN client run, for the lease loop.
@@ -163,15 +164,17 @@ func (r *router) Apply(cfg *config.Config) error {
 // Close stops every service; the WAN lease stays on file for the next
 // start (INIT-REBOOT).
 func (r *router) Close() {
-	r.mu.Lock()
-	r.wan.stop()
-	r.dhcp.stop()
-	r.names.Store(nil)
-	r.dns.stop()
-	r.ntp.stop()
-	r.mu.Unlock()
-	close(r.quit)
-	<-r.done
+	r.once.Do(func() {
+		r.mu.Lock()
+		r.wan.stop()
+		r.dhcp.stop()
+		r.names.Store(nil)
+		r.dns.stop()
+		r.ntp.stop()
+		r.mu.Unlock()
+		close(r.quit)
+		<-r.done
+	})
 }
 
 // lanAddr is the router's LAN address in NAT mode (the box's stack's).
