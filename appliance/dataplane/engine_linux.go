@@ -339,6 +339,8 @@ func (e *Engine) Snapshot() Snapshot {
 	if e.natr != nil {
 		ns := e.natr.Stats()
 		s.NAT = natStats(&ns)
+		c := e.natr.Config()
+		s.NAT.addrs(&c)
 		// The router's own counts: they include the frames it answered
 		// (ttl_exceeded, too_big, rule_reject) and queued frames dropped
 		// later (neigh_failed), which no port's Drops count.

@@ -146,6 +146,19 @@ type NATStats struct {
 	ICMPTranslated uint64 `json:"icmpTranslated"` // errors about connections, translated
 	Resets         uint64 `json:"resets"`         // TCP RSTs sent for reject rules
 	Fragments      uint64 `json:"fragments"`      // later fragments forwarded
+	FragmentsOut   uint64 `json:"fragmentsOut"`   // fragments made of packets larger than the egress MTU
+	// Unassured and Inbound are the live connections not assured yet and
+	// those of them opened from the WAN (what a flood makes);
+	// SourceLimited counts new connections refused by a cap.
+	Unassured     int    `json:"unassured"`
+	Inbound       int    `json:"inbound"`
+	SourceLimited uint64 `json:"sourceLimited"`
+	// The router's addresses in force: LAN, WAN (empty while a DHCP
+	// client has none), the gateway and the WAN MTU.
+	LAN     string `json:"lan"`
+	WAN     string `json:"wan"`
+	Gateway string `json:"gateway,omitempty"`
+	WANMTU  int    `json:"wanMTU"`
 }
 
 func natStats(s *nat.Stats) *NATStats {
@@ -156,8 +169,21 @@ func natStats(s *nat.Stats) *NATStats {
 		Consumed: s.Actions[nat.Consumed], ToHost: s.Actions[nat.ToHost], Dropped: s.Actions[nat.Drop],
 		ForwardedBytes: s.ForwardedBytes, ARPRequests: s.ARPRequests, ARPReplies: s.ARPReplies,
 		EchoReplies: s.EchoReplies, ICMPErrors: s.ICMPErrors, ICMPTranslated: s.ICMPTranslated,
-		Resets: s.Resets, Fragments: s.Fragments,
+		Resets: s.Resets, Fragments: s.Fragments, FragmentsOut: s.FragmentsOut,
+		Unassured: s.Unassured, Inbound: s.Inbound, SourceLimited: s.SourceLimited,
 	}
+}
+
+// addrs fills in the router's addresses from its configuration.
+func (n *NATStats) addrs(c *nat.Config) {
+	n.LAN = c.LAN.Addr.String()
+	if c.WAN.Addr.IsValid() {
+		n.WAN = c.WAN.Addr.String()
+	}
+	if c.Gateway.IsValid() {
+		n.Gateway = c.Gateway.String()
+	}
+	n.WANMTU = c.WAN.MTU
 }
 
 // PortStats are one port's counters, summed over its workers (RX side)
