@@ -111,11 +111,17 @@ func newNATLab(t *testing.T, size int, flags ...string) *lab {
 // helper starts this test binary as helper mode in namespace ns.
 func (l *lab) helper(t *testing.T, ns int, mode string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
+	return helperIn(t, l.hosts[ns-1], mode, args...)
+}
+
+// helperIn starts this test binary as helper mode in namespace ns.
+func helperIn(t *testing.T, ns *netnstest.Namespace, mode string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := l.hosts[ns-1].Command(append([]string{self}, args...)...)
+	cmd := ns.Command(append([]string{self}, args...)...)
 	cmd.Env = append(os.Environ(), "E1KBOX_NAT_HELPER="+mode)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -501,6 +507,10 @@ func natHelper(mode string, args []string) int {
 		err = helperHold(args[0], args[1])
 	case "udp":
 		err = helperUDP(args[0], args[1], args[2])
+	case "udpecho":
+		err = helperUDPEcho(args[0])
+	case "udpc":
+		err = helperUDPClient(args[0])
 	default:
 		err = fmt.Errorf("unknown helper %q", mode)
 	}

@@ -27,8 +27,8 @@ type plane struct {
 
 	mu      sync.Mutex
 	engine  *dataplane.Engine
-	err     error          // why there is no engine
-	applied *config.Config // the config running now
+	err     error            // why there is no engine
+	applied *config.Config   // the config running now
 	lease   *wanclient.Lease // the WAN DHCP lease (nat.wanDHCP), nil without
 	reports []tuning.Report
 	cpu     tuning.CPUPlan

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"e1kbox/appliance/dataplane/ingressdrop"
 	"e1kbox/internal/testenv"
 )
 
@@ -525,4 +526,27 @@ func TestNetnsDnsmasq(t *testing.T) {
 			t.Errorf("c0 stays promiscuous after Run:\n%s", out)
 		}
 	})
+}
+
+// TestNetnsIngressDrop: on the dataplane's WAN port the kernel's stack gets
+// no frames (ingressdrop's tcx program drops them after the taps): the
+// client, a tap, still gets its lease.
+func TestNetnsIngressDrop(t *testing.T) {
+	l := newLab(t)
+	l.startDnsmasq("10.80.0.100", "10.80.0.150")
+	attached := make(chan error, 1)
+	var drop *ingressdrop.Drop
+	goInNS(t, l.box, func() {
+		var err error
+		drop, err = ingressdrop.Attach("c0")
+		attached <- err
+	})
+	if err := <-attached; err != nil {
+		t.Fatalf("ingressdrop on c0: %v", err)
+	}
+	t.Cleanup(func() { drop.Close() })
+	b := l.startClient(Config{Interface: "c0", MAC: boxMAC}, nil)
+	if ch := b.change(t, 20*time.Second); ch.new == nil {
+		t.Fatalf("no lease behind ingressdrop")
+	}
 }

@@ -38,7 +38,11 @@ func openPacket(iface string, mac net.HardwareAddr) (transport, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("assemble filter: %w", err)
 	}
-	conn, err := packet.Listen(ifi, packet.Raw, etherTypeIPv4, &packet.Config{Filter: prog})
+	// ETH_P_ALL, a tap: it sees the frames before tcx ingress, where the
+	// dataplane keeps the kernel's stack off the WAN port (ingressdrop);
+	// a socket for ETH_P_IP would be handed them after it, i.e. never.
+	// The filter passes only IPv4 UDP to port 68.
+	conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ALL, &packet.Config{Filter: prog})
 	if err != nil {
 		return nil, 0, fmt.Errorf("packet socket on %s: %w", iface, err)
 	}

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"e1kbox/internal/dhcptest"
+	"e1kbox/internal/netnstest"
+	"e1kbox/internal/testenv"
+)
+
+// The services suite runs the appliance binary in NAT mode as a home
+// router behind an ISP:
+//
+//	isp (100.64.0.1/24, MTU 1400): dnsmasq (DHCP for the WAN, DNS for www.isp.test), servers
+//	  └─ p1 [box: wan by DHCP | lan 192.168.7.1/24, DHCP server, DNS] p2, p3, p4
+//	                                                                   └─ LAN hosts h1..h3, by DHCP
+//
+// The WAN's MTU of 1400 reaches the box only through the lease (option
+// 26): packets bigger than that must leave fragmented.
+
+const (
+	svcISP    = "100.64.0.1"
+	svcRouter = "192.168.7.1"
+)
+
+// svcLab is the services lab: the box, the ISP and the LAN hosts.
+type svcLab struct {
+	*lab
+	isp     *netnstest.Namespace
+	lan     []*netnstest.Namespace // h1..h3, eth0 on p2..p4
+	clients []*dhcptest.Client
+	cfgPath string
+}
+
+const svcConfig = `{
+  "version": 3,
+  "mode": "nat",
+  "ports": [
+    {"name": "wan", "interface": "p1", "role": "wan"},
+    {"name": "lan1", "interface": "p2", "role": "lan", "addresses": ["192.168.7.1/24"]},
+    {"name": "lan2", "interface": "p3", "role": "lan"},
+    {"name": "lan3", "interface": "p4", "role": "lan"}
+  ],
+  "nat": {"wanDHCP": true},
+  "dhcp": {"leaseTime": "10m", "static": [{"mac": "02:77:00:00:00:02", "address": "192.168.7.50", "hostname": "printer"}]},
+  "dns": {"domain": "lan"},
+  "time": {"servers": ["100.64.0.1"]}
+}
+`
+
+func newSvcLab(t *testing.T, dnsmasqArgs ...string) *svcLab {
+	requireNetns(t)
+	testenv.Require(t, "dnsmasq", "dhclient", "udhcpc", "dig")
+	l := &svcLab{lab: &lab{t: t, dir: t.TempDir()}}
+	l.box = netnstest.New(t, "e1ksb")
+	l.box.IP(t, "link", "set", "lo", "up")
+	l.isp = netnstest.New(t, "e1ksi")
+	l.isp.IP(t, "link", "set", "lo", "up")
+	noOff := []string{"gro", "gso", "tso", "tx", "rx"}
+	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p1", Off: noOff, Up: true},
+		netnstest.End{NS: l.isp, Name: "eth0", Off: noOff, MTU: 1400, Addrs: []string{svcISP + "/24"}, Up: true})
+	for i := range 3 {
+		h := netnstest.New(t, fmt.Sprintf("e1ksh%d", i+1))
+		h.IP(t, "link", "set", "lo", "up")
+		netnstest.Veth(t, netnstest.End{NS: l.box, Name: fmt.Sprintf("p%d", i+2), Off: noOff, Up: true},
+			netnstest.End{NS: h, Name: "eth0", Off: noOff, MAC: fmt.Sprintf("02:77:00:00:00:%02x", i+1), Up: true})
+		l.lan = append(l.lan, h)
+		l.clients = append(l.clients, dhcptest.New(t, h, "eth0", fmt.Sprintf("h%d", i+1), l.dir, true))
+	}
+	l.hosts = l.lan
+	l.dnsmasq(t, dnsmasqArgs...)
+	l.cfgPath = filepath.Join(l.dir, "config.json")
+	if err := os.WriteFile(l.cfgPath, []byte(svcConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.start("-config", l.cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
+	return l
+}
+
+// dnsmasq runs the ISP's DHCP and DNS server; it is killed at cleanup.
+func (l *svcLab) dnsmasq(t *testing.T, extra ...string) *exec.Cmd {
+	args := []string{"dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--interface=eth0", "--bind-interfaces",
+		"--dhcp-range=100.64.0.100,100.64.0.150,255.255.255.0,2m", "--dhcp-option=option:router," + svcISP,
+		"--dhcp-option=option:dns-server," + svcISP, "--dhcp-option=26,1400", "--dhcp-authoritative",
+		"--dhcp-leasefile=" + filepath.Join(l.dir, "isp.leases"), "--pid-file=" + filepath.Join(l.dir, "dnsmasq.pid"),
+		"--address=/www.isp.test/" + svcISP, "--no-resolv", "--no-hosts", "--log-dhcp", "--log-queries"}
+	cmd := l.isp.Command(append(args, extra...)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	netnstest.Start(t, cmd)
+	return cmd
+}
+
+// wan returns the router's WAN address (a prefix) once the snapshot has
+// one, failing after d.
+func (l *svcLab) wan(t *testing.T, d time.Duration, not string) string {
+	t.Helper()
+	var w string
+	eventually(t, d, "a WAN address from DHCP", func() (bool, string) {
+		s := l.stats(t)
+		if s.NAT != nil {
+			w = s.NAT.WAN
+		}
+		return w != "" && w != not, fmt.Sprintf("nat %+v", s.NAT)
+	})
+	return w
+}
+
+// ispLeases reads dnsmasq's lease file: the addresses it gave.
+func (l *svcLab) ispLeases() string {
+	b, _ := os.ReadFile(filepath.Join(l.dir, "isp.leases"))
+	return string(b)
+}
+
+// payload is the test's UDP data of n bytes and its digest.
+func payload(n int) ([]byte, string) {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>8)
+	}
+	s := sha256.Sum256(b)
+	return b, hex.EncodeToString(s[:8])
+}
+
+func TestRouterServices(t *testing.T) {
+	l := newSvcLab(t)
+	w := l.wan(t, 20*time.Second, "")
+	t.Logf("WAN address %s", w)
+	if !strings.Contains(l.ispLeases(), strings.Split(w, "/")[0]) {
+		t.Errorf("the ISP's lease file does not have %s:\n%s", w, l.ispLeases())
+	}
+	if s := l.stats(t); s.NAT.WANMTU != 1400 || s.NAT.Gateway != svcISP {
+		t.Errorf("router WAN MTU %d gateway %q, want 1400 from the lease and %s", s.NAT.WANMTU, s.NAT.Gateway, svcISP)
+	}
+
+	h1, h2 := l.clients[0], l.clients[1]
+	h1.Dhclient(t)
+	h2.Udhcpc(t)
+	ev1, _ := h1.WaitEvent(t, 0, "BOUND")
+	ev2, _ := h2.WaitEvent(t, 0, "bound")
+	for _, ev := range []dhcptest.Event{ev1, ev2} {
+		if ev["router"] != svcRouter || ev["dns"] != svcRouter || ev["domain"] != "lan" || !strings.HasPrefix(ev["ip"], "192.168.7.") {
+			t.Errorf("LAN lease %v: want an address of 192.168.7.0/24, router and DNS %s, domain lan", ev, svcRouter)
+		}
+	}
+	if ev2["ip"] != "192.168.7.50" {
+		t.Errorf("h2 (static lease) got %s, want 192.168.7.50", ev2["ip"])
+	}
+
+	t.Run("gateway and DNS", func(t *testing.T) {
+		l.mustHost(t, 1, "ping", "-c", "2", "-i", "0.2", "-W", "2", svcISP)
+		dig := func(h int, name string) string {
+			out, err := l.host(h, "dig", "+short", "+time=2", "+tries=2", "@"+svcRouter, name)
+			if err != nil {
+				t.Errorf("dig %s from h%d: %v\n%s", name, h, err, out)
+			}
+			return strings.TrimSpace(out)
+		}
+		if got := dig(1, "www.isp.test"); got != svcISP {
+			t.Errorf("www.isp.test from the box's DNS: %q, want %s (from the ISP's)", got, svcISP)
+		}
+		if got := dig(2, "h1-dhclient.lan"); got != ev1["ip"] {
+			t.Errorf("h1-dhclient.lan: %q, want %s (its lease)", got, ev1["ip"])
+		}
+		if got := dig(1, "printer.lan"); got != "192.168.7.50" {
+			t.Errorf("printer.lan: %q, want the static lease's 192.168.7.50", got)
+		}
+		// Never on the WAN side.
+		if out, err := l.isp.Output("dig", "+short", "+time=1", "+tries=1", "@"+strings.Split(w, "/")[0], "www.isp.test"); err == nil && strings.TrimSpace(out) != "" && !strings.Contains(out, "timed out") {
+			t.Errorf("the box's DNS answered the WAN side: %q", out)
+		}
+	})
+
+	t.Run("fragmentation through a 1400-byte WAN", func(t *testing.T) {
+		l.mustHost(t, 1, "ping", "-c", "2", "-s", "3000", "-W", "2", svcISP)
+		l.mustHost(t, 1, "ping", "-c", "2", "-s", "1450", "-M", "dont", "-W", "2", svcISP)
+		_, _, echo := helperIn(t, l.isp, "udpecho", ":9000")
+		if s := line(t, echo, 5*time.Second); s != "serving" {
+			t.Fatalf("udp echo: %q", s)
+		}
+		_, in, out := l.helper(t, 1, "udpc", "0")
+		_, digest := payload(3000)
+		fmt.Fprintf(in, "send %s:9000 3000\n", svcISP)
+		if got := line(t, out, 5*time.Second); !strings.HasSuffix(got, " 3000 "+digest) {
+			t.Errorf("a 3000-byte datagram through the box: %q, want it back whole (digest %s)", got, digest)
+		}
+		if s := l.stats(t); s.NAT.FragmentsOut == 0 {
+			t.Errorf("the box made no fragments: %+v", s.NAT)
+		}
+	})
+
+	t.Run("UDP hairpin", func(t *testing.T) {
+		l.clients[2].Udhcpc(t)
+		l.clients[2].WaitEvent(t, 0, "bound")
+		_, _, stun := helperIn(t, l.isp, "udpecho", ":3478")
+		line(t, stun, 5*time.Second)
+		_, aIn, aOut := l.helper(t, 1, "udpc", "4000")
+		fmt.Fprintf(aIn, "whoami %s:3478\n", svcISP)
+		f := strings.Fields(line(t, aOut, 5*time.Second)) // recv FROM MAPPING
+		if len(f) != 3 || f[1] != svcISP+":3478" {
+			t.Fatalf("whoami: %q", f)
+		}
+		mapped := f[2]
+		_, bIn, _ := l.helper(t, 3, "udpc", "5000")
+		fmt.Fprintf(bIn, "send %s 100\n", mapped)
+		got := line(t, aOut, 5*time.Second)
+		if !strings.HasPrefix(got, "recv "+strings.Split(w, "/")[0]+":") {
+			t.Errorf("h1 behind mapping %s got %q, want h3's datagram from the WAN address", mapped, got)
+		}
+	})
+
+	t.Run("leases survive a restart", func(t *testing.T) {
+		before := len(h2.Events())
+		l.stop()
+		l.start("-config", l.cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
+		l.wan(t, 20*time.Second, "")
+		h2.Udhcpc(t, "-q")
+		ev, _ := h2.WaitEvent(t, before, "bound", "renew")
+		if ev["ip"] != ev2["ip"] {
+			t.Errorf("h2 after the restart: %v, want %s again", ev, ev2["ip"])
+		}
+	})
+}
+
+// helperUDPEcho answers every datagram on addr: "whoami" with "you
+// ADDR:PORT" (the source it saw), anything else with itself.
+func helperUDPEcho(addr string) error {
+	c, err := net.ListenPacket("udp4", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Println("serving")
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := c.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		reply := buf[:n]
+		if string(reply) == "whoami" {
+			reply = []byte("you " + from.String())
+		}
+		c.WriteTo(reply, from)
+	}
+}
+
+// helperUDPClient sends from local port port what stdin says ("send
+// ADDR:PORT SIZE": the test payload; "whoami ADDR:PORT") and prints every
+// datagram it receives: "recv FROM SIZE DIGEST", or "recv FROM TEXT" for
+// a whoami answer.
+func helperUDPClient(port string) error {
+	var p int
+	fmt.Sscan(port, &p)
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: p})
+	if err != nil {
+		return err
+	}
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if s := string(buf[:n]); strings.HasPrefix(s, "you ") {
+				fmt.Printf("recv %s %s\n", from, strings.TrimPrefix(s, "you "))
+				continue
+			}
+			d := sha256.Sum256(buf[:n])
+			fmt.Printf("recv %s %d %s\n", from, n, hex.EncodeToString(d[:8]))
+		}
+	}()
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		var verb, to string
+		var n int
+		fmt.Sscan(sc.Text(), &verb, &to, &n)
+		dst, err := net.ResolveUDPAddr("udp4", to)
+		if err != nil {
+			return err
+		}
+		b := []byte("whoami")
+		if verb == "send" {
+			b, _ = payload(n)
+		}
+		if _, err := c.WriteTo(b, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
