@@ -10,9 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/insomniacslk/dhcp/dhcpv4"
+
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/internal/dhcptest"
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
@@ -198,9 +203,11 @@ func TestRouterServices(t *testing.T) {
 		}
 	})
 
+	h3 := l.clients[2]
+	h3Proc := h3.Udhcpc(t)
+	ev3, _ := h3.WaitEvent(t, 0, "bound")
+
 	t.Run("UDP hairpin", func(t *testing.T) {
-		l.clients[2].Udhcpc(t)
-		l.clients[2].WaitEvent(t, 0, "bound")
 		_, _, stun := helperIn(t, l.isp, "udpecho", ":3478")
 		line(t, stun, 5*time.Second)
 		_, aIn, aOut := l.helper(t, 1, "udpc", "4000")
@@ -218,17 +225,66 @@ func TestRouterServices(t *testing.T) {
 		}
 	})
 
+	t.Run("a DISCOVER flood does not stop a known device renewing", func(t *testing.T) {
+		frames := discoverFlood(t, 10000)
+		toHost := func() uint64 { return l.port(t, l.stats(t), "host").TxPackets }
+		before := toHost()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; i < len(frames); i += 500 {
+				l.send(t, 1, frames[i:i+500]...)
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		time.Sleep(100 * time.Millisecond) // into the flood
+		from := len(h3.Events())
+		h3Proc.Process.Signal(syscall.SIGUSR1) // renew now
+		ev, _ := h3.WaitEvent(t, from, "renew", "bound")
+		select {
+		case <-done:
+			t.Errorf("the flood ended before h3 renewed: make it longer")
+		default:
+		}
+		<-done
+		if ev["ip"] != ev3["ip"] {
+			t.Errorf("h3 renewing during the flood: %v, want %s again", ev, ev3["ip"])
+		}
+		if n := toHost() - before; n < 10000 {
+			t.Errorf("the box's DHCP server got %d frames, want the flood's 10000 at least", n)
+		}
+	})
+
 	t.Run("leases survive a restart", func(t *testing.T) {
-		before := len(h2.Events())
 		l.stop()
 		l.start("-config", l.cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
 		l.wan(t, 20*time.Second, "")
-		h2.Udhcpc(t, "-q")
-		ev, _ := h2.WaitEvent(t, before, "bound", "renew")
-		if ev["ip"] != ev2["ip"] {
-			t.Errorf("h2 after the restart: %v, want %s again", ev, ev2["ip"])
+		// h3 asks for h1's address: the box still knows it is h1's.
+		from := len(h3.Events())
+		h3.Udhcpc(t, "-q", "-r", ev1["ip"])
+		ev, _ := h3.WaitEvent(t, from, "bound")
+		if ev["ip"] == ev1["ip"] {
+			t.Errorf("after the restart h3 was given h1's %s: the box forgot h1's lease", ev1["ip"])
 		}
 	})
+}
+
+// discoverFlood is n DHCPDISCOVERs from random MACs, broadcast.
+func discoverFlood(t *testing.T, n int) [][]byte {
+	t.Helper()
+	frames := make([][]byte, n)
+	for i := range frames {
+		mac := net.HardwareAddr{0x02, 0xfd, byte(i >> 16), byte(i >> 8), byte(i), byte(i * 7)}
+		m, err := dhcpv4.NewDiscovery(mac)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip := frametest.IPv4{Src: [4]byte{}, Dst: [4]byte{255, 255, 255, 255}}
+		var src [6]byte
+		copy(src[:], mac)
+		frames[i] = frametest.Frame(bcast, src, frame.EtherTypeIPv4, ip.UDPPacket(68, 67, m.ToBytes()))
+	}
+	return frames
 }
 
 // helperUDPEcho answers every datagram on addr: "whoami" with "you
