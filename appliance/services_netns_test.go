@@ -45,6 +45,7 @@ type svcLab struct {
 	lan     []*netnstest.Namespace // h1..h3, eth0 on p2..p4
 	clients []*dhcptest.Client
 	cfgPath string
+	ispCmd  *exec.Cmd // dnsmasq
 }
 
 const svcConfig = `{
@@ -64,6 +65,7 @@ const svcConfig = `{
 `
 
 func newSvcLab(t *testing.T, dnsmasqArgs ...string) *svcLab {
+	t.Helper()
 	requireNetns(t)
 	testenv.Require(t, "dnsmasq", "dhclient", "udhcpc", "dig")
 	l := &svcLab{lab: &lab{t: t, dir: t.TempDir()}}
@@ -83,7 +85,7 @@ func newSvcLab(t *testing.T, dnsmasqArgs ...string) *svcLab {
 		l.clients = append(l.clients, dhcptest.New(t, h, "eth0", fmt.Sprintf("h%d", i+1), l.dir, true))
 	}
 	l.hosts = l.lan
-	l.dnsmasq(t, dnsmasqArgs...)
+	l.dnsmasq(t, "100.64.0.100,100.64.0.150", dnsmasqArgs...)
 	l.cfgPath = filepath.Join(l.dir, "config.json")
 	if err := os.WriteFile(l.cfgPath, []byte(svcConfig), 0o644); err != nil {
 		t.Fatal(err)
@@ -92,16 +94,18 @@ func newSvcLab(t *testing.T, dnsmasqArgs ...string) *svcLab {
 	return l
 }
 
-// dnsmasq runs the ISP's DHCP and DNS server; it is killed at cleanup.
-func (l *svcLab) dnsmasq(t *testing.T, extra ...string) *exec.Cmd {
+// dnsmasq runs the ISP's DHCP and DNS server with a pool of addresses
+// ("first,last"); it is killed at cleanup.
+func (l *svcLab) dnsmasq(t *testing.T, pool string, extra ...string) *exec.Cmd {
 	args := []string{"dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--interface=eth0", "--bind-interfaces",
-		"--dhcp-range=100.64.0.100,100.64.0.150,255.255.255.0,2m", "--dhcp-option=option:router," + svcISP,
+		"--dhcp-range=" + pool + ",255.255.255.0,2m", "--dhcp-option=option:router," + svcISP,
 		"--dhcp-option=option:dns-server," + svcISP, "--dhcp-option=26,1400", "--dhcp-authoritative",
-		"--dhcp-leasefile=" + filepath.Join(l.dir, "isp.leases"), "--pid-file=" + filepath.Join(l.dir, "dnsmasq.pid"),
+		"--dhcp-leasefile=" + filepath.Join(l.dir, "isp.leases"),
 		"--address=/www.isp.test/" + svcISP, "--no-resolv", "--no-hosts", "--log-dhcp", "--log-queries"}
 	cmd := l.isp.Command(append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	netnstest.Start(t, cmd)
+	l.ispCmd = cmd
 	return cmd
 }
 
@@ -353,4 +357,93 @@ func helperUDPClient(port string) error {
 		}
 	}
 	return nil
+}
+
+// TestWANLease follows the WAN lease through its life with dnsmasq as the
+// ISP (leases of 2 minutes, dnsmasq's shortest; T1 5 s, T2 10 s): it is
+// renewed; when the ISP changes the address the box's connections through
+// the old one go and new ones use the new one; when the ISP's server is
+// gone past the expiry the box gives the address up, and takes a new one
+// when the server is back.
+func TestWANLease(t *testing.T) {
+	t.Parallel()
+	short := []string{"--dhcp-option=option:T1,5", "--dhcp-option=option:T2,10"}
+	l := newSvcLab(t, short...)
+	w1 := l.wan(t, 20*time.Second, "")
+	h1 := l.clients[0]
+	h1.Dhclient(t)
+	h1.WaitEvent(t, 0, "BOUND")
+	logPath := filepath.Join(l.dir, "http.log")
+	_, _, srv := helperIn(t, l.isp, "serve", ":8080", ":7", logPath)
+	if s := line(t, srv, 5*time.Second); s != "serving" {
+		t.Fatalf("server: %q", s)
+	}
+	curl := func() string {
+		out, err := l.host(1, "curl", "-s", "--max-time", "3", "http://"+svcISP+":8080/")
+		if err != nil {
+			t.Errorf("curl from h1 to the ISP: %v %s", err, out)
+		}
+		return out
+	}
+	if got := curl(); !strings.Contains(got, strings.Split(w1, "/")[0]) {
+		t.Errorf("the ISP sees h1 as %q, want the WAN address %s", got, w1)
+	}
+	l.mustHost(t, 1, "ping", "-c", "1", "-W", "2", svcISP) // a connection through w1
+
+	t.Run("renewal", func(t *testing.T) {
+		first := l.ispLeases()
+		eventually(t, 15*time.Second, "a renewal (the ISP's lease file rewritten)", func() (bool, string) {
+			return l.ispLeases() != first, l.ispLeases()
+		})
+		if w := l.wan(t, time.Second, ""); w != w1 {
+			t.Errorf("WAN address after the renewal: %s, want %s", w, w1)
+		}
+	})
+
+	changed := false
+	t.Run("the ISP changes the address", func(t *testing.T) {
+		l.stopDnsmasq(t)
+		os.Remove(filepath.Join(l.dir, "isp.leases"))
+		l.dnsmasq(t, "100.64.0.200,100.64.0.210", short...)
+		w2 := l.wan(t, 30*time.Second, w1)
+		t.Logf("WAN address %s → %s", w1, w2)
+		old := strings.Split(w1, "/")[0]
+		for _, c := range l.conntrack(t, "limit=1000").Conns {
+			if c.Reply.Dst.Addr().String() == old {
+				t.Errorf("a connection through the old address is left: %+v", c)
+			}
+		}
+		if got := curl(); !strings.Contains(got, strings.Split(w2, "/")[0]) {
+			t.Errorf("the ISP sees h1 as %q, want the new WAN address %s", got, w2)
+		}
+		changed = true
+	})
+
+	t.Run("the ISP's server gone past the expiry, then back", func(t *testing.T) {
+		if !changed {
+			t.Fatal("the address change failed: the lease's end is not tried")
+		}
+		l.stopDnsmasq(t)
+		gone := time.Now()
+		eventually(t, 150*time.Second, "the WAN address given up", func() (bool, string) {
+			s := l.stats(t)
+			return s.NAT != nil && s.NAT.WAN == "", fmt.Sprintf("nat %+v", s.NAT)
+		})
+		t.Logf("the box gave the address up %v after the server went", time.Since(gone).Round(time.Second))
+		if out, err := l.host(1, "ping", "-c", "1", "-W", "1", svcISP); err == nil {
+			t.Errorf("h1 reaches the ISP without a WAN address:\n%s", out)
+		}
+		l.dnsmasq(t, "100.64.0.200,100.64.0.210", short...)
+		back := time.Now()
+		l.wan(t, 90*time.Second, "")
+		t.Logf("a new lease %v after the server came back", time.Since(back).Round(time.Second))
+		l.mustHost(t, 1, "ping", "-c", "1", "-W", "2", svcISP)
+	})
+}
+
+// stopDnsmasq ends the ISP's dnsmasq.
+func (l *svcLab) stopDnsmasq(t *testing.T) {
+	t.Helper()
+	l.ispCmd.Process.Kill()
+	l.ispCmd.Wait() // the cleanup's Wait then returns at once
 }
