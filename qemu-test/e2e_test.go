@@ -17,6 +17,7 @@ import (
 
 	"e1kbox/firmware/ota"
 	"e1kbox/firmware/vm"
+	"e1kbox/internal/dhcptest"
 )
 
 // TestEndToEnd boots the image with its data ports on tap devices joined to
@@ -62,8 +63,9 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}
 		// A broadcast crosses: DHCP from dnsmasq in B to a client in A.
-		bb.start("dnsmasq", "--no-daemon", "--port=0", "--interface="+bb.dev, "--bind-interfaces",
+		dm := bb.start("dnsmasq", "--no-daemon", "--port=0", "--interface="+bb.dev, "--bind-interfaces",
 			"--dhcp-range=10.77.0.100,10.77.0.150,255.255.255.0,2m", "--dhcp-leasefile="+t.TempDir()+"/leases", "--pid-file=")
+		defer func() { dm.Process.Kill(); dm.Wait() }() // the NAT step's ISP runs its own
 		time.Sleep(time.Second)
 		dir := t.TempDir()
 		out, err := a.exec("timeout", "40", "dhclient", "-1", "-v", "-sf", "/bin/true", "-lf", dir+"/lease", "-pf", dir+"/pid", a.dev)
@@ -191,13 +193,16 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	step("nat mode with commit-confirm", func(t *testing.T) {
-		// Re-address the hosts: A is a LAN host behind the box, B the
-		// WAN side (gateway and server).
+		// A becomes a LAN host behind the box, by DHCP from the box; B the
+		// ISP: dnsmasq gives the box its WAN address and serves DNS.
 		a.must("ip", "addr", "flush", "dev", a.dev)
-		a.must("ip", "addr", "add", "192.168.50.10/24", "dev", a.dev)
-		a.must("ip", "route", "add", "default", "via", "192.168.50.1")
 		bb.must("ip", "addr", "flush", "dev", bb.dev)
 		bb.must("ip", "addr", "add", "198.51.100.1/24", "dev", bb.dev)
+		bb.start("dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--interface="+bb.dev, "--bind-interfaces",
+			"--dhcp-range=198.51.100.100,198.51.100.150,255.255.255.0,2m", "--dhcp-option=option:router,198.51.100.1",
+			"--dhcp-option=option:dns-server,198.51.100.1", "--dhcp-leasefile="+t.TempDir()+"/isp.leases",
+			"--address=/www.wan.test/198.51.100.1", "--no-resolv", "--no-hosts")
+		aMAC := strings.TrimSpace(a.must("cat", "/sys/class/net/"+a.dev+"/address"))
 		var cur map[string]any
 		if err := b.api(http.MethodGet, "/api/config", nil, &cur); err != nil {
 			t.Fatal(err)
@@ -207,14 +212,46 @@ func TestEndToEnd(t *testing.T) {
 		cfg["mode"] = "nat"
 		cfg["ports"] = []any{
 			map[string]any{"name": "lan", "interface": "eth1", "role": "lan", "addresses": []string{"192.168.50.1/24"}},
-			map[string]any{"name": "wan", "interface": "eth2", "role": "wan", "addresses": []string{"198.51.100.2/24"}},
+			map[string]any{"name": "wan", "interface": "eth2", "role": "wan"},
 		}
-		cfg["hostPort"] = map[string]any{"addresses": []string{"192.168.50.2/24"}}
-		cfg["nat"] = map[string]any{"gateway": "198.51.100.1",
+		cfg["hostPort"] = map[string]any{}
+		cfg["nat"] = map[string]any{"wanDHCP": true,
 			"forwards": []any{map[string]any{"proto": "tcp", "wanPorts": "9000", "lanHost": "192.168.50.10", "lanPort": 9000}}}
+		cfg["dhcp"] = map[string]any{"enabled": true, "static": []any{map[string]any{"mac": aMAC, "address": "192.168.50.10", "hostname": "host-a"}}}
+		cfg["dns"] = map[string]any{"enabled": true}
 		natCfg, _ := json.Marshal(cfg)
 		id := b.applyConfig(t, natCfg, 120)
 		b.confirm(t, id)
+
+		wan := ""
+		deadline := time.Now().Add(60 * time.Second)
+		for wan == "" && time.Now().Before(deadline) {
+			var st struct {
+				NAT struct {
+					WAN string `json:"wan"`
+				} `json:"nat"`
+			}
+			if err := b.api(http.MethodGet, "/api/dataplane", nil, &st); err == nil {
+				wan = strings.Split(st.NAT.WAN, "/")[0]
+			}
+			time.Sleep(time.Second)
+		}
+		if wan == "" {
+			t.Fatal("the box got no WAN address from the ISP's dnsmasq in 60 s")
+		}
+		t.Logf("WAN address by DHCP: %s", wan)
+		dc := dhcptest.New(t, a.ns, a.dev, "a", t.TempDir(), true)
+		dc.Dhclient(t)
+		ev, _ := dc.WaitEvent(t, 0, "BOUND")
+		if ev["ip"] != "192.168.50.10" || ev["router"] != "192.168.50.1" || ev["dns"] != "192.168.50.1" {
+			t.Errorf("A's lease from the box: %v, want 192.168.50.10 (static) with router and DNS 192.168.50.1", ev)
+		}
+		if out, err := a.exec("dig", "+short", "+time=3", "+tries=3", "@192.168.50.1", "www.wan.test"); err != nil || strings.TrimSpace(out) != "198.51.100.1" {
+			t.Errorf("A resolves www.wan.test through the box: %v %q, want 198.51.100.1", err, out)
+		}
+		if out, err := a.exec("dig", "+short", "+time=3", "+tries=3", "@192.168.50.1", "host-a.lan"); err != nil || strings.TrimSpace(out) != "192.168.50.10" {
+			t.Errorf("A resolves its own name host-a.lan: %v %q", err, out)
+		}
 
 		srvLog := &lockedBuffer{}
 		srv := bb.cmd("python3", "-m", "http.server", "8000", "--bind", "198.51.100.1")
@@ -232,25 +269,25 @@ func TestEndToEnd(t *testing.T) {
 		if out, err := a.exec("curl", "-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "http://198.51.100.1:8000/"); err != nil || out != "200" {
 			t.Errorf("curl A → server in B through masquerade: %v %s", err, out)
 		}
-		if !strings.Contains(srvLog.String(), "198.51.100.2 - -") {
-			t.Errorf("the WAN server did not see the box's WAN address; its log:\n%s", srvLog.String())
+		if !strings.Contains(srvLog.String(), wan+" - -") {
+			t.Errorf("the WAN server did not see the box's WAN address %s; its log:\n%s", wan, srvLog.String())
 		}
 		var fwdOut string
 		var fwdErr error
 		for i := 0; i < 10; i++ { // the LAN server may still be starting
-			if fwdOut, fwdErr = bb.exec("curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", "http://198.51.100.2:9000/"); fwdErr == nil && fwdOut == "200" {
+			if fwdOut, fwdErr = bb.exec("curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", "http://"+wan+":9000/"); fwdErr == nil && fwdOut == "200" {
 				break
 			}
 			time.Sleep(time.Second)
 		}
 		if fwdErr != nil || fwdOut != "200" {
-			t.Errorf("port forward 198.51.100.2:9000 → A: %v %s", fwdErr, fwdOut)
+			t.Errorf("port forward %s:9000 → A: %v %s", wan, fwdErr, fwdOut)
 		}
 
 		// An unconfirmed change rolls back by itself: try bridge mode again
 		// with a 15 s window and do not confirm.
 		id2 := b.applyConfig(t, bridgeCfg, 15)
-		deadline := time.Now().Add(90 * time.Second)
+		deadline = time.Now().Add(90 * time.Second)
 		state := ""
 		for time.Now().Before(deadline) {
 			var ch struct {
