@@ -37,6 +37,9 @@ type Path struct {
 	// (b1) instead of bridging: the kernel with nftables, or the appliance
 	// in NAT mode. NftRules are then in an ip-family forward chain.
 	NAT bool
+	// Services runs the router's DHCP server, DNS forwarder and NTP
+	// client (NAT paths; the bare router has them off).
+	Services bool
 	// WSClients is the number of dashboard WebSocket clients reading
 	// /api/stream during the measurement (e1kbox paths only).
 	WSClients int
@@ -70,7 +73,8 @@ func countName(n int) string {
 // largest count of rules; then the NAT paths (the kernel with nftables
 // masquerade and the appliance in NAT mode at the first placement, each
 // bare and with the largest count of rules, ratios against the kernel
-// NAT) and the default-placement e1kbox bridge with wsClients dashboard
+// NAT; the appliance also with its router services, against itself
+// without) and the default-placement e1kbox bridge with wsClients dashboard
 // clients (ratio against the same bridge without them).
 func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 	paths := []Path{{Name: directName, Kind: kindDirect}, {Name: kernelName, Kind: kindKernel}}
@@ -104,6 +108,7 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 			name += " " + string(pl)
 		}
 		paths = append(paths, Path{Name: name, Kind: kindE1kbox, NAT: true, Placement: placements[0], Baseline: kernelNATName})
+		paths = append(paths, Path{Name: name + " + services", Kind: kindE1kbox, NAT: true, Services: true, Placement: placements[0], Baseline: name})
 		if most > 0 {
 			paths = append(paths, Path{Name: name + " + " + countName(most) + " rules", Kind: kindE1kbox, NAT: true, Rules: most,
 				Placement: placements[0], Baseline: kernelNATName})
@@ -310,6 +315,9 @@ func applianceConfig(p Path) ([]byte, error) {
 		c.Ports[0].Role, c.Ports[0].Addresses = config.RoleLAN, []netip.Prefix{natLAN}
 		c.Ports[1].Role, c.Ports[1].Addresses = config.RoleWAN, []netip.Prefix{natWAN}
 		c.NAT.Gateway = natGatewayIP
+		// The bare router runs no services; the services row has the
+		// defaults (DHCP server and DNS forwarder on the host port).
+		c.DHCP.Enabled, c.DNS.Enabled = &p.Services, &p.Services
 	}
 	c.Dashboard.Listen = applianceListen
 	c.ApplyDefaults()

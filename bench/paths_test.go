@@ -33,6 +33,7 @@ func TestBuildPaths(t *testing.T) {
 		"kernel NAT",
 		"kernel NAT + 10k rules",
 		"e1kbox nat",
+		"e1kbox nat + services",
 		"e1kbox nat + 10k rules",
 		"e1kbox bridge + 100 ws clients",
 	}
@@ -45,13 +46,16 @@ func TestBuildPaths(t *testing.T) {
 	if p := paths[8]; p.Rules != 10000 || p.Placement != tuning.PlacementSame || p.Kind != kindE1kbox {
 		t.Errorf("e1kbox rules path %+v", p)
 	}
-	if p := paths[12]; !p.NAT || p.Rules != 10000 || p.Kind != kindE1kbox || p.Baseline != kernelNATName || p.Placement != tuning.PlacementSplit {
+	if p := paths[13]; !p.NAT || p.Rules != 10000 || p.Kind != kindE1kbox || p.Baseline != kernelNATName || p.Placement != tuning.PlacementSplit {
 		t.Errorf("e1kbox nat rules path %+v", p)
 	}
 	if p := paths[10]; !p.NAT || p.NftRules != 10000 || p.Kind != kindKernel || p.Baseline != kernelNATName {
 		t.Errorf("kernel NAT rules path %+v", p)
 	}
-	if p := paths[13]; p.WSClients != 100 || p.Kind != kindE1kbox || p.Baseline != "e1kbox bridge" || p.NAT {
+	if p := paths[12]; !p.Services || p.Baseline != "e1kbox nat" || p.Rules != 0 {
+		t.Errorf("e1kbox nat services path %+v", p)
+	}
+	if p := paths[14]; p.WSClients != 100 || p.Kind != kindE1kbox || p.Baseline != "e1kbox bridge" || p.NAT {
 		t.Errorf("ws path %+v", p)
 	}
 	if got := buildPaths(nil, nil); len(got) != 3 || got[2].Name != kernelNATName {
@@ -59,10 +63,10 @@ func TestBuildPaths(t *testing.T) {
 	}
 	same := buildPaths([]int{10}, []tuning.Placement{tuning.PlacementSame})
 	var sameNames []string
-	for _, p := range same[len(same)-4:] {
+	for _, p := range same[len(same)-5:] {
 		sameNames = append(sameNames, p.Name)
 	}
-	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "e1kbox nat same", "e1kbox nat same + 10 rules"}
+	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "e1kbox nat same", "e1kbox nat same + services", "e1kbox nat same + 10 rules"}
 	if diff := cmp.Diff(wantSame, sameNames); diff != "" {
 		t.Errorf("same placement only: NAT paths (-want +got):\n%s", diff)
 	}
@@ -219,7 +223,7 @@ func TestSelectPaths(t *testing.T) {
 		want []string
 	}{
 		{"", nil}, // all
-		{"(?i)nat|ws", []string{"e1kbox bridge", "kernel NAT", "kernel NAT + 10k rules", "e1kbox nat", "e1kbox nat + 10k rules", "e1kbox bridge + 100 ws clients"}},
+		{"(?i)nat|ws", []string{"e1kbox bridge", "kernel NAT", "kernel NAT + 10k rules", "e1kbox nat", "e1kbox nat + services", "e1kbox nat + 10k rules", "e1kbox bridge + 100 ws clients"}},
 		{"^e1kbox nat$", []string{"kernel NAT", "e1kbox nat"}},
 		{"ws", []string{"e1kbox bridge", "e1kbox bridge + 100 ws clients"}},
 		{"^direct", []string{"direct veth (no box)"}},
@@ -247,6 +251,7 @@ func TestSelectPaths(t *testing.T) {
 	want := map[string]string{
 		"kernel NAT + 10k rules":         "kernel NAT",
 		"e1kbox nat":                     "kernel NAT",
+		"e1kbox nat + services":          "e1kbox nat",
 		"e1kbox nat + 10k rules":         "kernel NAT",
 		"e1kbox bridge + 100 ws clients": "e1kbox bridge",
 	}
@@ -306,5 +311,21 @@ func TestApplianceConfigNAT(t *testing.T) {
 	}
 	if len(c.Rules.Rules) != 10 {
 		t.Errorf("%d rules, want 10", len(c.Rules.Rules))
+	}
+}
+
+func TestApplianceConfigServices(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		b, err := applianceConfig(Path{Kind: kindE1kbox, NAT: true, Services: on, Placement: tuning.PlacementSplit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.DHCP.IsEnabled() != on || c.DNS.IsEnabled() != on || on && c.HostPort == nil {
+			t.Errorf("services %v: DHCP %v, DNS %v, host port %v", on, c.DHCP.IsEnabled(), c.DNS.IsEnabled(), c.HostPort)
+		}
 	}
 }
