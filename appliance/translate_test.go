@@ -150,6 +150,17 @@ func validConfigSeeds(t testing.TB) [][]byte {
 		t.Fatal(err)
 	}
 	seeds = append(seeds, []byte(inst.PackageConfig["e1kbox/appliance"].ExtraFileContents["/etc/e1kbox/factory.json"]))
+	// The home router's instance: its factory config is NAT mode behind
+	// an ISP modem (WAN by DHCP, DHCP and DNS on the LAN).
+	b, err = os.ReadFile("../examples/router/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.PackageConfig = nil
+	if err := json.Unmarshal(b, &inst); err != nil {
+		t.Fatal(err)
+	}
+	seeds = append(seeds, []byte(inst.PackageConfig["e1kbox/appliance"].ExtraFileContents["/etc/e1kbox/factory.json"]))
 	doc, err := os.ReadFile("../docs/config.md")
 	if err != nil {
 		t.Fatal(err)
@@ -216,4 +227,20 @@ func FuzzValidConfigRuns(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { runs(t, b) })
+}
+
+// TestRouterFactory: the home router's factory config (examples/router)
+// validates and runs the router services with the WAN by DHCP.
+func TestRouterFactory(t *testing.T) {
+	seeds := validConfigSeeds(t)
+	c, err := config.Parse(seeds[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(config.Env{}); err != nil {
+		t.Fatalf("the router's factory config: %v", err)
+	}
+	if c.Mode != config.ModeNAT || !c.NAT.WANDHCP || !c.DHCP.IsEnabled() || !c.DNS.IsEnabled() || c.HostPort == nil {
+		t.Errorf("router factory: mode %s, wanDHCP %v, DHCP %v, DNS %v, host port %v", c.Mode, c.NAT.WANDHCP, c.DHCP.IsEnabled(), c.DNS.IsEnabled(), c.HostPort)
+	}
 }
