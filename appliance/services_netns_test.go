@@ -259,6 +259,23 @@ func TestRouterServices(t *testing.T) {
 		}
 	})
 
+	t.Run("the services stop in bridge mode", func(t *testing.T) {
+		bridge := `{"version": 3, "mode": "bridge", "ports": [{"name": "wan", "interface": "p1"}, {"name": "lan1", "interface": "p2"},
+			{"name": "lan2", "interface": "p3"}, {"name": "lan3", "interface": "p4"}], "hostPort": {}}`
+		start := time.Now()
+		l.apply(t, bridge, true)
+		took := time.Since(start)
+		t.Logf("NAT with services → bridge applied in %v", took.Round(time.Millisecond))
+		if took > 5*time.Second {
+			t.Errorf("the change took %v; stopping the services should take well under a second", took)
+		}
+		if out := l.box.Run(t, "ss", "-Hlnu"); strings.Contains(out, ":67 ") || strings.Contains(out, ":53 ") {
+			t.Errorf("DHCP or DNS still listening in bridge mode:\n%s", out)
+		}
+		l.apply(t, svcConfig, true)
+		l.wan(t, 20*time.Second, "")
+	})
+
 	t.Run("leases survive a restart", func(t *testing.T) {
 		l.stop()
 		l.start("-config", l.cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))

@@ -395,7 +395,13 @@ func (b *box) api(method, path string, body []byte, v any) error {
 		req.Header.Set("X-E1kbox-CSRF", "1")
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := httpClient.Do(req)
+	client := httpClient
+	if strings.HasPrefix(path, "/api/config/apply") {
+		// The answer comes once the change runs: a new engine, retuned
+		// NICs and the router services, seconds under TCG.
+		client = applyClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -409,6 +415,8 @@ func (b *box) api(method, path string, body []byte, v any) error {
 	}
 	return json.Unmarshal(data, v)
 }
+
+var applyClient = &http.Client{Timeout: 60 * time.Second}
 
 // applyConfig applies cfg with commit-confirm and returns the change id.
 func (b *box) applyConfig(t testing.TB, cfg []byte, timeoutS int) string {
