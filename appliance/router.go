@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -88,14 +89,28 @@ type running[S any] struct {
 	on     bool
 }
 
-// start runs serve(ctx) on a goroutine of its own.
+// serviceRetry is how long a service whose serve returned waits before it
+// runs again (its interface may be missing while the dataplane restarts).
+var serviceRetry = 5 * time.Second
+
+// start runs serve(ctx) on a goroutine of its own, again after
+// serviceRetry whenever it returns before stop.
 func (r *running[S]) start(s S, serve func(context.Context) error, log *slog.Logger, name string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.s, r.cancel, r.done, r.on = s, cancel, make(chan struct{}), true
 	go func() {
 		defer close(r.done)
-		if err := serve(ctx); err != nil && ctx.Err() == nil {
-			log.Error("service stopped", "service", name, "err", err)
+		for {
+			err := serve(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			log.Error("service stopped; starting it again", "service", name, "err", err, "in", serviceRetry)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(serviceRetry):
+			}
 		}
 	}()
 }
