@@ -57,7 +57,7 @@ const svcConfig = `{
     {"name": "lan2", "interface": "p3", "role": "lan"},
     {"name": "lan3", "interface": "p4", "role": "lan"}
   ],
-  "nat": {"wanDHCP": true},
+  "nat": {"wanDHCP": true, "forwards": [{"proto": "tcp", "wanPorts": "8081", "lanHost": "192.168.7.50", "lanPort": 8080}]},
   "dhcp": {"leaseTime": "10m", "static": [{"mac": "02:77:00:00:00:02", "address": "192.168.7.50", "hostname": "printer"}]},
   "dns": {"domain": "lan"},
   "time": {"servers": ["100.64.0.1"]}
@@ -186,6 +186,17 @@ func TestRouterServices(t *testing.T) {
 		// Never on the WAN side.
 		if out, err := l.isp.Output("dig", "+short", "+time=1", "+tries=1", "@"+strings.Split(w, "/")[0], "www.isp.test"); err == nil && strings.TrimSpace(out) != "" && !strings.Contains(out, "timed out") {
 			t.Errorf("the box's DNS answered the WAN side: %q", out)
+		}
+	})
+
+	t.Run("a port forward to the static lease", func(t *testing.T) {
+		_, _, srv := l.helper(t, 2, "serve", ":8080", ":7", filepath.Join(l.dir, "h2.log"))
+		if s := line(t, srv, 5*time.Second); s != "serving" {
+			t.Fatalf("server: %q", s)
+		}
+		out, err := l.isp.Output("curl", "-s", "--max-time", "5", "http://"+strings.Split(w, "/")[0]+":8081/")
+		if err != nil || !strings.Contains(out, svcISP) {
+			t.Errorf("the ISP to the WAN address's port 8081 → h2: %v %q", err, out)
 		}
 	})
 

@@ -272,9 +272,15 @@ func TestEndToEnd(t *testing.T) {
 		if !strings.Contains(srvLog.String(), wan+" - -") {
 			t.Errorf("the WAN server did not see the box's WAN address %s; its log:\n%s", wan, srvLog.String())
 		}
+		for i := 0; i < 60; i++ { // python may take a while to start on a loaded host
+			if out, _ := a.exec("ss", "-Hltn", "sport", "=", ":9000"); strings.TrimSpace(out) != "" {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
 		var fwdOut string
 		var fwdErr error
-		for i := 0; i < 10; i++ { // the LAN server may still be starting
+		for i := 0; i < 10; i++ {
 			if fwdOut, fwdErr = bb.exec("curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", "http://"+wan+":9000/"); fwdErr == nil && fwdOut == "200" {
 				break
 			}
