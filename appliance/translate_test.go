@@ -112,8 +112,6 @@ func TestDataplaneConfig(t *testing.T) {
 		for _, tt := range []struct{ name, cfg, path string }{
 			{"vlans in nat mode", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},
 			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"], "vlans": {"native": 1}}], "nat": {"gateway": "203.0.113.1"}}`, "ports[1].vlans"},
-			{"wan dhcp", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan"},
-			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"]}], "nat": {"wanDHCP": true}}`, "nat.wanDHCP"},
 			{"two LAN addresses", `{"version": 2, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["203.0.113.2/24"]},
 			{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"]},
 			{"name": "lan2", "interface": "eth3", "role": "lan", "addresses": ["192.168.1.3/24"]}], "nat": {"gateway": "203.0.113.1"}}`, "ports[2].addresses[0]"},
