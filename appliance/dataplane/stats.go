@@ -130,6 +130,14 @@ type NATStats struct {
 	Evicted      uint64 `json:"evicted"`
 	Expired      uint64 `json:"expired"`
 	InsertFailed uint64 `json:"insertFailed"`
+	// Unassured live connections are those not assured yet (no TCP
+	// handshake completed, no UDP stream): what a flood makes. Inbound of
+	// them were opened from the WAN through a port forward.
+	// SourceLimited new connections were refused by a cap on unassured
+	// ones (per LAN host, per WAN address, or from the WAN in all).
+	Unassured     int    `json:"unassured"`
+	Inbound       int    `json:"inbound"`
+	SourceLimited uint64 `json:"sourceLimited"`
 	// Frames by what the router did with them.
 	Forwarded uint64 `json:"forwarded"`
 	Replied   uint64 `json:"replied"`
@@ -152,6 +160,7 @@ func natStats(s *nat.Stats) *NATStats {
 	return &NATStats{
 		Conns: s.Conns, MaxConns: s.MaxConns,
 		NewConns: s.NewConns, Evicted: s.Evicted, Expired: s.Expired, InsertFailed: s.InsertFailed,
+		Unassured: s.Unassured, Inbound: s.Inbound, SourceLimited: s.SourceLimited,
 		Forwarded: s.Actions[nat.Forward], Replied: s.Actions[nat.Reply], Queued: s.Actions[nat.Queued],
 		Consumed: s.Actions[nat.Consumed], ToHost: s.Actions[nat.ToHost], Dropped: s.Actions[nat.Drop],
 		ForwardedBytes: s.ForwardedBytes, ARPRequests: s.ARPRequests, ARPReplies: s.ARPReplies,
