@@ -155,6 +155,10 @@ type table struct {
 
 	allocMu sync.Mutex
 	free    []uint32
+	// pick is the state of the generator that picks a free slot at
+	// random (under allocMu): live entries spread evenly over the slab,
+	// so that every window an eviction scans holds its share of them.
+	pick uint64
 
 	count                    atomic.Int64
 	sweepAt, evictAt         atomic.Uint64
@@ -208,6 +212,7 @@ func newTable(max int, seed uint64, maps *mappings) *table {
 		seed1:   bits.RotateLeft64(seed*0x9e3779b97f4a7c15, 29) | 1,
 		maps:    maps,
 		free:    make([]uint32, max),
+		pick:    seed,
 	}
 	backing := make([]atomic.Uint64, per*s)
 	t.slots, t.per = backing, per
@@ -376,6 +381,10 @@ func (t *table) tryInsert(keys [2]key, h [2]uint64, kind uint8, state, sec, dead
 	return idx, insOK
 }
 
+// alloc takes a free slot, one picked at random: handing out the slots
+// freed last (or the lowest) would pack the live entries into a corner of
+// the slab, and evict, which scans a window from a cursor going round
+// the slab, would mostly find free slots where it looks.
 func (t *table) alloc() (uint32, bool) {
 	t.allocMu.Lock()
 	n := len(t.free)
@@ -383,7 +392,10 @@ func (t *table) alloc() (uint32, bool) {
 		t.allocMu.Unlock()
 		return 0, false
 	}
-	idx := t.free[n-1]
+	t.pick = t.pick*6364136223846793005 + 1442695040888963407 // Knuth's MMIX LCG
+	hi, _ := bits.Mul64(t.pick, uint64(n))
+	idx := t.free[hi]
+	t.free[hi] = t.free[n-1]
 	t.free = t.free[:n-1]
 	t.allocMu.Unlock()
 	t.count.Add(1)

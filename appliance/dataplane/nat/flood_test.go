@@ -170,3 +170,52 @@ func TestPerRemoteCap(t *testing.T) {
 		t.Errorf("another remote's SYN: %v/%v, want forwarded", res.Action, res.Reason)
 	}
 }
+
+// spoofedSYN sends a SYN from src (a random port) to the TCP port
+// forward and, when it is forwarded, the LAN server's SYN/ACK; it returns
+// what the router did with the SYN.
+func spoofedSYN(t *testing.T, e *env, rng *rand.Rand, src [4]byte) Result {
+	t.Helper()
+	syn := frametest.IPv4{Src: src, Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: uint16(1024 + rng.IntN(60000)), DstPort: 8080, Seq: rng.Uint32(), Flags: frame.TCPSyn}, nil)
+	res := e.send(WAN, fromWAN(syn))
+	if res.Action == Forward {
+		var f frame.Frame
+		if err := frame.Parse(res.Frame, &f); err != nil {
+			t.Fatal(err)
+		}
+		synack := frametest.IPv4{Src: a4(ipA), Dst: src}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: f.TCP.SrcPort, Seq: 7, Ack: f.TCP.Seq + 1, Flags: frame.TCPSyn | frame.TCPAck}, nil)
+		e.send(LAN, fromLAN(hostA, synack))
+	}
+	return res
+}
+
+// TestInboundCapBigTable: in a table of the default size, whose live
+// entries fill only part of the slab, a new connection from the WAN past
+// MaxInbound still takes the place of the oldest unassured inbound one,
+// as Config.MaxInbound says: a client of the port forward gets in during
+// a SYN flood at its first SYN.
+func TestInboundCapBigTable(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxConns = 0 }) // DefaultMaxConns
+	rng := rand.New(rand.NewPCG(7, 8))
+	capacity := DefaultMaxConns / 4
+	refused := 0
+	for i := range 3 * capacity {
+		if res := spoofedSYN(t, e, rng, randomRemote(rng)); res.Action != Forward {
+			refused++
+			if refused <= 3 {
+				t.Logf("SYN %d: %v/%v", i, res.Action, res.Reason)
+			}
+		}
+		if i%1000 == 0 {
+			e.now += sec / 20 // 20k SYN/s
+		}
+	}
+	st := e.r.Stats()
+	t.Logf("%d connections, %d inbound unassured, %d evicted, %d refused by a cap", st.Conns, st.Inbound, st.Evicted, st.SourceLimited)
+	if refused != 0 || st.SourceLimited != 0 {
+		t.Errorf("%d of %d SYNs from distinct remotes refused (%d by a cap), want each to take the place of the oldest", refused, 3*capacity, st.SourceLimited)
+	}
+	if st.Inbound != capacity {
+		t.Errorf("%d inbound unassured connections, want the cap %d", st.Inbound, capacity)
+	}
+}
