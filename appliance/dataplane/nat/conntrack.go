@@ -297,7 +297,7 @@ func (t *table) insert(keys [2]key, kind uint8, state, sec, deadline uint32, byt
 	// its own unassured ones: a busy host recycles its own, it does not
 	// crowd out the others'.
 	for n := 0; int64(t.perSource[sourceBucket(src)].Load()) >= cap; n++ {
-		if n == 4 || !t.evict(sec, evictableTiers, src) {
+		if n == 4 || !t.evict(sec, evictableTiers, src, evictWindow, 0) {
 			t.limited.Add(1)
 			return 0, insLimit
 		}
@@ -305,14 +305,14 @@ func (t *table) insert(keys [2]key, kind uint8, state, sec, deadline uint32, byt
 	// Past the inbound cap, a new connection from the WAN takes the place
 	// of an unassured one from the WAN (or of an expired one).
 	for n := 0; inbound && t.inbound.Load() >= lim.inbound; n++ {
-		if n == 4 || !t.evict(sec, 1, 0) {
+		if n == 4 || !t.evict(sec, 1, 0, inboundChunk, int(min(inboundSample, lim.inbound))) {
 			t.limited.Add(1)
 			return 0, insLimit
 		}
 	}
 	h := [2]uint64{t.hash(keys[0]), t.hash(keys[1])}
 	for range 4 {
-		if t.count.Load() >= int64(len(t.entries)) && !t.evict(sec, evictableTiers, 0) {
+		if t.count.Load() >= int64(len(t.entries)) && !t.evict(sec, evictableTiers, 0, evictWindow, 0) {
 			break
 		}
 		idx, err := t.tryInsert(keys, h, kind, state, sec, deadline, bytes)

@@ -174,7 +174,7 @@ func TestPerRemoteCap(t *testing.T) {
 // spoofedSYN sends a SYN from src (a random port) to the TCP port
 // forward and, when it is forwarded, the LAN server's SYN/ACK; it returns
 // what the router did with the SYN.
-func spoofedSYN(t *testing.T, e *env, rng *rand.Rand, src [4]byte) Result {
+func spoofedSYN(t testing.TB, e *env, rng *rand.Rand, src [4]byte) Result {
 	t.Helper()
 	syn := frametest.IPv4{Src: src, Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: uint16(1024 + rng.IntN(60000)), DstPort: 8080, Seq: rng.Uint32(), Flags: frame.TCPSyn}, nil)
 	res := e.send(WAN, fromWAN(syn))
