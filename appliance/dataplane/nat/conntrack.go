@@ -166,18 +166,29 @@ type table struct {
 	failed, limited          atomic.Uint64
 
 	// The connections not assured yet — what a flood makes — in all,
-	// opened from the WAN, and per originator address (by hash bucket):
-	// the caps of limits are checked against them.
+	// opened from the WAN, and per originator address (by hash bucket;
+	// LAN hosts and WAN addresses apart): the caps of limits are checked
+	// against them.
 	unassured, inbound atomic.Int64
-	perSource          [sourceBuckets]atomic.Int32
+	perSource          [2][sourceBuckets]atomic.Int32 // [0] LAN hosts, [1] WAN addresses
 }
 
 // sourceBuckets is how many buckets count the unassured connections per
-// originator address (a LAN host or a WAN address); addresses that share
-// a bucket share its cap, so the count errs on the safe side.
+// originator address of a side; addresses that share a bucket share its
+// cap, so the count errs on the safe side.
 const sourceBuckets = 4096
 
-func sourceBucket(a uint32) uint32 { return (a * 0x9e3779b1) >> (32 - 12) }
+func (t *table) sourceBucket(a uint32) uint32 { return (a * 0x9e3779b1) >> (32 - 12) }
+
+// sourceCount is the count of unassured connections opened by src: a
+// WAN address when inbound, else a LAN host.
+func (t *table) sourceCount(src uint32, inbound bool) *atomic.Int32 {
+	side := 0
+	if inbound {
+		side = 1
+	}
+	return &t.perSource[side][t.sourceBucket(src)]
+}
 
 // unassure counts a new unassured connection of originator src; assured
 // undoes it (the connection became assured, or went while unassured).
@@ -186,7 +197,7 @@ func (t *table) unassure(src uint32, inbound bool) {
 	if inbound {
 		t.inbound.Add(1)
 	}
-	t.perSource[sourceBucket(src)].Add(1)
+	t.sourceCount(src, inbound).Add(1)
 }
 
 func (t *table) assured(src uint32, inbound bool) {
@@ -194,7 +205,7 @@ func (t *table) assured(src uint32, inbound bool) {
 	if inbound {
 		t.inbound.Add(-1)
 	}
-	t.perSource[sourceBucket(src)].Add(-1)
+	t.sourceCount(src, inbound).Add(-1)
 }
 
 func newTable(max int, seed uint64, maps *mappings) *table {
@@ -296,7 +307,7 @@ func (t *table) insert(keys [2]key, kind uint8, state, sec, deadline uint32, byt
 	// Past its cap, a source's new connection takes the place of one of
 	// its own unassured ones: a busy host recycles its own, it does not
 	// crowd out the others'.
-	for n := 0; int64(t.perSource[sourceBucket(src)].Load()) >= cap; n++ {
+	for n := 0; int64(t.sourceCount(src, inbound).Load()) >= cap; n++ {
 		if n == 4 || !t.evict(sec, evictableTiers, src, evictWindow, 0) {
 			t.limited.Add(1)
 			return 0, insLimit

@@ -219,3 +219,30 @@ func TestInboundCapBigTable(t *testing.T) {
 		t.Errorf("%d inbound unassured connections, want the cap %d", st.Inbound, capacity)
 	}
 }
+
+// TestRemoteCapApartFromLANHosts: the per-remote cap of connections from
+// the WAN counts only the remote's: a LAN host with more unassured
+// connections than MaxPerRemote (a burst of DNS queries) does not lock
+// out the WAN addresses that share its count bucket.
+func TestRemoteCapApartFromLANHosts(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxConns = 4096; c.MaxPerRemote = 64 })
+	for i := range 100 { // host A: 100 unanswered queries
+		dst := [4]byte{9, 9, 9, byte(i)}
+		if res := e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: dst}.UDPPacket(uint16(10000+i), 53, nil))); res.Action != Forward {
+			t.Fatalf("query %d: %v/%v", i, res.Action, res.Reason)
+		}
+	}
+	// WAN addresses in host A's bucket, found by trying.
+	var remotes [][4]byte
+	for a := uint32(0x0b000001); len(remotes) < 5; a++ {
+		if e.r.ct.sourceBucket(a) == e.r.ct.sourceBucket(ip4(ipA)) {
+			remotes = append(remotes, put32(a))
+		}
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, r := range remotes {
+		if res := spoofedSYN(t, e, rng, r); res.Action != Forward {
+			t.Errorf("SYN from %v, which shares host A's count bucket: %v/%v, want forwarded", r, res.Action, res.Reason)
+		}
+	}
+}
