@@ -175,10 +175,15 @@ type table struct {
 
 // sourceBuckets is how many buckets count the unassured connections per
 // originator address of a side; addresses that share a bucket share its
-// cap, so the count errs on the safe side.
+// cap, so the count errs on the safe side. The bucket is a keyed hash of
+// the address (the table's seed): which addresses share one cannot be
+// computed from outside, so spoofed sources cannot be picked to fill a
+// chosen remote's bucket and lock it out.
 const sourceBuckets = 4096
 
-func (t *table) sourceBucket(a uint32) uint32 { return (a * 0x9e3779b1) >> (32 - 12) }
+func (t *table) sourceBucket(a uint32) uint32 {
+	return uint32(t.hash(key{a: uint64(a), b: 0x5eed}) >> (64 - 12))
+}
 
 // sourceCount is the count of unassured connections opened by src: a
 // WAN address when inbound, else a LAN host.

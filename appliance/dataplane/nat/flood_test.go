@@ -246,3 +246,24 @@ func TestRemoteCapApartFromLANHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteBucketsUnguessable: the count buckets are keyed by the
+// router's random seed, so an attacker who knows the code cannot pick
+// spoofed sources that share a chosen remote's bucket and lock it out of
+// the port forwards with MaxPerRemote SYNs.
+func TestRemoteBucketsUnguessable(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxPerRemote = 16 })
+	guess := newEnv(t, func(c *Config) { c.MaxPerRemote = 16; c.Seed = 4242 }) // what the attacker can compute
+	victim := [4]byte{100, 7, 7, 7}
+	rng := rand.New(rand.NewPCG(13, 14))
+	n := 0
+	for a := uint32(0x0b000001); n < 16; a++ {
+		if guess.r.ct.sourceBucket(a) == guess.r.ct.sourceBucket(be32(victim)) && a != be32(victim) {
+			spoofedSYN(t, e, rng, put32(a))
+			n++
+		}
+	}
+	if res := spoofedSYN(t, e, rng, victim); res.Action != Forward {
+		t.Errorf("the victim's SYN after 16 SYNs from sources picked to share its bucket: %v/%v, want forwarded", res.Action, res.Reason)
+	}
+}
