@@ -1,0 +1,255 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"e1kbox/appliance/dataplane"
+	"e1kbox/appliance/dataplane/afpacket"
+	"e1kbox/internal/netnstest"
+)
+
+// Helpers of the attack tests: a paced frame generator, the box's CPU
+// time, a sampler of its counters and iperf3 runs.
+
+// floodResult is what a flood achieved.
+type floodResult struct {
+	Sent int           // frames the kernel took
+	Took time.Duration // from the start to the last frame taken
+	Err  error         // the last error of a send, if any
+}
+
+// Rate is the achieved rate in frames per second.
+func (r floodResult) Rate() float64 { return float64(r.Sent) / r.Took.Seconds() }
+
+func (r floodResult) String() string {
+	return fmt.Sprintf("%d frames in %v (%.0f/s)", r.Sent, r.Took.Round(time.Millisecond), r.Rate())
+}
+
+// startFlood sends n frames, frame(i) for i = 0..n-1, out of dev in
+// namespace ns at rate frames per second, from its own goroutine: a TX
+// socket of package afpacket (copy mode: sendmmsg in batches) paced by
+// the clock, so that a late sender catches up in bigger batches. wait
+// returns what it achieved. frame runs on the flood's goroutine.
+func startFlood(t *testing.T, ns *netnstest.Namespace, dev string, rate, n int, frame func(i int) []byte) (wait func() floodResult) {
+	t.Helper()
+	var sock *afpacket.Socket
+	var err error
+	ns.Do(t, func() {
+		sock, err = afpacket.Open(dev, afpacket.Config{NoRX: true, NoPromisc: true, TxCopy: true})
+	})
+	if err != nil {
+		t.Fatalf("flood socket on %s in %s: %v", dev, ns.Name(), err)
+	}
+	done := make(chan floodResult, 1)
+	go func() {
+		defer sock.Close()
+		const batch = 64
+		var res floodResult
+		start := time.Now()
+		for i := 0; i < n; {
+			due := min(n, int(time.Since(start).Seconds()*float64(rate))+1)
+			for i < due {
+				if sock.Append(frame(i)) {
+					i++
+					if sock.Queued() < batch {
+						continue
+					}
+				} else if sock.Queued() == 0 {
+					i++ // refused alone: a frame the ring cannot take
+				}
+				if err := sock.Flush(); err != nil {
+					res.Err = err
+				}
+			}
+			if err := sock.Flush(); err != nil {
+				res.Err = err
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		for range 100 {
+			if sock.Queued() == 0 {
+				break
+			}
+			if err := sock.Flush(); err != nil {
+				res.Err = err
+			}
+		}
+		res.Took = time.Since(start)
+		res.Sent = int(sock.Stats().TxSent)
+		done <- res
+	}()
+	var once sync.Once
+	var res floodResult
+	return func() floodResult {
+		once.Do(func() { res = <-done })
+		return res
+	}
+}
+
+// pid returns the appliance's process id.
+func (l *lab) pid(t *testing.T) int {
+	t.Helper()
+	// "ip netns exec" may run it as its child.
+	out, err := exec.Command("pgrep", "-P", strconv.Itoa(l.cmd.Process.Pid)).Output()
+	if f := strings.Fields(string(out)); err == nil && len(f) > 0 {
+		if pid, err := strconv.Atoi(f[0]); err == nil {
+			return pid
+		}
+	}
+	return l.cmd.Process.Pid
+}
+
+// cpuTime returns the CPU time (user and system) the appliance used so
+// far, from /proc/PID/stat.
+func (l *lab) cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", l.pid(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command name (which may hold spaces): state
+	// is field 3, utime 14 and stime 15.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("/proc/PID/stat: %q", s)
+	}
+	const clkTck = 100 // USER_HZ, what /proc reports in
+	return time.Duration(utime+stime) * time.Second / clkTck
+}
+
+// cpuMeter measures the appliance's CPU use from its creation to stop.
+type cpuMeter struct {
+	l     *lab
+	cpu0  time.Duration
+	wall0 time.Time
+}
+
+func (l *lab) cpuMeter(t *testing.T) cpuMeter {
+	return cpuMeter{l: l, cpu0: l.cpuTime(t), wall0: time.Now()}
+}
+
+// percent returns the CPU time used since the meter started, in percent
+// of one core.
+func (m cpuMeter) percent(t *testing.T) float64 {
+	return 100 * float64(m.l.cpuTime(t)-m.cpu0) / float64(time.Since(m.wall0))
+}
+
+// sampler polls /api/dataplane while an attack runs.
+type sampler struct {
+	stop chan struct{}
+	done chan []dataplane.Snapshot
+}
+
+// sample polls the box's counters every interval until stop.
+func (l *lab) sample(every time.Duration) *sampler {
+	s := &sampler{stop: make(chan struct{}), done: make(chan []dataplane.Snapshot, 1)}
+	go func() {
+		var out []dataplane.Snapshot
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.stop:
+				s.done <- out
+				return
+			case <-tick.C:
+			}
+			code, body := l.boxGet("/api/dataplane")
+			var snap dataplane.Snapshot
+			if code == 200 && json.Unmarshal([]byte(body), &snap) == nil {
+				out = append(out, snap)
+			}
+		}
+	}()
+	return s
+}
+
+// end stops the sampler and returns its samples.
+func (s *sampler) end() []dataplane.Snapshot {
+	close(s.stop)
+	return <-s.done
+}
+
+// iperfResult is the part of iperf3's JSON report the tests read.
+type iperfResult struct {
+	End struct {
+		SumSent struct {
+			Bytes         float64
+			BitsPerSecond float64 `json:"bits_per_second"`
+			Retransmits   int
+		} `json:"sum_sent"`
+		SumReceived struct {
+			Bytes         float64
+			BitsPerSecond float64 `json:"bits_per_second"`
+		} `json:"sum_received"`
+		Sum struct { // UDP
+			Packets     float64
+			LostPackets float64 `json:"lost_packets"`
+			LostPercent float64 `json:"lost_percent"`
+		}
+	}
+}
+
+// iperf3 runs the iperf3 client with args in namespace ns and parses its
+// report (-J is added).
+func iperf3(ns *netnstest.Namespace, args ...string) (iperfResult, error) {
+	var r iperfResult
+	out, err := ns.Output(append([]string{"iperf3", "-J"}, args...)...)
+	if err != nil {
+		return r, fmt.Errorf("%w\n%s", err, out)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		return r, fmt.Errorf("iperf3 report: %w\n%s", err, out)
+	}
+	return r, nil
+}
+
+// startIperf3 runs iperf3 like iperf3, in the background.
+func startIperf3(ns *netnstest.Namespace, args ...string) (wait func() (iperfResult, error)) {
+	type result struct {
+		r   iperfResult
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		r, err := iperf3(ns, args...)
+		c <- result{r, err}
+	}()
+	return func() (iperfResult, error) {
+		r := <-c
+		return r.r, r.err
+	}
+}
+
+// iperf3Server starts an iperf3 server in ns on port, stopped at the
+// test's end, and waits until it accepts connections.
+func iperf3Server(t *testing.T, ns *netnstest.Namespace, port int) {
+	t.Helper()
+	netnstest.Start(t, ns.Command("iperf3", "-s", "-p", strconv.Itoa(port)))
+	eventually(t, 5*time.Second, "iperf3 server listening", func() (bool, string) {
+		out, _ := ns.Output("ss", "-Htln", fmt.Sprintf("sport = :%d", port))
+		return strings.TrimSpace(out) != "", out
+	})
+}
+
+// median returns the median of v (0 for none).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
