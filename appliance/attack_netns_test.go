@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"e1kbox/appliance/dataplane"
+	"e1kbox/appliance/dataplane/afpacket"
 	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/nat"
 )
@@ -192,4 +196,143 @@ func (l *lab) natFlood(t *testing.T, name string, frame func(int) []byte, baseRa
 	if n := drop(nat.ReasonTableFull); n != 0 {
 		t.Errorf("%d new connections dropped table_full during the %s flood", n, name)
 	}
+}
+
+// tcpAck matches an IPv4 TCP segment from src to dst and returns its
+// source port and acknowledgment number.
+func tcpAck(p []byte, src, dst [4]byte) (sport uint16, ack uint32, ok bool) {
+	if len(p) < 14+20+20 || binary.BigEndian.Uint16(p[12:]) != 0x0800 || p[14+9] != 6 ||
+		[4]byte(p[14+12:]) != src || [4]byte(p[14+16:]) != dst {
+		return 0, 0, false
+	}
+	l4 := p[14+int(p[14]&0xf)*4:]
+	if len(l4) < 20 {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint16(l4), binary.BigEndian.Uint32(l4[8:]), true
+}
+
+// TestNATBlindRST: a live connection from the LAN host to the internet
+// server's echo port survives 200 spoofed RSTs from the WAN with
+// sequence numbers outside the client's window (dropped by the box: none
+// reaches the LAN); a RST inside the window but not at RCV.NXT is passed
+// on, and the client's challenge ACK keeps the connection; a RST at
+// RCV.NXT ends it, in the box and at the client (RFC 5961, as Linux
+// does). The attacker sits on the WAN side; the client's RCV.NXT is read
+// off its ACKs as they leave the box.
+func TestNATBlindRST(t *testing.T) {
+	c := newRSTConn(t, newNATLab(t, 4096))
+	l := c.l
+	port, next := c.rcvNxt(t)
+	s0 := l.stats(t)
+	rng := rand.New(rand.NewPCG(18, 3))
+	var blind [][]byte
+	for range 200 {
+		// At least 2^30 past RCV.NXT (more than any window) or behind it.
+		blind = append(blind, c.rst(port, next+1<<30+rng.Uint32N(3<<30)))
+	}
+	n := c.rstsAtLAN(t, blind...)
+	dropped := l.stats(t).Drops[dataplane.NATDrop(nat.ReasonRST)] - s0.Drops[dataplane.NATDrop(nat.ReasonRST)]
+	st := c.state(t)
+	t.Logf("attack: name=blind_rst sent=200 dropped_rst_out_of_window=%d reached_lan=%d state_after=%s", dropped, n, st)
+	if n != 0 || dropped != 200 {
+		t.Errorf("200 out-of-window RSTs: %d reached the LAN host, the box dropped %d as rst_out_of_window; want 0 and 200", n, dropped)
+	}
+	if st != "established" {
+		t.Errorf("after 200 out-of-window RSTs the box has the connection %s, want established", st)
+	}
+	if s := c.echo(t); s != "ok" {
+		t.Fatalf("the connection after 200 out-of-window RSTs: %s", s)
+	}
+
+	port, next = c.rcvNxt(t)
+	n = c.rstsAtLAN(t, c.rst(port, next+1000))
+	st = c.state(t)
+	echoed := c.echo(t)
+	t.Logf("attack: name=in_window_rst reached_lan=%d state_after=%s echo=%s", n, st, echoed)
+	if n != 1 || st != "established" || echoed != "ok" {
+		t.Errorf("a RST in the window, 1000 past RCV.NXT: %d reached the LAN host (want 1: the client answers it), the box has the connection %s (want established), echo %s (want ok)", n, st, echoed)
+	}
+
+	port, next = c.rcvNxt(t)
+	n = c.rstsAtLAN(t, c.rst(port, next))
+	st = c.state(t)
+	echoed = c.echo(t)
+	t.Logf("attack: name=exact_rst reached_lan=%d state_after=%s echo=%s", n, st, echoed)
+	if n != 1 || (st != "close" && st != "gone") || !strings.Contains(echoed, "reset") {
+		t.Errorf("a RST at RCV.NXT: %d reached the LAN host (want 1), the box has the connection %s (want close), echo %q (want a reset)", n, st, echoed)
+	}
+}
+
+// rstConn is TestNATBlindRST's connection: the LAN host's echo
+// connection to the internet server (helperConn) and the MACs a spoofer
+// on the WAN puts on its RSTs.
+type rstConn struct {
+	l             *lab
+	in            io.Writer
+	out           *bufio.Reader
+	boxMAC, gwMAC [6]byte
+}
+
+func newRSTConn(t *testing.T, l *lab) *rstConn {
+	l.serve(t, nsInet, "inet")
+	_, in, out := l.helper(t, nsLAN, "conn", natServer+":7")
+	if s := line(t, out, 10*time.Second); !strings.HasPrefix(s, "local ") {
+		t.Fatalf("conn helper: %q", s)
+	}
+	return &rstConn{l: l, in: in, out: out, boxMAC: macOf(t, l.box, "p2"), gwMAC: macOf(t, l.hosts[nsGW-1], "eth0")}
+}
+
+// echo echoes a line over the connection: "ok" or the client's error.
+func (c *rstConn) echo(t *testing.T) string {
+	fmt.Fprintln(c.in, "echo")
+	return line(t, c.out, 10*time.Second)
+}
+
+// state is the box's state of the connection ("gone" when it has none).
+func (c *rstConn) state(t *testing.T) string {
+	p := c.l.conntrack(t, "proto=tcp&port=7&addr="+natServer)
+	if p.Total == 0 {
+		return "gone"
+	}
+	return p.Conns[0].State
+}
+
+// rcvNxt echoes once and returns the client's NAT port and RCV.NXT: the
+// highest acknowledgment it sent (its ACK of the echo), as seen on the
+// WAN.
+func (c *rstConn) rcvNxt(t *testing.T) (uint16, uint32) {
+	t.Helper()
+	gwCap := c.l.capture(t, nsGW)
+	if s := c.echo(t); s != "ok" {
+		t.Fatalf("echo: %s", s)
+	}
+	var port uint16
+	var next uint32
+	gwCap(500*time.Millisecond, func(p afpacket.Packet) bool {
+		sp, ack, ok := tcpAck(p.Data, ip4(natWANAddr), ip4(natServer))
+		if ok && (port == 0 || int32(ack-next) > 0) {
+			port, next = sp, ack
+		}
+		return ok
+	})
+	if port == 0 {
+		t.Fatal("no segment of the connection seen on the WAN")
+	}
+	return port, next
+}
+
+// rst is a RST from the server to the client's NAT port with seq.
+func (c *rstConn) rst(port uint16, seq uint32) []byte {
+	seg := frametest.TCP{SrcPort: 7, DstPort: port, Seq: seq, Flags: 0x04}
+	return frametest.Pad(frametest.Frame(c.boxMAC, c.gwMAC, frametest.EtherTypeIPv4,
+		frametest.IPv4{Src: ip4(natServer), Dst: ip4(natWANAddr)}.TCPPacket(seg, nil)))
+}
+
+// rstsAtLAN sends frames from the gateway and counts the RSTs from the
+// server that reach the LAN host.
+func (c *rstConn) rstsAtLAN(t *testing.T, frames ...[]byte) int {
+	lanCap := c.l.capture(t, nsLAN)
+	c.l.send(t, nsGW, frames...)
+	return lanCap(500*time.Millisecond, isRSTFrom(net.ParseIP(natServer)))
 }

@@ -117,6 +117,37 @@ func helperUDPEcho(addr string) error {
 	}
 }
 
+// helperConn holds one TCP connection to an echo server at addr: it
+// prints "local ADDR", then for every line on stdin echoes a line over
+// the connection and prints "ok" or "error: ...".
+func helperConn(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	fmt.Println("local", c.LocalAddr())
+	r := bufio.NewReader(c)
+	in := bufio.NewScanner(os.Stdin)
+	for i := 0; in.Scan(); i++ {
+		msg := fmt.Sprintf("ping %d\n", i)
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		_, err := io.WriteString(c, msg)
+		if err == nil {
+			var got string
+			if got, err = r.ReadString('\n'); err == nil && got != msg {
+				err = fmt.Errorf("echo %q, want %q", got, msg)
+			}
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+		} else {
+			fmt.Println("ok")
+		}
+	}
+	return nil
+}
+
 // paced runs helperPaced in host ns in the background: count connections
 // to addr over d. wait returns its result.
 func (l *lab) paced(t *testing.T, ns int, addr string, count int, d time.Duration) (wait func() pacedResult) {

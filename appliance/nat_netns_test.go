@@ -544,6 +544,8 @@ func natHelper(mode string, args []string) int {
 		err = helperPaced(args[0], args[1], args[2])
 	case "udpecho":
 		err = helperUDPEcho(args[0])
+	case "conn":
+		err = helperConn(args[0])
 	default:
 		err = fmt.Errorf("unknown helper %q", mode)
 	}
