@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"e1kbox/appliance/dataplane/afpacket"
 	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/webui"
 )
 
 // The attack tests of issue 18 run the appliance binary as-is in the NAT
@@ -335,4 +337,130 @@ func (c *rstConn) rstsAtLAN(t *testing.T, frames ...[]byte) int {
 	lanCap := c.l.capture(t, nsLAN)
 	c.l.send(t, nsGW, frames...)
 	return lanCap(500*time.Millisecond, isRSTFrom(net.ParseIP(natServer)))
+}
+
+// neighbour returns the box's ARP entry for ip, if any.
+func (l *lab) neighbour(t *testing.T, ip string) (webui.Neighbour, bool) {
+	t.Helper()
+	code, body := l.boxGet("/api/neighbours")
+	var r struct{ Neighbours []webui.Neighbour }
+	if code != 200 || json.Unmarshal([]byte(body), &r) != nil {
+		t.Fatalf("/api/neighbours: %d %s", code, body)
+	}
+	for _, n := range r.Neighbours {
+		if n.IP.String() == ip {
+			return n, true
+		}
+	}
+	return webui.Neighbour{}, false
+}
+
+// arpAttack returns one round of an ARP spoofing host's frames: claims
+// that the gateway's address is at mac (unsolicited replies to the box,
+// gratuitous replies and requests, requests to the box with the gateway
+// as sender), 80 in all, and a spray of requests to the box from every
+// other address of the WAN subnet with random MACs.
+func arpAttack(rng *rand.Rand, mac, boxMAC [6]byte) (frames [][]byte, claims int) {
+	gw, box, none := ip4(natGateway), ip4(natWANAddr), [6]byte{}
+	for range 20 {
+		frames = append(frames,
+			frametest.ARPFrame(boxMAC, mac, 2, mac, gw, boxMAC, box),
+			frametest.ARPFrame(bcast, mac, 2, mac, gw, bcast, gw),
+			frametest.ARPFrame(bcast, mac, 1, mac, gw, none, gw),
+			frametest.ARPFrame(bcast, mac, 1, mac, gw, none, box))
+	}
+	claims = len(frames)
+	for host := byte(3); host < 255; host++ {
+		if host == ip4(natAttacker)[3] {
+			continue
+		}
+		m := [6]byte{0x02, 0x66, byte(rng.Uint32()), byte(rng.Uint32()), byte(rng.Uint32()), host}
+		frames = append(frames, frametest.ARPFrame(bcast, m, 1, m, [4]byte{10, 61, 0, host}, none, box))
+	}
+	return frames, claims
+}
+
+// TestNATARPSpoof: a host on the WAN segment (a Linux bridge joining the
+// box, the gateway and the attacker) claims the gateway's address for
+// its own MAC in every way ARP allows and sprays requests from the rest
+// of the subnet, for 4 s, while the LAN host pings the internet server
+// every 10 ms and opens 10 connections to it. Nothing meant for the
+// gateway may reach the attacker, the traffic keeps going through the
+// real gateway and the box keeps the gateway's MAC.
+func TestNATARPSpoof(t *testing.T) {
+	l := natLab{config: natConfigJSON(4096), wanSegment: true}.build(t)
+	l.serve(t, nsInet, "inet")
+	l.mustHost(t, nsLAN, "ping", "-c", "2", "-i", "0.2", "-W", "2", natServer)
+	gwMAC, atkMAC, boxMAC := macOf(t, l.hosts[nsGW-1], "eth0"), macOf(t, l.hosts[nsAtk-1], "eth0"), macOf(t, l.box, "p2")
+	if n, ok := l.neighbour(t, natGateway); !ok || n.MAC != net.HardwareAddr(gwMAC[:]).String() {
+		t.Fatalf("before the attack the gateway's entry is %+v (%v), want %v", n, ok, net.HardwareAddr(gwMAC[:]))
+	}
+
+	atkCap := l.capture(t, nsAtk)
+	diverted, toAttacker := 0, 0
+	captured := make(chan struct{})
+	go func() {
+		defer close(captured)
+		atkCap(6*time.Second, func(p afpacket.Packet) bool {
+			if len(p.Data) < 34 || binary.BigEndian.Uint16(p.Data[12:]) != 0x0800 {
+				return false
+			}
+			if [4]byte(p.Data[30:34]) != ip4(natAttacker) {
+				diverted++ // an IPv4 packet for someone else
+			} else {
+				toAttacker++
+			}
+			return true
+		})
+	}()
+	s0 := l.stats(t)
+	gwRx := l.rxPackets(t, nsGW)
+	type pingResult struct {
+		out string
+		err error
+	}
+	pinged := make(chan pingResult, 1)
+	go func() {
+		out, err := l.host(nsLAN, "ping", "-q", "-c", "500", "-i", "0.01", "-W", "2", natServer)
+		pinged <- pingResult{out, err}
+	}()
+	dialed := l.paced(t, nsLAN, natServer+":8080", 10, 4*time.Second)
+	rng := rand.New(rand.NewPCG(18, 6))
+	claims := 0
+	for range 10 {
+		frames, n := arpAttack(rng, atkMAC, boxMAC)
+		l.send(t, nsAtk, frames...)
+		claims += n
+		time.Sleep(400 * time.Millisecond)
+	}
+	conns := dialed()
+	pr := <-pinged
+	<-captured
+	s1 := l.stats(t)
+	gwGot := l.rxPackets(t, nsGW) - gwRx
+	conflicts := s1.Drops[dataplane.NATDrop(nat.ReasonARPConflict)] - s0.Drops[dataplane.NATDrop(nat.ReasonARPConflict)]
+	n, _ := l.neighbour(t, natGateway)
+	var sent, received int
+	if i := strings.Index(pr.out, " packets transmitted"); i >= 0 {
+		fmt.Sscanf(pr.out[strings.LastIndexByte(pr.out[:i], '\n')+1:], "%d packets transmitted, %d received", &sent, &received)
+	}
+	t.Logf("attack: name=arp_spoof claims=%d spray=%d conflicts_counted=%d gateway_mac=%s lan_conns=%d/10 pings=%d/%d gw_rx=%d attacker_diverted=%d attacker_own=%d arp_requests_sent=%d",
+		claims, 10*251, conflicts, n.MAC, conns.OK, received, sent, gwGot, diverted, toAttacker, s1.NAT.ARPRequests-s0.NAT.ARPRequests)
+
+	if diverted != 0 {
+		t.Errorf("%d IPv4 packets for others reached the attacker", diverted)
+	}
+	if n.MAC != net.HardwareAddr(gwMAC[:]).String() {
+		t.Errorf("after the attack the box has the gateway at %s, want %v (the attacker is %v)", n.MAC, net.HardwareAddr(gwMAC[:]), net.HardwareAddr(atkMAC[:]))
+	}
+	if conns.OK != 10 {
+		t.Errorf("%d of 10 LAN connections during the attack: %v", conns.OK, conns.Errors)
+	}
+	if sent != 500 || received < 475 || gwGot < uint64(sent) {
+		t.Errorf("pings during the attack: %d of %d answered, the gateway received %d frames; want at least 95%% answered, all through the gateway\n%s %v",
+			received, sent, gwGot, pr.out, pr.err)
+	}
+	if conflicts < uint64(claims) {
+		t.Errorf("%d ARP conflicts counted for %d claims", conflicts, claims)
+	}
 }
