@@ -33,17 +33,21 @@ import (
 //	                                                                  └─ gw (10.61.0.1/24 | 10.62.0.1/24, forwarding)
 //	                                                                       └─ inet (10.62.0.10/24): the internet's servers
 //
-// with a port forward of WAN tcp 8081 to the LAN host's 8080. Helper
-// programs (servers, many-connection clients) are this test binary run
-// again in a namespace with E1KBOX_NAT_HELPER set (see natHelper).
+// with port forwards of WAN tcp 8081 to the LAN host's 8080 and udp 8082
+// to its 8082. With natLab.wanSegment the WAN is a segment instead of a
+// cable: a Linux bridge in a namespace of its own joins p2, the gateway's
+// eth0 and an attacker host (10.61.0.66/24). Helper programs (servers,
+// many-connection clients) are this test binary run again in a namespace
+// with E1KBOX_NAT_HELPER set (see natHelper).
 
 const (
-	natLANHost = "10.60.0.10"
-	natRouter  = "10.60.0.1"
-	natBoxHost = "10.60.0.2"
-	natWANAddr = "10.61.0.2"
-	natGateway = "10.61.0.1"
-	natServer  = "10.62.0.10"
+	natLANHost  = "10.60.0.10"
+	natRouter   = "10.60.0.1"
+	natBoxHost  = "10.60.0.2"
+	natWANAddr  = "10.61.0.2"
+	natGateway  = "10.61.0.1"
+	natServer   = "10.62.0.10"
+	natAttacker = "10.61.0.66"
 )
 
 // natNS are the indices of the lab's hosts.
@@ -51,6 +55,7 @@ const (
 	nsLAN  = 1
 	nsGW   = 2
 	nsInet = 3
+	nsAtk  = 4 // with natLab.wanSegment
 )
 
 func natConfigJSON(conntrackSize int) string {
@@ -65,7 +70,10 @@ func natConfigJSON(conntrackSize int) string {
   "nat": {
     "gateway": "10.61.0.1",
     "conntrack": {"size": %d, "timeouts": {"udp": "2s", "udpStream": "3s"}},
-    "forwards": [{"proto": "tcp", "wanPorts": "8081", "lanHost": "10.60.0.10", "lanPort": 8080}]
+    "forwards": [
+      {"proto": "tcp", "wanPorts": "8081", "lanHost": "10.60.0.10", "lanPort": 8080},
+      {"proto": "udp", "wanPorts": "8082", "lanHost": "10.60.0.10", "lanPort": 8082}
+    ]
   }
 }
 `, conntrackSize)
@@ -74,10 +82,27 @@ func natConfigJSON(conntrackSize int) string {
 // newNATLab builds the namespaces and starts the appliance with a
 // conntrack table of size entries (and the extra flags).
 func newNATLab(t *testing.T, size int, flags ...string) *lab {
+	return natLab{config: natConfigJSON(size), flags: flags}.build(t)
+}
+
+// natLab is a NAT lab to build: the box's runtime config, its extra
+// flags, and whether the WAN is a segment with an attacker on it.
+type natLab struct {
+	config     string
+	flags      []string
+	wanSegment bool
+}
+
+// build makes the namespaces and starts the appliance.
+func (spec natLab) build(t *testing.T) *lab {
 	requireNetns(t)
 	testenv.Require(t, "traceroute")
 	l := &lab{t: t, dir: t.TempDir()}
-	for i, prefix := range []string{"e1knb", "e1knl", "e1kng", "e1kni"} {
+	prefixes := []string{"e1knb", "e1knl", "e1kng", "e1kni"}
+	if spec.wanSegment {
+		prefixes = append(prefixes, "e1kna")
+	}
+	for i, prefix := range prefixes {
 		ns := netnstest.New(t, prefix)
 		ns.IP(t, "link", "set", "lo", "up")
 		if i == 0 {
@@ -87,25 +112,39 @@ func newNATLab(t *testing.T, size int, flags ...string) *lab {
 		}
 	}
 	lan, gw, inet := l.hosts[0], l.hosts[1], l.hosts[2]
-	end := func(ns *netnstest.Namespace, dev string, addrs ...string) netnstest.End {
-		// No offloads: frames must reach the rings whole, with checksums.
-		return netnstest.End{NS: ns, Name: dev, Off: []string{"gro", "gso", "tso", "tx", "rx"}, Addrs: addrs, Up: true}
-	}
-	lanEnd := end(lan, "eth0", natLANHost+"/24")
+	lanEnd := natEnd(lan, "eth0", natLANHost+"/24")
 	lanEnd.MTU = 2000
-	netnstest.Veth(t, end(l.box, "p1"), lanEnd)
-	netnstest.Veth(t, end(l.box, "p2"), end(gw, "eth0", natGateway+"/24"))
-	netnstest.Veth(t, end(gw, "eth1", "10.62.0.1/24"), end(inet, "eth0", natServer+"/24"))
+	netnstest.Veth(t, natEnd(l.box, "p1"), lanEnd)
+	if spec.wanSegment {
+		seg := netnstest.New(t, "e1kns")
+		seg.IP(t, "link", "add", "br0", "type", "bridge", "stp_state", "0")
+		netnstest.Veth(t, natEnd(l.box, "p2"), natEnd(seg, "sbox"))
+		netnstest.Veth(t, natEnd(gw, "eth0", natGateway+"/24"), natEnd(seg, "sgw"))
+		netnstest.Veth(t, natEnd(l.hosts[nsAtk-1], "eth0", natAttacker+"/24"), natEnd(seg, "satk"))
+		for _, p := range []string{"sbox", "sgw", "satk"} {
+			seg.IP(t, "link", "set", p, "master", "br0")
+		}
+		seg.IP(t, "link", "set", "br0", "up")
+	} else {
+		netnstest.Veth(t, natEnd(l.box, "p2"), natEnd(gw, "eth0", natGateway+"/24"))
+	}
+	netnstest.Veth(t, natEnd(gw, "eth1", "10.62.0.1/24"), natEnd(inet, "eth0", natServer+"/24"))
 	lan.IP(t, "route", "add", "default", "via", natRouter)
 	gw.Sysctl(t, "net.ipv4.ip_forward=1")
 	inet.IP(t, "route", "add", "default", "via", "10.62.0.1")
 
 	cfgPath := filepath.Join(l.dir, "config.json")
-	if err := os.WriteFile(cfgPath, []byte(natConfigJSON(size)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(spec.config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l.start(append([]string{"-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json")}, flags...)...)
+	l.start(append([]string{"-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json")}, spec.flags...)...)
 	return l
+}
+
+// natEnd is a veth end of the NAT lab, up, with the given addresses and
+// no offloads: frames must reach the rings whole, with checksums.
+func natEnd(ns *netnstest.Namespace, dev string, addrs ...string) netnstest.End {
+	return netnstest.End{NS: ns, Name: dev, Off: []string{"gro", "gso", "tso", "tx", "rx"}, Addrs: addrs, Up: true}
 }
 
 // helper starts this test binary as helper mode in namespace ns.
@@ -511,6 +550,10 @@ func natHelper(mode string, args []string) int {
 		err = helperUDPEcho(args[0])
 	case "udpc":
 		err = helperUDPClient(args[0])
+	case "paced":
+		err = helperPaced(args[0], args[1], args[2])
+	case "conn":
+		err = helperConn(args[0])
 	default:
 		err = fmt.Errorf("unknown helper %q", mode)
 	}

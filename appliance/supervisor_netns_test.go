@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,13 +48,7 @@ func (l *lab) apply(t *testing.T, cfg string, confirm bool) {
 
 func (l *lab) rssKiB(t *testing.T) int {
 	t.Helper()
-	// the appliance is the child of "ip netns exec"
-	out, err := exec.Command("pgrep", "-P", strconv.Itoa(l.cmd.Process.Pid)).Output()
-	pid := strings.TrimSpace(string(out))
-	if err != nil || pid == "" {
-		pid = strconv.Itoa(l.cmd.Process.Pid)
-	}
-	b, err := os.ReadFile("/proc/" + strings.Fields(pid)[0] + "/status")
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", l.pid(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,8 @@ func TestLoopNetns(t *testing.T) {
 	out, err := h3.Output("ping", "-c", "10", "-i", "0.1", "-W", "1", "10.43.0.10")
 	if err != nil || !strings.Contains(out, " 0% packet loss") {
 		t.Errorf("h3 to hs with the loop blocked: %v\n%s", err, out)
+		fdb, _ := seg.Output("bridge", "fdb", "show", "br", "br0")
+		t.Logf("box FDB %+v\nbr0 FDB:\n%s\nports %+v", e.FDBEntries(), fdb, e.Snapshot().Ports)
 	}
 
 	seg.IP(t, "link", "set", "s2", "nomaster")

@@ -130,6 +130,14 @@ type NATStats struct {
 	Evicted      uint64 `json:"evicted"`
 	Expired      uint64 `json:"expired"`
 	InsertFailed uint64 `json:"insertFailed"`
+	// Unassured live connections are those not assured yet (no TCP
+	// handshake completed, no UDP stream): what a flood makes. Inbound of
+	// them were opened from the WAN through a port forward.
+	// SourceLimited new connections were refused by a cap on unassured
+	// ones (per LAN host, per WAN address, or from the WAN in all).
+	Unassured     int    `json:"unassured"`
+	Inbound       int    `json:"inbound"`
+	SourceLimited uint64 `json:"sourceLimited"`
 	// Frames by what the router did with them.
 	Forwarded uint64 `json:"forwarded"`
 	Replied   uint64 `json:"replied"`
@@ -147,12 +155,6 @@ type NATStats struct {
 	Resets         uint64 `json:"resets"`         // TCP RSTs sent for reject rules
 	Fragments      uint64 `json:"fragments"`      // later fragments forwarded
 	FragmentsOut   uint64 `json:"fragmentsOut"`   // fragments made of packets larger than the egress MTU
-	// Unassured and Inbound are the live connections not assured yet and
-	// those of them opened from the WAN (what a flood makes);
-	// SourceLimited counts new connections refused by a cap.
-	Unassured     int    `json:"unassured"`
-	Inbound       int    `json:"inbound"`
-	SourceLimited uint64 `json:"sourceLimited"`
 	// The router's addresses in force: LAN, WAN (empty while a DHCP
 	// client has none), the gateway and the WAN MTU.
 	LAN     string `json:"lan"`
@@ -165,12 +167,12 @@ func natStats(s *nat.Stats) *NATStats {
 	return &NATStats{
 		Conns: s.Conns, MaxConns: s.MaxConns,
 		NewConns: s.NewConns, Evicted: s.Evicted, Expired: s.Expired, InsertFailed: s.InsertFailed,
+		Unassured: s.Unassured, Inbound: s.Inbound, SourceLimited: s.SourceLimited,
 		Forwarded: s.Actions[nat.Forward], Replied: s.Actions[nat.Reply], Queued: s.Actions[nat.Queued],
 		Consumed: s.Actions[nat.Consumed], ToHost: s.Actions[nat.ToHost], Dropped: s.Actions[nat.Drop],
 		ForwardedBytes: s.ForwardedBytes, ARPRequests: s.ARPRequests, ARPReplies: s.ARPReplies,
 		EchoReplies: s.EchoReplies, ICMPErrors: s.ICMPErrors, ICMPTranslated: s.ICMPTranslated,
 		Resets: s.Resets, Fragments: s.Fragments, FragmentsOut: s.FragmentsOut,
-		Unassured: s.Unassured, Inbound: s.Inbound, SourceLimited: s.SourceLimited,
 	}
 }
 

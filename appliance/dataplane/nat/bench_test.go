@@ -229,3 +229,35 @@ func BenchmarkTableMemory(b *testing.B) {
 		runtime.KeepAlive(r)
 	}
 }
+
+// BenchmarkSYNPastInboundCap is the cost of a spoofed SYN to a port
+// forward once the flood filled the inbound cap of the default table
+// (65536): each one replaces the oldest unassured inbound connection.
+func BenchmarkSYNPastInboundCap(b *testing.B) {
+	e := newEnv(b, func(c *Config) { c.MaxConns = 0 })
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := range DefaultMaxConns / 4 {
+		spoofedSYN(b, e, rng, randomRemote(rng))
+		if i%1000 == 0 {
+			e.now += sec / 20
+		}
+	}
+	syns := make([][]byte, 1<<17)
+	for i := range syns {
+		syns[i] = fromWAN(frametest.IPv4{Src: randomRemote(rng), Dst: a4(wanAddr)}.TCPPacket(
+			frametest.TCP{SrcPort: uint16(1024 + rng.IntN(60000)), DstPort: 8080, Seq: rng.Uint32(), Flags: frame.TCPSyn}, nil))
+	}
+	buf := make([]byte, len(syns[0]))
+	ev0, lim0 := e.r.Stats().Evicted, e.r.Stats().SourceLimited
+	i := 0
+	for b.Loop() {
+		copy(buf, syns[i%len(syns)])
+		e.wan.Handle(e.now, wanPort, buf)
+		if i++; i%1000 == 0 {
+			e.now += sec / 20 // 20k SYN/s
+		}
+	}
+	st := e.r.Stats()
+	b.ReportMetric(float64(st.Evicted-ev0)/float64(i), "evicted/op")
+	b.ReportMetric(float64(st.SourceLimited-lim0)/float64(i), "refused/op")
+}

@@ -155,6 +155,10 @@ type table struct {
 
 	allocMu sync.Mutex
 	free    []uint32
+	// pick is the state of the generator that picks a free slot at
+	// random (under allocMu): live entries spread evenly over the slab,
+	// so that every window an eviction scans holds its share of them.
+	pick uint64
 
 	count                    atomic.Int64
 	sweepAt, evictAt         atomic.Uint64
@@ -162,18 +166,34 @@ type table struct {
 	failed, limited          atomic.Uint64
 
 	// The connections not assured yet — what a flood makes — in all,
-	// opened from the WAN, and per originator address (by hash bucket):
-	// the caps of limits are checked against them.
+	// opened from the WAN, and per originator address (by hash bucket;
+	// LAN hosts and WAN addresses apart): the caps of limits are checked
+	// against them.
 	unassured, inbound atomic.Int64
-	perSource          [sourceBuckets]atomic.Int32
+	perSource          [2][sourceBuckets]atomic.Int32 // [0] LAN hosts, [1] WAN addresses
 }
 
 // sourceBuckets is how many buckets count the unassured connections per
-// originator address (a LAN host or a WAN address); addresses that share
-// a bucket share its cap, so the count errs on the safe side.
+// originator address of a side; addresses that share a bucket share its
+// cap, so the count errs on the safe side. The bucket is a keyed hash of
+// the address (the table's seed): which addresses share one cannot be
+// computed from outside, so spoofed sources cannot be picked to fill a
+// chosen remote's bucket and lock it out.
 const sourceBuckets = 4096
 
-func sourceBucket(a uint32) uint32 { return (a * 0x9e3779b1) >> (32 - 12) }
+func (t *table) sourceBucket(a uint32) uint32 {
+	return uint32(t.hash(key{a: uint64(a), b: 0x5eed}) >> (64 - 12))
+}
+
+// sourceCount is the count of unassured connections opened by src: a
+// WAN address when inbound, else a LAN host.
+func (t *table) sourceCount(src uint32, inbound bool) *atomic.Int32 {
+	side := 0
+	if inbound {
+		side = 1
+	}
+	return &t.perSource[side][t.sourceBucket(src)]
+}
 
 // unassure counts a new unassured connection of originator src; assured
 // undoes it (the connection became assured, or went while unassured).
@@ -182,7 +202,7 @@ func (t *table) unassure(src uint32, inbound bool) {
 	if inbound {
 		t.inbound.Add(1)
 	}
-	t.perSource[sourceBucket(src)].Add(1)
+	t.sourceCount(src, inbound).Add(1)
 }
 
 func (t *table) assured(src uint32, inbound bool) {
@@ -190,7 +210,7 @@ func (t *table) assured(src uint32, inbound bool) {
 	if inbound {
 		t.inbound.Add(-1)
 	}
-	t.perSource[sourceBucket(src)].Add(-1)
+	t.sourceCount(src, inbound).Add(-1)
 }
 
 func newTable(max int, seed uint64, maps *mappings) *table {
@@ -208,6 +228,7 @@ func newTable(max int, seed uint64, maps *mappings) *table {
 		seed1:   bits.RotateLeft64(seed*0x9e3779b97f4a7c15, 29) | 1,
 		maps:    maps,
 		free:    make([]uint32, max),
+		pick:    seed,
 	}
 	backing := make([]atomic.Uint64, per*s)
 	t.slots, t.per = backing, per
@@ -291,8 +312,8 @@ func (t *table) insert(keys [2]key, kind uint8, state, sec, deadline uint32, byt
 	// Past its cap, a source's new connection takes the place of one of
 	// its own unassured ones: a busy host recycles its own, it does not
 	// crowd out the others'.
-	for n := 0; int64(t.perSource[sourceBucket(src)].Load()) >= cap; n++ {
-		if n == 4 || !t.evict(sec, evictableTiers, src) {
+	for n := 0; int64(t.sourceCount(src, inbound).Load()) >= cap; n++ {
+		if n == 4 || !t.evict(sec, evictableTiers, src, evictWindow, 0) {
 			t.limited.Add(1)
 			return 0, insLimit
 		}
@@ -300,14 +321,14 @@ func (t *table) insert(keys [2]key, kind uint8, state, sec, deadline uint32, byt
 	// Past the inbound cap, a new connection from the WAN takes the place
 	// of an unassured one from the WAN (or of an expired one).
 	for n := 0; inbound && t.inbound.Load() >= lim.inbound; n++ {
-		if n == 4 || !t.evict(sec, 1, 0) {
+		if n == 4 || !t.evict(sec, 1, 0, inboundChunk, int(min(inboundSample, lim.inbound))) {
 			t.limited.Add(1)
 			return 0, insLimit
 		}
 	}
 	h := [2]uint64{t.hash(keys[0]), t.hash(keys[1])}
 	for range 4 {
-		if t.count.Load() >= int64(len(t.entries)) && !t.evict(sec, evictableTiers, 0) {
+		if t.count.Load() >= int64(len(t.entries)) && !t.evict(sec, evictableTiers, 0, evictWindow, 0) {
 			break
 		}
 		idx, err := t.tryInsert(keys, h, kind, state, sec, deadline, bytes)
@@ -376,6 +397,10 @@ func (t *table) tryInsert(keys [2]key, h [2]uint64, kind uint8, state, sec, dead
 	return idx, insOK
 }
 
+// alloc takes a free slot, one picked at random: handing out the slots
+// freed last (or the lowest) would pack the live entries into a corner of
+// the slab, and evict, which scans a window from a cursor going round
+// the slab, would mostly find free slots where it looks.
 func (t *table) alloc() (uint32, bool) {
 	t.allocMu.Lock()
 	n := len(t.free)
@@ -383,7 +408,10 @@ func (t *table) alloc() (uint32, bool) {
 		t.allocMu.Unlock()
 		return 0, false
 	}
-	idx := t.free[n-1]
+	t.pick = t.pick*6364136223846793005 + 1442695040888963407 // Knuth's MMIX LCG
+	hi, _ := bits.Mul64(t.pick, uint64(n))
+	idx := t.free[hi]
+	t.free[hi] = t.free[n-1]
 	t.free = t.free[:n-1]
 	t.allocMu.Unlock()
 	t.count.Add(1)

@@ -74,35 +74,61 @@ func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
 	return true
 }
 
-// evictWindow is how many slots an insert into a full table examines.
+// evictWindow is how many slots an insert into a full table, or past a
+// source's cap, examines.
 const evictWindow = 1024
 
+// An insert past the inbound cap compares inboundSample unassured inbound
+// entries (fewer if the cap is lower) and replaces the oldest, scanning
+// inboundChunk slots at a time from the cursor until it has met them.
+// Counting what it met, rather than scanning a fixed window, makes every
+// entry as likely to be compared wherever it sits, so the live entries
+// stay spread over the slab: a fixed window that loses one entry per
+// pass whatever it holds drifts towards empty windows.
+const (
+	inboundSample = 16
+	inboundChunk  = 64
+)
+
 // evict frees one entry of tier maxTier or lower (evictTier), opened by
-// src (0: anyone): within the next evictWindow slots from a rotating
-// cursor, the first expired entry, else one of the lowest tier, the
-// closest to expiry (the oldest of its kind). It reports false when it
-// found none.
-func (t *table) evict(sec uint32, maxTier int, src uint32) bool {
+// src (0: anyone): among the entries from a rotating cursor — the next
+// window slots or, with sample > 0, as many windows as it takes to meet
+// sample such entries (at most the whole table) — the first expired one,
+// else one of the lowest tier, the closest to expiry (the oldest of its
+// kind). It reports false when it found none.
+func (t *table) evict(sec uint32, maxTier int, src uint32, window uint64, sample int) bool {
 	n := uint64(len(t.entries))
-	w := min(n, evictWindow)
-	start := t.evictAt.Add(w) - w
-	best, bestTier, bestGen, bestDL := uint32(0), maxTier+1, uint32(0), uint32(0)
-	for i := range w {
-		idx := uint32((start + i) % n)
-		e := &t.entries[idx]
-		g := t.cold[idx].gen.Load()
-		if g&1 == 0 {
-			if maxTier == evictableTiers && src == 0 {
-				return true // a free slot appeared
+	w := min(n, window)
+	best, bestTier, bestGen, bestDL, bestMix := uint32(0), maxTier+1, uint32(0), uint32(0), uint64(0)
+	met := 0
+scan:
+	for scanned := uint64(0); scanned < n && (scanned == 0 || met < sample); scanned += w {
+		start := t.evictAt.Add(w) - w
+		for i := range w {
+			idx := uint32((start + i) % n)
+			e := &t.entries[idx]
+			g := t.cold[idx].gen.Load()
+			if g&1 == 0 {
+				if maxTier == evictableTiers && src == 0 {
+					return true // a free slot appeared
+				}
+				continue
 			}
-			continue
-		}
-		dl := e.deadline.Load()
-		if tier := evictTier(e.state.Load(), dl, sec); (tier < bestTier || tier == bestTier && int32(dl-bestDL) < 0) &&
-			(src == 0 || t.openedBy(idx, g, src)) {
-			best, bestTier, bestGen, bestDL = idx, tier, g, dl
-			if tier == 0 {
-				break
+			dl := e.deadline.Load()
+			tier := evictTier(e.state.Load(), dl, sec)
+			if tier > maxTier || src != 0 && !t.openedBy(idx, g, src) {
+				continue
+			}
+			met++
+			// Deadlines are in seconds: a flood makes thousands alike.
+			// Among equals a hash of the slot and the call's cursor
+			// picks, so that no position is preferred.
+			mix := (uint64(idx) ^ start) * 0x9e3779b97f4a7c15
+			if tier < bestTier || tier == bestTier && (int32(dl-bestDL) < 0 || dl == bestDL && mix < bestMix) {
+				best, bestTier, bestGen, bestDL, bestMix = idx, tier, g, dl, mix
+				if tier == 0 {
+					break scan
+				}
 			}
 		}
 	}

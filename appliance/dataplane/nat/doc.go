@@ -100,7 +100,11 @@
 // four entries read lock-free (seqlocks); a confirmed entry is used
 // without probing for NeighReachable seconds, then used while it is probed
 // by unicast once a second, and given up after NeighProbes unanswered
-// probes. Unsolicited ARP replies only update existing entries. Frames for
+// probes. Unsolicited ARP replies only update existing entries, and an
+// ARP that claims a resolved neighbour's address for another MAC is not
+// taken while the MAC it has answers (it is counted, arp_conflict, and
+// that MAC probed); a full bucket never gives up the gateway's entry or a
+// neighbour the router sent to lately. Frames for
 // unresolved next hops wait in a bounded per-worker queue; ARP requests
 // go out at most once per second per neighbour and ARPRate per second in
 // all; a queued frame is dropped (neigh_failed) after NeighProbes
@@ -130,21 +134,32 @@
 // LAST_ACK 30 s, TIME_WAIT 120 s, CLOSE 10 s; UDP 30 s until a reply,
 // then 180 s; ICMP echo 30 s; other protocols 600 s. Only a TCP SYN opens
 // a TCP connection (no mid-stream pickup); a SYN on a connection in
-// TIME_WAIT or CLOSE reopens it; RST closes; sequence numbers are not
-// tracked.
+// TIME_WAIT or CLOSE reopens it. Windows are not tracked, but each
+// direction's highest acknowledgment and last window are, so that a RST
+// ends a connection only at the receiver's RCV.NXT; one elsewhere in its
+// window is passed on (the receiver answers with a challenge ACK) and one
+// outside it is dropped (rst_out_of_window), as RFC 5961 and Linux do.
 //
 // Expired entries stop matching at once and are deleted by Tick, which
 // sweeps SweepBatch slots per call, by a lookup that meets them, or by an
 // insert that needs room; forwarding never stops for it.
 //
-// When the table is full, an insert looks at the next 1024 slots from a
-// rotating cursor and deletes the first expired entry there, else the
-// unreplied one (no packet seen in the reply direction: TCP SYN_SENT,
-// UDP, ICMP or other before an answer) closest to expiry, else the TCP
-// connection in TIME_WAIT or CLOSE closest to expiry. Any other entry — one that has seen
-// a reply and is not closed, i.e. every established connection — is
-// never evicted: when the window holds none of the three kinds, the new
-// connection is dropped (table_full).
+// A connection is assured, as Linux has it, once TCP reached ESTABLISHED
+// or another protocol has traffic 2 s or more after its first
+// reply; the others are what a flood makes, and they are capped: at most
+// MaxInbound of them opened from the WAN (past it a new one takes the
+// place of the oldest, compared among 16 of them), at most MaxPerRemote
+// per WAN address and MaxPerHost per LAN host (past those a source
+// recycles its own, else is refused: source_limit; the counts are kept in
+// buckets of a keyed hash per side). When the table is full, an insert
+// looks at the next 1024 slots from a rotating cursor and deletes the
+// first expired entry there, else the lowest of: unassured from the WAN,
+// unreplied from the LAN or TCP in TIME_WAIT or CLOSE, replied but not
+// assured; closest to expiry first. An assured connection that is not
+// closed is never evicted: when the window holds nothing else, the new
+// connection is dropped (table_full). New connections take a free slot at
+// random, so the live entries are spread over the table wherever the
+// cursor looks.
 //
 // Router.Conns lists connections with a Filter, paged by table position;
 // DeleteConn and DeleteConns delete them.

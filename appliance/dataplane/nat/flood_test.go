@@ -170,3 +170,100 @@ func TestPerRemoteCap(t *testing.T) {
 		t.Errorf("another remote's SYN: %v/%v, want forwarded", res.Action, res.Reason)
 	}
 }
+
+// spoofedSYN sends a SYN from src (a random port) to the TCP port
+// forward and, when it is forwarded, the LAN server's SYN/ACK; it returns
+// what the router did with the SYN.
+func spoofedSYN(t testing.TB, e *env, rng *rand.Rand, src [4]byte) Result {
+	t.Helper()
+	syn := frametest.IPv4{Src: src, Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: uint16(1024 + rng.IntN(60000)), DstPort: 8080, Seq: rng.Uint32(), Flags: frame.TCPSyn}, nil)
+	res := e.send(WAN, fromWAN(syn))
+	if res.Action == Forward {
+		var f frame.Frame
+		if err := frame.Parse(res.Frame, &f); err != nil {
+			t.Fatal(err)
+		}
+		synack := frametest.IPv4{Src: a4(ipA), Dst: src}.TCPPacket(frametest.TCP{SrcPort: 80, DstPort: f.TCP.SrcPort, Seq: 7, Ack: f.TCP.Seq + 1, Flags: frame.TCPSyn | frame.TCPAck}, nil)
+		e.send(LAN, fromLAN(hostA, synack))
+	}
+	return res
+}
+
+// TestInboundCapBigTable: in a table of the default size, whose live
+// entries fill only part of the slab, a new connection from the WAN past
+// MaxInbound still takes the place of the oldest unassured inbound one,
+// as Config.MaxInbound says: a client of the port forward gets in during
+// a SYN flood at its first SYN.
+func TestInboundCapBigTable(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxConns = 0 }) // DefaultMaxConns
+	rng := rand.New(rand.NewPCG(7, 8))
+	capacity := DefaultMaxConns / 4
+	refused := 0
+	for i := range 3 * capacity {
+		if res := spoofedSYN(t, e, rng, randomRemote(rng)); res.Action != Forward {
+			refused++
+			if refused <= 3 {
+				t.Logf("SYN %d: %v/%v", i, res.Action, res.Reason)
+			}
+		}
+		if i%1000 == 0 {
+			e.now += sec / 20 // 20k SYN/s
+		}
+	}
+	st := e.r.Stats()
+	t.Logf("%d connections, %d inbound unassured, %d evicted, %d refused by a cap", st.Conns, st.Inbound, st.Evicted, st.SourceLimited)
+	if refused != 0 || st.SourceLimited != 0 {
+		t.Errorf("%d of %d SYNs from distinct remotes refused (%d by a cap), want each to take the place of the oldest", refused, 3*capacity, st.SourceLimited)
+	}
+	if st.Inbound != capacity {
+		t.Errorf("%d inbound unassured connections, want the cap %d", st.Inbound, capacity)
+	}
+}
+
+// TestRemoteCapApartFromLANHosts: the per-remote cap of connections from
+// the WAN counts only the remote's: a LAN host with more unassured
+// connections than MaxPerRemote (a burst of DNS queries) does not lock
+// out the WAN addresses that share its count bucket.
+func TestRemoteCapApartFromLANHosts(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxConns = 4096; c.MaxPerRemote = 64 })
+	for i := range 100 { // host A: 100 unanswered queries
+		dst := [4]byte{9, 9, 9, byte(i)}
+		if res := e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: dst}.UDPPacket(uint16(10000+i), 53, nil))); res.Action != Forward {
+			t.Fatalf("query %d: %v/%v", i, res.Action, res.Reason)
+		}
+	}
+	// WAN addresses in host A's bucket, found by trying.
+	var remotes [][4]byte
+	for a := uint32(0x0b000001); len(remotes) < 5; a++ {
+		if e.r.ct.sourceBucket(a) == e.r.ct.sourceBucket(ip4(ipA)) {
+			remotes = append(remotes, put32(a))
+		}
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, r := range remotes {
+		if res := spoofedSYN(t, e, rng, r); res.Action != Forward {
+			t.Errorf("SYN from %v, which shares host A's count bucket: %v/%v, want forwarded", r, res.Action, res.Reason)
+		}
+	}
+}
+
+// TestRemoteBucketsUnguessable: the count buckets are keyed by the
+// router's random seed, so an attacker who knows the code cannot pick
+// spoofed sources that share a chosen remote's bucket and lock it out of
+// the port forwards with MaxPerRemote SYNs.
+func TestRemoteBucketsUnguessable(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxPerRemote = 16 })
+	guess := newEnv(t, func(c *Config) { c.MaxPerRemote = 16; c.Seed = 4242 }) // what the attacker can compute
+	victim := [4]byte{100, 7, 7, 7}
+	rng := rand.New(rand.NewPCG(13, 14))
+	n := 0
+	for a := uint32(0x0b000001); n < 16; a++ {
+		if guess.r.ct.sourceBucket(a) == guess.r.ct.sourceBucket(be32(victim)) && a != be32(victim) {
+			spoofedSYN(t, e, rng, put32(a))
+			n++
+		}
+	}
+	if res := spoofedSYN(t, e, rng, victim); res.Action != Forward {
+		t.Errorf("the victim's SYN after 16 SYNs from sources picked to share its bucket: %v/%v, want forwarded", res.Action, res.Reason)
+	}
+}

@@ -137,7 +137,8 @@ const (
 // learn records that ip on side is at mac (an ARP packet from it). An
 // absent entry is created only when create is set (pin is the key never
 // evicted for it). A claim that a resolved entry moved to another MAC is
-// taken only once the MAC it has failed maxProbes probes; otherwise it
+// taken only once the MAC it has failed maxProbes probes (the last one a
+// second ago or more); otherwise it
 // reports learnConflict and the entry as it is, so that the caller
 // probes its MAC.
 func (t *neighTable) learn(side Side, ip uint32, mac [6]byte, now int64, create bool, maxProbes uint32, pin uint64) (learnResult, neigh) {
@@ -159,7 +160,9 @@ func (t *neighTable) learn(side Side, ip uint32, mac [6]byte, now int64, create 
 		slot = t.victim(b, pin, now)
 	}
 	old := slot.mac.Load()
-	if slot.key.Load() == k && old != 0 && old != macWord(mac) && slot.probes.Load() < maxProbes {
+	// The MAC it has still answers unless maxProbes probes went out and
+	// the last one had its second to be answered, as for a stale entry.
+	if slot.key.Load() == k && old != 0 && old != macWord(mac) && (slot.probes.Load() < maxProbes || now-slot.probed.Load() < 1e9) {
 		return learnConflict, neigh{slot: slot, mac: wordMAC(old), resolved: true, probes: slot.probes.Load(),
 			confirmed: slot.confirmed.Load(), probed: slot.probed.Load()}
 	}

@@ -110,3 +110,31 @@ func TestARPSprayKeepsNeighbours(t *testing.T) {
 		t.Errorf("host A's entry after the spray: %+v %v", n, ok)
 	}
 }
+
+// TestARPSpoofSlowGateway: the gateway answers the router's probes, but
+// 2.5 s late (a busy gateway). A claim that keeps coming every 100 ms is
+// not taken at the moment the third probe goes out: the last probe gets
+// its second to be answered, as for a stale entry, and the late answers
+// keep confirming the gateway.
+func TestARPSpoofSlowGateway(t *testing.T) {
+	e := newEnv(t, nil)
+	out := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(1, 2, nil))
+	var due []int64 // when the gateway's answers to probes arrive
+	for i := range 100 {
+		e.send(WAN, gratuitous(2, spoofMAC, a4(gwAddr), bcast))
+		for _, o := range drain(e.wan) {
+			if string(o.b[0:6]) == string(gwMAC[:]) {
+				due = append(due, e.now+25*sec/10)
+			}
+		}
+		for len(due) > 0 && due[0] <= e.now {
+			e.send(WAN, frametest.ARPFrame(wanMAC, gwMAC, 2, gwMAC, a4(gwAddr), wanMAC, a4(wanAddr)))
+			due = due[1:]
+		}
+		if _, f := e.forward(LAN, out, wanPort); f.Dst != gwMAC {
+			t.Fatalf("after %.1f s of claims with the gateway answering 2.5 s late, the router sends to %v, want the gateway %v",
+				float64(i)/10, f.Dst, gwMAC)
+		}
+		e.now += sec / 10
+	}
+}
