@@ -105,8 +105,7 @@ func (l *svcLab) dnsmasq(t *testing.T, pool string, extra ...string) *exec.Cmd {
 		"--dhcp-leasefile=" + filepath.Join(l.dir, "isp.leases"),
 		"--address=/www.isp.test/" + svcISP, "--no-resolv", "--no-hosts", "--log-dhcp", "--log-queries"}
 	cmd := l.isp.Command(append(args, extra...)...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	netnstest.Start(t, cmd)
+	netnstest.StartLogged(t, "the ISP's dnsmasq", cmd)
 	l.ispCmd = cmd
 	return cmd
 }

@@ -2,12 +2,14 @@
 package netnstest
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -134,6 +136,40 @@ func Start(t testing.TB, cmd *exec.Cmd) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
+}
+
+// StartLogged starts cmd like Start with its output kept, and logs the
+// output under name at the test's cleanup if the test failed: a daemon's
+// chatter where it explains a failure, not in every run.
+func StartLogged(t testing.TB, name string, cmd *exec.Cmd) {
+	t.Helper()
+	var buf lockedBuffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	Start(t, cmd)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, buf.String())
+		}
+	})
+}
+
+// lockedBuffer is a bytes.Buffer a command's output goroutines and the
+// test may use at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func output(cmd *exec.Cmd) (string, error) {
