@@ -176,70 +176,91 @@ func buildPolicy(cfg Config) (*policy, error) {
 	hostBits := uint32(1)<<(32-p.subnet.Bits()) - 1
 	p.broadcast = addrOf(u32(p.network) | hostBits)
 	p.mask = net.CIDRMask(p.subnet.Bits(), 32)
-
-	// inside reports why a is not a usable host address of the subnet.
-	inside := func(a netip.Addr) error {
-		switch {
-		case !a.Is4():
-			return errors.New("not an IPv4 address")
-		case !p.subnet.Contains(a):
-			return fmt.Errorf("outside Subnet %v", p.subnet)
-		case a == p.network:
-			return errors.New("is the network address")
-		case a == p.broadcast:
-			return errors.New("is the broadcast address")
+	for _, step := range []func(*Config) error{p.checkPool, checkClientOptions, p.checkStatics} {
+		if err := step(&cfg); err != nil {
+			return nil, err
 		}
-		return nil
 	}
-	if err := inside(cfg.ServerIP); err != nil {
-		return nil, fmt.Errorf("ServerIP %v: %w", cfg.ServerIP, err)
+	if cfg.LeaseFile != "" && !filepath.IsAbs(cfg.LeaseFile) {
+		return nil, fmt.Errorf("LeaseFile %q: not an absolute path", cfg.LeaseFile)
 	}
+	p.cfg = cfg
+	if err := p.checkLimits(); err != nil {
+		return nil, err
+	}
+	p.encodeOptions()
+	return p, nil
+}
 
+// inside reports why a is not a usable host address of the subnet.
+func (p *policy) inside(a netip.Addr) error {
+	switch {
+	case !a.Is4():
+		return errors.New("not an IPv4 address")
+	case !p.subnet.Contains(a):
+		return fmt.Errorf("outside Subnet %v", p.subnet)
+	case a == p.network:
+		return errors.New("is the network address")
+	case a == p.broadcast:
+		return errors.New("is the broadcast address")
+	}
+	return nil
+}
+
+// checkPool checks the server's address, the exclusions and the pool's
+// bounds, and sets them.
+func (p *policy) checkPool(cfg *Config) error {
+	if err := p.inside(cfg.ServerIP); err != nil {
+		return fmt.Errorf("ServerIP %v: %w", cfg.ServerIP, err)
+	}
 	p.exclude = map[netip.Addr]bool{}
 	for i, a := range cfg.Exclude {
 		if !a.Is4() || !p.subnet.Contains(a) {
-			return nil, fieldError(fmt.Sprintf("Exclude[%d]", i), "%v: not an address of Subnet %v", a, p.subnet)
+			return fieldError(fmt.Sprintf("Exclude[%d]", i), "%v: not an address of Subnet %v", a, p.subnet)
 		}
 		p.exclude[a] = true
 	}
-
 	switch {
 	case !cfg.PoolStart.IsValid() && !cfg.PoolEnd.IsValid():
 		p.start, p.end = u32(p.network)+1, u32(p.broadcast)-1
 	case !cfg.PoolStart.IsValid() || !cfg.PoolEnd.IsValid():
-		return nil, errors.New("PoolStart and PoolEnd: set both or neither")
+		return errors.New("PoolStart and PoolEnd: set both or neither")
 	default:
-		if err := inside(cfg.PoolStart); err != nil {
-			return nil, fmt.Errorf("PoolStart %v: %w", cfg.PoolStart, err)
+		if err := p.inside(cfg.PoolStart); err != nil {
+			return fmt.Errorf("PoolStart %v: %w", cfg.PoolStart, err)
 		}
-		if err := inside(cfg.PoolEnd); err != nil {
-			return nil, fmt.Errorf("PoolEnd %v: %w", cfg.PoolEnd, err)
+		if err := p.inside(cfg.PoolEnd); err != nil {
+			return fmt.Errorf("PoolEnd %v: %w", cfg.PoolEnd, err)
 		}
 		p.start, p.end = u32(cfg.PoolStart), u32(cfg.PoolEnd)
 		if p.start > p.end {
-			return nil, fmt.Errorf("PoolStart %v is after PoolEnd %v", cfg.PoolStart, cfg.PoolEnd)
+			return fmt.Errorf("PoolStart %v is after PoolEnd %v", cfg.PoolStart, cfg.PoolEnd)
 		}
 	}
+	return nil
+}
 
+// checkClientOptions checks the lease time and the options given to clients,
+// filling in their defaults.
+func checkClientOptions(cfg *Config) error {
 	switch {
 	case cfg.LeaseTime == 0:
 		cfg.LeaseTime = DefaultLeaseTime
 	case cfg.LeaseTime < minLeaseTime || cfg.LeaseTime > maxLeaseTime:
-		return nil, fmt.Errorf("LeaseTime %v: must be %v..%v", cfg.LeaseTime, minLeaseTime, maxLeaseTime)
+		return fmt.Errorf("LeaseTime %v: must be %v..%v", cfg.LeaseTime, minLeaseTime, maxLeaseTime)
 	}
 	cfg.LeaseTime = cfg.LeaseTime.Truncate(time.Second)
-
 	if len(cfg.DNS) == 0 {
 		cfg.DNS = []netip.Addr{cfg.ServerIP}
 	}
 	for i, a := range cfg.DNS {
 		if !a.Is4() || a.IsUnspecified() {
-			return nil, fmt.Errorf("DNS[%d] %v: not an IPv4 address", i, a)
+			return fmt.Errorf("DNS[%d] %v: not an IPv4 address", i, a)
 		}
 	}
 	for i, a := range cfg.NTP {
 		if !a.Is4() || a.IsUnspecified() {
-			return nil, fmt.Errorf("NTP[%d] %v: not an IPv4 address", i, a)
+			return fmt.Errorf("NTP[%d] %v: not an IPv4 address", i, a)
 		}
 	}
 	if cfg.Domain == "" {
@@ -247,12 +268,17 @@ func buildPolicy(cfg Config) (*policy, error) {
 	}
 	cfg.Domain = strings.ToLower(strings.TrimSuffix(cfg.Domain, "."))
 	if err := checkDomain(cfg.Domain); err != nil {
-		return nil, fieldError("Domain", "%q: %w", cfg.Domain, err)
+		return fieldError("Domain", "%q: %w", cfg.Domain, err)
 	}
 	if cfg.MTU != 0 && (cfg.MTU < 68 || cfg.MTU > 65535) {
-		return nil, fmt.Errorf("MTU %d: must be 68..65535 (or 0: not sent)", cfg.MTU)
+		return fmt.Errorf("MTU %d: must be 68..65535 (or 0: not sent)", cfg.MTU)
 	}
+	return nil
+}
 
+// checkStatics checks the static leases (one per MAC, address and name)
+// and indexes them by MAC.
+func (p *policy) checkStatics(cfg *Config) error {
 	p.static = map[mac]Static{}
 	byIP := map[netip.Addr]int{}
 	byName := map[string]int{}
@@ -260,30 +286,30 @@ func buildPolicy(cfg Config) (*policy, error) {
 	for i, st := range cfg.Static {
 		m, ok := macOf(st.MAC)
 		if !ok {
-			return nil, fmt.Errorf("Static[%d].MAC %v: not an Ethernet address", i, st.MAC)
+			return fmt.Errorf("Static[%d].MAC %v: not an Ethernet address", i, st.MAC)
 		}
 		if _, dup := p.static[m]; dup {
-			return nil, fmt.Errorf("Static[%d].MAC %v: listed twice", i, st.MAC)
+			return fmt.Errorf("Static[%d].MAC %v: listed twice", i, st.MAC)
 		}
-		if err := inside(st.IP); err != nil {
-			return nil, fmt.Errorf("Static[%d].IP %v: %w", i, st.IP, err)
+		if err := p.inside(st.IP); err != nil {
+			return fmt.Errorf("Static[%d].IP %v: %w", i, st.IP, err)
 		}
 		switch {
 		case st.IP == cfg.ServerIP:
-			return nil, fmt.Errorf("Static[%d].IP %v: is ServerIP", i, st.IP)
+			return fmt.Errorf("Static[%d].IP %v: is ServerIP", i, st.IP)
 		case p.exclude[st.IP]:
-			return nil, fmt.Errorf("Static[%d].IP %v: is excluded", i, st.IP)
+			return fmt.Errorf("Static[%d].IP %v: is excluded", i, st.IP)
 		}
 		if j, dup := byIP[st.IP]; dup {
-			return nil, fmt.Errorf("Static[%d].IP %v: already Static[%d]'s", i, st.IP, j)
+			return fmt.Errorf("Static[%d].IP %v: already Static[%d]'s", i, st.IP, j)
 		}
 		byIP[st.IP] = i
 		st.Hostname = strings.ToLower(st.Hostname)
 		if st.Hostname != "" && !validLabel(st.Hostname) {
-			return nil, fmt.Errorf("Static[%d].Hostname %q: not a DNS label (letters, digits, '-', 1..63)", i, st.Hostname)
+			return fmt.Errorf("Static[%d].Hostname %q: not a DNS label (letters, digits, '-', 1..63)", i, st.Hostname)
 		}
 		if j, dup := byName[st.Hostname]; dup && st.Hostname != "" {
-			return nil, fmt.Errorf("Static[%d].Hostname %q: already Static[%d]'s", i, st.Hostname, j)
+			return fmt.Errorf("Static[%d].Hostname %q: already Static[%d]'s", i, st.Hostname, j)
 		}
 		byName[st.Hostname] = i
 		st.MAC = slices.Clone(net.HardwareAddr(m[:]))
@@ -291,31 +317,30 @@ func buildPolicy(cfg Config) (*policy, error) {
 		statics[i] = st
 	}
 	cfg.Static = statics
+	return nil
+}
 
-	if cfg.LeaseFile != "" && !filepath.IsAbs(cfg.LeaseFile) {
-		return nil, fmt.Errorf("LeaseFile %q: not an absolute path", cfg.LeaseFile)
-	}
-
-	p.cfg = cfg
+// checkLimits checks the lease count and rate limits against the pool
+// left, filling in their defaults.
+func (p *policy) checkLimits() error {
 	pool := p.poolSize(nil)
 	if pool == 0 {
-		return nil, errors.New("the pool has no address left after ServerIP, Exclude and Static")
+		return errors.New("the pool has no address left after ServerIP, Exclude and Static")
 	}
 	switch {
-	case cfg.MaxLeases == 0:
+	case p.cfg.MaxLeases == 0:
 		p.maxLeases = min(pool, DefaultMaxLeases)
-	case cfg.MaxLeases < 0 || cfg.MaxLeases > MaxMaxLeases:
-		return nil, fmt.Errorf("MaxLeases %d: must be 1..%d (or 0: default)", cfg.MaxLeases, MaxMaxLeases)
+	case p.cfg.MaxLeases < 0 || p.cfg.MaxLeases > MaxMaxLeases:
+		return fmt.Errorf("MaxLeases %d: must be 1..%d (or 0: default)", p.cfg.MaxLeases, MaxMaxLeases)
 	default:
-		p.maxLeases = cfg.MaxLeases
+		p.maxLeases = p.cfg.MaxLeases
 	}
-	p.newRate = cfg.NewLeasesPerSecond
+	p.newRate = p.cfg.NewLeasesPerSecond
 	if p.newRate == 0 {
 		p.newRate = DefaultNewLeases
 	}
 	p.cfg.MaxLeases, p.cfg.NewLeasesPerSecond = p.maxLeases, p.newRate
-	p.encodeOptions()
-	return p, nil
+	return nil
 }
 
 func (p *policy) inPool(a netip.Addr) bool {

@@ -155,115 +155,142 @@ func (c Config) Validate() error {
 
 func newSettings(c Config) (*settings, error) {
 	c = c.withDefaults()
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-
-	if len(c.Listen) == 0 {
-		bad("listen: no addresses")
-	}
-	seen := map[netip.AddrPort]bool{}
-	var listen []netip.Addr
-	for i, ap := range c.Listen {
-		switch {
-		case !ap.IsValid():
-			bad("listen[%d]: invalid address", i)
-			continue
-		case ap.Addr().Zone() != "":
-			bad("listen[%d] %s: zoned addresses are not supported", i, ap)
-		case ap.Addr().IsUnspecified() && !c.AllowWildcard:
-			bad("listen[%d] %s: wildcard address refused (the server listens on LAN addresses only)", i, ap)
-		case ap.Addr().IsMulticast():
-			bad("listen[%d] %s: multicast address", i, ap)
-		}
-		if seen[ap] {
-			bad("listen[%d] %s: listed twice", i, ap)
-		}
-		seen[ap] = true
-		if a := ap.Addr().Unmap(); !a.IsUnspecified() && !slices.Contains(listen, a) {
-			listen = append(listen, a)
-		}
-	}
-	ups := map[netip.AddrPort]bool{}
-	for i, ap := range c.Upstreams {
-		switch {
-		case !ap.IsValid():
-			bad("upstreams[%d]: invalid address", i)
-			continue
-		case ap.Port() == 0:
-			bad("upstreams[%d] %s: port 0", i, ap)
-		case ap.Addr().IsUnspecified() || ap.Addr().IsMulticast():
-			bad("upstreams[%d] %s: not a unicast address", i, ap)
-		case seen[ap]:
-			bad("upstreams[%d] %s: is a listen address (a query loop)", i, ap)
-		}
-		if ups[ap] {
-			bad("upstreams[%d] %s: listed twice", i, ap)
-		}
-		ups[ap] = true
-	}
-
-	domain := dns.CanonicalName(c.Domain)
-	if !validDomain(domain) {
-		bad("domain %q: not a domain name of letters, digits and hyphens", c.Domain)
-	} else if dns.IsSubDomain("arpa.", domain) && domain != "home.arpa." {
-		bad("domain %q: under arpa.", c.Domain)
-	}
-	hostname := strings.ToLower(c.Hostname)
-	if hostname != "" && !validLabel(hostname) {
-		bad("hostname %q: not a single label of letters, digits and hyphens", c.Hostname)
-	}
-	var subnets []netip.Prefix
-	for i, p := range c.Subnets {
-		if !p.IsValid() {
-			bad("subnets[%d]: invalid prefix", i)
-			continue
-		}
-		subnets = append(subnets, p.Masked())
-	}
-
-	if c.CacheSize < 0 {
-		bad("cacheSize %d: negative", c.CacheSize)
-	}
-	if c.CacheBytes < 0 {
-		bad("cacheBytes %d: negative", c.CacheBytes)
-	}
-	if c.Timeout < 0 {
-		bad("timeout %s: negative", c.Timeout)
-	}
-	secs := func(name string, d time.Duration) uint32 {
-		if d < 0 || d > time.Duration(math.MaxInt32)*time.Second {
-			bad("%s %s: out of range (0 to 2^31-1 s)", name, d)
-			return 0
-		}
-		return uint32(d / time.Second)
-	}
+	var pr problems
+	listen, seen := pr.listen(c)
+	pr.upstreams(c, seen)
+	domain, hostname, subnets := pr.names(c)
 	s := &settings{
 		cfg:       c,
 		domain:    domain,
 		hostname:  hostname,
 		listen:    listen,
 		subnets:   subnets,
-		minTTL:    secs("minTTL", c.MinTTL),
-		maxTTL:    secs("maxTTL", c.MaxTTL),
-		negMaxTTL: secs("negativeMaxTTL", c.NegativeMaxTTL),
-		localTTL:  secs("localTTL", c.LocalTTL),
+		minTTL:    pr.secs("minTTL", c.MinTTL),
+		maxTTL:    pr.secs("maxTTL", c.MaxTTL),
+		negMaxTTL: pr.secs("negativeMaxTTL", c.NegativeMaxTTL),
+		localTTL:  pr.secs("localTTL", c.LocalTTL),
 	}
 	if s.minTTL > s.maxTTL {
-		bad("minTTL %s above maxTTL %s", c.MinTTL, c.MaxTTL)
+		pr.bad("minTTL %s above maxTTL %s", c.MinTTL, c.MaxTTL)
 	}
-	if math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
-		bad("rateLimit %v: not a number", c.RateLimit)
-	}
-	if c.RateBurst < 0 {
-		bad("rateBurst %d: negative", c.RateBurst)
-	}
-	if c.UDPSize < dns.MinMsgSize || c.UDPSize > 4096 {
-		bad("udpSize %d: out of range (512..4096)", c.UDPSize)
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("dnsd: config: %w", errors.Join(errs...))
+	pr.limits(c)
+	if len(pr) > 0 {
+		return nil, fmt.Errorf("dnsd: config: %w", errors.Join(pr...))
 	}
 	return s, nil
+}
+
+// problems collects every problem a Config has.
+type problems []error
+
+func (pr *problems) bad(format string, args ...any) { *pr = append(*pr, fmt.Errorf(format, args...)) }
+
+// listen checks the listen addresses and returns the distinct ones that
+// are not wildcards, and the set of all.
+func (pr *problems) listen(c Config) ([]netip.Addr, map[netip.AddrPort]bool) {
+	if len(c.Listen) == 0 {
+		pr.bad("listen: no addresses")
+	}
+	seen := map[netip.AddrPort]bool{}
+	var listen []netip.Addr
+	for i, ap := range c.Listen {
+		switch {
+		case !ap.IsValid():
+			pr.bad("listen[%d]: invalid address", i)
+			continue
+		case ap.Addr().Zone() != "":
+			pr.bad("listen[%d] %s: zoned addresses are not supported", i, ap)
+		case ap.Addr().IsUnspecified() && !c.AllowWildcard:
+			pr.bad("listen[%d] %s: wildcard address refused (the server listens on LAN addresses only)", i, ap)
+		case ap.Addr().IsMulticast():
+			pr.bad("listen[%d] %s: multicast address", i, ap)
+		}
+		if seen[ap] {
+			pr.bad("listen[%d] %s: listed twice", i, ap)
+		}
+		seen[ap] = true
+		if a := ap.Addr().Unmap(); !a.IsUnspecified() && !slices.Contains(listen, a) {
+			listen = append(listen, a)
+		}
+	}
+	return listen, seen
+}
+
+// upstreams checks the upstream servers: unicast, distinct, none of
+// them a listen address.
+func (pr *problems) upstreams(c Config, listen map[netip.AddrPort]bool) {
+	ups := map[netip.AddrPort]bool{}
+	for i, ap := range c.Upstreams {
+		switch {
+		case !ap.IsValid():
+			pr.bad("upstreams[%d]: invalid address", i)
+			continue
+		case ap.Port() == 0:
+			pr.bad("upstreams[%d] %s: port 0", i, ap)
+		case ap.Addr().IsUnspecified() || ap.Addr().IsMulticast():
+			pr.bad("upstreams[%d] %s: not a unicast address", i, ap)
+		case listen[ap]:
+			pr.bad("upstreams[%d] %s: is a listen address (a query loop)", i, ap)
+		}
+		if ups[ap] {
+			pr.bad("upstreams[%d] %s: listed twice", i, ap)
+		}
+		ups[ap] = true
+	}
+}
+
+// names checks the local domain, the box's host name and the local
+// subnets, and returns them canonical.
+func (pr *problems) names(c Config) (domain, hostname string, subnets []netip.Prefix) {
+	domain = dns.CanonicalName(c.Domain)
+	if !validDomain(domain) {
+		pr.bad("domain %q: not a domain name of letters, digits and hyphens", c.Domain)
+	} else if dns.IsSubDomain("arpa.", domain) && domain != "home.arpa." {
+		pr.bad("domain %q: under arpa.", c.Domain)
+	}
+	hostname = strings.ToLower(c.Hostname)
+	if hostname != "" && !validLabel(hostname) {
+		pr.bad("hostname %q: not a single label of letters, digits and hyphens", c.Hostname)
+	}
+	for i, p := range c.Subnets {
+		if !p.IsValid() {
+			pr.bad("subnets[%d]: invalid prefix", i)
+			continue
+		}
+		subnets = append(subnets, p.Masked())
+	}
+	return domain, hostname, subnets
+}
+
+// secs is d in whole seconds, a problem if it is out of range.
+func (pr *problems) secs(name string, d time.Duration) uint32 {
+	if d < 0 || d > time.Duration(math.MaxInt32)*time.Second {
+		pr.bad("%s %s: out of range (0 to 2^31-1 s)", name, d)
+		return 0
+	}
+	return uint32(d / time.Second)
+}
+
+// limits checks the cache, timeout, rate and message size limits.
+func (pr *problems) limits(c Config) {
+	if c.CacheSize < 0 {
+		pr.bad("cacheSize %d: negative", c.CacheSize)
+	}
+	if c.CacheBytes < 0 {
+		pr.bad("cacheBytes %d: negative", c.CacheBytes)
+	}
+	if c.Timeout < 0 {
+		pr.bad("timeout %s: negative", c.Timeout)
+	}
+	if math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
+		pr.bad("rateLimit %v: not a number", c.RateLimit)
+	}
+	if c.RateBurst < 0 {
+		pr.bad("rateBurst %d: negative", c.RateBurst)
+	}
+	if c.UDPSize < dns.MinMsgSize || c.UDPSize > 4096 {
+		pr.bad("udpSize %d: out of range (512..4096)", c.UDPSize)
+	}
 }
 
 // validLabel reports whether l is a host label: 1 to 63 letters, digits,

@@ -279,47 +279,60 @@ func (c *Client) record(cfg Config, wasSynced bool, answers []answer, v verdict)
 		backoffCap = cfg.Interval
 	}
 	for i := range answers {
-		a := &answers[i]
-		s := a.src
-		if !slices.Contains(c.sources, s) {
-			continue // removed by Update meanwhile
-		}
-		s.addrs, s.cur = a.addrs, a.cur
-		s.st.Queries += uint64(a.queries)
-		if a.addr.IsValid() {
-			s.st.Address = a.addr.String()
-		}
-		if a.err == nil {
-			isFalse := slices.Contains(v.falsetickers, s)
-			if isFalse && !s.st.Falseticker {
-				c.log.Warn("timesync: falseticker", "server", s.srv, "address", a.addr, "offset", a.resp.ClockOffset)
-			}
-			s.fails, s.next = 0, time.Time{}
-			s.st.LastAnswer, s.st.Offset, s.st.RTT, s.st.Stratum = a.at, a.resp.ClockOffset, a.resp.RTT, a.resp.Stratum
-			s.st.Falseticker, s.st.LastError = isFalse, ""
-			if isFalse {
-				s.rotate() // a name may resolve to an honest server next time
-			}
-			continue
-		}
-		s.st.Errors++
-		s.st.LastError = a.err.Error()
-		var kiss *kissError
-		switch {
-		case errors.As(a.err, &kiss) && (kiss.code == "DENY" || kiss.code == "RSTR"):
-			s.denied = true
-			c.log.Warn("timesync: server refuses service, no longer asking it", "server", s.srv, "address", a.addr, "kiss", kiss.code)
-		case errors.As(a.err, &kiss) && kiss.code == "RATE":
-			s.next = now.Add(cfg.Interval)
-			c.log.Warn("timesync: server asks to slow down", "server", s.srv, "address", a.addr, "backoff", cfg.Interval)
-		default:
-			s.fails++
-			s.next = now.Add(backoff(retryBase(cfg), backoffCap, s.fails))
-			s.rotate()
-			c.log.Debug("timesync: no usable answer", "server", s.srv, "err", a.err, "backoff", s.next.Sub(now))
-		}
+		c.recordAnswer(cfg, now, backoffCap, &answers[i], v)
 	}
+	d := c.nextRound(cfg, now, wasSynced, synced, v)
+	c.recordStatus(cfg, wasSynced, v, d)
+	return d
+}
 
+// recordAnswer stores one source's answer (or its error, with the
+// source's backoff) in the source.
+func (c *Client) recordAnswer(cfg Config, now time.Time, backoffCap time.Duration, a *answer, v verdict) {
+	s := a.src
+	if !slices.Contains(c.sources, s) {
+		return // removed by Update meanwhile
+	}
+	s.addrs, s.cur = a.addrs, a.cur
+	s.st.Queries += uint64(a.queries)
+	if a.addr.IsValid() {
+		s.st.Address = a.addr.String()
+	}
+	if a.err == nil {
+		isFalse := slices.Contains(v.falsetickers, s)
+		if isFalse && !s.st.Falseticker {
+			c.log.Warn("timesync: falseticker", "server", s.srv, "address", a.addr, "offset", a.resp.ClockOffset)
+		}
+		s.fails, s.next = 0, time.Time{}
+		s.st.LastAnswer, s.st.Offset, s.st.RTT, s.st.Stratum = a.at, a.resp.ClockOffset, a.resp.RTT, a.resp.Stratum
+		s.st.Falseticker, s.st.LastError = isFalse, ""
+		if isFalse {
+			s.rotate() // a name may resolve to an honest server next time
+		}
+		return
+	}
+	s.st.Errors++
+	s.st.LastError = a.err.Error()
+	var kiss *kissError
+	switch {
+	case errors.As(a.err, &kiss) && (kiss.code == "DENY" || kiss.code == "RSTR"):
+		s.denied = true
+		c.log.Warn("timesync: server refuses service, no longer asking it", "server", s.srv, "address", a.addr, "kiss", kiss.code)
+	case errors.As(a.err, &kiss) && kiss.code == "RATE":
+		s.next = now.Add(cfg.Interval)
+		c.log.Warn("timesync: server asks to slow down", "server", s.srv, "address", a.addr, "backoff", cfg.Interval)
+	default:
+		s.fails++
+		s.next = now.Add(backoff(retryBase(cfg), backoffCap, s.fails))
+		s.rotate()
+		c.log.Debug("timesync: no usable answer", "server", s.srv, "err", a.err, "backoff", s.next.Sub(now))
+	}
+}
+
+// nextRound is the time until the next round: the poll interval once
+// synced (doubling up to Interval while the clock keeps agreeing), a
+// backoff while not, and never before the first source is due.
+func (c *Client) nextRound(cfg Config, now time.Time, wasSynced, synced bool, v verdict) time.Duration {
 	var d time.Duration
 	if v.chosen != nil {
 		if !wasSynced || v.stepped {
@@ -348,7 +361,11 @@ func (c *Client) record(cfg Config, wasSynced bool, answers []answer, v verdict)
 	if due, ok := c.firstDue(); ok && due.Sub(now) > d {
 		d = due.Sub(now)
 	}
+	return d
+}
 
+// recordStatus stores the round's verdict in the status and logs it.
+func (c *Client) recordStatus(cfg Config, wasSynced bool, v verdict, d time.Duration) {
 	if a := v.chosen; a != nil {
 		r := a.resp
 		c.status = Status{
@@ -376,7 +393,6 @@ func (c *Client) record(cfg Config, wasSynced bool, answers []answer, v verdict)
 		}
 	}
 	c.status.Poll = d
-	return d
 }
 
 // firstDue returns when the first source that is not denied may be asked
