@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"e1kbox/internal/atomicfile"
 )
 
 // VersionInfo describes one saved config version.
@@ -182,7 +184,7 @@ func (d dirStorage) removeVersion(id uint64) error {
 	if err := os.Remove(f); err != nil {
 		return err
 	}
-	return syncDir(d.historyDir())
+	return atomicfile.SyncDir(d.historyDir())
 }
 
 func (d dirStorage) readPending() (*Pending, error) {
@@ -212,7 +214,7 @@ func (d dirStorage) writePending(p *Pending) error {
 		if err != nil {
 			return err
 		}
-		return syncDir(d.dir())
+		return atomicfile.SyncDir(d.dir())
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -232,56 +234,12 @@ func checkWrite(path string) error {
 	return nil
 }
 
-// writeFileAtomic replaces path with data so that a crash at any point
-// leaves either the old or the new file: temp file in the same directory,
-// fsync, rename, fsync of the directory.
-func writeFileAtomic(path string, data []byte) (err error) {
+// writeFileAtomic is atomicfile.Write behind the tests' failWrite hook.
+func writeFileAtomic(path string, data []byte) error {
 	if err := checkWrite(path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return atomicfile.Write(path, data, 0o644)
 }
 
 // memStorage keeps everything in memory, for when /perm is unusable. The

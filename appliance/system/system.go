@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"e1kbox/internal/atomicfile"
 )
 
 // Perm describes the state of the persistent partition.
@@ -71,7 +73,10 @@ func RecordBoot(file, build string, now time.Time) ([]Boot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(file, append(b, '\n')); err != nil {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return boots, fmt.Errorf("saving boot history: %w", err)
+	}
+	if err := atomicfile.Write(file, append(b, '\n'), 0o644); err != nil {
 		return boots, fmt.Errorf("saving boot history: %w", err)
 	}
 	return boots, nil
@@ -88,36 +93,4 @@ func ReadBoots(file string) ([]Boot, error) {
 		return nil, fmt.Errorf("boot history %s: %w", file, err)
 	}
 	return boots, nil
-}
-
-func writeAtomic(file string, data []byte) error {
-	dir := filepath.Dir(file)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(file)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), file); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"e1kbox/internal/atomicfile"
 )
 
 // leaseFile is the lease file's JSON form.
@@ -96,7 +98,7 @@ func (s *Server) flush() error {
 	if path == s.savedPath && bytes.Equal(data, s.saved) {
 		return nil
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := atomicfile.Write(path, data, 0o644); err != nil {
 		return fmt.Errorf("dhcpd: save leases: %w", err)
 	}
 	s.savedPath, s.saved = path, data
@@ -229,45 +231,4 @@ func parseMAC(s string) (mac, error) {
 		return mac{}, fmt.Errorf("%q: not an Ethernet address", s)
 	}
 	return m, nil
-}
-
-// writeFileAtomic replaces path with data so that a crash at any point
-// leaves either the old or the new file: temp file in the same directory,
-// fsync, rename, fsync of the directory (as appliance/config does).
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
