@@ -143,7 +143,7 @@ func Start(t testing.TB, cmd *exec.Cmd) {
 // chatter where it explains a failure, not in every run.
 func StartLogged(t testing.TB, name string, cmd *exec.Cmd) {
 	t.Helper()
-	var buf lockedBuffer
+	var buf Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	Start(t, cmd)
 	t.Cleanup(func() {
@@ -153,20 +153,20 @@ func StartLogged(t testing.TB, name string, cmd *exec.Cmd) {
 	})
 }
 
-// lockedBuffer is a bytes.Buffer a command's output goroutines and the
-// test may use at once.
-type lockedBuffer struct {
+// Buffer is a bytes.Buffer a command's output goroutines and the test
+// may use at once.
+type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

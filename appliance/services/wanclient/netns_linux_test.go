@@ -2,7 +2,6 @@ package wanclient
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"e1kbox/appliance/dataplane/ingressdrop"
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 )
 
@@ -46,25 +46,7 @@ type lab struct {
 
 	mu      sync.Mutex
 	dnsmasq *exec.Cmd
-	dnsLog  *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer that a process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	dnsLog  *netnstest.Buffer
 }
 
 func newLab(t *testing.T) *lab {
@@ -106,7 +88,7 @@ func (l *lab) ip(args ...string) string {
 // DNS service. It pings an address before it offers it, as by default.
 func (l *lab) startDnsmasq(from, to string) {
 	l.t.Helper()
-	buf := &syncBuffer{}
+	buf := &netnstest.Buffer{}
 	cmd := exec.Command("ip", "netns", "exec", l.isp, "dnsmasq",
 		"--no-daemon", "--conf-file=/dev/null", "--user=root", "--pid-file=",
 		"--port=0", "--bind-interfaces", "--interface=s0",
