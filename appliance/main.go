@@ -66,10 +66,7 @@ func run() error {
 	if !perm.Writable {
 		log.Warn("persistent storage is not writable: changes will not survive a reboot", "dir", perm.Dir, "err", perm.Error)
 	}
-	boots, err := system.RecordBoot(filepath.Join(f.state, "boots.json"), buildTimestamp, time.Now())
-	if err != nil {
-		log.Warn("boot history not saved", "err", err)
-	}
+	boots := newBootLog(log, filepath.Join(f.state, "boots.json"), buildTimestamp, time.Now())
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -88,6 +85,7 @@ func run() error {
 	if err := rt.Apply(cfg); err != nil {
 		log.Error("services not all started", "err", err)
 	}
+	go boots.correctWhenClockSet(ctx, rt.WaitClock)
 
 	ml := newMgmtListener(log)
 	spec, err := specFor(f.listen, cfg)

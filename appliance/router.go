@@ -397,6 +397,34 @@ func (r *router) applyTime() error {
 	return nil
 }
 
+// WaitClock returns once the NTP client has set the box's clock, or with
+// ctx's error. What needs a correct clock waits here (see bootLog).
+func (r *router) WaitClock(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		t, on := r.ntp.s, r.ntp.on
+		r.mu.Unlock()
+		if on {
+			// Asked again every second: the client may be stopped or
+			// replaced meanwhile.
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := t.Wait(wctx)
+			cancel()
+			if err == nil {
+				return nil
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
 // resolverVia resolves names by asking the DNS servers from src.
 func resolverVia(src netip.Addr, servers []netip.Addr) *net.Resolver {
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {

@@ -23,7 +23,7 @@ type boxView struct {
 	hostname string
 	procRoot string // "/" normally
 	perm     system.Perm
-	boots    []system.Boot
+	boots    *bootLog
 }
 
 func (v *boxView) engine() *dataplane.Engine {
@@ -254,7 +254,7 @@ func (v *boxView) Health() webui.HealthReport {
 
 // Version is /version.
 func (v *boxView) Version() webui.VersionReport {
-	return webui.VersionReport{BuildTimestamp: v.build, Go: goVersion(), Boots: v.boots}
+	return webui.VersionReport{BuildTimestamp: v.build, Go: goVersion(), Boots: v.boots.List()}
 }
 
 // ruleTable reads the running rule table and its counters.

@@ -48,10 +48,14 @@ func CheckPerm(dir string) Perm {
 	return p
 }
 
-// Boot is one start of the appliance.
+// Boot is one start of the appliance. ClockSet says Time is on a clock
+// the NTP client set (the start instant, corrected after the fact); a
+// boot without it has the time the box's clock said at the start, which
+// a lost or unset RTC makes wrong.
 type Boot struct {
-	Build string    `json:"build"`
-	Time  time.Time `json:"time"`
+	Build    string    `json:"build"`
+	Time     time.Time `json:"time"`
+	ClockSet bool      `json:"clockSet"`
 }
 
 // MaxBoots is how many boot records are kept.
@@ -69,17 +73,22 @@ func RecordBoot(file, build string, now time.Time) ([]Boot, error) {
 	if len(boots) > MaxBoots {
 		boots = boots[len(boots)-MaxBoots:]
 	}
+	return boots, SaveBoots(file, boots)
+}
+
+// SaveBoots replaces the history file with boots.
+func SaveBoots(file string, boots []Boot) error {
 	b, err := json.MarshalIndent(boots, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return boots, fmt.Errorf("saving boot history: %w", err)
+		return fmt.Errorf("saving boot history: %w", err)
 	}
 	if err := atomicfile.Write(file, append(b, '\n'), 0o644); err != nil {
-		return boots, fmt.Errorf("saving boot history: %w", err)
+		return fmt.Errorf("saving boot history: %w", err)
 	}
-	return boots, nil
+	return nil
 }
 
 // ReadBoots reads the boot history.
