@@ -10,7 +10,8 @@ import (
 )
 
 // Loop protection. Every bridged port's first worker broadcasts a probe
-// (frame.PutLoopProbe) out of its port every probeInterval, and at once
+// (frame.PutLoopProbe; on a trunk without a native VLAN tagged with its
+// lowest allowed VLAN) out of its port every probeInterval, and at once
 // when the monitor sees MACs flap. A probe of this engine that comes back
 // in on a port proves a path outside the box between the sending port and
 // the receiving one: a loop, which floods every broadcast forever. The
@@ -96,7 +97,11 @@ func (w *fwd) probe() {
 	if slot == nil {
 		return
 	}
-	n := frame.PutLoopProbe(slot, w.loop.mac, frame.LoopProbe{Nonce: w.loop.nonce, Port: in})
+	var vid uint16
+	if v := w.set.ports[in].vlan; v != nil {
+		vid = v.probe
+	}
+	n := frame.PutLoopProbe(slot, w.loop.mac, vid, frame.LoopProbe{Nonce: w.loop.nonce, Port: in})
 	if n == 0 || !tx.TxCommit(n) {
 		return
 	}

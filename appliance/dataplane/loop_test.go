@@ -178,3 +178,38 @@ func TestProbeSending(t *testing.T) {
 		t.Error("a worker that is not its port's prober sent a probe")
 	}
 }
+
+// TestLoopProbeVLAN: a probe goes out untagged on an access port or a
+// trunk with a native VLAN, and tagged with the lowest allowed VLAN on a
+// trunk without one; coming back tagged on another port, it is found.
+func TestLoopProbeVLAN(t *testing.T) {
+	b := newTestBridge(t, 3, false, "", false, func(c *Config) {
+		c.Ports[0].VLANs = &VLANs{Allowed: []uint16{30, 20, 40}}
+		c.Ports[1].VLANs = &VLANs{Native: 10, Allowed: []uint16{20}}
+	})
+	g := withLoopGuard(t, b)
+	for _, tt := range []struct {
+		port uint16
+		vid  uint16 // 0: untagged
+	}{{1, 20}, {2, 0}, {3, 0}} {
+		p := sendProbe(b, g, tt.port)
+		var f frame.Frame
+		if err := frame.Parse(p, &f); err != nil {
+			t.Fatalf("port %d's probe: %v", tt.port, err)
+		}
+		var vid uint16
+		if f.NTags > 0 {
+			vid = f.Tags[0].TCI & 0xfff
+		}
+		if vid != tt.vid || f.EtherType != frame.EtherTypeLoopback {
+			t.Errorf("port %d's probe on VLAN %d (ethertype %#x), want %d", tt.port, vid, f.EtherType, tt.vid)
+		}
+		if tt.port == 1 {
+			// Back in on port 3 (VLAN-unaware: it keeps its tag).
+			b.rx(3, p, false, frame.VLANTag{})
+			if !b.ports[3].loop.blocked(b.clock) {
+				t.Errorf("port 1's tagged probe back on port 3 did not block port 3")
+			}
+		}
+	}
+}

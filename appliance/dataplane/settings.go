@@ -47,6 +47,10 @@ type portSettings struct {
 type vlanSet struct {
 	native  uint16
 	allowed [4096 / 64]uint64
+	// probe is the VLAN loop probes go out on: none (untagged) with a
+	// native VLAN, else the lowest allowed one — a trunk without a native
+	// VLAN may drop untagged frames.
+	probe uint16
 }
 
 func (v *vlanSet) allows(vid uint16) bool { return v.allowed[vid>>6]&(1<<(vid&63)) != 0 }
@@ -59,6 +63,9 @@ func newSettings(cfg *Config) *settings {
 			v := &vlanSet{native: p.VLANs.Native}
 			for _, id := range p.VLANs.Allowed {
 				v.allowed[id>>6] |= 1 << (id & 63)
+				if v.native == 0 && (v.probe == 0 || id < v.probe) {
+					v.probe = id
+				}
 			}
 			s.ports[i+1].vlan = v
 		}

@@ -26,13 +26,19 @@ type LoopProbe struct {
 	Port  uint16  // the port it was sent from (the ECTP receipt number)
 }
 
-// PutLoopProbe writes an untagged broadcast loop probe from src carrying p
-// and returns MinFrameLen, or 0 when dst is shorter.
-func PutLoopProbe(dst []byte, src [6]byte, p LoopProbe) int {
+// PutLoopProbe writes a broadcast loop probe from src carrying p, tagged
+// with VLAN vid (0: untagged), and returns MinFrameLen (tagged or not it
+// fits), or 0 when dst is shorter.
+func PutLoopProbe(dst []byte, src [6]byte, vid uint16, p LoopProbe) int {
 	if len(dst) < MinFrameLen {
 		return 0
 	}
-	off := PutEthernet(dst, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, src, nil, EtherTypeLoopback)
+	var tag [1]VLANTag
+	tags := tag[:0]
+	if vid != 0 {
+		tags = append(tags, VLANTag{TPID: EtherTypeVLAN, TCI: vid & 0xfff})
+	}
+	off := PutEthernet(dst, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, src, tags, EtherTypeLoopback)
 	h := dst[off:]
 	binary.BigEndian.PutUint16(h[0:], 0) // skip count
 	binary.BigEndian.PutUint16(h[2:], 1) // function: reply

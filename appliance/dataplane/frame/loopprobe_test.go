@@ -10,12 +10,19 @@ import (
 func TestLoopProbe(t *testing.T) {
 	want := LoopProbe{Nonce: [8]byte{1, 2, 3, 4, 5, 6, 7, 8}, Port: 7}
 	b := make([]byte, 100)
-	n := PutLoopProbe(b, macA, want)
+	n := PutLoopProbe(b, macA, 0, want)
 	if n != MinFrameLen {
 		t.Fatalf("PutLoopProbe = %d, want %d", n, MinFrameLen)
 	}
 	probe := b[:n]
 	tagged := slices.Concat(probe[:12], []byte{0x81, 0x00, 0x00, 0x05}, probe[12:])
+	sentTagged := make([]byte, 100)
+	if n := PutLoopProbe(sentTagged, macA, 5, want); n != MinFrameLen {
+		t.Fatalf("PutLoopProbe on VLAN 5 = %d, want %d", n, MinFrameLen)
+	}
+	if diff := cmp.Diff(tagged[:MinFrameLen], sentTagged[:MinFrameLen]); diff != "" {
+		t.Errorf("the probe sent on VLAN 5 is not the untagged one with a tag (-want +got):\n%s", diff)
+	}
 	mutate := func(i int, v byte) []byte {
 		c := slices.Clone(probe)
 		c[i] ^= v
@@ -29,6 +36,7 @@ func TestLoopProbe(t *testing.T) {
 	}{
 		{"untagged", probe, nil, true},
 		{"tagged on its way", tagged, nil, true},
+		{"sent tagged", sentTagged[:MinFrameLen], nil, true},
 		{"tag stripped by the NIC", probe, &VLANTag{TPID: EtherTypeVLAN, TCI: 5}, true},
 		{"ECTP forward message", mutate(17, 3), nil, false}, // function 2
 		{"skip count", mutate(15, 2), nil, false},
@@ -62,7 +70,7 @@ func TestLoopProbe(t *testing.T) {
 			}
 		})
 	}
-	if n := PutLoopProbe(make([]byte, MinFrameLen-1), macA, want); n != 0 {
+	if n := PutLoopProbe(make([]byte, MinFrameLen-1), macA, 0, want); n != 0 {
 		t.Errorf("PutLoopProbe into a short buffer = %d, want 0", n)
 	}
 }
@@ -71,7 +79,7 @@ func TestLoopProbe(t *testing.T) {
 // back to a probe that reads the same.
 func FuzzLoopProbe(f *testing.F) {
 	b := make([]byte, MinFrameLen)
-	PutLoopProbe(b, macA, LoopProbe{Nonce: [8]byte{9}, Port: 3})
+	PutLoopProbe(b, macA, 0, LoopProbe{Nonce: [8]byte{9}, Port: 3})
 	f.Add(b)
 	f.Add(b[:30])
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -84,7 +92,7 @@ func FuzzLoopProbe(f *testing.F) {
 			return
 		}
 		out := make([]byte, MinFrameLen)
-		PutLoopProbe(out, fr.Src, p)
+		PutLoopProbe(out, fr.Src, 0, p)
 		var fr2 Frame
 		if err := Parse(out, &fr2); err != nil {
 			t.Fatalf("a written probe does not parse: %v", err)
