@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"e1kbox/internal/atomicfile"
+	"e1kbox/appliance/atomicfile"
 )
 
 // VersionInfo describes one saved config version.

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"e1kbox/internal/atomicfile"
+	"e1kbox/appliance/atomicfile"
 )
 
 // Perm describes the state of the persistent partition.

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"time"
 
-	"e1kbox/internal/atomicfile"
+	"e1kbox/appliance/atomicfile"
 )
 
 // leaseFile is the lease file's JSON form.

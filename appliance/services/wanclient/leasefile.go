@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"e1kbox/internal/atomicfile"
+	"e1kbox/appliance/atomicfile"
 )
 
 // leaseFile is the lease file's JSON: the lease and the MAC it is for.
