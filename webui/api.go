@@ -134,7 +134,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 			NICs:      s.opts.NICs != nil,
 			Reboot:    s.opts.Power != nil,
 		},
-		GokrazyPort: s.opts.GokrazyPort,
+		GokrazyPort:    s.opts.GokrazyPort,
 		CSRFHeader:     CSRFHeader,
 		Interval:       s.opts.Interval.Seconds(),
 		History:        s.opts.History.Seconds(),

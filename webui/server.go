@@ -195,15 +195,15 @@ func New(opts Options) (*Server, error) {
 	}
 	samples := int(opts.History/opts.Interval) + 1
 	s := &Server{
-		opts:    opts,
-		log:     opts.Logger,
-		guard:   newLoginGuard(opts.Logger),
-		tickets: newTickets(30 * time.Second),
-		origins: origins,
-		hub:     newHub(opts.Logger, opts.SendQueue, opts.WriteTimeout),
-		tls:     tcfg,
-		started: time.Now(),
-		stopped: make(chan struct{}),
+		opts:      opts,
+		log:       opts.Logger,
+		guard:     newLoginGuard(opts.Logger),
+		tickets:   newTickets(30 * time.Second),
+		origins:   origins,
+		hub:       newHub(opts.Logger, opts.SendQueue, opts.WriteTimeout),
+		tls:       tcfg,
+		started:   time.Now(),
+		stopped:   make(chan struct{}),
 		history:   newHistory(samples, opts.Interval),
 		diagSlots: make(chan struct{}, maxDiagRunning),
 	}
@@ -419,7 +419,7 @@ func (s *Server) routes() http.Handler {
 	protected := s.protect(api)
 	root := http.NewServeMux()
 	root.HandleFunc("GET /api/stream", s.handleWS) // authenticates itself (Basic or ticket)
-	root.HandleFunc("GET /logout", s.handleLogout)  // takes only the user "logout"
+	root.HandleFunc("GET /logout", s.handleLogout) // takes only the user "logout"
 	if s.opts.Health != nil {
 		root.HandleFunc("GET /healthz", s.handleHealth) // unauthenticated: the update health gate
 		root.HandleFunc("GET /version", s.handleVersion)

@@ -41,7 +41,7 @@ type PortStats struct {
 	// Kind is PortData or PortHost (the TAP that carries the box's own
 	// address: its traffic is the box's, not the network's).
 	Kind string `json:"kind,omitempty"`
-	Up        bool   `json:"up"`
+	Up   bool   `json:"up"`
 	// SpeedMbps is the negotiated link speed, 0 when unknown or down.
 	SpeedMbps int    `json:"speed_mbps"`
 	RxPackets uint64 `json:"rx_packets"`
