@@ -64,7 +64,7 @@ func (b *builder) add(in insn) {
 	b.p = append(b.p, in)
 }
 
-func (b *builder) emit(i bpf.Instruction) { b.add(insn{ins: i}) }
+func (b *builder) emit(i bpf.Instruction)  { b.add(insn{ins: i}) }
 func (b *builder) ld(off uint32, size int) { b.emit(bpf.LoadAbsolute{Off: off, Size: size}) }
 func (b *builder) jeq(v uint32, jt, jf label) {
 	b.add(insn{ins: bpf.JumpIf{Cond: bpf.JumpEqual, Val: v}, jt: jt, jf: jf})

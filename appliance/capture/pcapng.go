@@ -11,9 +11,9 @@ import (
 
 // pcapng block types and options (draft-ietf-opsawg-pcapng).
 const (
-	blockSHB = 0x0A0D0D0A
-	blockIDB = 0x00000001
-	blockEPB = 0x00000006
+	blockSHB  = 0x0A0D0D0A
+	blockIDB  = 0x00000001
+	blockEPB  = 0x00000006
 	byteMagic = 0x1A2B3C4D
 
 	optEnd       = 0
