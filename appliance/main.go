@@ -22,6 +22,9 @@ import (
 	"e1kbox/webui"
 )
 
+// gokrazySocket is gokrazy's HTTP API without a password (root only).
+const gokrazySocket = "/run/gokrazy-http.sock"
+
 // buildTimestamp is set by firmware build (-ldflags -X).
 var buildTimestamp = "dev"
 
@@ -54,7 +57,8 @@ func parseFlags() flags {
 
 func run() error {
 	f := parseFlags()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	book := webui.NewLogBook(0) // the dashboard's Logs page
+	log := slog.New(book.Handler(slog.NewTextHandler(os.Stderr, nil)))
 	slog.SetDefault(log)
 	log.Info("e1kbox appliance starting", "build", buildTimestamp, "go", goVersion())
 
@@ -86,6 +90,7 @@ func run() error {
 		log.Error("services not all started", "err", err)
 	}
 	go boots.correctWhenClockSet(ctx, rt.WaitClock)
+	go pollRuleLogs(ctx, log, dp)
 
 	ml := newMgmtListener(log)
 	spec, err := specFor(f.listen, cfg)
@@ -113,13 +118,22 @@ func run() error {
 	})
 	view := &boxView{dp: dp, source: source, build: buildTimestamp, started: time.Now(), hostname: hostname(),
 		procRoot: "/", perm: perm, boots: boots}
-	errc := serveDashboard(ctx, log, ml, webui.Options{
+	parts := &dashParts{cfg: func() *config.Config { c, _ := store.Current(); return c },
+		sysNet: "/sys/class/net", gokrazy: gokrazySocket}
+	opts := webui.Options{
 		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
 		Health: view, Dataplane: view, Neighbours: view,
+		Logs: book, Diagnostics: parts, Capture: parts, NICs: parts,
 		PasswordFiles:  strings.Split(f.passwordFiles, ","),
 		ConfirmTimeout: cfg.Dashboard.ConfirmTimeout.D(),
+		HistoryFile:    filepath.Join(f.state, "history.json"),
+		GokrazyPort:    gokrazyPort(),
 		Logger:         log,
-	})
+	}
+	if _, err := os.Stat(gokrazySocket); err == nil {
+		opts.Power = parts // only under gokrazy
+	}
+	errc := serveDashboard(ctx, log, ml, opts)
 	return supervise(ctx, log, errc, store, rt, dp)
 }
 
