@@ -1,7 +1,6 @@
 package webui
 
 import (
-	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -282,14 +281,4 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
-}
-
-// waitCtx waits d or until ctx is done.
-func waitCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

@@ -2,12 +2,12 @@ package webui
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"math"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -25,7 +25,7 @@ func newFakeRouter() *fakeRouter {
 		WAN: WANStatus{Port: "port1", Mode: WANModeDHCP, State: WANBound, Address: netip.MustParsePrefix("203.0.113.2/24"),
 			Gateway: a("203.0.113.1"), DNS: []netip.Addr{a("203.0.113.53"), a("203.0.113.54")}, Domain: "isp.example", MTU: 1500,
 			Server: a("203.0.113.1"), Obtained: now.Add(-2 * time.Hour), T1: now.Add(4 * time.Hour), T2: now.Add(8*time.Hour + 30*time.Minute),
-			Expiry: now.Add(10 * time.Hour),
+			Expiry:   now.Add(10 * time.Hour),
 			Internet: Reachability{Reachable: true, Probe: "ping 1.1.1.1", Checked: now.Add(-10 * time.Second), RTT: Duration(11300 * time.Microsecond)}},
 		DHCP: DHCPStatus{Enabled: true, PoolStart: a("192.168.1.100"), PoolEnd: a("192.168.1.250"), LeasesInUse: 3, PoolSize: 151,
 			Discovers: 40, Offers: 40, Requests: 52, Acks: 50, Naks: 2, Declines: 0, Releases: 4},

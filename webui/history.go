@@ -52,7 +52,7 @@ func pointOf(m *StatsMessage) point {
 		p.Drops += d.PerSecond
 	}
 	for _, c := range m.CPUs {
-		p.CPUs = append(p.CPUs, cpuPoint{CPU: c.CPU, Busy: c.Busy})
+		p.CPUs = append(p.CPUs, cpuPoint(c))
 	}
 	if m.Conntrack != nil {
 		p.Conns = float64(m.Conntrack.Entries)
