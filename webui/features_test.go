@@ -55,7 +55,9 @@ func TestRouterAndDevicesAPI(t *testing.T) {
 func TestRouterMetricsAndAlarms(t *testing.T) {
 	r := newFakeRouter()
 	f := startFixture(t, func(o *Options) { o.Router = r }, false)
-	r.edit(func(s *RouterStatus) { s.WAN.Internet.Reachable, s.WAN.Internet.Error, s.Time.Synced = false, "no answer", false })
+	r.edit(func(s *RouterStatus) {
+		s.WAN.Internet.Reachable, s.WAN.Internet.Error, s.Time.Synced = false, "no answer", false
+	})
 	f.srv.publish(time.Now())
 	var m StatsMessage
 	f.doJSON("GET", "/api/stats", nil, http.StatusOK, &m)
@@ -136,7 +138,11 @@ func TestLogsAPILongPoll(t *testing.T) {
 	if len(p.Entries) != 1 || p.Last != 1 {
 		t.Fatalf("page %+v", p)
 	}
-	go func() { time.Sleep(200 * time.Millisecond); book.Add(LogEntry{Message: "other"}); book.Add(LogEntry{Message: "wanted", Level: "error"}) }()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		book.Add(LogEntry{Message: "other"})
+		book.Add(LogEntry{Message: "wanted", Level: "error"})
+	}()
 	start := time.Now()
 	f.doJSON("GET", "/api/logs?after=1&wait=10&level=error", nil, http.StatusOK, &p)
 	if len(p.Entries) != 1 || p.Entries[0].Message != "wanted" || time.Since(start) > 5*time.Second {
