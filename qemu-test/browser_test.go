@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"e1kbox/appliance/capture"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -75,4 +78,54 @@ func dashboardShows(t *testing.T, b *box) {
 		t.Fatal(err)
 	}
 	t.Logf("dashboard shows %.0f rx pps; screenshot saved to %s", pps, p)
+
+	// The Logs page shows the supervisor's records.
+	err = chromedp.Do(tctx, chromedp.Navigate(b.dashboardURL("/#/logs")), chromedp.WaitVisible(chromedp.CSS(`#log-body tr[data-seq]`)))
+	if err != nil {
+		t.Fatalf("logs page: %v", err)
+	}
+	if n, err := chromedp.Run(tctx, chromedp.Evaluate[float64](`document.querySelectorAll('#log-body tr[data-seq]').length`)); err != nil || n < 5 {
+		t.Errorf("logs page shows %v entries (%v)", n, err)
+	}
+	saveShot(t, tctx, "logs.png")
+
+	// A capture of ICMP on port1 from the Diagnostics page while A pings.
+	err = chromedp.Do(tctx, chromedp.Navigate(b.dashboardURL("/#/diagnostics")), chromedp.WaitVisible(chromedp.CSS(`#cap-run`)),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#cap-port option').length > 0`, chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil {
+		t.Fatalf("diagnostics page: %v", err)
+	}
+	set := `(s, v) => { const e = document.querySelector(s); e.value = v; e.dispatchEvent(new Event('change')); }`
+	if _, err := chromedp.Run(tctx, chromedp.Evaluate[chromedp.Void](`(`+set+`)('#cap-port', 'port1'), (`+set+`)('#cap-proto', 'icmp'),
+		(`+set+`)('#cap-count', '20'), (`+set+`)('#cap-seconds', '30'), document.querySelector('#cap-run').click()`)); err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(tctx, chromedp.Poll[chromedp.Void](`!!document.querySelector('#cap-done')`, chromedp.WithPollingTimeout(40*time.Second)))
+	if err != nil {
+		t.Fatalf("capture never finished: %v", err)
+	}
+	saveShot(t, tctx, "diagnostics.png")
+	b64, err := chromedp.Run(tctx, chromedp.Evaluate[string](`window.e1kboxCapture.arrayBuffer().then(a => btoa(String.fromCharCode(...new Uint8Array(a))))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(b64)
+	f, err := capture.Read(raw)
+	if err != nil || len(f.Packets) != 20 || f.Interface != "eth1" {
+		t.Fatalf("the capture from the box: %v, %d packets on %q", err, len(f.Packets), f.Interface)
+	}
+	p = filepath.Join(artifacts, "capture.pcapng")
+	os.WriteFile(p, raw, 0o644)
+	if out, err := exec.Command("tcpdump", "-n", "-r", p).CombinedOutput(); err != nil || strings.Count(string(out), "ICMP echo request") != 20 {
+		t.Errorf("tcpdump -r %s: %v\n%s", p, err, out)
+	}
+}
+
+func saveShot(t *testing.T, ctx context.Context, name string) {
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	os.WriteFile(filepath.Join(artifacts, name), png, 0o644)
 }
