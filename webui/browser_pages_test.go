@@ -30,6 +30,9 @@ type pageFakes struct {
 // docs/dashboard-NAME.png (how the committed screenshots are made).
 func docShot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	// Notices of earlier steps (a rollback banner, toasts) are not part of
+	// the page shown.
+	eval[bool](t, ctx, `((b => { if (b.classList.contains('rolledback')) b.hidden = true; })(document.getElementById('banner')), document.getElementById('toasts').replaceChildren(), true)`)
 	shot(t, ctx, name)
 	if os.Getenv("E1KBOX_DOCS_SHOTS") != "1" {
 		return

@@ -264,7 +264,7 @@ func (s *Server) deviceAction(w http.ResponseWriter, r *http.Request, what strin
 		case errors.Is(err, ErrStaticInConfig):
 			status = http.StatusConflict
 		}
-		writeError(w, status, fmt.Sprintf("%s %s: %v", what, mac, err))
+		writeError(w, status, err.Error())
 		return
 	}
 	s.log.Info("device "+what, "mac", mac.String())
