@@ -79,7 +79,9 @@ func dashboardShows(t *testing.T, b *box) {
 	}
 	t.Logf("dashboard shows %.0f rx pps; screenshot saved to %s", pps, p)
 
-	// The Logs page shows the supervisor's records.
+	// The Logs page shows the supervisor's records (a new time budget).
+	tctx, tcancel2 := context.WithTimeout(ctx, 90*time.Second)
+	defer tcancel2()
 	err = chromedp.Do(tctx, chromedp.Navigate(b.dashboardURL("/#/logs")), chromedp.WaitVisible(chromedp.CSS(`#log-body tr[data-seq]`)))
 	if err != nil {
 		t.Fatalf("logs page: %v", err)

@@ -109,51 +109,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(descFailedLogins, float64(s.guard.failed.Load()))
 	if s.opts.Stats != nil {
-		snap := s.opts.Stats.Snapshot()
-		seen := map[string]bool{}
-		for _, p := range snap.Ports {
-			if seen[p.Name] {
-				continue
-			}
-			seen[p.Name] = true
-			gauge(descPortUp, b2f(p.Up), p.Name, p.Interface)
-			gauge(descPortSpeed, float64(p.SpeedMbps)*1e6/8, p.Name, p.Interface)
-			counter(descPortRxPackets, float64(p.RxPackets), p.Name, p.Interface)
-			counter(descPortRxBytes, float64(p.RxBytes), p.Name, p.Interface)
-			counter(descPortTxPackets, float64(p.TxPackets), p.Name, p.Interface)
-			counter(descPortTxBytes, float64(p.TxBytes), p.Name, p.Interface)
-			counter(descPortRingDrops, float64(p.RingDrops), p.Name, p.Interface)
-			gauge(descPortBlocked, b2f(p.Blocked), p.Name, p.Interface)
-		}
-		clear(seen)
-		for _, d := range snap.Drops {
-			if !seen[d.Reason] {
-				seen[d.Reason] = true
-				counter(descDrops, float64(d.Packets), d.Reason)
-			}
-		}
-		clear(seen)
-		for _, cpu := range snap.CPUs {
-			id := strconv.Itoa(cpu.CPU)
-			if !seen[id] {
-				seen[id] = true
-				counter(descCPU, cpu.BusySeconds, id, "busy")
-				counter(descCPU, cpu.IdleSeconds, id, "idle")
-			}
-		}
-		clear(seen)
-		for _, q := range snap.IRQs {
-			id := strconv.Itoa(q.IRQ)
-			if !seen[id+" "+q.Name] {
-				seen[id+" "+q.Name] = true
-				counter(descIRQ, float64(q.Count), id, q.Name)
-			}
-		}
-		counter(descRestarts, float64(snap.WorkerRestarts))
-		if ct := snap.Conntrack; ct != nil {
-			gauge(descCtEntries, float64(ct.Entries))
-			gauge(descCtCapacity, float64(ct.Capacity))
-		}
+		c.snapshot(s.opts.Stats.Snapshot(), gauge, counter)
 	}
 	if s.opts.Rules != nil {
 		t := s.opts.Rules.Table()
@@ -271,5 +227,53 @@ func (c *collector) alarms(gauge emit) {
 	}
 	for k, v := range n {
 		gauge(descAlarms, float64(v), k[0], k[1])
+	}
+}
+
+// snapshot exposes the counters of one Snapshot.
+func (c *collector) snapshot(snap Snapshot, gauge, counter emit) {
+	seen := map[string]bool{}
+	for _, p := range snap.Ports {
+		if seen[p.Name] {
+			continue
+		}
+		seen[p.Name] = true
+		gauge(descPortUp, b2f(p.Up), p.Name, p.Interface)
+		gauge(descPortSpeed, float64(p.SpeedMbps)*1e6/8, p.Name, p.Interface)
+		counter(descPortRxPackets, float64(p.RxPackets), p.Name, p.Interface)
+		counter(descPortRxBytes, float64(p.RxBytes), p.Name, p.Interface)
+		counter(descPortTxPackets, float64(p.TxPackets), p.Name, p.Interface)
+		counter(descPortTxBytes, float64(p.TxBytes), p.Name, p.Interface)
+		counter(descPortRingDrops, float64(p.RingDrops), p.Name, p.Interface)
+		gauge(descPortBlocked, b2f(p.Blocked), p.Name, p.Interface)
+	}
+	clear(seen)
+	for _, d := range snap.Drops {
+		if !seen[d.Reason] {
+			seen[d.Reason] = true
+			counter(descDrops, float64(d.Packets), d.Reason)
+		}
+	}
+	clear(seen)
+	for _, cpu := range snap.CPUs {
+		id := strconv.Itoa(cpu.CPU)
+		if !seen[id] {
+			seen[id] = true
+			counter(descCPU, cpu.BusySeconds, id, "busy")
+			counter(descCPU, cpu.IdleSeconds, id, "idle")
+		}
+	}
+	clear(seen)
+	for _, q := range snap.IRQs {
+		id := strconv.Itoa(q.IRQ)
+		if !seen[id+" "+q.Name] {
+			seen[id+" "+q.Name] = true
+			counter(descIRQ, float64(q.Count), id, q.Name)
+		}
+	}
+	counter(descRestarts, float64(snap.WorkerRestarts))
+	if ct := snap.Conntrack; ct != nil {
+		gauge(descCtEntries, float64(ct.Entries))
+		gauge(descCtCapacity, float64(ct.Capacity))
 	}
 }
