@@ -30,6 +30,32 @@ type dashParts struct {
 	cfg     func() *config.Config // the running config
 	sysNet  string                // /sys/class/net
 	gokrazy string                // gokrazy's HTTP unix socket
+	// pwFiles are the password files; bootPW keeps the password gokrazy
+	// read at boot once the dashboard changed it (gokrazy wants it on its
+	// socket until the next boot; /run is a tmpfs, gone at the reboot).
+	pwFiles []string
+	bootPW  string
+}
+
+// passwordChanged remembers the password gokrazy booted with.
+func (d *dashParts) passwordChanged(old, _ string) {
+	if _, err := os.Stat(d.bootPW); err == nil {
+		return // changed before: that file has the boot's password
+	}
+	os.MkdirAll(filepath.Dir(d.bootPW), 0o700)
+	if err := webui.WriteFileAtomic(d.bootPW, []byte(old+"\n"), 0o600); err != nil {
+		slog.Warn("the password gokrazy booted with is not kept: a reboot from the dashboard fails until the next boot", "err", err)
+	}
+}
+
+// gokrazyPassword is the password gokrazy runs with.
+func (d *dashParts) gokrazyPassword() string {
+	for _, f := range append([]string{d.bootPW}, d.pwFiles...) {
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) != "" {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return ""
 }
 
 func (d *dashParts) Sources() []webui.DiagSource {
@@ -154,14 +180,19 @@ func readSys(dir, file string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// Reboot asks gokrazy (over its unix socket, which needs no password) to
-// stop every service, unmount /perm and reboot.
+// Reboot asks gokrazy (over its unix socket, with the password it booted
+// with) to stop every service, unmount /perm and reboot.
 func (d *dashParts) Reboot() error {
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", d.gokrazy)
 		}}}
-	res, err := c.Post("http://gokrazy/reboot?async=true", "application/x-www-form-urlencoded", nil)
+	req, err := http.NewRequest(http.MethodPost, "http://gokrazy/reboot?async=true", nil)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth("gokrazy", d.gokrazyPassword())
+	res, err := c.Do(req)
 	if err != nil {
 		return fmt.Errorf("asking gokrazy to reboot: %w", err)
 	}

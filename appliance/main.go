@@ -119,19 +119,21 @@ func run() error {
 	view := &boxView{dp: dp, source: source, build: buildTimestamp, started: time.Now(), hostname: hostname(),
 		procRoot: "/", perm: perm, boots: boots}
 	parts := &dashParts{cfg: func() *config.Config { c, _ := store.Current(); return c },
-		sysNet: "/sys/class/net", gokrazy: gokrazySocket}
+		sysNet: "/sys/class/net", gokrazy: gokrazySocket, pwFiles: strings.Split(f.passwordFiles, ","),
+		bootPW: "/run/e1kbox/gokrazy-boot-pw"}
 	opts := webui.Options{
 		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
 		Health: view, Dataplane: view, Neighbours: view,
 		Logs: book, Diagnostics: parts, Capture: parts, NICs: parts,
-		PasswordFiles:  strings.Split(f.passwordFiles, ","),
-		ConfirmTimeout: cfg.Dashboard.ConfirmTimeout.D(),
-		HistoryFile:    filepath.Join(f.state, "history.json"),
-		GokrazyPort:    gokrazyPort(),
-		Logger:         log,
+		PasswordFiles:   strings.Split(f.passwordFiles, ","),
+		ConfirmTimeout:  cfg.Dashboard.ConfirmTimeout.D(),
+		PasswordChanged: parts.passwordChanged,
+		HistoryFile:     filepath.Join(f.state, "history.json"),
+		GokrazyPort:     gokrazyPort(),
+		Logger:          log,
 	}
-	if _, err := os.Stat(gokrazySocket); err == nil {
-		opts.Power = parts // only under gokrazy
+	if _, err := os.Stat("/gokrazy/init"); err == nil {
+		opts.Power = parts // only under gokrazy (its socket comes up after the services start)
 	}
 	errc := serveDashboard(ctx, log, ml, opts)
 	return supervise(ctx, log, errc, store, rt, dp)

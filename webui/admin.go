@@ -138,6 +138,9 @@ func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.auth.Store(newAuthenticator(pc.New))
+	if s.opts.PasswordChanged != nil {
+		s.opts.PasswordChanged(pc.Current, pc.New)
+	}
 	s.log.Warn("dashboard password changed; gokrazy's UI takes it at the next boot", "file", file)
 	writeJSON(w, http.StatusOK, map[string]any{"file": file, "gokrazy_after_reboot": true})
 }

@@ -61,8 +61,12 @@ type Options struct {
 	// default 80.
 	GokrazyPort int
 
-	// PasswordFiles are tried in order; default DefaultPasswordFiles.
+	// PasswordFiles are tried in order; default DefaultPasswordFiles. A
+	// password change writes the first.
 	PasswordFiles []string
+	// PasswordChanged, if set, is called after a password change with the
+	// old and the new password (gokrazy keeps the old one until a reboot).
+	PasswordChanged func(old, new string)
 	// CertFile and KeyFile enable TLS in Serve when both exist; default
 	// DefaultCertFile and DefaultKeyFile. Set them to "-" to disable TLS.
 	CertFile, KeyFile string
