@@ -18,7 +18,9 @@ import (
 
 // dashboardShows loads the box's dashboard in headless chromium (through
 // the VM's forwarded port), waits until the live packets/s figure is above
-// zero while traffic flows, and saves a screenshot as a test artifact.
+// zero while traffic flows, and saves a screenshot as a test artifact;
+// then the Logs page shows the box's log, and a capture of 20 ICMP frames
+// on eth1 from the Diagnostics page opens with tcpdump -r.
 func dashboardShows(t *testing.T, b *box) {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
@@ -98,7 +100,8 @@ func dashboardShows(t *testing.T, b *box) {
 		t.Fatalf("diagnostics page: %v", err)
 	}
 	set := `(s, v) => { const e = document.querySelector(s); e.value = v; e.dispatchEvent(new Event('change')); }`
-	if _, err := chromedp.Run(tctx, chromedp.Evaluate[chromedp.Void](`(`+set+`)('#cap-port', 'port1'), (`+set+`)('#cap-proto', 'icmp'),
+	// The port on eth1 (A's side): "lan" in NAT mode, "port1" in bridge mode.
+	if _, err := chromedp.Run(tctx, chromedp.Evaluate[chromedp.Void](`(`+set+`)('#cap-port', [...document.querySelectorAll('#cap-port option')].find(o => o.textContent.endsWith('(eth1)')).value), (`+set+`)('#cap-proto', 'icmp'),
 		(`+set+`)('#cap-count', '20'), (`+set+`)('#cap-seconds', '30'), document.querySelector('#cap-run').click()`)); err != nil {
 		t.Fatal(err)
 	}
