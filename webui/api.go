@@ -116,6 +116,7 @@ type Features struct {
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	si := s.systemInfo()
+	_, routerOn := s.routerNow()
 	writeJSON(w, http.StatusOK, Info{
 		Hostname: si.Hostname,
 		Mode:     si.Mode,
@@ -126,8 +127,8 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 			Conntrack: s.opts.Conntrack != nil,
 			FDB:       s.opts.FDB != nil,
 			Tuning:    s.opts.Tuning != nil,
-			Router:    s.opts.Router != nil,
-			Devices:   s.opts.Devices != nil,
+			Router:    routerOn,
+			Devices:   s.devicesNow(),
 			Logs:      s.opts.Logs != nil,
 			Diag:      s.opts.Diagnostics != nil,
 			Capture:   s.opts.Capture != nil,

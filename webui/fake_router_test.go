@@ -14,8 +14,9 @@ import (
 
 // fakeRouter is a router behind an ISP modem with a DHCP lease.
 type fakeRouter struct {
-	mu sync.Mutex
-	st RouterStatus
+	mu  sync.Mutex
+	st  RouterStatus
+	off bool // bridge mode: no router
 }
 
 func newFakeRouter() *fakeRouter {
@@ -37,10 +38,10 @@ func newFakeRouter() *fakeRouter {
 	}}
 }
 
-func (f *fakeRouter) RouterStatus() RouterStatus {
+func (f *fakeRouter) RouterStatus() (RouterStatus, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.st
+	return f.st, !f.off
 }
 
 func (f *fakeRouter) edit(fn func(*RouterStatus)) {
@@ -67,10 +68,10 @@ func newFakeDevices() *fakeDevices {
 	}}
 }
 
-func (f *fakeDevices) Devices() []Device {
+func (f *fakeDevices) Devices() ([]Device, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]Device(nil), f.devs...)
+	return append([]Device(nil), f.devs...), true
 }
 
 func (f *fakeDevices) find(mac net.HardwareAddr) (int, error) {

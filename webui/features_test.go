@@ -43,13 +43,37 @@ func TestRouterAndDevicesAPI(t *testing.T) {
 			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, res.StatusCode, tc.want)
 		}
 	}
-	if !devs.static("52:54:00:aa:00:01") || len(devs.Devices()) != 3 {
-		t.Errorf("devices after the actions %+v", devs.Devices())
+	if after, _ := devs.Devices(); !devs.static("52:54:00:aa:00:01") || len(after) != 3 {
+		t.Errorf("devices after the actions %+v", after)
 	}
 	// No router (bridge mode): 404.
 	g := newFixture(t, nil)
 	g.doJSON("GET", "/api/router", nil, http.StatusNotFound, nil)
 	g.doJSON("GET", "/api/devices", nil, http.StatusNotFound, nil)
+}
+
+// TestRouterOff: a router that runs no services (the box switched to
+// bridge mode) is left out of /api/router, /api/info, the stream and
+// /metrics, and comes back when it runs again.
+func TestRouterOff(t *testing.T) {
+	r := newFakeRouter()
+	f := startFixture(t, func(o *Options) { o.Router = r }, false)
+	for _, off := range []bool{true, false} {
+		r.edit(func(*RouterStatus) { r.off = off })
+		f.srv.routerAt = time.Time{} // the publisher asks again at once
+		f.srv.publish(time.Now())
+		want := map[bool]int{true: http.StatusNotFound, false: http.StatusOK}[off]
+		f.doJSON("GET", "/api/router", nil, want, nil)
+		var info Info
+		f.doJSON("GET", "/api/info", nil, http.StatusOK, &info)
+		var m StatsMessage
+		f.doJSON("GET", "/api/stats", nil, http.StatusOK, &m)
+		body := string(readAll(t, f.req("GET", "/metrics", nil)))
+		if info.Features.Router == off || (m.Router == nil) != off || strings.Contains(body, "e1kbox_wan_up") == off {
+			t.Errorf("router off=%v: features.router %v, stream router %v, metrics have wan_up %v",
+				off, info.Features.Router, m.Router != nil, strings.Contains(body, "e1kbox_wan_up"))
+		}
+	}
 }
 
 func TestRouterMetricsAndAlarms(t *testing.T) {

@@ -148,8 +148,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if s.opts.Config != nil {
 		gauge(descConfigPending, b2f(s.opts.Config.Pending() != nil))
 	}
-	if s.opts.Router != nil {
-		st := s.opts.Router.RouterStatus()
+	if st, ok := s.routerNow(); ok {
 		c.router(&st, gauge, counter)
 	}
 	c.alarms(gauge)

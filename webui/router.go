@@ -13,12 +13,14 @@ import (
 )
 
 // Router is the NAT router's services: the WAN address (DHCP client or
-// static), the LAN's DHCP server, the DNS forwarder and the clock. It is
-// nil in bridge mode. RouterStatus is called by the API, by /metrics and
-// every few seconds by the publisher (for the overview's alarms): it must
-// be cheap (no scan of the connection table).
+// static), the LAN's DHCP server, the DNS forwarder and the clock.
+// RouterStatus reports false while the box runs no router (bridge mode;
+// the mode changes live). It is called by the API, by /metrics and every
+// few seconds by the publisher (for the overview's alarms): it must be
+// cheap (no scan of the connection table) and must not wait for a config
+// change to finish.
 type Router interface {
-	RouterStatus() RouterStatus
+	RouterStatus() (RouterStatus, bool)
 }
 
 // RouterStatus is what the router's services are doing.
@@ -149,13 +151,15 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // Devices is the LAN's devices as the DHCP server knows them (NAT mode).
 type Devices interface {
-	// Devices lists every lease the server keeps, static ones included.
-	Devices() []Device
+	// Devices lists every lease the server keeps, static ones included;
+	// false while no DHCP server runs.
+	Devices() ([]Device, bool)
 	// MakeStatic pins the address the device holds to it. Errors may wrap
-	// ErrNoLease (404) or ErrStaticInConfig (409).
+	// ErrNoLease (404), ErrStaticInConfig (409) or ErrNoDHCPServer (404).
 	MakeStatic(mac net.HardwareAddr) error
 	// Forget removes the device's leases and its pinned address. Errors may
-	// wrap ErrNoLease (404) or ErrStaticInConfig (409).
+	// wrap ErrNoLease (404), ErrStaticInConfig (409) or ErrNoDHCPServer
+	// (404).
 	Forget(mac net.HardwareAddr) error
 }
 
@@ -163,6 +167,7 @@ type Devices interface {
 var (
 	ErrNoLease        = errors.New("no lease for this device")
 	ErrStaticInConfig = errors.New("the device has a static lease in the config")
+	ErrNoDHCPServer   = errors.New("no DHCP server runs (NAT mode with dhcp.enabled)")
 )
 
 // Device states.
@@ -197,11 +202,11 @@ func (d *Device) online(now time.Time) bool {
 }
 
 func (s *Server) handleRouter(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Router == nil {
+	st, ok := s.routerNow()
+	if !ok {
 		notAvailable(w, "the router's services (NAT mode)")
 		return
 	}
-	st := s.opts.Router.RouterStatus()
 	fillNil(&st)
 	writeJSON(w, http.StatusOK, st)
 }
@@ -219,6 +224,23 @@ func fillNil(st *RouterStatus) {
 	}
 }
 
+// routerNow asks the router for its status: false without one.
+func (s *Server) routerNow() (RouterStatus, bool) {
+	if s.opts.Router == nil {
+		return RouterStatus{}, false
+	}
+	return s.opts.Router.RouterStatus()
+}
+
+// devicesNow reports whether the device list has something to show.
+func (s *Server) devicesNow() bool {
+	if s.opts.Devices == nil {
+		return false
+	}
+	_, ok := s.opts.Devices.Devices()
+	return ok
+}
+
 // DevicesAnswer is the answer of GET /api/devices.
 type DevicesAnswer struct {
 	Online  int      `json:"online"`
@@ -226,11 +248,15 @@ type DevicesAnswer struct {
 }
 
 func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Devices == nil {
+	var ds []Device
+	ok := false
+	if s.opts.Devices != nil {
+		ds, ok = s.opts.Devices.Devices()
+	}
+	if !ok {
 		notAvailable(w, "the device list (NAT mode with the DHCP server)")
 		return
 	}
-	ds := s.opts.Devices.Devices()
 	if ds == nil {
 		ds = []Device{}
 	}
@@ -259,7 +285,7 @@ func (s *Server) deviceAction(w http.ResponseWriter, r *http.Request, what strin
 	if err := act(mac); err != nil {
 		status := http.StatusInternalServerError
 		switch {
-		case errors.Is(err, ErrNoLease), errors.Is(err, ErrNotFound):
+		case errors.Is(err, ErrNoLease), errors.Is(err, ErrNotFound), errors.Is(err, ErrNoDHCPServer):
 			status = http.StatusNotFound
 		case errors.Is(err, ErrStaticInConfig):
 			status = http.StatusConflict

@@ -479,10 +479,12 @@ func (s *Server) routerStatus(now time.Time) *RouterStatus {
 	if s.opts.Router == nil {
 		return nil
 	}
-	if s.router == nil || now.Sub(s.routerAt) >= routerRefresh || now.Before(s.routerAt) {
-		st := s.opts.Router.RouterStatus()
-		fillNil(&st)
-		s.router, s.routerAt = &st, now
+	if now.Sub(s.routerAt) >= routerRefresh || now.Before(s.routerAt) {
+		s.router, s.routerAt = nil, now
+		if st, ok := s.opts.Router.RouterStatus(); ok {
+			fillNil(&st)
+			s.router = &st
+		}
 	}
 	return s.router
 }
