@@ -118,13 +118,22 @@ func run() error {
 	})
 	view := &boxView{dp: dp, source: source, build: buildTimestamp, started: time.Now(), hostname: hostname(),
 		procRoot: "/", perm: perm, boots: boots}
+	opts := dashboardOptions(f, log, store, cfg, book, rt, dp)
+	opts.Stats, opts.Config, opts.Rules, opts.Conntrack, opts.FDB, opts.Tuning = view, adapter, view, view, view, view
+	opts.System, opts.Health, opts.Dataplane, opts.Neighbours = view, view, view, view
+	errc := serveDashboard(ctx, log, ml, opts)
+	return supervise(ctx, log, errc, store, rt, dp)
+}
+
+// dashboardOptions are the dashboard's parts beyond the box's view: logs,
+// diagnostics, the router's services, password and history files.
+func dashboardOptions(f flags, log *slog.Logger, store *config.Store, cfg *config.Config, book *webui.LogBook, rt *router, dp *plane) webui.Options {
 	parts := &dashParts{cfg: func() *config.Config { c, _ := store.Current(); return c },
 		sysNet: "/sys/class/net", gokrazy: gokrazySocket, pwFiles: strings.Split(f.passwordFiles, ","),
 		bootPW: "/run/e1kbox/gokrazy-boot-pw"}
+	rv := &routerView{rt: rt, conns: connsOf(dp)}
 	opts := webui.Options{
-		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
-		Health: view, Dataplane: view, Neighbours: view,
-		Logs: book, Diagnostics: parts, Capture: parts, NICs: parts,
+		Logs: book, Diagnostics: parts, Capture: parts, NICs: parts, Router: rv, Devices: rv,
 		PasswordFiles:   strings.Split(f.passwordFiles, ","),
 		ConfirmTimeout:  cfg.Dashboard.ConfirmTimeout.D(),
 		PasswordChanged: parts.passwordChanged,
@@ -135,8 +144,7 @@ func run() error {
 	if _, err := os.Stat("/gokrazy/init"); err == nil {
 		opts.Power = parts // only under gokrazy (its socket comes up after the services start)
 	}
-	errc := serveDashboard(ctx, log, ml, opts)
-	return supervise(ctx, log, errc, store, rt, dp)
+	return opts
 }
 
 // loadConfig loads the running config from the store; -interfaces
