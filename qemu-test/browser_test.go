@@ -80,6 +80,7 @@ func dashboardShows(t *testing.T, b *box) {
 		t.Fatal(err)
 	}
 	t.Logf("dashboard shows %.0f rx pps; screenshot saved to %s", pps, p)
+	routerShows(t, tctx, b)
 
 	// The Logs page shows the supervisor's records (a new time budget).
 	tctx, tcancel2 := context.WithTimeout(ctx, 90*time.Second)
@@ -124,6 +125,40 @@ func dashboardShows(t *testing.T, b *box) {
 	if out, err := exec.Command("tcpdump", "-n", "-r", p).CombinedOutput(); err != nil || strings.Count(string(out), "ICMP echo request") != 20 {
 		t.Errorf("tcpdump -r %s: %v\n%s", p, err, out)
 	}
+}
+
+// routerShows checks the router's side of the dashboard (NAT mode, the
+// WAN by DHCP from B's dnsmasq, A leased from the box): the overview's WAN
+// card has the lease's address and gateway, and the Devices page lists A
+// with its static lease.
+func routerShows(t *testing.T, ctx context.Context, b *box) {
+	t.Helper()
+	var st struct {
+		NAT struct {
+			WAN string `json:"wan"`
+		} `json:"nat"`
+	}
+	if err := b.api("GET", "/api/dataplane", nil, &st); err != nil || st.NAT.WAN == "" {
+		t.Fatalf("the box's WAN address: %v %q", err, st.NAT.WAN)
+	}
+	want := st.NAT.WAN + " | 198.51.100.1"
+	err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`!document.querySelector('#wan').hidden && document.querySelector('#wan-address').textContent === '`+st.NAT.WAN+`'`,
+		chromedp.WithPollingTimeout(15*time.Second)))
+	got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector('#wan-address')||{}).textContent + ' | ' + (document.querySelector('#wan-gateway')||{}).textContent`))
+	if err != nil || got != want {
+		t.Errorf("the overview's WAN card: %q (%v), want %q", got, err, want)
+	}
+	err = chromedp.Do(ctx, chromedp.Navigate(b.dashboardURL("/#/devices")),
+		chromedp.Poll[chromedp.Void](`!!document.querySelector('#dev-body tr[data-mac]')`, chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil {
+		t.Fatalf("devices page: %v", err)
+	}
+	row, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#dev-body tr[data-mac]')].map(r => [...r.cells].slice(0, 4).map(c => c.textContent).join(' | ')).join('\n')`))
+	if err != nil || !strings.Contains(row, " | 192.168.50.10 | bound static") {
+		t.Errorf("the Devices page lists:\n%s (%v)\nwant A at 192.168.50.10, bound, static", row, err)
+	}
+	t.Logf("the Devices page lists:\n%s", row)
+	saveShot(t, ctx, "devices.png")
 }
 
 func saveShot(t *testing.T, ctx context.Context, name string) {
