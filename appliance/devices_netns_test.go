@@ -1,14 +1,21 @@
 package main
 
 import (
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"e1kbox/internal/testenv"
 	"e1kbox/webui"
 )
 
@@ -16,8 +23,8 @@ import (
 // reads the router's services through the dashboard's API: the WAN lease,
 // the DHCP server, the DNS forwarder and the clock on /api/router; a LAN
 // host that took a lease from the box on /api/devices with the bytes of
-// its connections; "make static" that survives an appliance restart, and
-// "forget".
+// its connections; on the Devices page in chromium, "make static" that
+// survives an appliance restart; "forget".
 func TestRouterDashboard(t *testing.T) {
 	l := newSvcLab(t)
 	w := l.wan(t, 20*time.Second, "")
@@ -62,12 +69,21 @@ func TestRouterDashboard(t *testing.T) {
 		}
 	})
 
-	t.Run("make static survives a restart", func(t *testing.T) {
+	t.Run("make static in the browser survives a restart", func(t *testing.T) {
+		ctx := browser(t, filepath.Join(l.dir, "chromium"))
+		url := "http://" + l.box.Forward(t, "127.0.0.1:8080") + "/#/devices"
+		row := `#dev-body tr[data-mac="` + mac1 + `"]`
+		cells := `[...document.querySelector('` + row + `').cells].map(c => c.textContent)`
+		browse(t, ctx, "the Devices page lists h1", chromedp.Navigate(url), poll(`!!document.querySelector('`+row+` button[data-action="static"]')`))
+		if c := jsEval[[]string](t, ctx, cells); len(c) < 4 || c[0] != "h1-dhclient" || c[2] != ev1["ip"] || c[3] != "bound" {
+			t.Errorf("h1's row %q, want h1-dhclient, its address %s, bound", c, ev1["ip"])
+		}
+		jsEval[bool](t, ctx, `document.querySelector('`+row+` button[data-action="static"]').click() || true`)
+		browse(t, ctx, "made static", poll(`!document.querySelector('`+row+` button[data-action="static"]')`))
 		for _, tc := range []struct {
 			method, path string
 			want         int
 		}{
-			{"POST", "/api/devices/" + mac1 + "/static", 204},
 			{"POST", "/api/devices/" + mac1 + "/static", 204}, // again: nothing changes
 			{"POST", "/api/devices/02:77:00:00:00:02/static", 409},
 			{"DELETE", "/api/devices/02:77:00:00:00:02", 409},
@@ -79,8 +95,10 @@ func TestRouterDashboard(t *testing.T) {
 		}
 		l.stop()
 		l.start("-config", l.cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
-		if d := device(t, l, mac1); d == nil || !d.Static || d.Address.String() != ev1["ip"] {
-			t.Errorf("h1 after the restart: %+v, want static at %s", d, ev1["ip"])
+		browse(t, ctx, "the Devices page after the restart", chromedp.Navigate("about:blank"), chromedp.Navigate(url),
+			poll(`!!document.querySelector('`+row+`')`))
+		if c := jsEval[[]string](t, ctx, cells); len(c) < 4 || c[2] != ev1["ip"] || c[3] != "bound static" {
+			t.Errorf("h1's row after the restart %q, want bound and static at %s", c, ev1["ip"])
 		}
 		// Another device asking for h1's address does not get it.
 		h3 := l.clients[2]
@@ -112,6 +130,56 @@ func TestRouterDashboard(t *testing.T) {
 			}
 		}
 	})
+}
+
+// browser is a headless chromium that sends the dashboard's password; its
+// profile is in dir (chromium may still write there as it exits: a test's
+// own TempDir would fail to be removed).
+func browser(t *testing.T, dir string) context.Context {
+	t.Helper()
+	testenv.Require(t, "chromium")
+	path, _ := exec.LookPath("chromium")
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(path), chromedp.Headless,
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900))
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); acancel() })
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("gokrazy:"+testPassword))
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// browse runs actions in the browser within 30 s.
+func browse(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// poll waits for a JavaScript condition (within browse's time).
+func poll(cond string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingInterval(100*time.Millisecond))
+}
+
+// jsEval evaluates expr in the page.
+func jsEval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(tctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
 }
 
 // getJSON decodes the answer of an API GET.
