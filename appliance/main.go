@@ -22,6 +22,9 @@ import (
 	"e1kbox/webui"
 )
 
+// gokrazySocket is gokrazy's HTTP API without a password (root only).
+const gokrazySocket = "/run/gokrazy-http.sock"
+
 // buildTimestamp is set by firmware build (-ldflags -X).
 var buildTimestamp = "dev"
 
@@ -54,7 +57,8 @@ func parseFlags() flags {
 
 func run() error {
 	f := parseFlags()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	book := webui.NewLogBook(0) // the dashboard's Logs page
+	log := slog.New(book.Handler(slog.NewTextHandler(os.Stderr, nil)))
 	slog.SetDefault(log)
 	log.Info("e1kbox appliance starting", "build", buildTimestamp, "go", goVersion())
 
@@ -86,6 +90,7 @@ func run() error {
 		log.Error("services not all started", "err", err)
 	}
 	go boots.correctWhenClockSet(ctx, rt.WaitClock)
+	go pollRuleLogs(ctx, log, dp)
 
 	ml := newMgmtListener(log)
 	spec, err := specFor(f.listen, cfg)
@@ -113,14 +118,33 @@ func run() error {
 	})
 	view := &boxView{dp: dp, source: source, build: buildTimestamp, started: time.Now(), hostname: hostname(),
 		procRoot: "/", perm: perm, boots: boots}
-	errc := serveDashboard(ctx, log, ml, webui.Options{
-		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
-		Health: view, Dataplane: view, Neighbours: view,
-		PasswordFiles:  strings.Split(f.passwordFiles, ","),
-		ConfirmTimeout: cfg.Dashboard.ConfirmTimeout.D(),
-		Logger:         log,
-	})
+	opts := dashboardOptions(f, log, store, cfg, book, rt, dp)
+	opts.Stats, opts.Config, opts.Rules, opts.Conntrack, opts.FDB, opts.Tuning = view, adapter, view, view, view, view
+	opts.System, opts.Health, opts.Dataplane, opts.Neighbours = view, view, view, view
+	errc := serveDashboard(ctx, log, ml, opts)
 	return supervise(ctx, log, errc, store, rt, dp)
+}
+
+// dashboardOptions are the dashboard's parts beyond the box's view: logs,
+// diagnostics, the router's services, password and history files.
+func dashboardOptions(f flags, log *slog.Logger, store *config.Store, cfg *config.Config, book *webui.LogBook, rt *router, dp *plane) webui.Options {
+	parts := &dashParts{cfg: func() *config.Config { c, _ := store.Current(); return c },
+		sysNet: "/sys/class/net", gokrazy: gokrazySocket, pwFiles: strings.Split(f.passwordFiles, ","),
+		bootPW: "/run/e1kbox/gokrazy-boot-pw"}
+	rv := &routerView{rt: rt, conns: connsOf(dp)}
+	opts := webui.Options{
+		Logs: book, Diagnostics: parts, Capture: parts, NICs: parts, Router: rv, Devices: rv,
+		PasswordFiles:   strings.Split(f.passwordFiles, ","),
+		ConfirmTimeout:  cfg.Dashboard.ConfirmTimeout.D(),
+		PasswordChanged: parts.passwordChanged,
+		HistoryFile:     filepath.Join(f.state, "history.json"),
+		GokrazyPort:     gokrazyPort(),
+		Logger:          log,
+	}
+	if _, err := os.Stat("/gokrazy/init"); err == nil {
+		opts.Power = parts // only under gokrazy (its socket comes up after the services start)
+	}
+	return opts
 }
 
 // loadConfig loads the running config from the store; -interfaces

@@ -49,9 +49,11 @@ type router struct {
 	leases leaseSlot
 	// names is the DHCP server the DNS forwarder takes local names from.
 	names atomic.Pointer[dhcpd.Server]
-	quit  chan struct{}
-	done  chan struct{}
-	once  sync.Once // Close
+	// live is what runs, for the dashboard (publish).
+	live atomic.Pointer[routerLive]
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once // Close
 }
 
 // leaseSlot is the latest lease of a WAN client run, for the lease loop.
@@ -173,6 +175,7 @@ func (r *router) Apply(cfg *config.Config) error {
 	} else {
 		r.dns.stop()
 	}
+	r.publish()
 	return errors.Join(errs...)
 }
 
@@ -186,6 +189,7 @@ func (r *router) Close() {
 		r.names.Store(nil)
 		r.dns.stop()
 		r.ntp.stop()
+		r.publish()
 		r.mu.Unlock()
 		close(r.quit)
 		<-r.done

@@ -16,8 +16,14 @@ import (
 // boxPost sends a mutation to the appliance's API (with the password and
 // the CSRF header) and returns the status code and body.
 func (l *lab) boxPost(path string, body []byte) (int, string) {
+	return l.boxDo("POST", path, body)
+}
+
+// boxDo sends a request of method (with the password and the CSRF header)
+// and returns the status code and body.
+func (l *lab) boxDo(method, path string, body []byte) (int, string) {
 	cmd := l.box.Command("curl", "-s", "--max-time", "10", "-u", "gokrazy:"+testPassword,
-		"-H", "X-E1kbox-CSRF: 1", "-H", "Content-Type: application/json", "-X", "POST", "--data-binary", "@-",
+		"-H", "X-E1kbox-CSRF: 1", "-H", "Content-Type: application/json", "-X", method, "--data-binary", "@-",
 		"-w", "\n%{http_code}", "http://127.0.0.1:8080"+path)
 	cmd.Stdin = strings.NewReader(string(body))
 	out, err := cmd.Output()

@@ -40,7 +40,7 @@ func (v *boxView) Snapshot() webui.Snapshot {
 	snap := e.Snapshot()
 	for _, p := range snap.Ports {
 		s.Ports = append(s.Ports, webui.PortStats{
-			Name: p.Name, Interface: p.Interface, Up: p.LinkUp, SpeedMbps: linkSpeed(v.procRoot, p.Interface),
+			Name: p.Name, Interface: p.Interface, Kind: p.Kind, Up: p.LinkUp, SpeedMbps: linkSpeed(v.procRoot, p.Interface),
 			RxPackets: p.RxPackets, RxBytes: p.RxBytes, TxPackets: p.TxPackets, TxBytes: p.TxBytes,
 			RingDrops: p.Ring.RxDrops, Blocked: p.Blocked, LoopWith: p.LoopWith,
 		})

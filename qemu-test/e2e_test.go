@@ -370,6 +370,10 @@ func TestEndToEnd(t *testing.T) {
 		sent := int(rep.Total / (200 * time.Millisecond))
 		t.Logf("OTA while pinging every 200 ms: %d of ~%d answered, ~%.0f s without forwarding", replies, sent, float64(sent-replies)/5)
 	})
+
+	step("password change and history across a reboot", func(t *testing.T) {
+		passwordAndHistory(t, b)
+	})
 }
 
 type lockedBuffer struct {

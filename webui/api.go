@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,6 +94,8 @@ type Info struct {
 	Interval       float64  `json:"interval_s"`
 	History        float64  `json:"history_s"`
 	ConfirmTimeout float64  `json:"confirm_timeout_s"`
+	// GokrazyPort is the port of gokrazy's UI on the box.
+	GokrazyPort int `json:"gokrazy_port"`
 }
 
 // Features says which optional parts the box has.
@@ -102,10 +105,18 @@ type Features struct {
 	Conntrack bool `json:"conntrack"`
 	FDB       bool `json:"fdb"`
 	Tuning    bool `json:"tuning"`
+	Router    bool `json:"router"`
+	Devices   bool `json:"devices"`
+	Logs      bool `json:"logs"`
+	Diag      bool `json:"diagnostics"`
+	Capture   bool `json:"capture"`
+	NICs      bool `json:"nics"`
+	Reboot    bool `json:"reboot"`
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	si := s.systemInfo()
+	_, routerOn := s.routerNow()
 	writeJSON(w, http.StatusOK, Info{
 		Hostname: si.Hostname,
 		Mode:     si.Mode,
@@ -116,7 +127,15 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 			Conntrack: s.opts.Conntrack != nil,
 			FDB:       s.opts.FDB != nil,
 			Tuning:    s.opts.Tuning != nil,
+			Router:    routerOn,
+			Devices:   s.devicesNow(),
+			Logs:      s.opts.Logs != nil,
+			Diag:      s.opts.Diagnostics != nil,
+			Capture:   s.opts.Capture != nil,
+			NICs:      s.opts.NICs != nil,
+			Reboot:    s.opts.Power != nil,
 		},
+		GokrazyPort:    s.opts.GokrazyPort,
 		CSRFHeader:     CSRFHeader,
 		Interval:       s.opts.Interval.Seconds(),
 		History:        s.opts.History.Seconds(),
@@ -138,9 +157,42 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	hm := s.history.columns(s.opts.Interval)
+	hm, err := s.history.columns(r.URL.Query().Get("range"))
 	s.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	writeJSON(w, http.StatusOK, hm)
+}
+
+func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Logs == nil {
+		notAvailable(w, "the log")
+		return
+	}
+	q, err := ParseLogQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	wait, err := intParam(r.URL.Query(), "wait", 0, 0, 30)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	p := s.opts.Logs.Query(q)
+	if len(p.Entries) == 0 && wait > 0 {
+		// Long poll: answer when a matching entry comes, or at the deadline.
+		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(wait)*time.Second)
+		defer cancel()
+		after := p.Last
+		for len(p.Entries) == 0 && s.opts.Logs.Wait(ctx, after) {
+			p = s.opts.Logs.Query(q)
+			after = p.Last
+		}
+	}
+	writeJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) handleTicket(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,10 +211,16 @@ func TestBrowser(t *testing.T) {
 	stats := newFakeStats()
 	stats.accel, stats.wave = 150, 0.1
 	stats.start = now.Add(-5 * time.Minute)
+	stats.ports = append(stats.ports, PortStats{Name: "host", Interface: "e1khost0", Kind: PortHost, Up: true, SpeedMbps: 10000})
+	router, devs, diag, book := newFakeRouter(), newFakeDevices(), &fakeDiag{}, NewLogBook(0)
 	f := startFixture(t, func(o *Options) {
 		o.Stats = stats
 		o.Conntrack = newFakeConntrack(100000)
 		o.ConfirmTimeout = 4 * time.Second // the page's default; the tests confirm within it or watch it roll back
+		o.Router, o.Devices, o.Diagnostics, o.Capture, o.Power, o.NICs, o.Logs = router, devs, diag, diag, diag, testNICs, book
+		o.SyslogTargetFile = filepath.Join(t.TempDir(), "remote_syslog", "target")
+		o.PasswordFiles = []string{filepath.Join(t.TempDir(), "gokr-pw.txt"), writePassword(t, testPassword)}
+		o.Logger = slog.New(book.Handler(slog.NewTextHandler(io.Discard, nil)))
 	}, false)
 	for i := range 300 {
 		clock := stats.start.Add(time.Duration(i) * time.Second)
@@ -271,18 +280,31 @@ func TestBrowser(t *testing.T) {
 		if down := eval[string](t, ctx, `document.querySelector('.card.port[data-port="port3"] .pill.bad').textContent`); down != "down" {
 			t.Errorf("port3 link pill %q", down)
 		}
-		// Both charts drew, with a series per port and direction.
-		series := eval[float64](t, ctx, `document.querySelectorAll('#chart-pps .u-legend .u-series').length`)
-		if series != 7 { // x + 3 ports × rx/tx
-			t.Errorf("pps chart legend has %v series, want 7", series)
+		// Received and sent are charts of their own, a series (colour) per
+		// port: x + 4 ports.
+		for _, c := range []string{"rx", "tx"} {
+			if n := eval[float64](t, ctx, `document.querySelectorAll('#chart-`+c+` .u-legend .u-series').length`); n != 5 {
+				t.Errorf("%s chart legend has %v series, want 5", c, n)
+			}
 		}
-		if n := eval[float64](t, ctx, `document.querySelectorAll('.chart canvas').length`); n != 2 {
-			t.Errorf("%v chart canvases, want 2", n)
+		colours := eval[[]string](t, ctx, `[...document.querySelectorAll('#chart-rx .u-legend .u-series:not(:first-child) .u-marker')].map(m => getComputedStyle(m).borderColor)`)
+		if len(colours) != 4 || colours[0] == colours[1] || colours[1] == colours[2] {
+			t.Errorf("series colours %v: want one per port", colours)
+		}
+		if n := eval[float64](t, ctx, `document.querySelectorAll('.chart canvas').length`); n != 5 {
+			t.Errorf("%v chart canvases, want 5 (received, sent, CPU, drops, connections)", n)
 		}
 		waitFor(t, ctx, "drops", `document.querySelectorAll('#drops .bar-row').length === 4`, 5*time.Second)
-		// The charts start with the five minutes of history.
-		if n := eval[float64](t, ctx, `document.querySelector('#chart-pps').querySelectorAll('canvas').length`); n != 1 {
-			t.Errorf("%v canvases in the pps chart", n)
+		// The time axis labels do not overlap: each starts after the last ends.
+		checkAxis(t, ctx, "#chart-rx")
+		// The host port is not a link "up · 10 Gb/s" and its traffic is not
+		// in the totals.
+		if got := eval[string](t, ctx, `document.querySelector('.card.port[data-port="host"] .pill').textContent`); got != "the box itself" {
+			t.Errorf("host port pill %q", got)
+		}
+		sum := eval[float64](t, ctx, `[...document.querySelectorAll('.card.port:not(.host) [data-metric="rx_pps"]')].reduce((a, e) => a + Number(e.dataset.value), 0)`)
+		if total := eval[float64](t, ctx, `Number(document.querySelector('#total-rx-pps').dataset.value)`); math.Abs(total-sum) > 1e-6*sum {
+			t.Errorf("received tile %v, the data ports' sum %v", total, sum)
 		}
 		shot(t, ctx, "overview")
 	})
@@ -350,12 +372,16 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("config form: field errors, apply and confirm", func(t *testing.T) {
-		step(t, ctx, "config page", 15*time.Second, chromedp.Navigate(url+"#/config"), chromedp.WaitVisible(chromedp.CSS(`input[data-path="ports[1].interface"]`)))
-		setInput(t, ctx, `input[data-path="ports[1].interface"]`, "")
+		step(t, ctx, "config page", 15*time.Second, chromedp.Navigate(url+"#/config"), chromedp.WaitVisible(chromedp.CSS(`select[data-path="ports[1].interface"]`)))
+		// The interface is picked from the box's NICs, with driver, MAC and link.
+		if got := eval[string](t, ctx, `[...document.querySelector('select[data-path="ports[1].interface"]').options].find(o => o.value === 'eth7').textContent`); got != "eth7 · igb · 52:54:00:00:00:17 · link up 1000 Mb/s · free" {
+			t.Errorf("NIC picker shows eth7 as %q", got)
+		}
+		setInput(t, ctx, `select[data-path="ports[1].interface"]`, "")
 		click(t, ctx, `#config-apply`)
-		waitFor(t, ctx, "field error", `(document.querySelector('input[data-path="ports[1].interface"]').parentElement.querySelector('.err') || {}).textContent === 'required'`, 5*time.Second)
+		waitFor(t, ctx, "field error", `(document.querySelector('select[data-path="ports[1].interface"]').parentElement.querySelector('.err') || {}).textContent === 'required'`, 5*time.Second)
 		shot(t, ctx, "config-error")
-		setInput(t, ctx, `input[data-path="ports[1].interface"]`, "eth7")
+		setInput(t, ctx, `select[data-path="ports[1].interface"]`, "eth7")
 		// A list of strings is edited as comma-separated text; an error
 		// about one element shows at the field.
 		setInput(t, ctx, `input[data-path="ports[1].addresses"]`, "192.168.1.1/24, 10.1.1.1")
@@ -443,6 +469,8 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	browserPages(t, ctx, browser, f, url, pageFakes{router: router, devices: devs, diag: diag, book: book, stats: stats})
+
 	t.Run("phone layout", func(t *testing.T) {
 		step(t, ctx, "phone", 20*time.Second,
 			chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
@@ -459,4 +487,6 @@ func TestBrowser(t *testing.T) {
 		shot(t, ctx, "overview-dark")
 		click(t, ctx, `#theme`)
 	})
+
+	passwordChange(t, ctx, f, url)
 }

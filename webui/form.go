@@ -19,7 +19,9 @@ type FormField struct {
 	Path  string `json:"path"`
 	Label string `json:"label"`
 	// Kind is text, number, bool, select, strings (a list of strings
-	// edited as comma-separated text) or list (of objects, see Item).
+	// edited as comma-separated text), numbers (the same for numbers),
+	// nic (an interface picked from GET /api/nics) or list (of objects,
+	// see Item).
 	Kind        string   `json:"kind"`
 	Options     []string `json:"options,omitempty"`     // select; "" stands for "default"
 	Placeholder string   `json:"placeholder,omitempty"` // text, number, strings
@@ -48,10 +50,12 @@ var DefaultConfigForm = []FormSection{
 		Fields: []FormField{
 			{Path: "ports", Label: "Ports", Kind: "list", Item: []FormField{
 				{Path: "name", Label: "Name", Kind: "text", Placeholder: "lan1"},
-				{Path: "interface", Label: "Interface", Kind: "text", Placeholder: "eth1"},
+				{Path: "interface", Label: "Interface", Kind: "nic"},
 				{Path: "role", Label: "Role (NAT)", Kind: "select", Options: []string{"", "lan", "wan"}},
 				{Path: "addresses", Label: "Addresses (NAT)", Kind: "strings", Placeholder: "192.168.1.1/24"},
 				{Path: "mtu", Label: "MTU", Kind: "number", Placeholder: "1500"},
+				{Path: "vlans.native", Label: "Native VLAN", Kind: "number", Placeholder: "VLAN-unaware", Help: "untagged frames belong to it"},
+				{Path: "vlans.allowed", Label: "Tagged VLANs", Kind: "numbers", Placeholder: "10, 20"},
 				{Path: "enabled", Label: "Enabled", Kind: "bool", Default: true},
 			}},
 		},
@@ -71,6 +75,60 @@ var DefaultConfigForm = []FormSection{
 			{Path: "nat.gateway", Label: "Gateway", Kind: "text", Placeholder: "203.0.113.1"},
 			{Path: "nat.masqueradePorts", Label: "Masquerade ports", Kind: "text", Placeholder: "1024-65535"},
 			{Path: "nat.conntrack.size", Label: "Connection table size", Kind: "number", Placeholder: "65536"},
+			{Path: "nat.mssClamp", Label: "Clamp the TCP MSS to the MTU", Kind: "bool", Default: true},
+		},
+	},
+	{
+		Title: "Connection timeouts",
+		Help:  "Idle timeouts of tracked connections (Go durations like 30s, 2m, 120h). Empty: Linux's defaults.",
+		Modes: []string{"nat"},
+		Fields: []FormField{
+			{Path: "nat.conntrack.timeouts.tcpEstablished", Label: "TCP established", Kind: "text", Placeholder: "120h0m0s"},
+			{Path: "nat.conntrack.timeouts.tcpSynSent", Label: "TCP SYN sent", Kind: "text", Placeholder: "2m0s"},
+			{Path: "nat.conntrack.timeouts.tcpSynRecv", Label: "TCP SYN received", Kind: "text", Placeholder: "1m0s"},
+			{Path: "nat.conntrack.timeouts.tcpFinWait", Label: "TCP FIN wait", Kind: "text", Placeholder: "2m0s"},
+			{Path: "nat.conntrack.timeouts.tcpCloseWait", Label: "TCP close wait", Kind: "text", Placeholder: "1m0s"},
+			{Path: "nat.conntrack.timeouts.tcpLastAck", Label: "TCP last ACK", Kind: "text", Placeholder: "30s"},
+			{Path: "nat.conntrack.timeouts.tcpTimeWait", Label: "TCP time wait", Kind: "text", Placeholder: "2m0s"},
+			{Path: "nat.conntrack.timeouts.tcpClose", Label: "TCP close", Kind: "text", Placeholder: "10s"},
+			{Path: "nat.conntrack.timeouts.udp", Label: "UDP, one way", Kind: "text", Placeholder: "30s"},
+			{Path: "nat.conntrack.timeouts.udpStream", Label: "UDP, both ways", Kind: "text", Placeholder: "2m0s"},
+			{Path: "nat.conntrack.timeouts.icmp", Label: "ICMP", Kind: "text", Placeholder: "30s"},
+			{Path: "nat.conntrack.timeouts.generic", Label: "Other protocols", Kind: "text", Placeholder: "10m0s"},
+		},
+	},
+	{
+		Title: "DHCP server (LAN)",
+		Help:  "Hands out addresses on the LAN with the router as gateway and DNS server.",
+		Modes: []string{"nat"},
+		Fields: []FormField{
+			{Path: "dhcp.enabled", Label: "DHCP server on", Kind: "bool"},
+			{Path: "dhcp.range", Label: "Pool", Kind: "text", Placeholder: "192.168.1.100-192.168.1.250", Help: "empty: the LAN subnet"},
+			{Path: "dhcp.leaseTime", Label: "Lease time", Kind: "text", Placeholder: "12h0m0s"},
+			{Path: "dhcp.static", Label: "Static leases", Kind: "list", Item: []FormField{
+				{Path: "mac", Label: "MAC address", Kind: "text", Placeholder: "52:54:00:12:34:56"},
+				{Path: "address", Label: "Address", Kind: "text", Placeholder: "192.168.1.20"},
+				{Path: "hostname", Label: "Name", Kind: "text", Placeholder: "printer"},
+			}},
+		},
+	},
+	{
+		Title: "DNS server (LAN)",
+		Help:  "Answers the LAN's queries from a cache, local names as <name>.<domain>.",
+		Modes: []string{"nat"},
+		Fields: []FormField{
+			{Path: "dns.enabled", Label: "DNS server on", Kind: "bool"},
+			{Path: "dns.domain", Label: "Local domain", Kind: "text", Placeholder: "lan"},
+			{Path: "dns.upstreams", Label: "Upstream servers", Kind: "strings", Placeholder: "from the WAN lease", Help: "empty: the WAN lease's"},
+			{Path: "dns.cacheSize", Label: "Cache size (answers)", Kind: "number", Placeholder: "10000"},
+		},
+	},
+	{
+		Title: "Time",
+		Help:  "NTP servers that keep the box's clock.",
+		Fields: []FormField{
+			{Path: "time.servers", Label: "NTP servers", Kind: "strings", Placeholder: "0.gokrazy.pool.ntp.org"},
+			{Path: "time.fromDHCP", Label: "Also the WAN lease's NTP servers", Kind: "bool", Default: true},
 		},
 	},
 	{
@@ -91,6 +149,13 @@ var DefaultConfigForm = []FormSection{
 		Fields: []FormField{
 			{Path: "bridge.fdbAging", Label: "MAC aging", Kind: "text", Placeholder: "5m0s"},
 			{Path: "bridge.fdbSize", Label: "FDB size", Kind: "number", Placeholder: "8192"},
+			{Path: "bridge.fdbFull", Label: "When the FDB is full", Kind: "select", Options: []string{"", "evict", "refuse"}},
+			{Path: "bridge.loopProtection", Label: "Loop protection", Kind: "bool", Default: true},
+			{Path: "bridge.static", Label: "Static FDB entries", Kind: "list", Item: []FormField{
+				{Path: "mac", Label: "MAC address", Kind: "text", Placeholder: "02:00:00:00:00:01"},
+				{Path: "port", Label: "Port", Kind: "text", Placeholder: "lan1"},
+				{Path: "vlan", Label: "VLAN", Kind: "number", Placeholder: "untagged"},
+			}},
 		},
 	},
 	{
@@ -100,7 +165,7 @@ var DefaultConfigForm = []FormSection{
 			{Path: "tuning.placement", Label: "CPU placement", Kind: "select", Options: []string{"", "auto", "split", "same", "threaded", "manual"}},
 			{Path: "tuning.copybreak", Label: "Copybreak (bytes)", Kind: "number", Placeholder: "256"},
 			{Path: "tuning.ports", Label: "Per port", Kind: "list", Item: []FormField{
-				{Path: "name", Label: "Interface", Kind: "text", Placeholder: "eth1"},
+				{Path: "name", Label: "Interface", Kind: "nic"},
 				{Path: "itr", Label: "Interrupt throttle", Kind: "text", Placeholder: "dynamic-conservative"},
 				{Path: "rxRing", Label: "RX ring", Kind: "number", Placeholder: "4096"},
 				{Path: "txRing", Label: "TX ring", Kind: "number", Placeholder: "4096"},

@@ -147,7 +147,7 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request, alt func() bool) 
 		tooMany(w, wait)
 		return false
 	}
-	if s.auth.ok(r) {
+	if s.currentAuth().ok(r) {
 		s.guard.ok(r)
 		return true
 	}

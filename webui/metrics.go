@@ -2,6 +2,7 @@ package webui
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -46,15 +47,47 @@ var (
 	descWSClients     = desc("webui_stream_clients", "Connected dashboard WebSocket clients.")
 	descWSDropped     = desc("webui_stream_dropped_total", "Dashboard WebSocket clients dropped for being too slow or failing.")
 	descFailedLogins  = desc("webui_failed_logins_total", "Dashboard requests with a wrong password.")
+	descAlarms        = desc("alarms", "Alarms on the overview now, by kind and severity.", "kind", "severity")
+
+	descWANInfo       = desc("wan_info", "The WAN address and its state (1).", "port", "mode", "state", "address", "gateway")
+	descWANUp         = desc("wan_up", "Whether the WAN has an address (bound or renewing).")
+	descWANExpiry     = desc("wan_lease_expiry_timestamp_seconds", "When the WAN DHCP lease expires.")
+	descWANT1         = desc("wan_lease_renew_timestamp_seconds", "When the WAN DHCP lease is renewed (T1).")
+	descWANMTU        = desc("wan_mtu", "The WAN lease's MTU (option 26).")
+	descWANReachable  = desc("wan_internet_reachable", "Whether the last Internet probe was answered.", "probe")
+	descWANRTT        = desc("wan_internet_rtt_seconds", "Round-trip time of the last Internet probe.", "probe")
+	descWANChecked    = desc("wan_internet_checked_timestamp_seconds", "When the Internet was last probed.", "probe")
+	descDHCPEnabled   = desc("dhcp_enabled", "Whether the LAN DHCP server runs.")
+	descDHCPInUse     = desc("dhcp_leases_in_use", "Bound DHCP leases (static ones too).")
+	descDHCPPool      = desc("dhcp_pool_size", "Addresses of the DHCP pool.")
+	descDHCPMessages  = desc("dhcp_messages_total", "DHCP messages by type.", "type")
+	descDNSEnabled    = desc("dns_enabled", "Whether the LAN DNS forwarder runs.")
+	descDNSQueries    = desc("dns_queries_total", "DNS queries received.")
+	descDNSHits       = desc("dns_cache_hits_total", "DNS queries answered from the cache.")
+	descDNSEntries    = desc("dns_cache_entries", "Answers in the DNS cache.")
+	descDNSFailures   = desc("dns_upstream_failures_total", "Failed upstream DNS exchanges.")
+	descDNSLatency    = desc("dns_upstream_latency_seconds", "Upstream DNS round-trip time.", "quantile")
+	descTimeSynced    = desc("time_synced", "Whether the clock is synchronized by NTP.")
+	descTimeOffset    = desc("time_offset_seconds", "The clock's offset from the NTP server at the last sync.")
+	descTimeLastSync  = desc("time_last_sync_timestamp_seconds", "When the clock was last synchronized.")
+	descDevicesOnline = desc("devices_online", "LAN devices with a bound DHCP lease.")
 )
+
+var routerDescs = []*prometheus.Desc{descWANInfo, descWANUp, descWANExpiry, descWANT1, descWANMTU, descWANReachable,
+	descWANRTT, descWANChecked, descDHCPEnabled, descDHCPInUse, descDHCPPool, descDHCPMessages, descDNSEnabled,
+	descDNSQueries, descDNSHits, descDNSEntries, descDNSFailures, descDNSLatency, descTimeSynced, descTimeOffset,
+	descTimeLastSync, descDevicesOnline}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		descPortUp, descPortSpeed, descPortRxPackets, descPortRxBytes, descPortTxPackets, descPortTxBytes,
 		descPortRingDrops, descPortBlocked, descDrops, descCPU, descIRQ, descRestarts, descCtEntries, descCtCapacity,
 		descRulePackets, descRuleBytes, descRuleLastHit, descPolicyPackets, descPolicyBytes,
-		descSubtables, descRules, descTuning, descConfigPending, descWSClients, descWSDropped, descFailedLogins,
+		descSubtables, descRules, descTuning, descConfigPending, descWSClients, descWSDropped, descFailedLogins, descAlarms,
 	} {
+		ch <- d
+	}
+	for _, d := range routerDescs {
 		ch <- d
 	}
 }
@@ -76,51 +109,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(descFailedLogins, float64(s.guard.failed.Load()))
 	if s.opts.Stats != nil {
-		snap := s.opts.Stats.Snapshot()
-		seen := map[string]bool{}
-		for _, p := range snap.Ports {
-			if seen[p.Name] {
-				continue
-			}
-			seen[p.Name] = true
-			gauge(descPortUp, b2f(p.Up), p.Name, p.Interface)
-			gauge(descPortSpeed, float64(p.SpeedMbps)*1e6/8, p.Name, p.Interface)
-			counter(descPortRxPackets, float64(p.RxPackets), p.Name, p.Interface)
-			counter(descPortRxBytes, float64(p.RxBytes), p.Name, p.Interface)
-			counter(descPortTxPackets, float64(p.TxPackets), p.Name, p.Interface)
-			counter(descPortTxBytes, float64(p.TxBytes), p.Name, p.Interface)
-			counter(descPortRingDrops, float64(p.RingDrops), p.Name, p.Interface)
-			gauge(descPortBlocked, b2f(p.Blocked), p.Name, p.Interface)
-		}
-		clear(seen)
-		for _, d := range snap.Drops {
-			if !seen[d.Reason] {
-				seen[d.Reason] = true
-				counter(descDrops, float64(d.Packets), d.Reason)
-			}
-		}
-		clear(seen)
-		for _, cpu := range snap.CPUs {
-			id := strconv.Itoa(cpu.CPU)
-			if !seen[id] {
-				seen[id] = true
-				counter(descCPU, cpu.BusySeconds, id, "busy")
-				counter(descCPU, cpu.IdleSeconds, id, "idle")
-			}
-		}
-		clear(seen)
-		for _, q := range snap.IRQs {
-			id := strconv.Itoa(q.IRQ)
-			if !seen[id+" "+q.Name] {
-				seen[id+" "+q.Name] = true
-				counter(descIRQ, float64(q.Count), id, q.Name)
-			}
-		}
-		counter(descRestarts, float64(snap.WorkerRestarts))
-		if ct := snap.Conntrack; ct != nil {
-			gauge(descCtEntries, float64(ct.Entries))
-			gauge(descCtCapacity, float64(ct.Capacity))
-		}
+		c.snapshot(s.opts.Stats.Snapshot(), gauge, counter)
 	}
 	if s.opts.Rules != nil {
 		t := s.opts.Rules.Table()
@@ -159,6 +148,131 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if s.opts.Config != nil {
 		gauge(descConfigPending, b2f(s.opts.Config.Pending() != nil))
 	}
+	if st, ok := s.routerNow(); ok {
+		c.router(&st, gauge, counter)
+	}
+	c.alarms(gauge)
 	gauge(descWSClients, float64(s.hub.count()))
 	counter(descWSDropped, float64(s.hub.dropped.Load()))
+}
+
+type emit func(d *prometheus.Desc, v float64, labels ...string)
+
+func unix(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
+
+// router exposes the router's status (e1kbox_wan_*, dhcp_*, dns_*, time_*).
+func (c *collector) router(st *RouterStatus, gauge, counter emit) {
+	w := st.WAN
+	addr, gw := "", ""
+	if w.Address.IsValid() {
+		addr = w.Address.String()
+	}
+	if w.Gateway.IsValid() {
+		gw = w.Gateway.String()
+	}
+	gauge(descWANInfo, 1, w.Port, w.Mode, w.State, addr, gw)
+	gauge(descWANUp, b2f(w.Address.IsValid() && (w.State == WANBound || w.State == WANRenewing || w.State == WANRebinding)))
+	if !w.Expiry.IsZero() {
+		gauge(descWANExpiry, unix(w.Expiry))
+	}
+	if !w.T1.IsZero() {
+		gauge(descWANT1, unix(w.T1))
+	}
+	if w.MTU > 0 {
+		gauge(descWANMTU, float64(w.MTU))
+	}
+	if in := w.Internet; in.Probe != "" && !in.Checked.IsZero() {
+		gauge(descWANReachable, b2f(in.Reachable), in.Probe)
+		gauge(descWANRTT, time.Duration(in.RTT).Seconds(), in.Probe)
+		gauge(descWANChecked, unix(in.Checked), in.Probe)
+	}
+	d := st.DHCP
+	gauge(descDHCPEnabled, b2f(d.Enabled))
+	gauge(descDHCPInUse, float64(d.LeasesInUse))
+	gauge(descDHCPPool, float64(d.PoolSize))
+	gauge(descDevicesOnline, float64(d.LeasesInUse))
+	for _, m := range []struct {
+		t string
+		n uint64
+	}{{"discover", d.Discovers}, {"offer", d.Offers}, {"request", d.Requests}, {"ack", d.Acks},
+		{"nak", d.Naks}, {"decline", d.Declines}, {"release", d.Releases}} {
+		counter(descDHCPMessages, float64(m.n), m.t)
+	}
+	n := st.DNS
+	gauge(descDNSEnabled, b2f(n.Enabled))
+	counter(descDNSQueries, float64(n.Queries))
+	counter(descDNSHits, float64(n.CacheHits))
+	gauge(descDNSEntries, float64(n.CacheEntries))
+	counter(descDNSFailures, float64(n.UpstreamFailures))
+	gauge(descDNSLatency, time.Duration(n.LatencyP50).Seconds(), "0.5")
+	gauge(descDNSLatency, time.Duration(n.LatencyP99).Seconds(), "0.99")
+	t := st.Time
+	gauge(descTimeSynced, b2f(t.Synced))
+	gauge(descTimeOffset, time.Duration(t.Offset).Seconds())
+	if !t.LastSync.IsZero() {
+		gauge(descTimeLastSync, unix(t.LastSync))
+	}
+}
+
+// alarms counts the alarms of the newest published message.
+func (c *collector) alarms(gauge emit) {
+	s := c.s
+	s.mu.Lock()
+	b := s.lastAlarms
+	s.mu.Unlock()
+	n := map[[2]string]int{}
+	for _, a := range b {
+		n[[2]string{a.Kind, a.Severity}]++
+	}
+	for k, v := range n {
+		gauge(descAlarms, float64(v), k[0], k[1])
+	}
+}
+
+// snapshot exposes the counters of one Snapshot.
+func (c *collector) snapshot(snap Snapshot, gauge, counter emit) {
+	seen := map[string]bool{}
+	for _, p := range snap.Ports {
+		if seen[p.Name] {
+			continue
+		}
+		seen[p.Name] = true
+		gauge(descPortUp, b2f(p.Up), p.Name, p.Interface)
+		gauge(descPortSpeed, float64(p.SpeedMbps)*1e6/8, p.Name, p.Interface)
+		counter(descPortRxPackets, float64(p.RxPackets), p.Name, p.Interface)
+		counter(descPortRxBytes, float64(p.RxBytes), p.Name, p.Interface)
+		counter(descPortTxPackets, float64(p.TxPackets), p.Name, p.Interface)
+		counter(descPortTxBytes, float64(p.TxBytes), p.Name, p.Interface)
+		counter(descPortRingDrops, float64(p.RingDrops), p.Name, p.Interface)
+		gauge(descPortBlocked, b2f(p.Blocked), p.Name, p.Interface)
+	}
+	clear(seen)
+	for _, d := range snap.Drops {
+		if !seen[d.Reason] {
+			seen[d.Reason] = true
+			counter(descDrops, float64(d.Packets), d.Reason)
+		}
+	}
+	clear(seen)
+	for _, cpu := range snap.CPUs {
+		id := strconv.Itoa(cpu.CPU)
+		if !seen[id] {
+			seen[id] = true
+			counter(descCPU, cpu.BusySeconds, id, "busy")
+			counter(descCPU, cpu.IdleSeconds, id, "idle")
+		}
+	}
+	clear(seen)
+	for _, q := range snap.IRQs {
+		id := strconv.Itoa(q.IRQ)
+		if !seen[id+" "+q.Name] {
+			seen[id+" "+q.Name] = true
+			counter(descIRQ, float64(q.Count), id, q.Name)
+		}
+	}
+	counter(descRestarts, float64(snap.WorkerRestarts))
+	if ct := snap.Conntrack; ct != nil {
+		gauge(descCtEntries, float64(ct.Entries))
+		gauge(descCtCapacity, float64(ct.Capacity))
+	}
 }

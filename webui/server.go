@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -39,9 +40,33 @@ type Options struct {
 	Health     Health
 	Dataplane  Dataplane
 	Neighbours Neighbours
+	// Router and Devices are the router's services (NAT mode).
+	Router      Router
+	Devices     Devices
+	Logs        Logs
+	Diagnostics Diagnostics
+	Capture     Capture
+	NICs        NICs
+	Power       Power
 
-	// PasswordFiles are tried in order; default DefaultPasswordFiles.
+	// HistoryFile keeps the 24-hour and 7-day history across restarts
+	// ("" keeps it in memory); it is written every HistorySave (default
+	// 5 min) and when Run ends.
+	HistoryFile string
+	HistorySave time.Duration
+	// SyslogTargetFile is gokrazy's remote syslog target; default
+	// DefaultSyslogTargetFile.
+	SyslogTargetFile string
+	// GokrazyPort is the port of gokrazy's web UI (for the link to it);
+	// default 80.
+	GokrazyPort int
+
+	// PasswordFiles are tried in order; default DefaultPasswordFiles. A
+	// password change writes the first.
 	PasswordFiles []string
+	// PasswordChanged, if set, is called after a password change with the
+	// old and the new password (gokrazy keeps the old one until a reboot).
+	PasswordChanged func(old, new string)
 	// CertFile and KeyFile enable TLS in Serve when both exist; default
 	// DefaultCertFile and DefaultKeyFile. Set them to "-" to disable TLS.
 	CertFile, KeyFile string
@@ -79,7 +104,7 @@ type Options struct {
 type Server struct {
 	opts    Options
 	log     *slog.Logger
-	auth    *authenticator
+	auth    atomic.Pointer[authenticator] // swapped by a password change
 	guard   *loginGuard
 	tickets *tickets
 	origins *originChecker
@@ -96,7 +121,20 @@ type Server struct {
 	prev     *Snapshot
 	lastJSON []byte
 	history  *history
+	// lastAlarms are the alarms of the newest message.
+	lastAlarms []Alarm
+
+	// Owned by the publisher.
+	alarmState alarmState
+	router     *RouterStatus
+	routerAt   time.Time
+
+	diagSlots chan struct{}
+	captureMu sync.Mutex
 }
+
+// routerRefresh is how often the publisher asks the router for its status.
+const routerRefresh = 5 * time.Second
 
 // New checks the options, reads the password and, when the certificate
 // files exist, loads them. It fails with ErrNoPassword when there is no
@@ -138,6 +176,15 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.HistorySave <= 0 {
+		opts.HistorySave = 5 * time.Minute
+	}
+	if opts.SyslogTargetFile == "" {
+		opts.SyslogTargetFile = DefaultSyslogTargetFile
+	}
+	if opts.GokrazyPort <= 0 {
+		opts.GokrazyPort = 80
+	}
 	pw, err := readPassword(opts.PasswordFiles)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
@@ -152,18 +199,20 @@ func New(opts Options) (*Server, error) {
 	}
 	samples := int(opts.History/opts.Interval) + 1
 	s := &Server{
-		opts:    opts,
-		log:     opts.Logger,
-		auth:    newAuthenticator(pw),
-		guard:   newLoginGuard(opts.Logger),
-		tickets: newTickets(30 * time.Second),
-		origins: origins,
-		hub:     newHub(opts.Logger, opts.SendQueue, opts.WriteTimeout),
-		tls:     tcfg,
-		started: time.Now(),
-		stopped: make(chan struct{}),
-		history: newHistory(samples),
+		opts:      opts,
+		log:       opts.Logger,
+		guard:     newLoginGuard(opts.Logger),
+		tickets:   newTickets(30 * time.Second),
+		origins:   origins,
+		hub:       newHub(opts.Logger, opts.SendQueue, opts.WriteTimeout),
+		tls:       tcfg,
+		started:   time.Now(),
+		stopped:   make(chan struct{}),
+		history:   newHistory(samples, opts.Interval),
+		diagSlots: make(chan struct{}, maxDiagRunning),
 	}
+	s.loadHistory()
+	s.auth.Store(newAuthenticator(pw))
 	s.handler = s.routes()
 	return s, nil
 }
@@ -210,13 +259,18 @@ func (s *Server) Run(ctx context.Context) error {
 	}()
 	t := time.NewTicker(s.opts.Interval)
 	defer t.Stop()
+	save := time.NewTicker(s.opts.HistorySave)
+	defer save.Stop()
 	s.publish(time.Now())
 	for {
 		select {
 		case <-ctx.Done():
+			s.saveHistory(time.Now())
 			return nil
 		case now := <-t.C:
 			s.publish(now)
+		case now := <-save.C:
+			s.saveHistory(now)
 		}
 	}
 }
@@ -293,6 +347,8 @@ func (s *Server) publish(now time.Time) {
 	s.prev = &snap
 	s.mu.Unlock()
 	msg.Config = s.configState()
+	msg.Router = s.routerStatus(now)
+	msg.Alarms = s.alarmState.alarms(&msg, msg.Router, s.hangReports(), now)
 	b, err := marshalMessage(&msg)
 	if err != nil {
 		s.log.Error("dashboard publisher", "err", err)
@@ -305,7 +361,8 @@ func (s *Server) publish(now time.Time) {
 	}
 	s.mu.Lock()
 	s.lastJSON = b
-	s.history.add(msg)
+	s.lastAlarms = msg.Alarms
+	s.history.add(&msg)
 	s.mu.Unlock()
 	s.hub.publish(pm)
 }
@@ -340,6 +397,21 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("GET /api/config/history", s.handleConfigHistory)
 	api.HandleFunc("GET /api/config/history/{id}", s.handleConfigVersion)
 	api.HandleFunc("GET /api/config/backup", s.handleBackup)
+	api.HandleFunc("GET /api/router", s.handleRouter)
+	api.HandleFunc("GET /api/devices", s.handleDevices)
+	api.HandleFunc("POST /api/devices/{mac}/static", s.handleMakeStatic)
+	api.HandleFunc("DELETE /api/devices/{mac}", s.handleForget)
+	api.HandleFunc("GET /api/logs", s.handleLogs)
+	api.HandleFunc("GET /api/diag", s.handleDiagSources)
+	api.HandleFunc("POST /api/diag/ping", s.handlePing)
+	api.HandleFunc("POST /api/diag/traceroute", s.handleTraceroute)
+	api.HandleFunc("POST /api/diag/lookup", s.handleLookup)
+	api.HandleFunc("POST /api/capture", s.handleCapture)
+	api.HandleFunc("GET /api/nics", s.handleNICs)
+	api.HandleFunc("GET /api/admin", s.handleAdmin)
+	api.HandleFunc("POST /api/admin/password", s.handlePassword)
+	api.HandleFunc("POST /api/admin/reboot", s.handleReboot)
+	api.HandleFunc("PUT /api/admin/syslog", s.handleSyslog)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
@@ -351,6 +423,7 @@ func (s *Server) routes() http.Handler {
 	protected := s.protect(api)
 	root := http.NewServeMux()
 	root.HandleFunc("GET /api/stream", s.handleWS) // authenticates itself (Basic or ticket)
+	root.HandleFunc("GET /logout", s.handleLogout) // takes only the user "logout"
 	if s.opts.Health != nil {
 		root.HandleFunc("GET /healthz", s.handleHealth) // unauthenticated: the update health gate
 		root.HandleFunc("GET /version", s.handleVersion)
@@ -396,4 +469,36 @@ func securityHeaders(h http.Handler) http.Handler {
 		hd.Set("Referrer-Policy", "same-origin")
 		h.ServeHTTP(w, r)
 	})
+}
+
+func (s *Server) currentAuth() *authenticator { return s.auth.Load() }
+
+// routerStatus returns the router's status, asked every routerRefresh
+// (publisher only).
+func (s *Server) routerStatus(now time.Time) *RouterStatus {
+	if s.opts.Router == nil {
+		return nil
+	}
+	if now.Sub(s.routerAt) >= routerRefresh || now.Before(s.routerAt) {
+		s.router, s.routerAt = nil, now
+		if st, ok := s.opts.Router.RouterStatus(); ok {
+			fillNil(&st)
+			s.router = &st
+		}
+	}
+	return s.router
+}
+
+// hangReports are the tuning reports of e1000e hang mitigations.
+func (s *Server) hangReports() []TuningReport {
+	if s.opts.Tuning == nil {
+		return nil
+	}
+	var out []TuningReport
+	for _, r := range s.opts.Tuning.Reports() {
+		if r.Knob == "hang-mitigation" {
+			out = append(out, r)
+		}
+	}
+	return out
 }

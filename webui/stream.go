@@ -24,6 +24,11 @@ type StatsMessage struct {
 	WorkerRestarts uint64            `json:"worker_restarts"`
 	Conntrack      *ConntrackSummary `json:"conntrack"`
 	Config         *ConfigState      `json:"config"`
+	// Alarms are what the owner should look at now (none: empty).
+	Alarms []Alarm `json:"alarms"`
+	// Router is the router's status, refreshed every few seconds; null
+	// without a router (bridge mode).
+	Router *RouterStatus `json:"router"`
 }
 
 // PortRates are a port's counters and rates.
@@ -157,89 +162,6 @@ func findPort(ports []PortStats, name string, hint int) (PortStats, bool) {
 		}
 	}
 	return PortStats{}, false
-}
-
-// history keeps the per-port rates of the last samples for the charts.
-type history struct {
-	size    int
-	samples []StatsMessage // ring
-	next    int
-	full    bool
-}
-
-func newHistory(size int) *history {
-	return &history{size: size, samples: make([]StatsMessage, size)}
-}
-
-func (h *history) add(m StatsMessage) {
-	h.samples[h.next] = m
-	h.next = (h.next + 1) % h.size
-	if h.next == 0 {
-		h.full = true
-	}
-}
-
-// ordered returns the samples oldest first.
-func (h *history) ordered() []StatsMessage {
-	if !h.full {
-		return h.samples[:h.next]
-	}
-	out := make([]StatsMessage, 0, h.size)
-	out = append(out, h.samples[h.next:]...)
-	return append(out, h.samples[:h.next]...)
-}
-
-// HistoryMessage is the answer of GET /api/stats/history: the per-port
-// rates of the last minutes in columns, ready for a chart. Times are Unix
-// seconds; a port missing from a sample has null there.
-type HistoryMessage struct {
-	Interval float64       `json:"interval_s"`
-	Time     []float64     `json:"time"`
-	Ports    []PortHistory `json:"ports"`
-}
-
-// PortHistory is one port's rates over time.
-type PortHistory struct {
-	Name  string     `json:"name"`
-	RxPPS []*float64 `json:"rx_pps"`
-	TxPPS []*float64 `json:"tx_pps"`
-	RxBPS []*float64 `json:"rx_bps"`
-	TxBPS []*float64 `json:"tx_bps"`
-}
-
-// columns turns the samples into a HistoryMessage with the ports of the
-// newest sample.
-func (h *history) columns(interval time.Duration) HistoryMessage {
-	samples := h.ordered()
-	hm := HistoryMessage{Interval: interval.Seconds(), Time: make([]float64, 0, len(samples)), Ports: []PortHistory{}}
-	// The first sample has no rates; leave it out.
-	if len(samples) > 0 && samples[0].Interval == 0 {
-		samples = samples[1:]
-	}
-	if len(samples) == 0 {
-		return hm
-	}
-	for _, p := range samples[len(samples)-1].Ports {
-		hm.Ports = append(hm.Ports, PortHistory{Name: p.Name})
-	}
-	for _, s := range samples {
-		hm.Time = append(hm.Time, float64(s.Time.UnixMilli())/1000)
-		for i := range hm.Ports {
-			ph := &hm.Ports[i]
-			var rx, tx, rxb, txb *float64
-			for _, p := range s.Ports {
-				if p.Name == ph.Name {
-					rx, tx, rxb, txb = &p.RxPPS, &p.TxPPS, &p.RxBPS, &p.TxBPS
-					break
-				}
-			}
-			ph.RxPPS = append(ph.RxPPS, rx)
-			ph.TxPPS = append(ph.TxPPS, tx)
-			ph.RxBPS = append(ph.RxBPS, rxb)
-			ph.TxBPS = append(ph.TxBPS, txb)
-		}
-	}
-	return hm
 }
 
 // marshalMessage encodes a message once for every client.

@@ -38,7 +38,10 @@ type Snapshot struct {
 type PortStats struct {
 	Name      string `json:"name"`
 	Interface string `json:"iface"`
-	Up        bool   `json:"up"`
+	// Kind is PortData or PortHost (the TAP that carries the box's own
+	// address: its traffic is the box's, not the network's).
+	Kind string `json:"kind,omitempty"`
+	Up   bool   `json:"up"`
 	// SpeedMbps is the negotiated link speed, 0 when unknown or down.
 	SpeedMbps int    `json:"speed_mbps"`
 	RxPackets uint64 `json:"rx_packets"`
@@ -54,6 +57,12 @@ type PortStats struct {
 	Blocked  bool   `json:"blocked"`
 	LoopWith string `json:"loop_with,omitempty"`
 }
+
+// Port kinds.
+const (
+	PortData = "data"
+	PortHost = "host"
+)
 
 // Drop reasons the dashboard knows by name.
 const (

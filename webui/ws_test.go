@@ -73,6 +73,7 @@ func TestStreamSchema(t *testing.T) {
 		"type": "string", "seq": "number", "time": "string", "interval_s": "number",
 		"ports": "array", "drops": "array", "cpus": "array", "irqs": "array",
 		"worker_restarts": "number", "conntrack": "object", "config": "object",
+		"alarms": "array", "router": "null",
 	}
 	for k, typ := range wantTypes {
 		if got := jsonType(generic[k]); got != typ {

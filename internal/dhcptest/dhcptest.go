@@ -17,16 +17,17 @@ type Namespace interface {
 }
 
 // recordScript is the clients' script (after a line setting EVENTS: dhclient
-// clears the environment): it appends one line per call to $EVENTS and
-// configures the client's interface the way the distribution's scripts
-// would, inside the client's namespace only: addresses and the default
-// route, never /etc/resolv.conf (the machine's).
+// clears the environment): it configures the client's interface the way
+// the distribution's scripts would, inside the client's namespace only:
+// addresses and the default route, never /etc/resolv.conf (the machine's);
+// then it appends one line per call to $EVENTS (so that a test seeing the
+// event finds the address and route in place).
 const recordScript = `if [ -n "$reason" ]; then
 	ev=$reason a=$new_ip_address m=$new_subnet_mask gw=$new_routers
-	echo "event=$reason|ip=$new_ip_address|mask=$new_subnet_mask|router=$new_routers|dns=$new_domain_name_servers|domain=$new_domain_name|ntp=$new_ntp_servers|mtu=$new_interface_mtu|lease=$new_dhcp_lease_time|server=$new_dhcp_server_identifier" >>"$EVENTS"
+	line="event=$reason|ip=$new_ip_address|mask=$new_subnet_mask|router=$new_routers|dns=$new_domain_name_servers|domain=$new_domain_name|ntp=$new_ntp_servers|mtu=$new_interface_mtu|lease=$new_dhcp_lease_time|server=$new_dhcp_server_identifier"
 else
 	ev=$1 a=$ip m=$mask gw=$router
-	echo "event=$1|ip=$ip|mask=$subnet|router=$router|dns=$dns|domain=$domain|ntp=$ntpsrv|mtu=$mtu|lease=$lease|server=$serverid" >>"$EVENTS"
+	line="event=$1|ip=$ip|mask=$subnet|router=$router|dns=$dns|domain=$domain|ntp=$ntpsrv|mtu=$mtu|lease=$lease|server=$serverid"
 fi
 case $ev in
 BOUND|RENEW|REBIND|REBOOT|bound|renew)
@@ -36,6 +37,7 @@ BOUND|RENEW|REBIND|REBOOT|bound|renew)
 RELEASE|EXPIRE|STOP|FAIL|deconfig|nak|leasefail)
 	ip addr flush dev "$interface" ;;
 esac
+echo "$line" >>"$EVENTS"
 exit 0
 `
 

@@ -3,6 +3,7 @@ package netnstest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -242,5 +243,56 @@ func TestCleanup(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		loose.Process.Kill()
 		t.Errorf("a process left in the namespace still runs after its cleanup")
+	}
+}
+
+// TestForward: a loopback server inside the namespace answers through
+// Forward's port in the test's namespace; Dial reaches it from any
+// goroutine and reports a refused port.
+func TestForward(t *testing.T) {
+	testenv.Require(t, "root", "ip")
+	ns := New(t, "nstest")
+	ns.IP(t, "link", "set", "lo", "up")
+	var ln net.Listener
+	ns.Do(t, func() {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	fwd := ns.Forward(t, ln.Addr().String())
+	c, err := net.Dial("tcp", fwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).CloseWrite()
+	if got, err := io.ReadAll(c); err != nil || string(got) != "hello" {
+		t.Errorf("through Forward: %q %v, want the echo of hello", got, err)
+	}
+	// A connection left open does not hold up the cleanup.
+	idle, err := net.Dial("tcp", fwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	ln.Close()
+	if c, err := ns.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Errorf("Dial to a closed port inside %s: no error", ns.Name())
 	}
 }

@@ -623,3 +623,24 @@ func TestStats(t *testing.T) {
 		t.Errorf("Stats (-want +got):\n%s", diff)
 	}
 }
+
+func TestPool(t *testing.T) {
+	a := netip.MustParseAddr
+	for _, tc := range []struct {
+		name         string
+		first, last  netip.Addr // in the config
+		wantF, wantL netip.Addr
+	}{
+		{"default", netip.Addr{}, netip.Addr{}, a("10.70.0.1"), a("10.70.0.254")},
+		{"configured", a("10.70.0.100"), a("10.70.0.150"), a("10.70.0.100"), a("10.70.0.150")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.PoolStart, cfg.PoolEnd = tc.first, tc.last
+			s, _ := newTestServer(t, cfg)
+			if f, l := s.Pool(); f != tc.wantF || l != tc.wantL {
+				t.Errorf("Pool() = %v-%v, want %v-%v", f, l, tc.wantF, tc.wantL)
+			}
+		})
+	}
+}

@@ -67,6 +67,8 @@ type Stats struct {
 var (
 	ErrNoLease      = errors.New("no lease for this MAC")
 	ErrConfigStatic = errors.New("is a static lease of the config")
+	// ErrAlreadyStatic: MakeStatic was called for a device it made static.
+	ErrAlreadyStatic = errors.New("already static")
 )
 
 // entry is one client's state in the table.
@@ -331,7 +333,7 @@ func (s *Server) makeStatic(m mac) error {
 		return ErrConfigStatic
 	}
 	if _, ok := s.pins[m]; ok {
-		return errors.New("already static")
+		return ErrAlreadyStatic
 	}
 	var best *entry
 	for _, e := range s.byKey {
@@ -418,6 +420,14 @@ func (s *Server) Stats() Stats {
 		}
 	}
 	return st
+}
+
+// Pool returns the first and last address of the dynamic pool: the
+// config's, or the subnet's host addresses when it names none.
+func (s *Server) Pool() (first, last netip.Addr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return addrOf(s.pol.start), addrOf(s.pol.end)
 }
 
 func (s *Server) poolSize() int {

@@ -1,23 +1,48 @@
-// Rate charts over the last minutes, drawn with the vendored uPlot (a
-// global from uPlot.iife.min.js). One chart shows one quantity (packets/s
-// or bits/s) for every port: received solid, transmitted dashed.
+// Time charts drawn with the vendored uPlot (a global from
+// uPlot.iife.min.js). A chart shows one quantity in one unit (received
+// bits/s of every port, CPU busy per core, ...), one colour per series, a
+// time axis whose labels never crowd (at least 70 px apart, formatted for
+// the range shown) and the unit on the value axis.
 
 import { si } from './dom.js';
 
-export const PALETTE = ['#3b82f6', '#10b981', '#f59e0b', '#ef4444', '#8b5cf6', '#06b6d4', '#ec4899', '#84cc16'];
+// PALETTE: distinct hues, readable on light and dark backgrounds.
+export const PALETTE = ['#2563eb', '#db2777', '#059669', '#d97706', '#7c3aed', '#0891b2', '#dc2626', '#65a30d'];
 
 function cssVar(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
-export class RateChart {
-  // kind is "pps" or "bps"; unit is appended to axis values.
-  constructor(el, { kind, unit, windowS }) {
+const pad = (n) => String(n).padStart(2, '0');
+const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+
+// timeLabel formats an axis tick for a span of spanS seconds: seconds for
+// a few minutes, hours and minutes within a day, the weekday beyond.
+export function timeLabel(t, spanS) {
+  const d = new Date(t * 1000);
+  const hm = `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  if (spanS <= 600) return `${hm}:${pad(d.getSeconds())}`;
+  if (spanS <= 36 * 3600) return hm;
+  return `${DAYS[d.getDay()]} ${hm}`;
+}
+
+// fmtValue formats a value with its unit: "1.23 Mb/s", "45 %".
+export function fmtValue(v, unit) {
+  if (v === null || v === undefined) return '–';
+  if (unit === '%') return `${(100 * v).toFixed(v < 0.1 ? 1 : 0)} %`;
+  const s = si(v);
+  return /[kMGTP]$/.test(s) ? s + unit : `${s} ${unit}`;
+}
+
+export class TimeChart {
+  // unit: "b/s", "pps", "%", "/s", ""; windowS: the span shown while data
+  // arrive live (0: the data's own span).
+  constructor(el, { unit, windowS = 0, height = 220 }) {
     this.el = el;
-    this.kind = kind;
     this.unit = unit;
     this.windowS = windowS;
-    this.ports = [];
+    this.h = height;
+    this.series = []; // [{label, color}]
     this.data = [[]];
     this.plot = null;
     this.resize = new ResizeObserver(() => this.fit());
@@ -37,44 +62,37 @@ export class RateChart {
   }
 
   height() {
-    return this.el.clientWidth < 500 ? 200 : 240;
+    return this.el.clientWidth < 500 ? Math.min(this.h, 180) : this.h;
   }
 
-  // load replaces the data with a history answer (GET /api/stats/history).
-  load(hist) {
-    this.ports = hist.ports.map((p) => p.name);
-    this.data = [hist.time.slice()];
-    for (const p of hist.ports) {
-      this.data.push(p[`rx_${this.kind}`].slice(), p[`tx_${this.kind}`].slice());
-    }
-    this.build();
-  }
-
-  // push appends one stats message; a change of ports rebuilds the chart.
-  push(msg) {
-    if (!msg.interval_s) return; // the first sample has no rates
-    const names = msg.ports.map((p) => p.name);
-    if (names.join('\n') !== this.ports.join('\n')) {
-      // Keep the columns of ports that stay, fill new ones with nulls.
-      const old = new Map(this.ports.map((n, i) => [n, [this.data[1 + 2 * i], this.data[2 + 2 * i]]]));
-      const len = this.data[0].length;
-      this.ports = names;
-      this.data = [this.data[0]];
-      for (const n of names) {
-        const cols = old.get(n) || [new Array(len).fill(null), new Array(len).fill(null)];
-        this.data.push(cols[0], cols[1]);
-      }
+  // set replaces everything: xs are Unix seconds, series [{label, color,
+  // values}] (null values break the line).
+  set(xs, series) {
+    this.el.dataset.points = String(xs.length);
+    const labels = series.map((s) => `${s.label}|${s.color}`).join('\n');
+    this.data = [xs.slice(), ...series.map((s) => s.values.slice())];
+    if (!this.plot || labels !== this.labels) {
+      this.labels = labels;
+      this.series = series.map((s) => ({ label: s.label, color: s.color }));
       this.build();
+    } else {
+      this.plot.setData(this.data);
+      this.showLatest();
     }
-    this.data[0].push(Date.parse(msg.time) / 1000);
-    msg.ports.forEach((p, i) => {
-      this.data[1 + 2 * i].push(p[`rx_${this.kind}`]);
-      this.data[2 + 2 * i].push(p[`tx_${this.kind}`]);
-    });
-    const cutoff = this.data[0][this.data[0].length - 1] - this.windowS;
-    let drop = 0;
-    while (drop < this.data[0].length && this.data[0][drop] < cutoff) drop++;
-    if (drop) this.data = this.data.map((col) => col.slice(drop));
+  }
+
+  // push appends one row of values (one per series) at time x, dropping
+  // what falls out of the window.
+  push(x, values) {
+    this.el.dataset.points = String(this.data[0].length + 1);
+    this.data[0].push(x);
+    values.forEach((v, i) => this.data[i + 1] && this.data[i + 1].push(v));
+    if (this.windowS) {
+      const cutoff = x - this.windowS;
+      let drop = 0;
+      while (drop < this.data[0].length && this.data[0][drop] < cutoff) drop++;
+      if (drop) this.data = this.data.map((col) => col.slice(drop));
+    }
     if (this.plot) {
       this.plot.setData(this.data);
       this.showLatest();
@@ -85,21 +103,19 @@ export class RateChart {
   // not over the chart.
   showLatest() {
     const n = this.data[0].length;
-    if (n && this.plot.cursor.idx == null) this.plot.setLegend({ idx: n - 1 });
+    if (n && this.plot && this.plot.cursor.idx == null) this.plot.setLegend({ idx: n - 1 });
   }
 
   build() {
     if (this.plot) this.plot.destroy();
     const axis = cssVar('--muted') || '#888';
     const grid = cssVar('--grid') || 'rgba(128,128,128,0.2)';
-    const series = [{}];
-    this.ports.forEach((name, i) => {
-      const c = PALETTE[i % PALETTE.length];
-      series.push(
-        { label: `${name} rx`, stroke: c, width: 2, fill: `${c}18`, points: { show: false }, value: (u, v) => fmt(v, this.unit) },
-        { label: `${name} tx`, stroke: c, width: 1.5, dash: [6, 4], points: { show: false }, value: (u, v) => fmt(v, this.unit) },
-      );
-    });
+    const unit = this.unit;
+    const series = [{ value: (u, v) => (v == null ? '–' : timeLabel(v, 0)) }];
+    for (const s of this.series) {
+      series.push({ label: s.label, stroke: s.color, width: 2, fill: `${s.color}14`, points: { show: false },
+        spanGaps: false, value: (u, v) => fmtValue(v, unit) });
+    }
     const windowS = this.windowS;
     const opts = {
       width: Math.max(this.el.clientWidth, 200),
@@ -108,24 +124,24 @@ export class RateChart {
       cursor: { drag: { x: false, y: false }, points: { size: 6 } },
       legend: { live: true },
       scales: {
-        // The newest windowS seconds; while there is less, at least a minute.
-        x: { time: true, range: (u, min, max) => [Math.max(max - windowS, Math.min(min, max - 60)), max] },
-        y: { range: (u, min, max) => [0, max > 0 ? max * 1.15 : 1] },
+        x: { time: true, range: (u, min, max) => (windowS ? [Math.max(max - windowS, Math.min(min, max - 60)), max] : [min, max]) },
+        y: { range: (u, min, max) => [0, unit === '%' ? Math.max(1, max * 1.1) : max > 0 ? max * 1.15 : 1] },
       },
       axes: [
-        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } },
-        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { show: false }, size: 64,
-          values: (u, vals) => vals.map((v) => fmt(v, this.unit)) },
+        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, space: 70,
+          values: (u, vals) => {
+            const span = u.scales.x.max - u.scales.x.min;
+            const out = vals.map((v) => timeLabel(v, span));
+            // For tests and tools: where each label goes, in CSS pixels.
+            this.el.dataset.xticks = JSON.stringify(vals.map((v, i) => [u.valToPos(v, 'x'), out[i]]));
+            return out;
+          } },
+        { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { show: false }, size: 72, space: 40,
+          values: (u, vals) => vals.map((v) => fmtValue(v, unit)) },
       ],
     };
     this.plot = new uPlot(opts, this.data, this.el);
     this.el.addEventListener('mouseleave', () => setTimeout(() => this.showLatest(), 0));
     this.showLatest();
   }
-}
-
-function fmt(v, unit) {
-  if (v === null || v === undefined) return '–';
-  const s = si(v);
-  return /[kMGTP]$/.test(s) ? s + unit : `${s} ${unit}`;
 }

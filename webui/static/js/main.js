@@ -13,8 +13,12 @@ import bridge from './pages/bridge.js';
 import tuning from './pages/tuning.js';
 import system from './pages/system.js';
 import config from './pages/config.js';
+import devices from './pages/devices.js';
+import logs from './pages/logs.js';
+import diagnostics from './pages/diagnostics.js';
+import admin from './pages/admin.js';
 
-const pages = { overview, rules, connections, bridge, tuning, system, config };
+const pages = { overview, devices, rules, connections, bridge, logs, diagnostics, tuning, system, config, admin };
 
 const main = document.getElementById('main');
 let current = null; // { page, cleanup }

@@ -50,10 +50,13 @@ export default function configPage(el, { info, banner }) {
   let errors = [];     // [{path, message}]
   let tab = 'form';
   let version = null;
+  let orig = null;     // the running config, to see what an apply changes
+  let nics = [];       // GET /api/nics for the interface picker
 
   const formBox = h('div', { class: 'form', id: 'config-form' });
   const raw = h('textarea', { class: 'json', id: 'config-json', spellcheck: 'false', hidden: true });
   const errBox = h('div', { class: 'errors', id: 'config-errors', hidden: true });
+  const addrNotice = h('div', { class: 'notice', id: 'address-notice', role: 'alert', hidden: true });
   const formTab = h('button', { type: 'button', class: 'active', onclick: () => switchTab('form') }, 'Form');
   const rawTab = h('button', { type: 'button', id: 'tab-json', onclick: () => switchTab('json') }, 'JSON');
   const timeout = h('input', { type: 'number', id: 'confirm-timeout', min: 5, max: 3600, value: info.confirm_timeout_s || 60 });
@@ -65,6 +68,7 @@ export default function configPage(el, { info, banner }) {
       h('h1', {}, 'Configuration'), ver, h('span', { class: 'spacer' }),
       h('div', { class: 'tabs' }, formTab, rawTab)),
     h('div', { class: 'stack' },
+      addrNotice,
       errBox,
       formBox,
       raw,
@@ -132,6 +136,23 @@ export default function configPage(el, { info, banner }) {
             setPath(doc, path, list.length ? list : undefined);
           } });
         break;
+      case 'numbers':
+        input = h('input', { 'data-path': path, value: Array.isArray(cur) ? cur.join(', ') : cur ?? '', placeholder: f.placeholder || '', inputmode: 'numeric',
+          oninput: (e) => {
+            const list = e.target.value.split(',').map((x) => x.trim()).filter(Boolean).map((x) => (/^\d+$/.test(x) ? Number(x) : x));
+            setPath(doc, path, list.length ? list : undefined);
+          } });
+        break;
+      case 'nic': {
+        // The NIC picker: every interface with driver, MAC and link.
+        const known = nics.some((n) => n.name === cur);
+        input = h('select', { 'data-path': path, onchange: (e) => setPath(doc, path, e.target.value || undefined) },
+          h('option', { value: '', selected: !cur }, '— pick an interface —'),
+          nics.map((n) => h('option', { value: n.name, selected: n.name === cur },
+            [n.name, n.driver, n.mac, n.up ? `link up${n.speed_mbps ? ` ${n.speed_mbps} Mb/s` : ''}` : 'no link', n.use ? `${n.use}${n.port ? ` ${n.port}` : ''}` : 'free'].filter(Boolean).join(' · '))),
+          cur && !known ? h('option', { value: cur, selected: true }, `${cur} (not on this box)`) : null);
+        break;
+      }
       case 'number':
         input = h('input', { type: 'number', 'data-path': path, value: cur ?? '', placeholder: f.placeholder || '',
           oninput: (e) => setPath(doc, path, e.target.value === '' ? undefined : Number(e.target.value)) });
@@ -202,10 +223,15 @@ export default function configPage(el, { info, banner }) {
 
   async function apply() {
     if (tab === 'json' && !readRaw()) return;
+    let moved = null;
+    try {
+      moved = moves(orig, tab === 'json' ? JSON.parse(raw.value) : doc);
+    } catch { /* the server reports bad JSON */ }
     try {
       const ans = await api('/api/config/apply', { method: 'POST', body: text(), query: { confirm_timeout: timeout.value } });
       errors = [];
       banner.track(ans.pending);
+      if (moved) showMoved(moved, Number(timeout.value));
       toast('Applied: confirm the change to keep it.');
       await reset();
     } catch (e) {
@@ -218,6 +244,8 @@ export default function configPage(el, { info, banner }) {
     try {
       const [c, form] = await Promise.all([api('/api/config'), sections.length ? null : api('/api/config/form')]);
       if (form) sections = form.sections;
+      if (!nics.length && info.features.nics) nics = (await api('/api/nics').catch(() => ({ nics: [] }))).nics;
+      orig = JSON.parse(JSON.stringify(c.config));
       doc = c.config;
       version = c.version;
       raw.value = JSON.stringify(doc, null, 2);
@@ -227,6 +255,33 @@ export default function configPage(el, { info, banner }) {
       errors = [{ path: '', message: `Cannot load the configuration: ${e.message}` }];
       showErrors();
     }
+  }
+
+  // moves says where the dashboard will be after a change that takes away
+  // the address (or port) this page uses: null if it stays reachable here.
+  function moves(before, after) {
+    const addrs = (c) => {
+      const out = [];
+      for (const p of (c && c.ports) || []) for (const a of p.addresses || []) out.push(a.split('/')[0]);
+      for (const a of (c && c.hostPort && c.hostPort.addresses) || []) out.push(a.split('/')[0]);
+      return out;
+    };
+    const port = (c) => ((c && c.dashboard && c.dashboard.listen) || ':8080').split(':').pop();
+    const here = location.hostname.replace(/^\[|\]$/g, '');
+    const lost = addrs(before).includes(here) && !addrs(after).includes(here);
+    const portMoved = port(before) !== port(after) && location.port === port(before);
+    if (!lost && !portMoved) return null;
+    const hosts = lost ? addrs(after).filter((a) => !addrs(before).includes(a)) : [here];
+    const p = portMoved ? port(after) : location.port;
+    return (hosts.length ? hosts : addrs(after)).map((a) => `${location.protocol}//${a.includes(':') ? `[${a}]` : a}${p ? `:${p}` : ''}/`);
+  }
+
+  function showMoved(urls, seconds) {
+    addrNotice.hidden = false;
+    replace(addrNotice, h('strong', {}, 'This change moves the dashboard away from this address. '),
+      urls.length ? [`Open it at `, urls.map((u, i) => [i ? ' or ' : '', h('a', { href: u, class: 'moved-url' }, u)]),
+        ` and confirm the change there within ${seconds} s, or it rolls back by itself and the dashboard is back here.`] :
+        'No new address is configured: the change rolls back by itself unless it is confirmed.');
   }
 
   reset();

@@ -55,12 +55,12 @@ export default function connections(el) {
     try {
       page = await api('/api/conntrack', { query: q });
     } catch (e) {
-      if (mine !== seq) return;
+      if (mine !== seq || !el.isConnected) return;
       errBox.hidden = false;
       errBox.textContent = e.message;
       return;
     }
-    if (mine !== seq) return; // a newer query is on its way
+    if (mine !== seq || !el.isConnected) return; // a newer query is on its way, or the page is gone
     errBox.hidden = true;
     total = page.total;
     if (q.offset >= total && total > 0) { q.offset = Math.floor((total - 1) / q.limit) * q.limit; load(); return; }

@@ -1,10 +1,11 @@
-// Overview: ports with link state and live rates, packets/s and bits/s
-// charts over the last minutes, drops by reason, CPU per core, interrupts
-// per NIC vector.
+// Overview: the network at a glance (WAN, Internet, devices, alarms), the
+// ports with link state and live rates, charts of the last minutes, 24
+// hours or 7 days (received and sent apart, one colour per port), drops,
+// CPU and interrupts.
 
 import { api } from '../api.js';
-import { h, replace, meter, count, fmtPPS, fmtBPS, speed, si } from '../dom.js';
-import { RateChart, PALETTE } from '../chart.js';
+import { h, replace, meter, count, fmtPPS, fmtBPS, speed, si, duration } from '../dom.js';
+import { TimeChart, PALETTE } from '../chart.js';
 
 const DROP_NAMES = {
   ring: 'RX ring full',
@@ -13,11 +14,12 @@ const DROP_NAMES = {
   malformed: 'Malformed frames',
 };
 
-function tile(label, id) {
-  return h('div', { class: 'tile' },
+function tile(label, id, href) {
+  const t = h(href ? 'a' : 'div', { class: 'tile', href },
     h('div', { class: 'label' }, label),
     h('div', { class: 'value', id, 'data-value': '0' }, '–'),
     h('div', { class: 'sub', id: `${id}-sub` }, ''));
+  return t;
 }
 
 function set(id, text, value, sub) {
@@ -28,30 +30,73 @@ function set(id, text, value, sub) {
   if (sub !== undefined) document.getElementById(`${id}-sub`).textContent = sub;
 }
 
+const until = (t) => (t ? duration((Date.parse(t) - Date.now()) / 1000) : '–');
+
+// wanCard renders the router's WAN, Internet, DHCP, DNS and time status.
+function wanCard(el, r) {
+  const w = r.wan;
+  const up = w.state === 'bound' || w.state === 'renewing';
+  const inet = w.internet || {};
+  const rows = [
+    ['Address', w.address || 'none', 'wan-address'],
+    ['Gateway', w.gateway || '–', 'wan-gateway'],
+    ['DNS servers', (w.dns || []).join(', ') || '–'],
+    w.mode === 'dhcp' ? ['Lease', w.expiry ? `expires in ${until(w.expiry)} · renews in ${until(w.t1)}` : '–', 'wan-lease'] : ['Address from', 'static configuration'],
+    w.mtu ? ['MTU', String(w.mtu)] : null,
+    ['Internet', inet.probe ? (inet.reachable ? `reachable · ${(1000 * inet.rtt_s).toFixed(1)} ms (${inet.probe})` : `not reachable (${inet.probe})`) : 'not probed', 'wan-internet'],
+    ['Clock', r.time.synced ? `synced with ${r.time.server || 'NTP'}, offset ${(1000 * r.time.offset_s).toFixed(1)} ms` : 'not synced'],
+    ['DNS server', r.dns.enabled ? `${count(r.dns.queries)} queries · ${r.dns.queries ? Math.round((100 * r.dns.cache_hits) / r.dns.queries) : 0}% from cache` : 'off'],
+  ].filter(Boolean);
+  replace(el,
+    h('div', { class: 'port-head' }, h('span', { class: 'name' }, 'WAN'), h('span', { class: 'iface' }, `${w.port || ''} · ${w.mode}`),
+      h('span', { class: `pill ${up ? 'ok' : w.state === 'rebinding' ? 'warn' : 'bad'}`, id: 'wan-state' }, w.state)),
+    h('dl', { class: 'kv' }, rows.map(([k, v, id]) => [h('dt', {}, k), h('dd', { id }, v)])));
+}
+
 export default function overview(el, { info, stream }) {
   const ports = h('div', { class: 'grid', id: 'ports' });
   const alarm = h('div', { class: 'alarm', id: 'loop-alarm', role: 'alert', hidden: true });
-  const ppsBox = h('div', { class: 'chart', id: 'chart-pps' });
-  const bpsBox = h('div', { class: 'chart', id: 'chart-bps' });
+  const alarms = h('ul', { class: 'alarms', id: 'alarms', 'aria-label': 'alarms', hidden: true });
+  const wan = h('div', { class: 'card', id: 'wan', hidden: true });
   const drops = h('div', { class: 'bars', id: 'drops' });
   const cpus = h('div', { class: 'bars', id: 'cpus' });
   const irqs = h('div', { class: 'bars', id: 'irqs' });
+  const boxes = { rx: h('div', { class: 'chart', id: 'chart-rx' }), tx: h('div', { class: 'chart', id: 'chart-tx' }),
+    cpu: h('div', { class: 'chart', id: 'chart-cpu' }), drops: h('div', { class: 'chart', id: 'chart-drops' }),
+    conns: h('div', { class: 'chart', id: 'chart-conns' }) };
+  let range = 'live';
+  let unit = 'bps';
+  const rangeBtns = ['live', '24h', '7d'].map((r) => h('button', { type: 'button', id: `range-${r}`, class: r === range ? 'active' : '',
+    'aria-pressed': String(r === range), onclick: () => setRange(r) }, { live: '5 min', '24h': '24 h', '7d': '7 days' }[r]));
+  const unitBtns = ['bps', 'pps'].map((u) => h('button', { type: 'button', id: `unit-${u}`, class: u === unit ? 'active' : '',
+    'aria-pressed': String(u === unit), onclick: () => setUnit(u) }, u === 'bps' ? 'bits/s' : 'packets/s'));
 
+  const router = info.features.router;
   replace(el,
     h('div', { class: 'page-head' }, h('h1', {}, 'Overview')),
     h('div', { class: 'stack' },
-      alarm,
+      alarm, alarms,
       h('div', { class: 'tiles' },
-        tile('Received', 'total-rx-pps'),
-        tile('Transmitted', 'total-tx-pps'),
+        router ? tile('Download (WAN)', 'wan-down') : null,
+        router ? tile('Upload (WAN)', 'wan-up') : null,
+        router ? tile('Devices online', 'devices-online', info.features.devices ? '#/devices' : undefined) : null,
+        tile('Received, data ports', 'total-rx-pps'),
+        tile('Sent, data ports', 'total-tx-pps'),
         tile('Drops', 'total-drops'),
         info.features.conntrack ? tile('Connections', 'conntrack') : null,
         tile('Worker restarts', 'restarts'),
       ),
+      wan,
       ports,
+      h('div', { class: 'row chart-controls' }, h('h2', {}, 'History'), h('span', { class: 'spacer' }),
+        h('div', { class: 'tabs', role: 'group', 'aria-label': 'time range' }, rangeBtns),
+        h('div', { class: 'tabs', role: 'group', 'aria-label': 'unit' }, unitBtns)),
       h('div', { class: 'grid wide' },
-        h('div', { class: 'card' }, h('div', { class: 'chart-title' }, h('h2', {}, 'Packets per second')), ppsBox),
-        h('div', { class: 'card' }, h('div', { class: 'chart-title' }, h('h2', {}, 'Bits per second')), bpsBox),
+        h('div', { class: 'card' }, h('div', { class: 'chart-title' }, h('h2', { id: 'title-rx' }, 'Received per port')), boxes.rx),
+        h('div', { class: 'card' }, h('div', { class: 'chart-title' }, h('h2', { id: 'title-tx' }, 'Sent per port')), boxes.tx),
+        h('div', { class: 'card' }, h('div', { class: 'chart-title' }, h('h2', {}, 'CPU busy per core')), boxes.cpu),
+        h('div', { class: 'card' }, h('div', { class: 'chart-title' }, h('h2', {}, 'Drops per second')), boxes.drops),
+        info.features.conntrack ? h('div', { class: 'card' }, h('div', { class: 'chart-title' }, h('h2', {}, 'Connections')), boxes.conns) : null,
       ),
       h('div', { class: 'grid three' },
         h('div', { class: 'card' }, h('h2', {}, 'Drops by reason'), drops),
@@ -61,40 +106,92 @@ export default function overview(el, { info, stream }) {
     ),
   );
 
-  const windowS = info.history_s || 300;
-  const pps = new RateChart(ppsBox, { kind: 'pps', unit: 'pps', windowS });
-  const bps = new RateChart(bpsBox, { kind: 'bps', unit: 'b/s', windowS });
+  const live = info.history_s || 300;
+  let charts = {};
+  let hist = null; // the history answer shown
+  function makeCharts() {
+    for (const c of Object.values(charts)) c.destroy();
+    const w = range === 'live' ? live : 0;
+    const u = unit === 'bps' ? 'b/s' : 'pps';
+    charts = { rx: new TimeChart(boxes.rx, { unit: u, windowS: w }), tx: new TimeChart(boxes.tx, { unit: u, windowS: w }),
+      cpu: new TimeChart(boxes.cpu, { unit: '%', windowS: w, height: 180 }), drops: new TimeChart(boxes.drops, { unit: '/s', windowS: w, height: 180 }) };
+    if (info.features.conntrack) charts.conns = new TimeChart(boxes.conns, { unit: '', windowS: w, height: 180 });
+  }
+  const colour = (i) => PALETTE[i % PALETTE.length];
+  function draw() {
+    if (!hist) return;
+    const k = unit === 'bps' ? 'bps' : 'pps';
+    charts.rx.set(hist.time, hist.ports.map((p, i) => ({ label: p.name, color: colour(i), values: p[`rx_${k}`] })));
+    charts.tx.set(hist.time, hist.ports.map((p, i) => ({ label: p.name, color: colour(i), values: p[`tx_${k}`] })));
+    charts.cpu.set(hist.time, hist.cpus.map((c, i) => ({ label: `cpu${c.cpu}`, color: colour(i + 4), values: c.busy })));
+    charts.drops.set(hist.time, [{ label: 'drops', color: '#dc2626', values: hist.drops }]);
+    if (charts.conns) charts.conns.set(hist.time, [{ label: 'connections', color: '#7c3aed', values: hist.conns || hist.time.map(() => null) }]);
+  }
   let loaded = false;
   const early = [];
-  api('/api/stats/history').then((hist) => {
-    pps.load(hist);
-    bps.load(hist);
-  }).catch(() => {
-    pps.load({ time: [], ports: [] });
-    bps.load({ time: [], ports: [] });
-  }).finally(() => {
-    loaded = true;
-    // Messages that arrived while the history loaded: add what it lacks.
-    for (const m of early.splice(0)) {
-      const xs = pps.data[0];
-      if (!xs.length || Date.parse(m.time) / 1000 > xs[xs.length - 1]) update(m);
-      else updateFigures(m);
+  async function load() {
+    loaded = false;
+    try {
+      hist = await api('/api/stats/history', { query: { range } });
+    } catch {
+      hist = { time: [], ports: [], cpus: [], drops: [], conns: [] };
     }
-  });
+    makeCharts();
+    draw();
+    loaded = true;
+    for (const m of early.splice(0)) if (!hist.time.length || Date.parse(m.time) / 1000 > hist.time[hist.time.length - 1]) pushLive(m);
+  }
+  function setRange(r) {
+    range = r;
+    rangeBtns.forEach((b) => { b.classList.toggle('active', b.id === `range-${r}`); b.setAttribute('aria-pressed', String(b.id === `range-${r}`)); });
+    load();
+  }
+  function setUnit(u) {
+    unit = u;
+    unitBtns.forEach((b) => { b.classList.toggle('active', b.id === `unit-${u}`); b.setAttribute('aria-pressed', String(b.id === `unit-${u}`)); });
+    makeCharts();
+    draw();
+  }
+  // pushLive appends a stream message to the live charts (and to hist, so
+  // that a change of unit redraws it).
+  function pushLive(m) {
+    if (range !== 'live' || !m.interval_s) return;
+    const names = m.ports.map((p) => p.name).join('\n');
+    if (names !== hist.ports.map((p) => p.name).join('\n')) { load(); return; }
+    const x = Date.parse(m.time) / 1000;
+    hist.time.push(x);
+    m.ports.forEach((p, i) => { for (const k of ['rx_pps', 'tx_pps', 'rx_bps', 'tx_bps']) hist.ports[i][k].push(p[k]); });
+    hist.cpus.forEach((c) => { const cm = m.cpus.find((q) => q.cpu === c.cpu); c.busy.push(cm ? cm.busy : null); });
+    hist.drops.push(m.drops.reduce((a, d) => a + d.per_s, 0));
+    if (hist.conns) hist.conns.push(m.conntrack ? m.conntrack.entries : null);
+    const cut = x - live;
+    let drop = 0;
+    while (drop < hist.time.length && hist.time[drop] < cut) drop++;
+    if (drop) {
+      hist.time = hist.time.slice(drop);
+      hist.ports.forEach((p) => { for (const k of ['rx_pps', 'tx_pps', 'rx_bps', 'tx_bps']) p[k] = p[k].slice(drop); });
+      hist.cpus.forEach((c) => { c.busy = c.busy.slice(drop); });
+      hist.drops = hist.drops.slice(drop);
+      if (hist.conns) hist.conns = hist.conns.slice(drop);
+    }
+    draw();
+  }
+  load();
+  const refresh = setInterval(() => { if (range !== 'live') load(); }, 60000);
 
   const portCards = new Map();
   function portCard(p, i) {
     let c = portCards.get(p.name);
     if (c) return c;
     const swatch = h('span', { class: 'swatch' });
-    swatch.style.background = PALETTE[i % PALETTE.length];
+    swatch.style.background = colour(i);
     const state = h('span', { class: 'pill' });
     const rx = h('div', { class: 'value', 'data-metric': 'rx_pps', 'data-port': p.name }, '–');
     const tx = h('div', { class: 'value', 'data-metric': 'tx_pps', 'data-port': p.name }, '–');
     const rxb = h('div', { class: 'sub' });
     const txb = h('div', { class: 'sub' });
     const totals = h('dl', { class: 'kv' });
-    const card = h('div', { class: 'card port', 'data-port': p.name },
+    const card = h('div', { class: `card port${p.kind === 'host' ? ' host' : ''}`, 'data-port': p.name },
       h('div', { class: 'port-head' }, swatch, h('span', { class: 'name' }, p.name), h('span', { class: 'iface' }, p.iface), state),
       h('div', { class: 'big2' },
         h('div', {}, h('div', { class: 'label' }, 'RX'), rx, rxb),
@@ -106,19 +203,26 @@ export default function overview(el, { info, stream }) {
   }
 
   function update(msg) {
-    if (!loaded) { early.push(msg); return; }
-    pps.push(msg);
-    bps.push(msg);
+    if (!loaded) early.push(msg);
+    else pushLive(msg);
     updateFigures(msg);
+  }
+
+  function portState(p) {
+    if (p.kind === 'host') return ['', 'the box itself'];
+    if (!p.up) return ['bad', 'down'];
+    if (p.blocked) return ['bad', 'blocked: loop'];
+    return ['ok', `up · ${speed(p.speed_mbps)}`];
   }
 
   function updateFigures(msg) {
     let rx = 0, tx = 0, rxb = 0, txb = 0;
     const cards = msg.ports.map((p, i) => {
-      rx += p.rx_pps; tx += p.tx_pps; rxb += p.rx_bps; txb += p.tx_bps;
+      if (p.kind !== 'host') { rx += p.rx_pps; tx += p.tx_pps; rxb += p.rx_bps; txb += p.tx_bps; }
       const c = portCard(p, i);
-      c.state.className = `pill ${p.up && !p.blocked ? 'ok' : 'bad'}`;
-      c.state.textContent = !p.up ? 'down' : p.blocked ? 'blocked: loop' : `up · ${speed(p.speed_mbps)}`;
+      const [cls, text] = portState(p);
+      c.state.className = `pill ${cls}`;
+      c.state.textContent = text;
       c.rx.textContent = fmtPPS(p.rx_pps);
       c.rx.dataset.value = String(p.rx_pps);
       c.tx.textContent = fmtPPS(p.tx_pps);
@@ -137,12 +241,25 @@ export default function overview(el, { info, stream }) {
       p.loop_with && p.loop_with !== p.name ?
         `Loop between ports ${p.loop_with} and ${p.name}: ${p.name} is blocked until the loop is gone.` :
         `Loop in the segment of port ${p.name}: it is blocked until the loop is gone.`)));
+    const other = (msg.alarms || []).filter((a) => a.kind !== 'loop');
+    alarms.hidden = other.length === 0;
+    replace(alarms, other.map((a) => h('li', { class: `alarm-item ${a.severity}`, 'data-kind': a.kind, role: a.severity === 'bad' ? 'alert' : null },
+      h('span', { class: `pill ${a.severity}` }, a.severity === 'bad' ? 'alarm' : 'warning'), ' ', a.message)));
     if (cards.length !== ports.children.length || cards.some((c, i) => ports.children[i] !== c)) {
       replace(ports, cards.length ? cards : h('div', { class: 'card empty' }, 'No data ports configured.'));
     }
 
-    set('total-rx-pps', fmtPPS(rx), rx, fmtBPS(rxb));
-    set('total-tx-pps', fmtPPS(tx), tx, fmtBPS(txb));
+    set('total-rx-pps', fmtBPS(rxb), rx, fmtPPS(rx));
+    set('total-tx-pps', fmtBPS(txb), tx, fmtPPS(tx));
+    if (msg.router) {
+      wan.hidden = false;
+      wanCard(wan, msg.router);
+      const wp = msg.ports.find((p) => p.name === msg.router.wan.port);
+      set('wan-down', wp ? fmtBPS(wp.rx_bps) : '–', wp ? wp.rx_bps : 0, wp ? fmtPPS(wp.rx_pps) : '');
+      set('wan-up', wp ? fmtBPS(wp.tx_bps) : '–', wp ? wp.tx_bps : 0, wp ? fmtPPS(wp.tx_pps) : '');
+      const d = msg.router.dhcp;
+      set('devices-online', d.enabled ? count(d.leases_in_use) : '–', d.leases_in_use, d.enabled ? `of ${count(d.pool_size)} pool addresses` : 'DHCP server off');
+    }
     const dropRate = msg.drops.reduce((a, d) => a + d.per_s, 0);
     const dropTotal = msg.drops.reduce((a, d) => a + d.packets, 0);
     set('total-drops', `${si(dropRate)}/s`, dropRate, `${count(dropTotal)} total`);
@@ -177,6 +294,5 @@ export default function overview(el, { info, stream }) {
   }
 
   const unsub = stream.subscribe(update);
-  return () => { unsub(); pps.destroy(); bps.destroy(); };
+  return () => { unsub(); clearInterval(refresh); for (const c of Object.values(charts)) c.destroy(); };
 }
-

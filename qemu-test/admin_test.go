@@ -1,0 +1,72 @@
+package qemutest
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// passwordAndHistory changes the password on the dashboard, reboots the box
+// from it and checks that both the dashboard and gokrazy's UI take the new
+// password and refuse the old, and that the dashboard's 24 h history from
+// before the reboot is still there.
+func passwordAndHistory(t *testing.T, b *box) {
+	var before struct{ Time []float64 }
+	if err := b.api(http.MethodGet, "/api/stats/history?range=24h", nil, &before); err != nil || len(before.Time) == 0 {
+		t.Fatalf("24 h history before the reboot: %v, %d points", err, len(before.Time))
+	}
+	old, next := b.password, "qemu-N3w-pw-"+time.Now().Format("150405")
+	body, _ := json.Marshal(map[string]string{"current": old, "new": next})
+	if err := b.api(http.MethodPost, "/api/admin/password", body, nil); err != nil {
+		t.Fatalf("password change: %v", err)
+	}
+	b.password = next // what the rest of the test (and the cleanup) uses
+	if err := b.api(http.MethodGet, "/api/info", nil, nil); err != nil {
+		t.Errorf("dashboard with the new password: %v", err)
+	}
+	b.password = old
+	if err := b.api(http.MethodGet, "/api/info", nil, nil); !unauthorized(err) {
+		t.Errorf("dashboard with the old password: %v, want 401", err)
+	}
+	b.password = next
+	start := time.Now()
+	if err := b.api(http.MethodPost, "/api/admin/reboot", nil, nil); err != nil {
+		t.Fatalf("reboot: %v", err)
+	}
+	time.Sleep(5 * time.Second) // the box goes down first
+	var st struct{ BuildTimestamp string }
+	deadline := time.Now().Add(bootTimeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = getJSON(b.gokrazyURL(next), &st); err == nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		t.Fatalf("gokrazy with the new password after the reboot: %v", err)
+	}
+	t.Logf("reboot from the dashboard: gokrazy answers with the new password after %.1f s", time.Since(start).Seconds())
+	if err := getJSON(b.gokrazyURL(old), &st); statusOf(err) != http.StatusUnauthorized {
+		t.Errorf("gokrazy with the old password: %v, want 401", err)
+	}
+	if err := b.waitHealthy(st.BuildTimestamp, bootTimeout); err != nil {
+		t.Fatalf("appliance after the reboot: %v", err)
+	}
+	var after struct{ Time []float64 }
+	if err := b.api(http.MethodGet, "/api/stats/history?range=24h", nil, &after); err != nil || len(after.Time) == 0 || after.Time[0] != before.Time[0] {
+		t.Errorf("24 h history after the reboot starts at %v (%v), before it at %v", after.Time, err, before.Time)
+	}
+	b.password = old
+	if err := b.api(http.MethodGet, "/api/info", nil, nil); !unauthorized(err) {
+		t.Errorf("dashboard with the old password after the reboot: %v, want 401", err)
+	}
+	b.password = next
+}
+
+// unauthorized reports whether an api call was refused with 401.
+func unauthorized(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "HTTP 401")
+}

@@ -1,0 +1,69 @@
+// Devices: the LAN's devices from the DHCP server's leases, with what they
+// sent and received through the router, and "make static" / "forget".
+
+import { api } from '../api.js';
+import { h, replace, bytes, ago, duration, toast, count } from '../dom.js';
+
+const STATE = { bound: 'ok', offered: 'warn', reserved: '', expired: 'bad', released: '' };
+
+export default function devices(el) {
+  const filter = h('input', { id: 'dev-filter', placeholder: 'filter by name, MAC or address', 'aria-label': 'filter devices', oninput: () => render() });
+  const tbody = h('tbody', { id: 'dev-body' });
+  const summary = h('span', { class: 'muted', id: 'dev-summary' });
+  let list = [];
+
+  replace(el,
+    h('div', { class: 'page-head' }, h('h1', {}, 'Devices'), summary, h('span', { class: 'spacer' }), filter),
+    h('div', { class: 'table-wrap' }, h('table', {},
+      h('thead', {}, h('tr', {},
+        h('th', {}, 'Name'), h('th', {}, 'MAC address'), h('th', {}, 'Address'), h('th', {}, 'State'),
+        h('th', {}, 'Lease ends'), h('th', {}, 'Last seen'), h('th', { class: 'num' }, 'Received'), h('th', { class: 'num' }, 'Sent'), h('th', {}))),
+      tbody)),
+    h('p', { class: 'muted' }, '"Make static" keeps the address for the device for good; "Forget" drops its lease, so its address is free again. Static leases of the configuration are changed on the Config page.'),
+  );
+
+  function render() {
+    const f = filter.value.trim().toLowerCase();
+    const shown = f ? list.filter((d) => `${d.hostname} ${d.mac} ${d.address}`.toLowerCase().includes(f)) : list;
+    replace(tbody, shown.length ? shown.map((d) => h('tr', { 'data-mac': d.mac },
+      h('td', { class: 'name' }, d.hostname || h('span', { class: 'muted' }, '(no name)')),
+      h('td', { class: 'mono' }, d.mac),
+      h('td', { class: 'mono' }, d.address),
+      h('td', {}, h('span', { class: `pill ${STATE[d.state] || ''}` }, d.state), d.static ? [' ', h('span', { class: 'pill' }, 'static')] : null),
+      h('td', { class: 'nowrap' }, d.expiry ? (Date.parse(d.expiry) > Date.now() ? `in ${duration((Date.parse(d.expiry) - Date.now()) / 1000)}` : 'ended') : '–'),
+      h('td', { class: 'nowrap' }, ago(d.last_seen)),
+      h('td', { class: 'num' }, bytes(d.bytes_in)),
+      h('td', { class: 'num' }, bytes(d.bytes_out)),
+      h('td', { class: 'actions' },
+        d.static ? null : h('button', { class: 'btn small', type: 'button', 'data-action': 'static', onclick: () => act(d, 'static') }, 'Make static'),
+        h('button', { class: 'btn small danger', type: 'button', 'data-action': 'forget', onclick: () => act(d, 'forget') }, 'Forget')),
+    )) : h('tr', {}, h('td', { colspan: 9, class: 'empty' }, list.length ? 'No device matches.' : 'No device has asked for an address yet.')));
+  }
+
+  async function act(d, what) {
+    const name = d.hostname || d.mac;
+    if (what === 'forget' && !confirm(`Forget ${name}? Its address becomes free for others.`)) return;
+    try {
+      if (what === 'static') await api(`/api/devices/${encodeURIComponent(d.mac)}/static`, { method: 'POST' });
+      else await api(`/api/devices/${encodeURIComponent(d.mac)}`, { method: 'DELETE' });
+      toast(what === 'static' ? `${name} keeps ${d.address} from now on.` : `${name} forgotten.`, 'ok');
+    } catch (e) {
+      toast(`${what === 'static' ? 'Make static' : 'Forget'} failed: ${e.message}`, 'bad');
+    }
+    load();
+  }
+
+  async function load() {
+    try {
+      const a = await api('/api/devices');
+      list = a.devices;
+      summary.textContent = `${count(a.online)} online · ${count(list.length)} known`;
+      render();
+    } catch (e) {
+      replace(tbody, h('tr', {}, h('td', { colspan: 9, class: 'empty' }, `Cannot load the devices: ${e.message}`)));
+    }
+  }
+  load();
+  const timer = setInterval(load, 5000);
+  return () => clearInterval(timer);
+}
