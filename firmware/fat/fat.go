@@ -24,14 +24,14 @@ const (
 	reservedSectors   = sectorsPerCluster // the boot sector, padded to a cluster as gokrazy does
 	// MaxReserved is the most reserved sectors NewAt takes: the BPB field
 	// has 16 bits, and the FAT stays cluster-aligned.
-	MaxReserved = 65532
-	dirEntrySize      = 32
-	rootEntries       = 512
-	rootDirSectors    = rootEntries * dirEntrySize / sectorSize
-	maxDirEntries     = 65536 // a FAT directory is at most 2 MiB
-	minClusters       = 4085  // fewer clusters would make it FAT12
-	maxClusters       = 65524 // more clusters would make it FAT32
-	endOfChain        = 0xFFFF
+	MaxReserved    = 65532
+	dirEntrySize   = 32
+	rootEntries    = 512
+	rootDirSectors = rootEntries * dirEntrySize / sectorSize
+	maxDirEntries  = 65536 // a FAT directory is at most 2 MiB
+	minClusters    = 4085  // fewer clusters would make it FAT12
+	maxClusters    = 65524 // more clusters would make it FAT32
+	endOfChain     = 0xFFFF
 
 	attrVolumeID  = 0x08
 	attrDirectory = 0x10
