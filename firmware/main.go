@@ -68,21 +68,33 @@ func run(args []string) error {
 
 func cmdBuild(args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
-	config := fs.String("config", "config.json", "gokrazy instance config")
+	config := fs.String("config", "config.json", "gokrazy instance config: a config.json, or a gok instance directory (as `gok -i NAME` uses: ~/gokrazy/NAME)")
+	inst := fs.String("i", "", "gok instance name: the same as -config ~/gokrazy/NAME")
 	out := fs.String("out", "build", "output directory")
 	src := fs.String("src", "", "Go module to build the packages in (default: the config's directory)")
 	size := fs.Int64("size", 2<<30, "disk image size in bytes")
-	testboot := fs.Duration("testboot-timeout", 120*time.Second, "how long an updated build may run unconfirmed before the box reverts by itself")
-	noImage := fs.Bool("no-image", false, "only build the update pieces (boot.img, root.img, mbr.img)")
+	noImage := fs.Bool("no-image", false, "only build the update pieces (boot.img, root.img, mbr.img, e1kbox.gaf)")
+	sign := fs.String("sign", "", "ed25519 key file to sign the .gaf with (see `firmware keygen`)")
 	fs.Parse(args)
+	cfg := *config
+	if *inst != "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return err
+		}
+		cfg = filepath.Join(home, "gokrazy", *inst)
+	}
 	m, err := build.Run(build.Options{
-		ConfigPath: *config, SourceDir: *src, OutDir: *out, DiskBytes: *size,
-		TestbootTimeout: *testboot, NoDiskImage: *noImage,
+		ConfigPath: cfg, SourceDir: *src, OutDir: *out, DiskBytes: *size,
+		NoDiskImage: *noImage, SignKey: *sign,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("build %s ready in %s: image %s (boot %s, root %s, mbr %s)\n", m.BuildTimestamp, m.Steps["total"], m.Image, m.Boot, m.Root, m.MBR)
+	fmt.Printf("build %s ready in %s: image %s, update %s (boot %s, root %s, mbr %s)\n", m.BuildTimestamp, m.Steps["total"], m.Image, m.GAF, m.Boot, m.Root, m.MBR)
+	if m.Signature != "" {
+		fmt.Printf("signed: %s\n", m.Signature)
+	}
 	return nil
 }
 

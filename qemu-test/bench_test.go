@@ -24,7 +24,7 @@ func BenchmarkFirmware(b *testing.B) {
 	run := func(out string, noImage bool) (*build.Manifest, time.Duration) {
 		start := time.Now()
 		m, err := build.Run(build.Options{ConfigPath: cfg, SourceDir: repoRoot, OutDir: filepath.Join(dir, out),
-			NoDiskImage: noImage, TestbootTimeout: testbootTimeout, Log: quietLog()})
+			NoDiskImage: noImage, Log: quietLog()})
 		if err != nil {
 			b.Fatal(err)
 		}

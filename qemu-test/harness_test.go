@@ -95,7 +95,7 @@ func theBuilds(t testing.TB) *builds {
 		cfgPath := filepath.Join(repoRoot, "config.json")
 		opts := func(out string) build.Options {
 			return build.Options{ConfigPath: cfgPath, SourceDir: repoRoot, OutDir: filepath.Join(dir, out),
-				TestbootTimeout: testbootTimeout, Log: quietLog()}
+				Log: quietLog()}
 		}
 		if shared.good, err = build.Run(opts("good")); err != nil {
 			shared.err = fmt.Errorf("building the image: %w", err)
