@@ -22,7 +22,9 @@ import (
 	"e1kbox/webui"
 )
 
-// buildTimestamp is set by firmware build (-ldflags -X).
+// buildTimestamp may be set with -ldflags -X; on gokrazy the build is
+// gokrazy's BuildTimestamp, whichever packer built the image (see
+// system.ReadIdentity).
 var buildTimestamp = "dev"
 
 func main() {
@@ -56,7 +58,12 @@ func run() error {
 	f := parseFlags()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	slog.SetDefault(log)
-	log.Info("e1kbox appliance starting", "build", buildTimestamp, "go", goVersion())
+	wait := time.Duration(0)
+	if _, err := os.Stat("/gokrazy/init"); err == nil {
+		wait = 10 * time.Second // gokrazy's socket is up before services start; this is a margin
+	}
+	id := system.ReadIdentity(buildTimestamp, system.GokrazySocket, system.SBOMFile, wait)
+	log.Info("e1kbox appliance starting", "build", id.Build, "from", id.Source, "sbom", id.SBOMHash, "go", id.Go)
 
 	store, cfg, source, err := loadConfig(log, f)
 	if err != nil {
@@ -66,7 +73,7 @@ func run() error {
 	if !perm.Writable {
 		log.Warn("persistent storage is not writable: changes will not survive a reboot", "dir", perm.Dir, "err", perm.Error)
 	}
-	boots := newBootLog(log, filepath.Join(f.state, "boots.json"), buildTimestamp, time.Now())
+	boots := newBootLog(log, filepath.Join(f.state, "boots.json"), id.Build, time.Now())
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -111,7 +118,7 @@ func run() error {
 		adapter.rolledBack()
 		log.Warn("config change rolled back")
 	})
-	view := &boxView{dp: dp, source: source, build: buildTimestamp, started: time.Now(), hostname: hostname(),
+	view := &boxView{dp: dp, source: source, build: id.Build, identity: id, started: time.Now(), hostname: hostname(),
 		procRoot: "/", perm: perm, boots: boots}
 	errc := serveDashboard(ctx, log, ml, webui.Options{
 		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
