@@ -258,7 +258,7 @@ func NewPlan(active *Active, files Files, bootCode []byte, root string) (*Plan, 
 		return nil, errors.New("the boot file system has no /vmlinuz or no /cmdline.txt")
 	}
 	if SameContent(active.Files, want) {
-		return planInPlace(active, root)
+		return InPlace(active, root)
 	}
 	p := &Plan{Body: active.Body.other(), Kernel: kernel, Cmdline: cmdline}
 	nb, err := Build(p.Body, want)
@@ -280,8 +280,9 @@ func NewPlan(active *Active, files Files, bootCode []byte, root string) (*Plan, 
 	return p, nil
 }
 
-// planInPlace edits root= in the active file system's command-line files.
-func planInPlace(active *Active, root string) (*Plan, error) {
+// InPlace plans booting root with the active file system: root= edited in
+// place in its command-line files (each a single-sector write).
+func InPlace(active *Active, root string) (*Plan, error) {
 	p := &Plan{Unchanged: true, Body: active.Body}
 	for _, path := range active.Files.Paths() {
 		b := active.Files[path]

@@ -1,0 +1,35 @@
+package boxupdate
+
+import (
+	"fmt"
+	"log"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// KexecTestBoot starts kernel with cmdline at once: it loads it with
+// kexec_file_load, syncs, makes /perm read-only (so its journal is clean)
+// and reboots into it. The firmware's boot pointers are untouched, so any
+// reset that follows (the new kernel panics: panic=10) boots the previous
+// build.
+func KexecTestBoot(kernel []byte, cmdline string) error {
+	f, err := os.CreateTemp("", "e1kbox-vmlinuz-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := f.Write(kernel); err != nil {
+		return err
+	}
+	if err := unix.KexecFileLoad(int(f.Fd()), 0, cmdline, unix.KEXEC_FILE_NO_INITRAMFS); err != nil {
+		return fmt.Errorf("kexec_file_load: %w", err)
+	}
+	unix.Sync()
+	if err := unix.Mount("", "/perm", "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		log.Printf("boxupdate: remounting /perm read-only before the test boot: %v (synced instead)", err)
+	}
+	unix.Sync()
+	return unix.Reboot(unix.LINUX_REBOOT_CMD_KEXEC)
+}
