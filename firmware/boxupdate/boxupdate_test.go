@@ -244,9 +244,13 @@ func TestSignedUpdates(t *testing.T) {
 func TestRefusesBadArchives(t *testing.T) {
 	b := newBox(t, bootFiles(1))
 	for name, body := range map[string][]byte{
-		"not a zip":   []byte("PK? no"),
-		"same build":  archive(t, bootFiles(2), "x", "sbom-old"),
-		"boot no fat": func() []byte { var w bytes.Buffer; gaf.Write(&w, map[string][]byte{gaf.Boot: []byte("x"), gaf.Root: []byte("r"), gaf.MBR: code}); return w.Bytes() }(),
+		"not a zip":  []byte("PK? no"),
+		"same build": archive(t, bootFiles(2), "x", "sbom-old"),
+		"boot no fat": func() []byte {
+			var w bytes.Buffer
+			gaf.Write(&w, map[string][]byte{gaf.Boot: []byte("x"), gaf.Root: []byte("r"), gaf.MBR: code})
+			return w.Bytes()
+		}(),
 	} {
 		_, err := b.engine(nil, make(chan booted, 1)).Apply(context.Background(), "test", bytes.NewReader(body), nil)
 		var r *Refused
