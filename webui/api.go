@@ -102,6 +102,7 @@ type Features struct {
 	Conntrack bool `json:"conntrack"`
 	FDB       bool `json:"fdb"`
 	Tuning    bool `json:"tuning"`
+	Update    bool `json:"update"`
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
@@ -116,6 +117,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 			Conntrack: s.opts.Conntrack != nil,
 			FDB:       s.opts.FDB != nil,
 			Tuning:    s.opts.Tuning != nil,
+			Update:    s.opts.Updater != nil,
 		},
 		CSRFHeader:     CSRFHeader,
 		Interval:       s.opts.Interval.Seconds(),
