@@ -122,7 +122,7 @@ func run() error {
 		procRoot: "/", perm: perm, boots: boots}
 	errc := serveDashboard(ctx, log, ml, webui.Options{
 		Stats: view, Config: adapter, Rules: view, Conntrack: view, FDB: view, Tuning: view, System: view,
-		Health: view, Dataplane: view, Neighbours: view,
+		Health: view, Dataplane: view, Neighbours: view, Updater: newUpdater(log, f.state, store, id),
 		PasswordFiles:  strings.Split(f.passwordFiles, ","),
 		ConfirmTimeout: cfg.Dashboard.ConfirmTimeout.D(),
 		Logger:         log,

@@ -55,8 +55,8 @@ func TestBuildErrors(t *testing.T) {
 		{"unknown field", `"SerialConsole"`, `"SerialConsoel"`, `unknown field "SerialConsoel"`},
 		{"missing kernel package", `"KernelPackage": "github.com/gokrazy/kernel.amd64",`, ``, "KernelPackage: missing"},
 		{"kernel package not in go.mod", `"KernelPackage": "github.com/gokrazy/kernel.amd64"`, `"KernelPackage": "github.com/gokrazy/kernel.rpi"`, `KernelPackage "github.com/gokrazy/kernel.rpi"`},
-		{"package that does not build", `"e1kbox/appliance"
-    ],`, `"e1kbox/appliance",
+		{"package that does not build", `"e1kbox/firmware/guard"
+    ],`, `"e1kbox/firmware/guard",
         "e1kbox/firmware/build/testdata/broken"
     ],`, "package e1kbox/firmware/build/testdata/broken does not build"},
 	} {
