@@ -169,6 +169,7 @@ function updateCard() {
     if (waiting && st.last && st.last.id === waiting) {
       showPhase(st.last.outcome === 'committed' ? 'The new build is installed and healthy.' : 'The update was not kept: the box runs the previous build.');
       waiting = null;
+      el.dataset.state = 'done';
       clearInterval(poll);
       poll = null;
     }
@@ -184,6 +185,7 @@ function updateCard() {
     const sig = sigFile ? (await sigFile.text()).trim() : '';
     start.disabled = true;
     progress.value = 0;
+    el.dataset.state = 'running';
     const xhr = new XMLHttpRequest();
     xhr.open('POST', '/api/system/update');
     xhr.setRequestHeader(CSRF_HEADER, '1');
@@ -203,6 +205,7 @@ function updateCard() {
         error.hidden = false;
         replace(error, h('strong', {}, (ans && ans.error) || `${xhr.status} ${xhr.statusText}`));
         showPhase('Nothing was installed.');
+        el.dataset.state = 'refused';
         return;
       }
       waiting = ans.id;
