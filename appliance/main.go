@@ -71,7 +71,8 @@ func run() error {
 	}
 	perm := system.CheckPerm(f.state)
 	if !perm.Writable {
-		log.Warn("persistent storage is not writable: changes will not survive a reboot", "dir", perm.Dir, "err", perm.Error)
+		perm.Problem = system.PermProblem(perm, system.PermMounted("/proc/self/mountinfo", "/perm"))
+		log.Warn("persistent storage is not writable: changes will not survive a reboot", "dir", perm.Dir, "err", perm.Error, "problem", perm.Problem)
 	}
 	boots := newBootLog(log, filepath.Join(f.state, "boots.json"), id.Build, time.Now())
 

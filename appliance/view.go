@@ -116,7 +116,7 @@ func (v *boxView) Reports() []webui.TuningReport {
 
 func (v *boxView) Info() webui.SystemInfo {
 	info := webui.SystemInfo{Hostname: v.hostname, Version: v.build, BuildTimestamp: v.build,
-		GoVersion: goVersion(), Started: v.started}
+		GoVersion: goVersion(), Started: v.started, PermProblem: v.perm.Problem}
 	if e := v.engine(); e != nil {
 		info.Mode = string(e.Config().Mode)
 	}

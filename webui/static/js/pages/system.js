@@ -17,6 +17,7 @@ function built(ts) {
 
 export default function system(el, { info, banner }) {
   const tiles = h('div', { class: 'tiles', id: 'system-tiles' });
+  const permWarning = h('div', { class: 'errors', id: 'perm-warning', hidden: true });
   const mem = h('div', { class: 'card' });
   const history = h('tbody', { id: 'history-body' });
   const restoreErr = h('div', { class: 'errors', hidden: true });
@@ -27,6 +28,7 @@ export default function system(el, { info, banner }) {
   replace(el,
     h('div', { class: 'page-head' }, h('h1', {}, 'System')),
     h('div', { class: 'stack' },
+      permWarning,
       tiles,
       mem,
       update ? update.el : null,
@@ -45,6 +47,8 @@ export default function system(el, { info, banner }) {
   async function loadInfo() {
     try {
       const s = await api('/api/system');
+      permWarning.hidden = !s.perm_problem;
+      replace(permWarning, s.perm_problem || '');
       replace(tiles,
         tile('Version', s.version || 'dev', 'sys-version'),
         tile('Built', built(s.build_timestamp), 'sys-build', true),
