@@ -62,7 +62,7 @@ func run() error {
 	if _, err := os.Stat("/gokrazy/init"); err == nil {
 		wait = 10 * time.Second // gokrazy's socket is up before services start; this is a margin
 	}
-	id := system.ReadIdentity(buildTimestamp, system.GokrazySocket, system.SBOMFile, wait)
+	id := system.ReadIdentity(buildTimestamp, system.GokrazySocket, system.SBOMFile, strings.Split(f.passwordFiles, ","), wait)
 	log.Info("e1kbox appliance starting", "build", id.Build, "from", id.Source, "sbom", id.SBOMHash, "go", id.Go)
 
 	store, cfg, source, err := loadConfig(log, f)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -37,8 +38,10 @@ const (
 
 // ReadIdentity learns the running build. ldflags is a -ldflags -X value
 // ("" or "dev" if none); it is used only when gokrazy cannot be asked.
-// wait bounds the retries while gokrazy's socket comes up.
-func ReadIdentity(ldflags, socket, sbomFile string, wait time.Duration) Identity {
+// wait bounds the retries while gokrazy's socket comes up. gokrazy asks
+// for its password on the socket too (when it has one): the first
+// non-empty of passwordFiles.
+func ReadIdentity(ldflags, socket, sbomFile string, passwordFiles []string, wait time.Duration) Identity {
 	id := Identity{Build: "dev", Source: "none", Go: "unknown"}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		id.Go, id.Module = bi.GoVersion, bi.Main.Path
@@ -61,7 +64,7 @@ func ReadIdentity(ldflags, socket, sbomFile string, wait time.Duration) Identity
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		ts, err := gokrazyBuild(socket)
+		ts, err := gokrazyBuild(socket, password(passwordFiles))
 		if err == nil && ts != "" {
 			id.Build, id.Source = ts, "gokrazy"
 			return id
@@ -78,7 +81,7 @@ func ReadIdentity(ldflags, socket, sbomFile string, wait time.Duration) Identity
 }
 
 // gokrazyBuild asks gokrazy's status JSON for BuildTimestamp.
-func gokrazyBuild(socket string) (string, error) {
+func gokrazyBuild(socket, password string) (string, error) {
 	if _, err := os.Stat(socket); err != nil {
 		return "", err
 	}
@@ -92,6 +95,9 @@ func gokrazyBuild(socket string) (string, error) {
 		return "", err
 	}
 	req.Header.Set("Accept", "application/json")
+	if password != "" {
+		req.SetBasicAuth("gokrazy", password)
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return "", err
@@ -105,4 +111,15 @@ func gokrazyBuild(socket string) (string, error) {
 		return "", err
 	}
 	return st.BuildTimestamp, nil
+}
+
+func password(files []string) string {
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			if pw := strings.TrimSpace(string(b)); pw != "" {
+				return pw
+			}
+		}
+	}
+	return ""
 }
