@@ -19,11 +19,20 @@ func KexecTestBoot(kernel []byte, cmdline string) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	defer f.Close()
-	if _, err := f.Write(kernel); err != nil {
+	_, err = f.Write(kernel)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
-	if err := unix.KexecFileLoad(int(f.Fd()), 0, cmdline, unix.KEXEC_FILE_NO_INITRAMFS); err != nil {
+	// kexec_file_load refuses a file open for writing (ETXTBSY).
+	k, err := os.Open(f.Name())
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	if err := unix.KexecFileLoad(int(k.Fd()), 0, cmdline, unix.KEXEC_FILE_NO_INITRAMFS); err != nil {
 		return fmt.Errorf("kexec_file_load: %w", err)
 	}
 	unix.Sync()
