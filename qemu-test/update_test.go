@@ -130,6 +130,18 @@ func TestInterruptedUpdate(t *testing.T) {
 			t.Logf("disk torn: %s", desc)
 			b = boot(t, bs.good, vm.Options{Image: disk, UEFI: tc.uefi})
 			t.Logf("the torn disk boots the previous build")
+			if !tc.uefi {
+				return // BIOS booting a committed new body: TestGokPathThenFirmwareUpdate
+			}
+			// The same update, whole: committed, then a power cycle boots the
+			// new body through OVMF and systemd-boot.
+			rep, err := b.update(bs.changed)
+			if err != nil || !rep.BootWritten {
+				t.Fatalf("%s\nupdate after the tear: %v (boot written %v)", b.diagnosis(rep), err, rep.BootWritten)
+			}
+			t.Logf("%s", rep)
+			b.Kill()
+			b = boot(t, bs.changed, vm.Options{Image: disk, UEFI: true})
 		})
 	}
 }
