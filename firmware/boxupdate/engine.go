@@ -192,12 +192,14 @@ func (e *Engine) apply(ctx context.Context, client string, body io.Reader, sig [
 		return nil, err
 	}
 	e.setPhase("writing root")
+	kmsg("update %s: writing root partition %d", rec.ID, rec.To.Root)
 	t = time.Now()
 	if err := writeMember(a, gaf.Root, e.Devices.Root(rec.To.Root)); err != nil {
 		return fail(fmt.Errorf("writing root partition %d: %w", rec.To.Root, err))
 	}
 	rec.step("write root", t)
 	e.setPhase("writing boot")
+	kmsg("update %s: writing %d boot file system write(s)", rec.ID, len(plan.Stage))
 	t = time.Now()
 	if err := e.applyWrites(plan.Stage); err != nil {
 		return fail(err)

@@ -78,6 +78,7 @@ func (g *Guard) resolve(ctx context.Context, p *Record, cur Build) error {
 			p.Outcome, p.Reason = Reverted, fmt.Sprintf("the new build was not healthy within %v: %v", time.Duration(p.HealthTimeout), err)
 			p.step("test boot (not healthy)", p.Rebooted)
 			log.Warn("guard: "+p.Reason+"; rebooting into the previous build", "id", p.ID)
+			kmsg("guard: update %s reverted: %s", p.ID, p.Reason)
 			if err := g.State.Finish(p); err != nil {
 				log.Error("guard: recording the revert", "err", err)
 			}
@@ -104,6 +105,7 @@ func (g *Guard) resolve(ctx context.Context, p *Record, cur Build) error {
 		p.Reason = "the new build did not come up (its kernel or init failed, or the power went): the box restarted on the previous build"
 	}
 	log.Warn("guard: "+p.Reason, "id", p.ID)
+	kmsg("guard: update %s reverted: %s", p.ID, p.Reason)
 	if err := g.State.Finish(p); err != nil {
 		return err
 	}
@@ -117,6 +119,7 @@ func (g *Guard) commit(p *Record, cur Build, step string) error {
 	p.Outcome, p.Reason = Committed, ""
 	p.step(step, p.Rebooted)
 	g.log().Info("guard: update committed: the new build is the one the box boots", "id", p.ID, "build", cur.Timestamp)
+	kmsg("guard: update %s committed (build %s)", p.ID, cur.Timestamp)
 	if err := g.State.Confirm(cur); err != nil {
 		return err
 	}
@@ -175,6 +178,7 @@ func (g *Guard) check(ctx context.Context, cur Build) error {
 		return err
 	}
 	log.Warn("guard: " + rec.Reason)
+	kmsg("guard: %s", rec.Reason)
 	g.State.Finish(rec)
 	return g.reboot()
 }

@@ -32,13 +32,16 @@ func KexecTestBoot(kernel []byte, cmdline string) error {
 		return err
 	}
 	defer k.Close()
+	kmsg("loading the new kernel (%d bytes) for the test boot", len(kernel))
 	if err := unix.KexecFileLoad(int(k.Fd()), 0, cmdline, unix.KEXEC_FILE_NO_INITRAMFS); err != nil {
 		return fmt.Errorf("kexec_file_load: %w", err)
 	}
+	kmsg("syncing and remounting /perm read-only")
 	unix.Sync()
 	if err := unix.Mount("", "/perm", "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 		log.Printf("boxupdate: remounting /perm read-only before the test boot: %v (synced instead)", err)
 	}
 	unix.Sync()
+	kmsg("kexec into the test boot")
 	return unix.Reboot(unix.LINUX_REBOOT_CMD_KEXEC)
 }

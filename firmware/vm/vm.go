@@ -203,7 +203,7 @@ func (v *VM) Timeline() string { return v.tail.timeline() }
 var milestones = []string{
 	"Command line:", "Run /gokrazy/init", "e1kbox init:", "Synchronous reboot requested",
 	"kexec_core:", "reboot: ", "Kernel panic", "Oops", "BUG:", "hardware watchdog", "rcu_sched",
-	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock",
+	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock", "e1kbox update:",
 }
 
 type tailBuffer struct {
