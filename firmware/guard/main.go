@@ -44,16 +44,15 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	gk := boxupdate.Gokrazy{}
+	var cur boxupdate.Build // gokrazy's build, asked once
 	g := &boxupdate.Guard{
 		Devices: dev, State: boxupdate.State{Dir: *state}, Cmdline: string(cmdline), Log: log,
-		Current: gk.Status,
-		Healthy: func(ctx context.Context) error {
-			b, err := gk.Status(ctx)
-			if err != nil {
-				return err
-			}
-			return boxupdate.ApplianceHealthy(ctx, *health, b)
+		Current: func(ctx context.Context) (b boxupdate.Build, err error) {
+			b, err = gk.Status(ctx)
+			cur = b
+			return b, err
 		},
+		Healthy: func(ctx context.Context) error { return boxupdate.ApplianceHealthy(ctx, *health, cur) },
 		Reboot:        gk.Reboot,
 		HealthTimeout: *timeout,
 	}

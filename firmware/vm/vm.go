@@ -93,6 +93,10 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	}
 	args := []string{
 		"-name", "e1kbox",
+		// No default devices: in particular no empty CD-ROM, which gokrazy
+		// probes on every status request (rootdev opens every block
+		// device) and which, probed often under TCG, left requests hanging.
+		"-nodefaults",
 		"-machine", "pc", "-accel", accel, "-cpu", "max",
 		"-smp", strconv.Itoa(opts.CPUs), "-m", strconv.Itoa(opts.MemoryMB),
 		"-display", "none", "-monitor", "none", "-serial", "stdio",
