@@ -39,7 +39,7 @@ unit:
 	$(GO) test -timeout 20m $(UNIT_PKGS)
 
 qemu-test:
-	$(GO) test -timeout 45m -v -count=1 ./qemu-test/
+	$(GO) test -timeout 60m -v -count=1 ./qemu-test/
 
 # bench also runs the netns harness (root): kernel bridge, nftables and e1kbox
 # side by side; pass flags with BENCH_ARGS, e.g. make bench BENCH_ARGS=-quick.

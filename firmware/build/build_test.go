@@ -2,6 +2,7 @@ package build
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,36 @@ func TestInitSource(t *testing.T) {
 		if !strings.Contains(string(src), want) {
 			t.Errorf("init source lacks %s:\n%s", want, src)
 		}
+	}
+}
+
+// TestSign: -sign writes a detached signature the box's check accepts for
+// this archive and no other.
+func TestSign(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	key := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(key, []byte(gaf.EncodeSeed(priv)), 0o600)
+	m, err := Run(Options{ConfigPath: repo, SourceDir: repo, OutDir: filepath.Join(t.TempDir(), "out"), NoDiskImage: true, SignKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, _ := os.ReadFile(m.GAF)
+	sig, err := os.ReadFile(m.Signature)
+	if err != nil || m.Signature != m.GAF+".sig" {
+		t.Fatalf("signature %q: %v", m.Signature, err)
+	}
+	if err := gaf.Verify(pub, archive, sig); err != nil {
+		t.Errorf("the build's own signature: %v", err)
+	}
+	archive[len(archive)/2] ^= 1
+	if err := gaf.Verify(pub, archive, sig); err == nil {
+		t.Error("the signature verifies a changed archive")
+	}
+	if _, err := Run(Options{ConfigPath: repo, SourceDir: repo, OutDir: filepath.Join(t.TempDir(), "out"), NoDiskImage: true, SignKey: "/nonexistent"}); err == nil {
+		t.Error("a missing signing key was accepted")
 	}
 }
