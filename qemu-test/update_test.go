@@ -141,7 +141,7 @@ func TestInterruptedUpdate(t *testing.T) {
 			}
 			t.Logf("%s", rep)
 			b.Kill()
-			b = boot(t, bs.changed, vm.Options{Image: disk, UEFI: true})
+			boot(t, bs.changed, vm.Options{Image: disk, UEFI: true})
 		})
 	}
 }

@@ -127,10 +127,6 @@ func (e *Engine) Apply(ctx context.Context, client string, body io.Reader, sig [
 }
 
 func (e *Engine) apply(ctx context.Context, client string, body io.Reader, sig []byte) (*Record, error) {
-	log := e.Log
-	if log == nil {
-		log = slog.Default()
-	}
 	if err := e.State.Writable(); err != nil {
 		return nil, &Refused{fmt.Errorf("updates need a writable /perm to follow the test boot: %w", err)}
 	}
@@ -141,48 +137,65 @@ func (e *Engine) apply(ctx context.Context, client string, body io.Reader, sig [
 		HealthTimeout: Duration(e.healthTimeout())}
 	rec.From.Root = e.Devices.Active
 	rec.To.Root = e.Devices.Inactive()
-
-	e.setPhase("receiving")
-	t := time.Now()
 	tmp, err := os.CreateTemp(e.TmpDir, "e1kbox-update-*.gaf")
 	if err != nil {
 		return nil, err
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
+	a, plan, err := e.receive(rec, tmp, body, sig)
+	if err != nil {
+		return nil, err
+	}
+	return e.install(rec, a, plan)
+}
+
+// receive keeps the upload in tmp and checks it: signature, archive, the
+// boot file system against the active one. Nothing is written to the disk.
+func (e *Engine) receive(rec *Record, tmp *os.File, body io.Reader, sig []byte) (*gaf.Archive, *bootpart.Plan, error) {
+	e.setPhase("receiving")
+	t := time.Now()
 	n, err := io.Copy(tmp, io.LimitReader(counter{body, e}, MaxUpload+1))
 	if err != nil {
-		return nil, &Refused{fmt.Errorf("receiving the update: %w", err)}
+		return nil, nil, &Refused{fmt.Errorf("receiving the update: %w", err)}
 	}
 	if n > MaxUpload {
-		return nil, &Refused{fmt.Errorf("the update is larger than %d MiB", MaxUpload>>20)}
+		return nil, nil, &Refused{fmt.Errorf("the update is larger than %d MiB", MaxUpload>>20)}
 	}
 	rec.step("receive", t)
-
 	e.setPhase("verifying")
 	t = time.Now()
 	if e.PublicKey != nil {
 		if key := e.PublicKey(); key != nil {
 			msg, err := os.ReadFile(tmp.Name())
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := gaf.Verify(key, msg, sig); err != nil {
-				return nil, &Refused{err}
+				return nil, nil, &Refused{err}
 			}
 		}
 	}
 	a, err := gaf.Open(tmp, n)
 	if err != nil {
-		return nil, &Refused{err}
+		return nil, nil, &Refused{err}
 	}
-	plan, kernel, err := e.plan(a, rec)
+	plan, err := e.plan(a, rec)
 	if err != nil {
-		return nil, &Refused{err}
+		return nil, nil, &Refused{err}
 	}
 	rec.step("verify", t)
-	log.Info("update: verified", "id", rec.ID, "to_sbom", rec.To.SBOMHash, "boot", map[bool]string{true: "unchanged", false: "new " + plan.Body.String() + " body"}[plan.Unchanged])
+	return a, plan, nil
+}
 
+// install writes the new build beside the running one and starts its test
+// boot (after a second, so that the answer reaches the client).
+func (e *Engine) install(rec *Record, a *gaf.Archive, plan *bootpart.Plan) (*Record, error) {
+	log := e.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Info("update: verified", "id", rec.ID, "to_sbom", rec.To.SBOMHash, "boot", map[bool]string{true: "unchanged", false: "new " + plan.Body.String() + " body"}[plan.Unchanged])
 	if err := e.State.SavePending(rec); err != nil {
 		return nil, err
 	}
@@ -193,7 +206,7 @@ func (e *Engine) apply(ctx context.Context, client string, body io.Reader, sig [
 	}
 	e.setPhase("writing root")
 	kmsg("update %s: writing root partition %d", rec.ID, rec.To.Root)
-	t = time.Now()
+	t := time.Now()
 	if err := writeMember(a, gaf.Root, e.Devices.Root(rec.To.Root)); err != nil {
 		return fail(fmt.Errorf("writing root partition %d: %w", rec.To.Root, err))
 	}
@@ -218,8 +231,8 @@ func (e *Engine) apply(ctx context.Context, client string, body io.Reader, sig [
 		boot = KexecTestBoot
 	}
 	go func() {
-		time.Sleep(time.Second) // let the answer reach the client
-		if err := boot(kernel, cmdline); err != nil {
+		time.Sleep(time.Second)
+		if err := boot(plan.Kernel, cmdline); err != nil {
 			log.Error("update: test boot failed to start", "err", err)
 			rec.Outcome, rec.Reason = Failed, "the test boot did not start: "+err.Error()
 			e.State.Finish(rec)
@@ -248,11 +261,11 @@ func (e *Engine) current() Build {
 }
 
 // plan reads the archive's boot pieces against the active boot partition.
-func (e *Engine) plan(a *gaf.Archive, rec *Record) (*bootpart.Plan, []byte, error) {
+func (e *Engine) plan(a *gaf.Archive, rec *Record) (*bootpart.Plan, error) {
 	if a.Has(gaf.SBOM) {
 		b, err := a.ReadAll(gaf.SBOM)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		var s struct {
 			SBOMHash string `json:"sbom_hash"`
@@ -262,32 +275,32 @@ func (e *Engine) plan(a *gaf.Archive, rec *Record) (*bootpart.Plan, []byte, erro
 		}
 	}
 	if rec.To.SBOMHash != "" && rec.To.SBOMHash == rec.From.SBOMHash {
-		return nil, nil, fmt.Errorf("the box already runs this build (SBOM %s)", rec.To.SBOMHash)
+		return nil, fmt.Errorf("the box already runs this build (SBOM %s)", rec.To.SBOMHash)
 	}
 	bootImg, err := a.ReadAll(gaf.Boot)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	mbr, err := a.ReadAll(gaf.MBR)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	files, _, err := bootpart.ReadFiles(bytes.NewReader(bootImg))
 	if err != nil {
-		return nil, nil, fmt.Errorf("the update's boot.img: %w", err)
+		return nil, fmt.Errorf("the update's boot.img: %w", err)
 	}
 	boot, err := os.Open(e.Devices.Boot)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer boot.Close()
 	active, err := bootpart.ReadActive(boot)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	plan, err := bootpart.NewPlan(active, files, mbr, bootpart.RootArg(e.Devices.P1GUID, rec.To.Root))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	rec.BootWritten = !plan.Unchanged
 	rec.Commit = plan.Commit
@@ -299,11 +312,11 @@ func (e *Engine) plan(a *gaf.Archive, rec *Record) (*bootpart.Plan, []byte, erro
 			dev = e.Devices.Disk
 		}
 		if err := readAt(dev, old, w.Off); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		rec.Revert = append([]bootpart.Write{{Disk: w.Disk, Off: w.Off, Data: old, What: "previous " + w.What}}, rec.Revert...)
 	}
-	return plan, plan.Kernel, nil
+	return plan, nil
 }
 
 func readAt(dev string, b []byte, off int64) error {

@@ -148,15 +148,31 @@ func (b *builder) run() (*Manifest, error) {
 		GAF:            filepath.Join(b.opts.OutDir, "e1kbox.gaf"),
 		Steps:          b.steps,
 	}
+	if err := b.pieces(m, password); err != nil {
+		return nil, err
+	}
+	b.steps["total"] = time.Since(start).Round(time.Millisecond).String()
+	mb, _ := json.MarshalIndent(m, "", "  ")
+	if err := writeFileAtomic(filepath.Join(b.opts.OutDir, "manifest.json"), append(mb, '\n'), secretMode); err != nil {
+		return nil, err
+	}
+	b.log.Info("build: finished", "build_timestamp", m.BuildTimestamp, "took", b.steps["total"], "image", m.Image)
+	return m, nil
+}
+
+// pieces builds the programs, the root and boot file systems, the MBR, the
+// .gaf and (unless NoDiskImage) the disk image, and fills m's paths.
+func (b *builder) pieces(m *Manifest, password string) error {
+	var err error
 	var kernelDir, loaderPath string
 	if err := b.step("resolve kernel and boot loaders", func() error {
 		kernelDir, loaderPath, err = b.resolveInputs()
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := b.step("go build", b.goBuild); err != nil {
-		return nil, err
+		return err
 	}
 	var rootImg, sbom []byte
 	if err := b.step("root file system (squashfs)", func() error {
@@ -169,7 +185,7 @@ func (b *builder) run() (*Manifest, error) {
 		}
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	var bootImg, mbr []byte
 	if err := b.step("boot file system (FAT16) and MBR", func() error {
@@ -182,31 +198,25 @@ func (b *builder) run() (*Manifest, error) {
 		}
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := b.step("update archive (.gaf)", func() error {
 		return b.writeGAF(m, map[string][]byte{gaf.Boot: bootImg, gaf.Root: rootImg, gaf.MBR: mbr, gaf.SBOM: sbom})
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if !b.opts.NoDiskImage {
 		m.Image = filepath.Join(b.opts.OutDir, "e1kbox.img")
 		if err := b.step("disk image", func() error {
-			if err := WriteDisk(m.Image, b.opts.DiskBytes, image.HostID(cfg.Hostname), bootImg, rootImg, mbr, true); err != nil {
+			if err := WriteDisk(m.Image, b.opts.DiskBytes, image.HostID(b.cfg.Hostname), bootImg, rootImg, mbr, true); err != nil {
 				return err
 			}
 			return os.Chmod(m.Image, secretMode) // its root holds the password
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	b.steps["total"] = time.Since(start).Round(time.Millisecond).String()
-	mb, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeFileAtomic(filepath.Join(b.opts.OutDir, "manifest.json"), append(mb, '\n'), secretMode); err != nil {
-		return nil, err
-	}
-	b.log.Info("build: finished", "build_timestamp", m.BuildTimestamp, "took", b.steps["total"], "image", m.Image)
-	return m, nil
+	return nil
 }
 
 func dashboardPort(cfg *instance.Config) string {
@@ -531,28 +541,10 @@ func (b *builder) rootFS(kernelDir, password string) (img, sbom []byte, sbomHash
 		}
 	}
 
-	// Programs, the generated init and gokrazy's SBOM of them.
-	bins := map[string]string{filepath.Join(b.binDir, "init"): "/gokrazy/init"}
-	for _, p := range b.cfg.AllPackages() {
-		base := b.cfg.Basename(p)
-		dir := "/user/"
-		if b.cfg.IsGokrazyPkg(p) {
-			dir = "/gokrazy/"
-		}
-		bins[filepath.Join(b.binDir, base)] = dir + base
-	}
-	for _, src := range sortedKeys(bins) {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		check(root.AddFile(bins[src], 0o755, data))
-	}
-	sbom, sbomHash, err := b.sbom(bins)
+	sbom, sbomHash, err := b.addPrograms(root, check)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	check(root.AddFile("/etc/gokrazy/sbom.json", 0o644, sbom))
 
 	// Extra files from the package configs.
 	for _, p := range sortedKeys(b.cfg.PackageConfig) {
@@ -581,6 +573,35 @@ func (b *builder) rootFS(kernelDir, password string) (img, sbom []byte, sbomHash
 		return nil, nil, "", err
 	}
 	return buf.Bytes(), sbom, sbomHash, nil
+}
+
+// addPrograms adds the programs and the generated init, and gokrazy's SBOM
+// of them.
+func (b *builder) addPrograms(root *squashfs.FS, check func(error)) (sbom []byte, sbomHash string, _ error) {
+	// Programs, the generated init and gokrazy's SBOM of them.
+	bins := map[string]string{filepath.Join(b.binDir, "init"): "/gokrazy/init"}
+	for _, p := range b.cfg.AllPackages() {
+		base := b.cfg.Basename(p)
+		dir := "/user/"
+		if b.cfg.IsGokrazyPkg(p) {
+			dir = "/gokrazy/"
+		}
+		bins[filepath.Join(b.binDir, base)] = dir + base
+	}
+	for _, src := range sortedKeys(bins) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, "", err
+		}
+		check(root.AddFile(bins[src], 0o755, data))
+	}
+	sbom, sbomHash, err := b.sbom(bins)
+	if err != nil {
+		return nil, "", err
+	}
+	check(root.AddFile("/etc/gokrazy/sbom.json", 0o644, sbom))
+	return sbom, sbomHash, nil
+
 }
 
 // addHostPath copies a host file or directory tree into the root file system.

@@ -52,7 +52,7 @@ func run(log *slog.Logger) error {
 			cur = b
 			return b, err
 		},
-		Healthy: func(ctx context.Context) error { return boxupdate.ApplianceHealthy(ctx, *health, cur) },
+		Healthy:       func(ctx context.Context) error { return boxupdate.ApplianceHealthy(ctx, *health, cur) },
 		Reboot:        gk.Reboot,
 		HealthTimeout: *timeout,
 	}
