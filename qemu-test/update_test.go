@@ -101,49 +101,80 @@ func (b *box) waitLast(t *testing.T, match func(*boxupdate.Record) bool, timeout
 	}
 }
 
-// TestInterruptedUpdate: the client dies halfway through uploading an
-// update whose boot file system differs, then the power goes; and a write
-// of that boot file system torn halfway on the box's disk, with the new
-// root already on its partition. Each time the box boots the previous
-// build, BIOS and UEFI.
-func TestInterruptedUpdate(t *testing.T) {
+// TestFailedUpdates puts one box per boot mode through the updates that
+// must leave it on the previous build, sharing its boots:
+//   - the client dies halfway through uploading an update whose boot file
+//     system differs, then the power goes; on that disk, a write of the
+//     boot file system torn halfway (the new root already on its
+//     partition): the box boots the previous build, nothing pending;
+//   - an update whose kernel panics at boot (init=/nonexistent) comes back
+//     on the previous build by itself: the test boot is a kexec, the boot
+//     pointers never moved, so the panic's reboot (panic=10) boots the
+//     previous build, whose guard records why;
+//   - (UEFI) the changed update, whole, commits, and a power cycle boots
+//     its new body through OVMF and systemd-boot (BIOS booting a committed
+//     new body: TestGokPathThenFirmwareUpdate).
+func TestFailedUpdates(t *testing.T) {
 	requireQEMU(t)
 	bs := theBuilds(t)
 	for _, tc := range []struct {
 		name string
 		uefi bool
-	}{{"BIOS", false}, {"UEFI", true}} {
+	}{{"UEFI", true}, {"BIOS", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			disk := copyImage(t, bs.good.Image)
-			b := boot(t, bs.good, vm.Options{Image: disk, UEFI: tc.uefi})
-			sent, err := b.uploadHalf(bs.changed.GAF)
-			t.Logf("client died after sending %d bytes: %v", sent, err)
-			b.Kill() // power cut
-			b = boot(t, bs.good, vm.Options{Image: disk, UEFI: tc.uefi})
-			st, err := b.updateStatus()
-			if err != nil || st.Pending != nil {
-				t.Errorf("after the power cut: pending %+v, %v", st.Pending, err)
+			outer := t
+			opts := vm.Options{Image: copyImage(t, bs.good.Image), UEFI: tc.uefi}
+			b := boot(t, bs.good, opts)
+			if !t.Run("client dies mid-upload, power cut, torn boot write", func(t *testing.T) {
+				sent, err := b.uploadHalf(bs.changed.GAF)
+				t.Logf("client died after sending %d bytes: %v", sent, err)
+				b.Kill() // power cut
+				t.Logf("power cut; then the disk torn: %s", tearBootWrite(t, opts.Image, bs.changed))
+				b = bootFor(t, outer, bs.good, opts)
+				st, err := b.updateStatus()
+				if err != nil || st.Pending != nil {
+					t.Errorf("after the power cut: pending %+v, %v", st.Pending, err)
+				}
+				t.Logf("the torn disk boots the previous build")
+			}) {
+				return
 			}
-			b.Kill()
-
-			desc := tearBootWrite(t, disk, bs.changed)
-			t.Logf("disk torn: %s", desc)
-			b = boot(t, bs.good, vm.Options{Image: disk, UEFI: tc.uefi})
-			t.Logf("the torn disk boots the previous build")
-			if !tc.uefi {
-				return // BIOS booting a committed new body: TestGokPathThenFirmwareUpdate
+			if !t.Run("kernel that panics", func(t *testing.T) { panicReverts(t, b, bs) }) || !tc.uefi {
+				return
 			}
-			// The same update, whole: committed, then a power cycle boots the
-			// new body through OVMF and systemd-boot.
-			rep, err := b.update(bs.changed)
-			if err != nil || !rep.BootWritten {
-				t.Fatalf("%s\nupdate after the tear: %v (boot written %v)", b.diagnosis(rep), err, rep.BootWritten)
-			}
-			t.Logf("%s", rep)
-			b.Kill()
-			boot(t, bs.changed, vm.Options{Image: disk, UEFI: true})
+			t.Run("whole update, then a power cycle", func(t *testing.T) {
+				rep, err := b.update(bs.changed)
+				if err != nil || !rep.BootWritten {
+					t.Fatalf("%s\nupdate after the tear: %v (boot written %v)", b.diagnosis(rep), err, rep.BootWritten)
+				}
+				t.Logf("%s", rep)
+				b.Kill()
+				bootFor(t, outer, bs.changed, opts)
+			})
 		})
 	}
+}
+
+// panicReverts updates b to bs.panics and checks that the box comes back
+// on the build it ran, with the test boot's panic on the console.
+func panicReverts(t *testing.T, b *box, bs *builds) {
+	panics := strings.Count(b.Console(), "Kernel panic")
+	start := time.Now()
+	rep, err := b.update(bs.panics)
+	if !errors.Is(err, ota.ErrReverted) {
+		t.Fatalf("%s\nupdate to a kernel that panics: %v, want ErrReverted", b.diagnosis(rep), err)
+	}
+	t.Logf("%s", rep)
+	if !strings.Contains(rep.Reason, "did not come up") {
+		t.Errorf("reason %q", rep.Reason)
+	}
+	if strings.Count(b.Console(), "Kernel panic") <= panics {
+		t.Errorf("%s\nthe console shows no kernel panic of the test boot", b.diagnosis(rep))
+	}
+	if err := b.healthyOn(bs.good.BuildTimestamp); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("panicking kernel reverted by itself in %.0fs", time.Since(start).Seconds())
 }
 
 // uploadHalf starts uploading an archive to the dashboard and drops the
@@ -216,41 +247,6 @@ func tearBootWrite(t *testing.T, disk string, m *build.Manifest) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("root B written, %d of %d bytes of the %s body", len(half), len(w.Data), plan.Body)
-}
-
-// TestKernelThatPanics: an update whose kernel panics at boot (a command
-// line with init=/nonexistent) comes back on the previous build by
-// itself, UEFI and BIOS: the test boot is a kexec, the boot pointers never
-// moved, so the panic's reboot (panic=10) boots the previous build, whose
-// guard records why.
-func TestKernelThatPanics(t *testing.T) {
-	requireQEMU(t)
-	bs := theBuilds(t)
-	for _, tc := range []struct {
-		name string
-		uefi bool
-	}{{"UEFI", true}, {"BIOS", false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := boot(t, bs.good, vm.Options{UEFI: tc.uefi})
-			panics := strings.Count(b.Console(), "Kernel panic")
-			start := time.Now()
-			rep, err := b.update(bs.panics)
-			if !errors.Is(err, ota.ErrReverted) {
-				t.Fatalf("%s\nupdate to a kernel that panics: %v, want ErrReverted", b.diagnosis(rep), err)
-			}
-			t.Logf("%s", rep)
-			if !strings.Contains(rep.Reason, "did not come up") {
-				t.Errorf("reason %q", rep.Reason)
-			}
-			if strings.Count(b.Console(), "Kernel panic") <= panics {
-				t.Errorf("%s\nthe console shows no kernel panic of the test boot", b.diagnosis(rep))
-			}
-			if err := b.healthyOn(bs.good.BuildTimestamp); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("panicking kernel reverted by itself in %.0fs", time.Since(start).Seconds())
-		})
-	}
 }
 
 // TestDashboardUpdate drives the System page in chromium against the
