@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"e1kbox/appliance/atomicfile"
 	"e1kbox/firmware/bootpart"
 )
 
@@ -107,7 +108,7 @@ func (s State) Finish(r *Record) error {
 	if err := os.Remove(s.path("pending.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return syncDir(s.Dir)
+	return atomicfile.SyncDir(s.Dir)
 }
 
 // Confirm records b as the build to return to.
@@ -144,45 +145,17 @@ func readJSON[T any](file string) (*T, error) {
 	return &v, nil
 }
 
-// writeJSON replaces file atomically: temp file, fsync, rename, fsync dir.
+// writeJSON replaces file atomically (atomicfile: temp file, fsync,
+// rename, fsync dir), making its directory first.
 func writeJSON(file string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(file)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(file)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), file); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(file, append(b, '\n'), 0o644)
 }
 
 // IsWritable is Writable as a bool.
