@@ -4,7 +4,7 @@ GO ?= go
 OUT ?= build
 DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools squashfs-tools gdisk \
 	iproute2 iputils-ping iperf3 dnsmasq tcpdump nftables netsniff-ng isc-dhcp-client traceroute curl ethtool chromium \
-	python3 procps util-linux chrony bind9-dnsutils udhcpc
+	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /qemu-test)
 
 .PHONY: all image run vm test unit qemu-test bench bench-firmware bench-tuning bench-qemu lint deps clean
@@ -39,7 +39,7 @@ unit:
 	$(GO) test -timeout 20m $(UNIT_PKGS)
 
 qemu-test:
-	$(GO) test -timeout 45m -v -count=1 ./qemu-test/
+	$(GO) test -timeout 60m -v -count=1 ./qemu-test/
 
 # bench also runs the netns harness (root): kernel bridge, nftables and e1kbox
 # side by side; pass flags with BENCH_ARGS, e.g. make bench BENCH_ARGS=-quick.

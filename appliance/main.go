@@ -22,10 +22,9 @@ import (
 	"e1kbox/webui"
 )
 
-// gokrazySocket is gokrazy's HTTP API without a password (root only).
-const gokrazySocket = "/run/gokrazy-http.sock"
-
-// buildTimestamp is set by firmware build (-ldflags -X).
+// buildTimestamp may be set with -ldflags -X; on gokrazy the build is
+// gokrazy's BuildTimestamp, whichever packer built the image (see
+// system.ReadIdentity).
 var buildTimestamp = "dev"
 
 func main() {
@@ -60,7 +59,12 @@ func run() error {
 	book := webui.NewLogBook(0) // the dashboard's Logs page
 	log := slog.New(book.Handler(slog.NewTextHandler(os.Stderr, nil)))
 	slog.SetDefault(log)
-	log.Info("e1kbox appliance starting", "build", buildTimestamp, "go", goVersion())
+	wait := time.Duration(0)
+	if _, err := os.Stat("/gokrazy/init"); err == nil {
+		wait = 10 * time.Second // gokrazy's socket is up before services start; this is a margin
+	}
+	id := system.ReadIdentity(buildTimestamp, system.GokrazySocket, system.SBOMFile, strings.Split(f.passwordFiles, ","), wait)
+	log.Info("e1kbox appliance starting", "build", id.Build, "from", id.Source, "sbom", id.SBOMHash, "go", id.Go)
 
 	store, cfg, source, err := loadConfig(log, f)
 	if err != nil {
@@ -68,9 +72,10 @@ func run() error {
 	}
 	perm := system.CheckPerm(f.state)
 	if !perm.Writable {
-		log.Warn("persistent storage is not writable: changes will not survive a reboot", "dir", perm.Dir, "err", perm.Error)
+		perm.Problem = system.PermProblem(perm, system.PermMounted("/proc/self/mountinfo", "/perm"))
+		log.Warn("persistent storage is not writable: changes will not survive a reboot", "dir", perm.Dir, "err", perm.Error, "problem", perm.Problem)
 	}
-	boots := newBootLog(log, filepath.Join(f.state, "boots.json"), buildTimestamp, time.Now())
+	boots := newBootLog(log, filepath.Join(f.state, "boots.json"), id.Build, time.Now())
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -116,11 +121,12 @@ func run() error {
 		adapter.rolledBack()
 		log.Warn("config change rolled back")
 	})
-	view := &boxView{dp: dp, source: source, build: buildTimestamp, started: time.Now(), hostname: hostname(),
+	view := &boxView{dp: dp, source: source, build: id.Build, identity: id, started: time.Now(), hostname: hostname(),
 		procRoot: "/", perm: perm, boots: boots}
 	opts := dashboardOptions(f, log, store, cfg, book, rt, dp)
 	opts.Stats, opts.Config, opts.Rules, opts.Conntrack, opts.FDB, opts.Tuning = view, adapter, view, view, view, view
 	opts.System, opts.Health, opts.Dataplane, opts.Neighbours = view, view, view, view
+	opts.Updater = newUpdater(log, f.state, store, id)
 	errc := serveDashboard(ctx, log, ml, opts)
 	return supervise(ctx, log, errc, store, rt, dp)
 }
@@ -129,7 +135,7 @@ func run() error {
 // diagnostics, the router's services, password and history files.
 func dashboardOptions(f flags, log *slog.Logger, store *config.Store, cfg *config.Config, book *webui.LogBook, rt *router, dp *plane) webui.Options {
 	parts := &dashParts{cfg: func() *config.Config { c, _ := store.Current(); return c },
-		sysNet: "/sys/class/net", gokrazy: gokrazySocket, pwFiles: strings.Split(f.passwordFiles, ","),
+		sysNet: "/sys/class/net", gokrazy: system.GokrazySocket, pwFiles: strings.Split(f.passwordFiles, ","),
 		bootPW: "/run/e1kbox/gokrazy-boot-pw"}
 	rv := &routerView{rt: rt, conns: connsOf(dp)}
 	opts := webui.Options{

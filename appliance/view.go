@@ -18,7 +18,8 @@ type boxView struct {
 	dp *plane
 	// source says where the running config came from (/healthz).
 	source   func() string
-	build    string // the running build's identity
+	build    string // the running build's identity (gokrazy's BuildTimestamp)
+	identity system.Identity
 	started  time.Time
 	hostname string
 	procRoot string // "/" normally
@@ -115,7 +116,7 @@ func (v *boxView) Reports() []webui.TuningReport {
 
 func (v *boxView) Info() webui.SystemInfo {
 	info := webui.SystemInfo{Hostname: v.hostname, Version: v.build, BuildTimestamp: v.build,
-		GoVersion: goVersion(), Started: v.started}
+		GoVersion: goVersion(), Started: v.started, PermProblem: v.perm.Problem}
 	if e := v.engine(); e != nil {
 		info.Mode = string(e.Config().Mode)
 	}
@@ -237,7 +238,7 @@ func (v *boxView) Detail() (any, error) {
 // Health is /healthz: healthy when the dataplane runs and every port
 // forwards.
 func (v *boxView) Health() webui.HealthReport {
-	h := webui.HealthReport{OK: true, Status: "ok", Build: v.build, ConfigSource: v.source(),
+	h := webui.HealthReport{OK: true, Status: "ok", Build: v.build, SBOMHash: v.identity.SBOMHash, ConfigSource: v.source(),
 		UptimeSeconds: int(time.Since(v.started).Seconds()), Perm: v.perm}
 	e, err := v.dp.Engine()
 	if err != nil {
@@ -254,7 +255,7 @@ func (v *boxView) Health() webui.HealthReport {
 
 // Version is /version.
 func (v *boxView) Version() webui.VersionReport {
-	return webui.VersionReport{BuildTimestamp: v.build, Go: goVersion(), Boots: v.boots.List()}
+	return webui.VersionReport{BuildTimestamp: v.build, SBOMHash: v.identity.SBOMHash, Identity: v.identity, Go: goVersion(), Boots: v.boots.List()}
 }
 
 // ruleTable reads the running rule table and its counters.

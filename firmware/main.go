@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -19,6 +20,7 @@ import (
 
 	"e1kbox/firmware/build"
 	"e1kbox/firmware/flash"
+	"e1kbox/firmware/gaf"
 	"e1kbox/firmware/ota"
 	"e1kbox/firmware/vm"
 )
@@ -29,6 +31,7 @@ commands:
   build            build the disk image and update pieces from config.json
   flash DEVICE     write the image to a block device (needs --yes)
   update           update a running box over the air (health-gated test boot)
+  keygen           make an ed25519 key pair for signed updates
   vm               boot the built image in QEMU with three e1000e NICs
 
 Run "go run ./firmware <command> -h" for a command's flags.
@@ -58,6 +61,8 @@ func run(args []string) error {
 		return cmdUpdate(ctx, args[1:])
 	case "vm":
 		return cmdVM(ctx, args[1:])
+	case "keygen":
+		return cmdKeygen(args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprint(os.Stdout, usage)
 		return nil
@@ -68,21 +73,33 @@ func run(args []string) error {
 
 func cmdBuild(args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
-	config := fs.String("config", "config.json", "gokrazy instance config")
+	config := fs.String("config", "config.json", "gokrazy instance config: a config.json, or a gok instance directory (as `gok -i NAME` uses: ~/gokrazy/NAME)")
+	inst := fs.String("i", "", "gok instance name: the same as -config ~/gokrazy/NAME")
 	out := fs.String("out", "build", "output directory")
 	src := fs.String("src", "", "Go module to build the packages in (default: the config's directory)")
 	size := fs.Int64("size", 2<<30, "disk image size in bytes")
-	testboot := fs.Duration("testboot-timeout", 120*time.Second, "how long an updated build may run unconfirmed before the box reverts by itself")
-	noImage := fs.Bool("no-image", false, "only build the update pieces (boot.img, root.img, mbr.img)")
+	noImage := fs.Bool("no-image", false, "only build the update pieces (boot.img, root.img, mbr.img, e1kbox.gaf)")
+	sign := fs.String("sign", "", "ed25519 key file to sign the .gaf with (see `firmware keygen`)")
 	fs.Parse(args)
+	cfg := *config
+	if *inst != "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return err
+		}
+		cfg = filepath.Join(home, "gokrazy", *inst)
+	}
 	m, err := build.Run(build.Options{
-		ConfigPath: *config, SourceDir: *src, OutDir: *out, DiskBytes: *size,
-		TestbootTimeout: *testboot, NoDiskImage: *noImage,
+		ConfigPath: cfg, SourceDir: *src, OutDir: *out, DiskBytes: *size,
+		NoDiskImage: *noImage, SignKey: *sign,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("build %s ready in %s: image %s (boot %s, root %s, mbr %s)\n", m.BuildTimestamp, m.Steps["total"], m.Image, m.Boot, m.Root, m.MBR)
+	fmt.Printf("build %s ready in %s: image %s, update %s (boot %s, root %s, mbr %s)\n", m.BuildTimestamp, m.Steps["total"], m.Image, m.GAF, m.Boot, m.Root, m.MBR)
+	if m.Signature != "" {
+		fmt.Printf("signed: %s\n", m.Signature)
+	}
 	return nil
 }
 
@@ -106,9 +123,10 @@ func cmdUpdate(ctx context.Context, args []string) error {
 	out := fs.String("out", "build", "build directory (from firmware build)")
 	host := fs.String("host", "", "box address host[:port] of the gokrazy UI (default: Hostname from the build, port 80)")
 	dash := fs.String("dashboard", "", "box address host:port of the dashboard (default: the --host host, the built dashboard port)")
-	health := fs.Duration("health-timeout", 90*time.Second, "how long the test-booted build has to become healthy, counted from when the box answers again after the reboot (keep it under the build's -testboot-timeout)")
-	bootTimeout := fs.Duration("boot-timeout", 5*time.Minute, "how long the box may stay silent in a reboot before the update gives up on it")
-	kexec := fs.Bool("kexec", true, "reboot with kexec (fast); -kexec=false reboots through the firmware")
+	bootTimeout := fs.Duration("boot-timeout", 5*time.Minute, "how long the box may stay silent in the test boot before the update gives up on it")
+	gokPath := fs.Bool("gok-path", false, "update as gok does (/update/root, /update/boot, /update/mbr, /update/switch): the boot partition is overwritten in place, the box's guard is the only health gate")
+	health := fs.Duration("health-timeout", 2*time.Minute, "with -gok-path: how long to wait for the appliance on the new build")
+	kexec := fs.Bool("kexec", true, "with -gok-path: reboot with kexec (fast); -kexec=false reboots through the firmware")
 	fs.Parse(args)
 	m, err := readManifest(*out)
 	if err != nil {
@@ -125,14 +143,37 @@ func cmdUpdate(ctx context.Context, args []string) error {
 	if d == "" {
 		d = strings.Split(h, ":")[0] + ":" + m.DashboardPort
 	}
-	base := (&url.URL{Scheme: "http", User: url.UserPassword("gokrazy", m.Password), Host: h, Path: "/"}).String()
-	rep, err := ota.Update(ctx, ota.Options{
-		BaseURL: base, HealthURL: "http://" + d + "/healthz",
-		Boot: m.Boot, Root: m.Root, MBR: m.MBR, BuildTimestamp: m.BuildTimestamp,
-		HealthTimeout: *health, BootTimeout: *bootTimeout, NoKexec: !*kexec,
-	})
+	opts := ota.Options{
+		BaseURL:      (&url.URL{Scheme: "http", User: url.UserPassword("gokrazy", m.Password), Host: h, Path: "/"}).String(),
+		DashboardURL: "http://" + d + "/",
+		GAF:          m.GAF, Signature: m.Signature, Boot: m.Boot, Root: m.Root, MBR: m.MBR, BuildTimestamp: m.BuildTimestamp,
+		BootTimeout: *bootTimeout, HealthTimeout: *health, NoKexec: !*kexec,
+	}
+	update := ota.Update
+	if *gokPath {
+		update = ota.GokPath
+	}
+	rep, err := update(ctx, opts)
 	fmt.Print(rep)
 	return err
+}
+
+func cmdKeygen(args []string) error {
+	fs := flag.NewFlagSet("keygen", flag.ExitOnError)
+	out := fs.String("out", "e1kbox-update.key", "signing key file to write (KEY.pub gets the public key)")
+	fs.Parse(args)
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, []byte(gaf.EncodeSeed(priv)+"\n"), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out+".pub", []byte(gaf.EncodePublicKey(pub)+"\n"), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("signing key: %s (keep it secret)\npublic key:  %s\nput it in the box's runtime config: \"dashboard\": {\"updateKey\": %q}\nsign builds:  go run ./firmware build -sign %s\n", *out, *out+".pub", gaf.EncodePublicKey(pub), *out)
+	return nil
 }
 
 func cmdVM(ctx context.Context, args []string) error {

@@ -23,34 +23,10 @@ import (
 // on eth1 from the Diagnostics page opens with tcpdump -r.
 func dashboardShows(t *testing.T, b *box) {
 	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is required under CI: %v", err)
-		}
-		t.Skip("chromium not installed")
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	defer acancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("gokrazy:"+b.password))
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
-	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}}); err != nil {
-		t.Fatal(err)
-	}
+	ctx := browse(t, b, "")
 	tctx, tcancel := context.WithTimeout(ctx, 60*time.Second)
 	defer tcancel()
-	err = chromedp.Do(tctx,
+	err := chromedp.Do(tctx,
 		chromedp.Navigate(b.dashboardURL("/")),
 		chromedp.WaitVisible(chromedp.CSS(`#ports .card.port`)),
 	)
@@ -168,4 +144,42 @@ func saveShot(t *testing.T, ctx context.Context, name string) {
 		return
 	}
 	os.WriteFile(filepath.Join(artifacts, name), png, 0o644)
+}
+
+// browse starts headless chromium that sends the box's password with every
+// request and, if path is set, opens the dashboard there. It ends with t.
+func browse(t testing.TB, b *box, path string) context.Context {
+	t.Helper()
+	exe, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("chromium is required under CI: %v", err)
+		}
+		t.Skip("chromium not installed")
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); acancel() })
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("gokrazy:"+b.password))
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}}); err != nil {
+		t.Fatal(err)
+	}
+	if path != "" {
+		tctx, tcancel := context.WithTimeout(ctx, 60*time.Second)
+		defer tcancel()
+		if err := chromedp.Do(tctx, chromedp.Navigate(b.dashboardURL(path))); err != nil {
+			t.Fatalf("opening %s: %v", path, err)
+		}
+	}
+	return ctx
 }

@@ -2,7 +2,6 @@ package qemutest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -336,13 +335,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { ping.Process.Kill(); ping.Wait() }()
-		update := func() (*ota.Report, error) {
-			return ota.Update(context.Background(), ota.Options{
-				BaseURL: b.gokrazyURL(b.password), HealthURL: b.dashboardURL("/healthz"),
-				Boot: bs.second.Boot, Root: bs.second.Root, MBR: bs.second.MBR, BuildTimestamp: bs.second.BuildTimestamp,
-				HealthTimeout: healthTimeout, BootTimeout: bootTimeout, Log: quietLog(),
-			})
-		}
+		update := func() (*ota.Report, error) { return b.update(bs.second) }
 		rep, err := update()
 		if errors.Is(err, ota.ErrNoAnswer) {
 			b = b.powerCycle(t, outer, bs.good, rep, err, func() { a.detach(t); bb.detach(t) })

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"e1kbox/firmware/ota"
 	"e1kbox/firmware/vm"
 )
 
@@ -150,11 +149,7 @@ func measureForwarding(b *testing.B, bs *builds) *fwdResult {
 	// OTA while pinging through NAT.
 	pinger = newPinger(b, ha, "198.51.100.1", 100*time.Millisecond)
 	otaStart := time.Now()
-	rep, err := ota.Update(context.Background(), ota.Options{
-		BaseURL: bx.gokrazyURL(bx.password), HealthURL: bx.dashboardURL("/healthz"),
-		Boot: bs.second.Boot, Root: bs.second.Root, MBR: bs.second.MBR, BuildTimestamp: bs.second.BuildTimestamp,
-		HealthTimeout: healthTimeout, BootTimeout: bootTimeout, Log: quietLog(),
-	})
+	rep, err := bx.update(bs.second)
 	if err != nil {
 		b.Fatalf("OTA: %v\n%v", err, rep)
 	}

@@ -19,16 +19,17 @@ import (
 	"testing"
 	"time"
 
+	"e1kbox/firmware/boxupdate"
 	"e1kbox/firmware/build"
+	"e1kbox/firmware/ota"
 	"e1kbox/firmware/vm"
 	"e1kbox/internal/testenv"
 )
 
 // Timeouts for TCG: boots take 20–40 s on an idle 2-core machine.
 const (
-	bootTimeout     = 4 * time.Minute
-	testbootTimeout = 90 * time.Second // the test builds' revert deadline
-	healthTimeout   = 75 * time.Second // the update client's wait for health
+	bootTimeout   = 4 * time.Minute
+	healthTimeout = 75 * time.Second // the gok path's wait for health
 )
 
 var (
@@ -61,9 +62,15 @@ func requireQEMU(t testing.TB) {
 
 // builds are made once per test binary and shared.
 type builds struct {
-	dir                 string
-	good, second, broke *build.Manifest
-	err                 error
+	dir string
+	// good is the image under test; second is the same with another
+	// build timestamp (an update that leaves the boot partition as it is);
+	// changed has another kernel command line, so its boot file system
+	// differs; broke's appliance never becomes healthy; panics' kernel
+	// panics at boot (init=/nonexistent). All share config.json, with the
+	// guard's health deadline shortened for the tests.
+	good, second, changed, broke, panics *build.Manifest
+	err                                  error
 }
 
 var (
@@ -81,8 +88,7 @@ func quietLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// theBuilds builds (once) the image under test, a second build for the OTA
-// test and a deliberately broken build whose appliance cannot start.
+// theBuilds makes the builds once per test binary.
 func theBuilds(t testing.TB) *builds {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -92,32 +98,31 @@ func theBuilds(t testing.TB) *builds {
 			return
 		}
 		shared.dir = dir
-		cfgPath := filepath.Join(repoRoot, "config.json")
-		opts := func(out string) build.Options {
-			return build.Options{ConfigPath: cfgPath, SourceDir: repoRoot, OutDir: filepath.Join(dir, out),
-				TestbootTimeout: testbootTimeout, Log: quietLog()}
-		}
-		if shared.good, err = build.Run(opts("good")); err != nil {
-			shared.err = fmt.Errorf("building the image: %w", err)
-			return
-		}
-		o := opts("second")
-		o.NoDiskImage = true
-		if shared.second, err = build.Run(o); err != nil {
-			shared.err = fmt.Errorf("building the second build: %w", err)
-			return
-		}
-		// The broken build: the appliance gets a listen address it cannot
-		// use, so it exits at once and is never healthy.
-		brokenCfg, err := brokenConfig(cfgPath, filepath.Join(dir, "broken-config.json"))
-		if err != nil {
-			shared.err = err
-			return
-		}
-		o = opts("broken")
-		o.ConfigPath, o.NoDiskImage = brokenCfg, true
-		if shared.broke, err = build.Run(o); err != nil {
-			shared.err = fmt.Errorf("building the broken build: %w", err)
+		for _, b := range []struct {
+			name  string
+			to    **build.Manifest
+			image bool
+			edit  func(cfg map[string]any)
+		}{
+			{"good", &shared.good, true, nil},
+			{"second", &shared.second, false, nil},
+			{"changed", &shared.changed, false, func(cfg map[string]any) { cfg["KernelExtraArgs"] = []string{"e1kbox.test=changed"} }},
+			{"broken", &shared.broke, false, func(cfg map[string]any) {
+				// an address the appliance cannot listen on: it exits at once
+				pkgConfig(cfg, "e1kbox/appliance")["CommandLineFlags"] = []string{"-listen=256.0.0.1:8080"}
+			}},
+			{"panics", &shared.panics, false, func(cfg map[string]any) { cfg["KernelExtraArgs"] = []string{"init=/nonexistent"} }},
+		} {
+			cfgPath, err := testConfig(filepath.Join(dir, b.name+"-config.json"), b.edit)
+			if err != nil {
+				shared.err = err
+				return
+			}
+			o := build.Options{ConfigPath: cfgPath, SourceDir: repoRoot, OutDir: filepath.Join(dir, b.name), NoDiskImage: !b.image, Log: quietLog()}
+			if *b.to, err = build.Run(o); err != nil {
+				shared.err = fmt.Errorf("building %s: %w", b.name, err)
+				return
+			}
 		}
 	})
 	if shared.err != nil {
@@ -126,8 +131,13 @@ func theBuilds(t testing.TB) *builds {
 	return &shared
 }
 
-func brokenConfig(src, dst string) (string, error) {
-	b, err := os.ReadFile(src)
+// guardTimeout is the test builds' health deadline for a new build.
+const guardTimeout = "60s"
+
+// testConfig writes config.json with the guard's deadline at guardTimeout
+// and edit applied.
+func testConfig(dst string, edit func(map[string]any)) (string, error) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "config.json"))
 	if err != nil {
 		return "", err
 	}
@@ -135,10 +145,22 @@ func brokenConfig(src, dst string) (string, error) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return "", err
 	}
-	pc := cfg["PackageConfig"].(map[string]any)["e1kbox/appliance"].(map[string]any)
-	pc["CommandLineFlags"] = []string{"-listen=256.0.0.1:8080"}
+	pkgConfig(cfg, "e1kbox/firmware/guard")["CommandLineFlags"] = []string{"-health=http://127.0.0.1:8080/healthz", "-timeout=" + guardTimeout}
+	if edit != nil {
+		edit(cfg)
+	}
 	out, _ := json.MarshalIndent(cfg, "", "  ")
 	return dst, os.WriteFile(dst, out, 0o644)
+}
+
+func pkgConfig(cfg map[string]any, pkg string) map[string]any {
+	pcs := cfg["PackageConfig"].(map[string]any)
+	pc, ok := pcs[pkg].(map[string]any)
+	if !ok {
+		pc = map[string]any{}
+		pcs[pkg] = pc
+	}
+	return pc
 }
 
 // box is a booted VM plus what a user knows about it.
@@ -350,6 +372,23 @@ func statusOf(err error) int {
 	return 0
 }
 
-func pieces(m *build.Manifest) *manifestPieces {
-	return &manifestPieces{Boot: m.Boot, Root: m.Root, MBR: m.MBR, BuildTimestamp: m.BuildTimestamp}
+// otaOptions are the update client's options for updating the box to m.
+func (b *box) otaOptions(m *build.Manifest) ota.Options {
+	return ota.Options{
+		BaseURL: b.gokrazyURL(b.password), DashboardURL: "http://" + b.DashboardAddr() + "/",
+		GAF: m.GAF, Signature: m.Signature, Boot: m.Boot, Root: m.Root, MBR: m.MBR, BuildTimestamp: m.BuildTimestamp,
+		BootTimeout: bootTimeout, HealthTimeout: healthTimeout, Log: quietLog(),
+	}
+}
+
+// update runs `firmware update`'s client against the box.
+func (b *box) update(m *build.Manifest) (*ota.Report, error) {
+	return ota.Update(context.Background(), b.otaOptions(m))
+}
+
+// updateStatus is the box's GET /api/system/update.
+func (b *box) updateStatus() (boxupdate.Status, error) {
+	var st boxupdate.Status
+	err := b.api(http.MethodGet, "/api/system/update", nil, &st)
+	return st, err
 }

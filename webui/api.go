@@ -112,6 +112,7 @@ type Features struct {
 	Capture   bool `json:"capture"`
 	NICs      bool `json:"nics"`
 	Reboot    bool `json:"reboot"`
+	Update    bool `json:"update"`
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
@@ -134,6 +135,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 			Capture:   s.opts.Capture != nil,
 			NICs:      s.opts.NICs != nil,
 			Reboot:    s.opts.Power != nil,
+			Update:    s.opts.Updater != nil,
 		},
 		GokrazyPort:    s.opts.GokrazyPort,
 		CSRFHeader:     CSRFHeader,

@@ -18,8 +18,10 @@ type HealthReport struct {
 	OK bool `json:"-"`
 	// Status is "ok" or "degraded".
 	Status string `json:"status"`
-	// Build is the running build's identity (its build timestamp).
+	// Build is the running build's identity (gokrazy's BuildTimestamp).
 	Build string `json:"build"`
+	// SBOMHash is gokrazy's SBOM hash of the build, when it has one.
+	SBOMHash string `json:"sbom_hash,omitempty"`
 	// ConfigSource says which stored config runs: "live", "history
 	// version 12", "factory", "default".
 	ConfigSource  string `json:"config_source"`
@@ -35,7 +37,11 @@ type HealthReport struct {
 // VersionReport is the answer of GET /version.
 type VersionReport struct {
 	BuildTimestamp string `json:"build_timestamp"`
-	Go             string `json:"go"`
+	SBOMHash       string `json:"sbom_hash,omitempty"`
+	// Identity says where the build identity came from (and the Go
+	// build info).
+	Identity any    `json:"identity,omitempty"`
+	Go       string `json:"go"`
 	// Boots is the box's boot history.
 	Boots any `json:"boots"`
 }

@@ -48,6 +48,8 @@ type Options struct {
 	Capture     Capture
 	NICs        NICs
 	Power       Power
+	// Updater installs firmware updates from the System page.
+	Updater Updater
 
 	// HistoryFile keeps the 24-hour and 7-day history across restarts
 	// ("" keeps it in memory); it is written every HistorySave (default
@@ -82,8 +84,9 @@ type Options struct {
 	// ConfirmTimeout is the default time to confirm an applied change;
 	// default 60 s.
 	ConfirmTimeout time.Duration
-	// MaxBody limits request bodies; default 1 MiB.
-	MaxBody int64
+	// MaxBody limits request bodies; default 1 MiB. MaxUpdate limits a
+	// firmware update's; default DefaultMaxUpdate.
+	MaxBody, MaxUpdate int64
 	// RulesKey is the top-level key of the runtime config that holds the
 	// rule set (rules.Ruleset JSON); default "rules".
 	RulesKey string
@@ -160,6 +163,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = 1 << 20
+	}
+	if opts.MaxUpdate <= 0 {
+		opts.MaxUpdate = DefaultMaxUpdate
 	}
 	if opts.RulesKey == "" {
 		opts.RulesKey = "rules"
@@ -385,6 +391,8 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("GET /api/fdb", s.handleFDB)
 	api.HandleFunc("GET /api/tuning", s.handleTuning)
 	api.HandleFunc("GET /api/system", s.handleSystem)
+	api.HandleFunc("GET /api/system/update", s.handleUpdateStatus)
+	api.HandleFunc("POST /api/system/update", s.handleUpdate)
 	api.HandleFunc("GET /api/config", s.handleConfig)
 	api.HandleFunc("GET /api/config/form", s.handleConfigForm)
 	api.HandleFunc("POST /api/config/validate", s.handleValidate)
@@ -447,7 +455,7 @@ func (s *Server) protect(h http.Handler) http.Handler {
 				return
 			}
 		}
-		if r.Body != nil {
+		if r.Body != nil && !(r.Method == http.MethodPost && r.URL.Path == "/api/system/update") { // limited by MaxUpdate
 			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
 		}
 		h.ServeHTTP(w, r)

@@ -323,4 +323,7 @@ type SystemInfo struct {
 	MemAvailable uint64 `json:"mem_available"`
 	// GoHeap is the appliance's Go heap in use, in bytes.
 	GoHeap uint64 `json:"go_heap"`
+	// PermProblem, if set, says why changes are not kept across reboots
+	// (no writable /perm) and how to fix it.
+	PermProblem string `json:"perm_problem,omitempty"`
 }

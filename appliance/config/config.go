@@ -2,6 +2,8 @@
 package config
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -343,6 +345,21 @@ type Dashboard struct {
 	// ConfirmTimeout is how long an applied change waits for confirmation
 	// before it rolls back by itself, 5s..1h. Default 60s.
 	ConfirmTimeout Duration `json:"confirmTimeout"`
+	// UpdateKey is the ed25519 public key (base64 of its 32 bytes) that
+	// firmware updates must be signed with (`firmware build -sign`); the
+	// box refuses an unsigned or wrongly signed update. Default "": any
+	// update is taken.
+	UpdateKey string `json:"updateKey,omitempty"`
+}
+
+// UpdatePublicKey is UpdateKey decoded (nil if unset or malformed, which
+// Validate refuses).
+func (d *Dashboard) UpdatePublicKey() ed25519.PublicKey {
+	b, err := base64.StdEncoding.DecodeString(d.UpdateKey)
+	if d.UpdateKey == "" || err != nil || len(b) != ed25519.PublicKeySize {
+		return nil
+	}
+	return ed25519.PublicKey(b)
 }
 
 // Defaults of optional fields.

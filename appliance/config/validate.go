@@ -630,6 +630,9 @@ func (v *validator) dashboard() {
 	if t := d.ConfirmTimeout.D(); t != 0 && (t < minConfirmTimeout || t > maxConfirmTimeout) {
 		v.add("dashboard.confirmTimeout", "%s out of range %s..%s", d.ConfirmTimeout, Duration(minConfirmTimeout), Duration(maxConfirmTimeout))
 	}
+	if d.UpdateKey != "" && d.UpdatePublicKey() == nil {
+		v.add("dashboard.updateKey", "not an ed25519 public key: want the base64 of its 32 bytes (the .pub file of `firmware keygen`)")
+	}
 }
 
 // Limits of the router services.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -376,6 +377,16 @@ func TestValidate(t *testing.T) {
 			want: map[string]string{"dashboard.listen": `port "99999": want a number 1..65535`},
 		},
 		{
+			name: "update key not a key",
+			edit: func(c *Config) { c.Dashboard.UpdateKey = "AAAA" },
+			want: map[string]string{"dashboard.updateKey": "not an ed25519 public key"},
+		},
+		{
+			name: "update key not base64",
+			edit: func(c *Config) { c.Dashboard.UpdateKey = "not base64!" },
+			want: map[string]string{"dashboard.updateKey": "not an ed25519 public key"},
+		},
+		{
 			name: "version and mode",
 			edit: func(c *Config) { c.Version = 4; c.Mode = "router" },
 			want: map[string]string{
@@ -583,5 +594,17 @@ func TestTuningPlan(t *testing.T) {
 	}
 	if len(c.Tuning.Ports) != 1 {
 		t.Errorf("TuningPlan modified the config: %d tuning ports", len(c.Tuning.Ports))
+	}
+}
+
+func TestUpdateKey(t *testing.T) {
+	key := make([]byte, 32)
+	key[0] = 7
+	d := Dashboard{UpdateKey: base64.StdEncoding.EncodeToString(key)}
+	if got := d.UpdatePublicKey(); len(got) != 32 || got[0] != 7 {
+		t.Errorf("UpdatePublicKey = %v", got)
+	}
+	if (&Dashboard{}).UpdatePublicKey() != nil {
+		t.Error("no key configured, but a key")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"e1kbox/appliance/atomicfile"
@@ -17,6 +18,38 @@ type Perm struct {
 	Dir      string `json:"dir"`
 	Writable bool   `json:"writable"`
 	Error    string `json:"error,omitempty"`
+	// Problem says, when Dir is not writable, why changes are not kept and
+	// how to fix it (for the dashboard).
+	Problem string `json:"problem,omitempty"`
+}
+
+// PermProblem explains an unwritable /perm. mounted says whether /perm is
+// a mount point (from /proc/self/mountinfo).
+func PermProblem(p Perm, mounted bool) string {
+	if p.Writable {
+		return ""
+	}
+	if !mounted {
+		return "Changes are not kept: the persistent partition (the disk's 4th, /perm) is not mounted, so the box runs from its read-only image and forgets every change at reboot. " +
+			"It has no file system gokrazy can mount: gok's `gok overwrite` leaves it unformatted (firmware build and firmware flash format it). " +
+			"Fix: format it once with ext4 — on the host, before flashing an image file: mkfs.ext4 -F -L perm -E offset=$((2260992*512)) IMAGE <size of partition 4 in KiB>; " +
+			"for a flashed disk attached to a Linux host: mkfs.ext4 -L perm /dev/sdX4 — or flash with `go run ./firmware flash`, which formats it. Then reboot the box."
+	}
+	return "Changes are not kept: /perm is mounted but not writable (" + p.Error + "). Check the disk (a full or damaged file system), then reboot the box."
+}
+
+// PermMounted reports whether dir is a mount point per a mountinfo file.
+func PermMounted(mountinfo, dir string) bool {
+	b, err := os.ReadFile(mountinfo)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckPerm reports whether dir (normally /perm/e1kbox) can be written:

@@ -3,6 +3,7 @@ package system
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +70,24 @@ func TestCheckPerm(t *testing.T) {
 	}
 	if p := CheckPerm(ro); p.Writable || p.Error == "" {
 		t.Errorf("CheckPerm(unwritable) = %+v, want not writable with an error", p)
+	}
+}
+
+func TestPermProblem(t *testing.T) {
+	dir := t.TempDir()
+	mi := filepath.Join(dir, "mountinfo")
+	os.WriteFile(mi, []byte("22 1 8:2 / / ro - squashfs /dev/root ro\n30 22 8:4 / /perm rw,relatime - ext4 /dev/sda4 rw\n"), 0o644)
+	if !PermMounted(mi, "/perm") || PermMounted(mi, "/mnt") {
+		t.Error("PermMounted misreads mountinfo")
+	}
+	p := Perm{Dir: "/perm/e1kbox", Error: "mkdir /perm/e1kbox: read-only file system"}
+	if got := PermProblem(p, false); !strings.Contains(got, "not mounted") || !strings.Contains(got, "mkfs.ext4") {
+		t.Errorf("unformatted: %q", got)
+	}
+	if got := PermProblem(p, true); !strings.Contains(got, "read-only file system") {
+		t.Errorf("mounted, unwritable: %q", got)
+	}
+	if PermProblem(Perm{Writable: true}, true) != "" {
+		t.Error("a writable /perm has a problem")
 	}
 }

@@ -17,14 +17,12 @@ import (
 	"strings"
 	"time"
 
-	"e1kbox/firmware/fat"
+	"e1kbox/firmware/bootpart"
+	"e1kbox/firmware/gaf"
 	"e1kbox/firmware/image"
 	"e1kbox/firmware/instance"
 	"e1kbox/firmware/squashfs"
 )
-
-// InitPackage is the program installed as /gokrazy/init.
-const InitPackage = "e1kbox/firmware/gokinit"
 
 // SystemdBootEFI is Debian's systemd-boot (package systemd-boot-efi).
 const SystemdBootEFI = "/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
@@ -39,9 +37,9 @@ type Options struct {
 	DiskBytes int64  // size of the full disk image (default 2 GiB)
 	// BuildTimestamp identifies the build (default: now, RFC 3339).
 	BuildTimestamp string
-	// TestbootTimeout is how long a test-booted update may stay
-	// unconfirmed before the box reverts by itself (default 120 s).
-	TestbootTimeout time.Duration
+	// SignKey, if set, is an ed25519 signing key file: the .gaf gets a
+	// detached signature (.gaf.sig) that boxes with the public key check.
+	SignKey string
 	// NoDiskImage skips the full disk image (an OTA needs only the pieces).
 	NoDiskImage bool
 	Log         *slog.Logger
@@ -49,16 +47,22 @@ type Options struct {
 
 // Manifest describes a finished build; it is written next to the image.
 type Manifest struct {
-	BuildTimestamp string            `json:"build_timestamp"`
-	Hostname       string            `json:"hostname"`
-	HTTPPort       string            `json:"http_port"`
-	DashboardPort  string            `json:"dashboard_port"`
-	Password       string            `json:"password"`
-	Image          string            `json:"image,omitempty"`
-	Boot           string            `json:"boot"`
-	Root           string            `json:"root"`
-	MBR            string            `json:"mbr"`
-	Steps          map[string]string `json:"steps"`
+	BuildTimestamp string `json:"build_timestamp"`
+	Hostname       string `json:"hostname"`
+	HTTPPort       string `json:"http_port"`
+	DashboardPort  string `json:"dashboard_port"`
+	Password       string `json:"password"`
+	Image          string `json:"image,omitempty"`
+	Boot           string `json:"boot"`
+	Root           string `json:"root"`
+	MBR            string `json:"mbr"`
+	// GAF is the update archive (boot, root, MBR and SBOM in one zip), and
+	// Signature its detached signature when the build was signed.
+	GAF       string `json:"gaf"`
+	Signature string `json:"signature,omitempty"`
+	// SBOMHash is gokrazy's SBOMHash of the build (/etc/gokrazy/sbom.json).
+	SBOMHash string            `json:"sbom_hash"`
+	Steps    map[string]string `json:"steps"`
 }
 
 // Run builds the image described by opts.
@@ -72,20 +76,21 @@ func Run(opts Options) (*Manifest, error) {
 	if opts.BuildTimestamp == "" {
 		opts.BuildTimestamp = time.Now().UTC().Format(time.RFC3339Nano)
 	}
-	if opts.TestbootTimeout == 0 {
-		opts.TestbootTimeout = 120 * time.Second
-	}
 	b := &builder{opts: opts, log: opts.Log, steps: map[string]string{}}
 	return b.run()
 }
 
 type builder struct {
-	opts   Options
-	log    *slog.Logger
-	cfg    *instance.Config
-	srcDir string // module root the packages are built in
-	binDir string
-	steps  map[string]string
+	opts    Options
+	log     *slog.Logger
+	cfg     *instance.Config
+	cfgPath string
+	// buildDirs finds a package's gok build directory in an instance
+	// directory (nil: build everything in srcDir).
+	buildDirs func(pkg string) string
+	srcDir    string // module root the packages are built in
+	binDir    string
+	steps     map[string]string
 }
 
 func (b *builder) step(name string, f func() error) error {
@@ -102,14 +107,19 @@ func (b *builder) step(name string, f func() error) error {
 
 func (b *builder) run() (*Manifest, error) {
 	start := time.Now()
-	cfg, err := instance.Load(b.opts.ConfigPath)
+	cfgPath, err := instance.ConfigFile(b.opts.ConfigPath)
 	if err != nil {
 		return nil, err
 	}
-	b.cfg = cfg
+	cfg, err := instance.Load(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	b.cfg, b.cfgPath = cfg, cfgPath
+	b.buildDirs = instance.BuildDirs(filepath.Dir(cfgPath))
 	src := b.opts.SourceDir
 	if src == "" {
-		src = filepath.Dir(b.opts.ConfigPath)
+		src = filepath.Dir(cfgPath)
 	}
 	b.srcDir, err = filepath.Abs(src)
 	if err != nil {
@@ -135,21 +145,38 @@ func (b *builder) run() (*Manifest, error) {
 		Boot:           filepath.Join(b.opts.OutDir, "boot.img"),
 		Root:           filepath.Join(b.opts.OutDir, "root.img"),
 		MBR:            filepath.Join(b.opts.OutDir, "mbr.img"),
+		GAF:            filepath.Join(b.opts.OutDir, "e1kbox.gaf"),
 		Steps:          b.steps,
 	}
+	if err := b.pieces(m, password); err != nil {
+		return nil, err
+	}
+	b.steps["total"] = time.Since(start).Round(time.Millisecond).String()
+	mb, _ := json.MarshalIndent(m, "", "  ")
+	if err := writeFileAtomic(filepath.Join(b.opts.OutDir, "manifest.json"), append(mb, '\n'), secretMode); err != nil {
+		return nil, err
+	}
+	b.log.Info("build: finished", "build_timestamp", m.BuildTimestamp, "took", b.steps["total"], "image", m.Image)
+	return m, nil
+}
+
+// pieces builds the programs, the root and boot file systems, the MBR, the
+// .gaf and (unless NoDiskImage) the disk image, and fills m's paths.
+func (b *builder) pieces(m *Manifest, password string) error {
+	var err error
 	var kernelDir, loaderPath string
 	if err := b.step("resolve kernel and boot loaders", func() error {
 		kernelDir, loaderPath, err = b.resolveInputs()
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := b.step("go build", b.goBuild); err != nil {
-		return nil, err
+		return err
 	}
-	var rootImg []byte
+	var rootImg, sbom []byte
 	if err := b.step("root file system (squashfs)", func() error {
-		rootImg, err = b.rootFS(kernelDir, password)
+		rootImg, sbom, m.SBOMHash, err = b.rootFS(kernelDir, password)
 		if err == nil && len(rootImg) > image.RootSectors*image.SectorSize {
 			err = fmt.Errorf("root file system is %d MiB, more than the 500 MiB root partition", len(rootImg)>>20)
 		}
@@ -158,7 +185,7 @@ func (b *builder) run() (*Manifest, error) {
 		}
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	var bootImg, mbr []byte
 	if err := b.step("boot file system (FAT16) and MBR", func() error {
@@ -171,26 +198,25 @@ func (b *builder) run() (*Manifest, error) {
 		}
 		return err
 	}); err != nil {
-		return nil, err
+		return err
+	}
+	if err := b.step("update archive (.gaf)", func() error {
+		return b.writeGAF(m, map[string][]byte{gaf.Boot: bootImg, gaf.Root: rootImg, gaf.MBR: mbr, gaf.SBOM: sbom})
+	}); err != nil {
+		return err
 	}
 	if !b.opts.NoDiskImage {
 		m.Image = filepath.Join(b.opts.OutDir, "e1kbox.img")
 		if err := b.step("disk image", func() error {
-			if err := WriteDisk(m.Image, b.opts.DiskBytes, image.HostID(cfg.Hostname), bootImg, rootImg, mbr, true); err != nil {
+			if err := WriteDisk(m.Image, b.opts.DiskBytes, image.HostID(b.cfg.Hostname), bootImg, rootImg, mbr, true); err != nil {
 				return err
 			}
 			return os.Chmod(m.Image, secretMode) // its root holds the password
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	b.steps["total"] = time.Since(start).Round(time.Millisecond).String()
-	mb, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeFileAtomic(filepath.Join(b.opts.OutDir, "manifest.json"), append(mb, '\n'), secretMode); err != nil {
-		return nil, err
-	}
-	b.log.Info("build: finished", "build_timestamp", m.BuildTimestamp, "took", b.steps["total"], "image", m.Image)
-	return m, nil
+	return nil
 }
 
 func dashboardPort(cfg *instance.Config) string {
@@ -278,37 +304,54 @@ func (b *builder) goList(args ...string) (string, error) {
 }
 
 type buildGroup struct {
+	dir              string
 	env, flags, tags []string
 	pkgs             []string
 }
 
-// goBuild compiles every package (and the init) for linux/amd64 without cgo,
-// one `go build` per distinct set of per-package build settings.
+// goBuild compiles every package for linux/amd64 without cgo, one `go
+// build` per build directory and distinct set of per-package build
+// settings, and then the generated init.
 func (b *builder) goBuild() error {
 	groups := map[string]*buildGroup{}
 	var order []string
-	add := func(pkg string) {
+	for _, pkg := range b.cfg.AllPackages() {
 		pc := b.cfg.PackageConfig[pkg]
-		key := strings.Join(pc.GoBuildEnvironment, "\x00") + "\x01" + strings.Join(pc.GoBuildFlags, "\x00") + "\x01" + strings.Join(pc.GoBuildTags, "\x00")
+		dir := b.srcDir
+		if b.buildDirs != nil {
+			if d := b.buildDirs(pkg); d != "" {
+				dir = d
+			}
+		}
+		key := dir + "\x01" + strings.Join(pc.GoBuildEnvironment, "\x00") + "\x01" + strings.Join(pc.GoBuildFlags, "\x00") + "\x01" + strings.Join(pc.GoBuildTags, "\x00")
 		g, ok := groups[key]
 		if !ok {
-			g = &buildGroup{env: pc.GoBuildEnvironment, flags: pc.GoBuildFlags, tags: pc.GoBuildTags}
+			g = &buildGroup{dir: dir, env: pc.GoBuildEnvironment, flags: pc.GoBuildFlags, tags: pc.GoBuildTags}
 			groups[key] = g
 			order = append(order, key)
 		}
 		g.pkgs = append(g.pkgs, pkg)
 	}
-	add(InitPackage)
-	for _, p := range b.cfg.AllPackages() {
-		add(p)
-	}
 	for _, key := range order {
-		g := groups[key]
-		if err := b.buildGroup(g); err != nil {
+		if err := b.buildGroup(groups[key]); err != nil {
 			return err
 		}
 	}
-	return nil
+	return b.buildInit(b.programPaths())
+}
+
+// programPaths lists the supervised programs' paths in the image, sorted.
+func (b *builder) programPaths() []string {
+	var paths []string
+	for _, p := range b.cfg.AllPackages() {
+		dir := "/user/"
+		if b.cfg.IsGokrazyPkg(p) {
+			dir = "/gokrazy/"
+		}
+		paths = append(paths, dir+b.cfg.Basename(p))
+	}
+	sort.Strings(paths)
+	return paths
 }
 
 func (b *builder) buildGroup(g *buildGroup) error {
@@ -317,20 +360,42 @@ func (b *builder) buildGroup(g *buildGroup) error {
 		return err
 	}
 	defer os.RemoveAll(outDir)
-	tags := append([]string{"gokrazy", "netgo", "osusergo"}, g.tags...)
-	args := []string{"build", "-trimpath", "-o", outDir + "/", "-tags", strings.Join(tags, ","),
-		"-ldflags", "-X main.buildTimestamp=" + b.opts.BuildTimestamp}
-	args = append(args, g.flags...)
-	args = append(args, g.pkgs...)
+	abs, err := filepath.Abs(outDir)
+	if err != nil {
+		return err
+	}
+	if err := b.goBuildTo(g.dir, g.env, g.flags, g.tags, abs+"/", g.pkgs...); err != nil {
+		return err
+	}
+	for _, p := range g.pkgs {
+		// go build -o dir/ names each binary after the last element of the
+		// import path (without a /vN suffix).
+		name := goBinaryName(p)
+		dst := filepath.Join(b.binDir, b.cfg.Basename(p))
+		if err := os.Rename(filepath.Join(outDir, name), dst); err != nil {
+			return fmt.Errorf("package %s did not produce a program (is it package main?): %w", p, err)
+		}
+	}
+	return nil
+}
+
+// goBuildTo runs go build in dir as gok does (tags gokrazy, netgo,
+// osusergo; no -ldflags: programs learn their build from gokrazy), with
+// -trimpath so that builds do not depend on where the sources are.
+func (b *builder) goBuildTo(dir string, env, flags, tags []string, out string, pkgs ...string) error {
+	tags = append([]string{"gokrazy", "netgo", "osusergo"}, tags...)
+	args := []string{"build", "-trimpath", "-o", out, "-tags", strings.Join(tags, ",")}
+	args = append(args, flags...)
+	args = append(args, pkgs...)
 	cmd := exec.Command("go", args...)
-	cmd.Dir = b.srcDir
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
 	for _, e := range b.cfg.Environment {
 		if !strings.HasPrefix(e, "GOOS=") && !strings.HasPrefix(e, "GOARCH=") {
 			cmd.Env = append(cmd.Env, e)
 		}
 	}
-	cmd.Env = append(cmd.Env, g.env...)
+	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -341,31 +406,15 @@ func (b *builder) buildGroup(g *buildGroup) error {
 			}
 		}
 		if len(failed) == 0 {
-			failed = g.pkgs
+			failed = pkgs
 		}
 		return fmt.Errorf("package %s does not build:\n%s", strings.Join(failed, ", "), strings.TrimSpace(stderr.String()))
-	}
-	for _, p := range g.pkgs {
-		// go build -o dir/ names each binary after the last element of the
-		// import path (without a /vN suffix).
-		name := goBinaryName(p)
-		dst := filepath.Join(b.binDir, b.installName(p))
-		if err := os.Rename(filepath.Join(outDir, name), dst); err != nil {
-			return fmt.Errorf("package %s did not produce a program (is it package main?): %w", p, err)
-		}
 	}
 	return nil
 }
 
 func goBinaryName(pkg string) string {
 	return (&instance.Config{}).Basename(pkg)
-}
-
-func (b *builder) installName(pkg string) string {
-	if pkg == InitPackage {
-		return "init"
-	}
-	return b.cfg.Basename(pkg)
 }
 
 // Cmdline returns the kernel command line for root partition rootPart as it
@@ -418,48 +467,29 @@ func (b *builder) bootFS(kernelDir, loaderPath string) (bootImg, mbr []byte, err
 	if err != nil {
 		return nil, nil, err
 	}
-	mtime := buildTime(b.opts.BuildTimestamp)
-	f, err := fat.New(image.BootSectors, "gokrazy", mtime)
-	if err != nil {
-		return nil, nil, err
-	}
 	// systemd-boot splits lines at \r as well as \n; the entry uses \r so
 	// that the only \n is the one after the options, where gokrazy's
 	// testboot appends its flag.
 	entry := "title e1kbox\rlinux /vmlinuz\roptions " + cmdline
-	for _, file := range []struct {
-		path string
-		data []byte
-	}{
-		{"/vmlinuz", vmlinuz},
-		{"/cmdline.txt", []byte(cmdline)},
-		{"/EFI/BOOT/BOOTX64.EFI", efi},
-		{"/loader/entries/gokrazy.conf", []byte(entry)},
-	} {
-		if err := f.AddFile(file.path, file.data); err != nil {
-			return nil, nil, err
-		}
-	}
-	var buf bytes.Buffer
-	if _, err := f.WriteTo(&buf); err != nil {
-		return nil, nil, err
-	}
-	vOff, _, err := f.Extent("/vmlinuz")
+	// The low body of the boot partition, with fixed time stamps: the same
+	// kernel and command line give the same bytes (bootpart).
+	fs, err := bootpart.Build(bootpart.Low, bootpart.Files{
+		"/vmlinuz":                     vmlinuz,
+		"/cmdline.txt":                 []byte(cmdline),
+		"/EFI/BOOT/BOOTX64.EFI":        efi,
+		"/loader/entries/gokrazy.conf": []byte(entry),
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	cOff, _, err := f.Extent("/cmdline.txt")
+	bootImg = make([]byte, fs.BodyOffset, fs.BodyOffset+int64(len(fs.Bytes)))
+	copy(bootImg, fs.BootSector)
+	bootImg = append(bootImg, fs.Bytes...)
+	mbr, err = image.BootCode(loader, fs.VmlinuzLBA, fs.CmdlineLBA, image.HostID(b.cfg.Hostname))
 	if err != nil {
 		return nil, nil, err
 	}
-	mbr, err = image.BootCode(loader,
-		uint32(image.BootStart+vOff/image.SectorSize),
-		uint32(image.BootStart+cOff/image.SectorSize),
-		image.HostID(b.cfg.Hostname))
-	if err != nil {
-		return nil, nil, err
-	}
-	return buf.Bytes(), mbr, nil
+	return bootImg, mbr, nil
 }
 
 func buildTime(ts string) time.Time {
@@ -470,7 +500,7 @@ func buildTime(ts string) time.Time {
 	return t
 }
 
-func (b *builder) rootFS(kernelDir, password string) ([]byte, error) {
+func (b *builder) rootFS(kernelDir, password string) (img, sbom []byte, sbomHash string, _ error) {
 	root := squashfs.New(buildTime(b.opts.BuildTimestamp))
 	var errs []error
 	check := func(err error) {
@@ -511,44 +541,10 @@ func (b *builder) rootFS(kernelDir, password string) ([]byte, error) {
 		}
 	}
 
-	// Programs and the init's service list.
-	bins := map[string]string{filepath.Join(b.binDir, "init"): "/gokrazy/init"}
-	spec := struct {
-		Services        []map[string]any `json:"services"`
-		TestbootTimeout string           `json:"testboot_timeout"`
-	}{TestbootTimeout: b.opts.TestbootTimeout.String()}
-	for _, p := range b.cfg.AllPackages() {
-		base := b.cfg.Basename(p)
-		dir := "/user/"
-		if b.cfg.IsGokrazyPkg(p) {
-			dir = "/gokrazy/"
-		}
-		bins[filepath.Join(b.binDir, base)] = dir + base
-		pc := b.cfg.ByBasename(base)
-		svc := map[string]any{"path": dir + base}
-		if len(pc.CommandLineFlags) > 0 {
-			svc["args"] = pc.CommandLineFlags
-		}
-		if len(pc.Environment) > 0 {
-			svc["env"] = pc.Environment
-		}
-		if pc.DontStart {
-			svc["dont_start"] = true
-		}
-		if pc.WaitForClock && dir == "/user/" {
-			svc["wait_for_clock"] = true
-		}
-		spec.Services = append(spec.Services, svc)
+	sbom, sbomHash, err := b.addPrograms(root, check)
+	if err != nil {
+		return nil, nil, "", err
 	}
-	for _, src := range sortedKeys(bins) {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			return nil, err
-		}
-		check(root.AddFile(bins[src], 0o755, data))
-	}
-	sj, _ := json.MarshalIndent(spec, "", "  ")
-	check(root.AddFile("/etc/e1kbox/init.json", 0o644, sj))
 
 	// Extra files from the package configs.
 	for _, p := range sortedKeys(b.cfg.PackageConfig) {
@@ -570,13 +566,42 @@ func (b *builder) rootFS(kernelDir, password string) ([]byte, error) {
 		check(addHostPath(root, "/lib/modules", modDir))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
 	var buf bytes.Buffer
 	if _, err := root.WriteTo(&buf); err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), sbom, sbomHash, nil
+}
+
+// addPrograms adds the programs and the generated init, and gokrazy's SBOM
+// of them.
+func (b *builder) addPrograms(root *squashfs.FS, check func(error)) (sbom []byte, sbomHash string, _ error) {
+	// Programs, the generated init and gokrazy's SBOM of them.
+	bins := map[string]string{filepath.Join(b.binDir, "init"): "/gokrazy/init"}
+	for _, p := range b.cfg.AllPackages() {
+		base := b.cfg.Basename(p)
+		dir := "/user/"
+		if b.cfg.IsGokrazyPkg(p) {
+			dir = "/gokrazy/"
+		}
+		bins[filepath.Join(b.binDir, base)] = dir + base
+	}
+	for _, src := range sortedKeys(bins) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, "", err
+		}
+		check(root.AddFile(bins[src], 0o755, data))
+	}
+	sbom, sbomHash, err := b.sbom(bins)
+	if err != nil {
+		return nil, "", err
+	}
+	check(root.AddFile("/etc/gokrazy/sbom.json", 0o644, sbom))
+	return sbom, sbomHash, nil
+
 }
 
 // addHostPath copies a host file or directory tree into the root file system.

@@ -1,11 +1,14 @@
 package build
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"e1kbox/firmware/gaf"
 	"e1kbox/firmware/instance"
 )
 
@@ -53,8 +56,8 @@ func TestBuildErrors(t *testing.T) {
 		{"unknown field", `"SerialConsole"`, `"SerialConsoel"`, `unknown field "SerialConsoel"`},
 		{"missing kernel package", `"KernelPackage": "github.com/gokrazy/kernel.amd64",`, ``, "KernelPackage: missing"},
 		{"kernel package not in go.mod", `"KernelPackage": "github.com/gokrazy/kernel.amd64"`, `"KernelPackage": "github.com/gokrazy/kernel.rpi"`, `KernelPackage "github.com/gokrazy/kernel.rpi"`},
-		{"package that does not build", `"e1kbox/appliance"
-    ],`, `"e1kbox/appliance",
+		{"package that does not build", `"e1kbox/firmware/guard"
+    ],`, `"e1kbox/firmware/guard",
         "e1kbox/firmware/build/testdata/broken"
     ],`, "package e1kbox/firmware/build/testdata/broken does not build"},
 	} {
@@ -73,5 +76,109 @@ func TestBuildErrors(t *testing.T) {
 				t.Errorf("Run: err = %v, want it to mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestReproducibleBoot: two builds of the same config (different build
+// timestamps) give the same boot file system and MBR, so an update with an
+// unchanged kernel writes no boot partition; the root differs (the init's
+// timestamp), and the .gaf holds what the manifest names.
+func TestReproducibleBoot(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []*Manifest
+	for i := 0; i < 2; i++ {
+		m, err := Run(Options{ConfigPath: repo, SourceDir: repo, OutDir: filepath.Join(t.TempDir(), "out"), NoDiskImage: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if !bytes.Equal(read(ms[0].Boot), read(ms[1].Boot)) || !bytes.Equal(read(ms[0].MBR), read(ms[1].MBR)) {
+		t.Error("two builds of the same kernel and command line have different boot file systems or MBRs")
+	}
+	if bytes.Equal(read(ms[0].Root), read(ms[1].Root)) || ms[0].SBOMHash == ms[1].SBOMHash && ms[0].BuildTimestamp == ms[1].BuildTimestamp {
+		t.Error("the two builds are not told apart")
+	}
+	g := read(ms[0].GAF)
+	a, err := gaf.Open(bytes.NewReader(g), int64(len(g)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, file := range map[string]string{gaf.Boot: ms[0].Boot, gaf.Root: ms[0].Root, gaf.MBR: ms[0].MBR} {
+		got, err := a.ReadAll(name)
+		if err != nil || !bytes.Equal(got, read(file)) {
+			t.Errorf(".gaf %s differs from %s: %v", name, file, err)
+		}
+	}
+	sbom, _ := a.ReadAll(gaf.SBOM)
+	if !strings.Contains(string(sbom), `"sbom_hash": "`+ms[0].SBOMHash+`"`) || !strings.Contains(string(sbom), "/user/appliance") {
+		t.Errorf("sbom.json does not carry hash %s and the appliance:\n%.300s", ms[0].SBOMHash, sbom)
+	}
+}
+
+func TestInitSource(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Packages = []string{"e1kbox/appliance", "example.com/x/cmd/idle"}
+	cfg.PackageConfig = map[string]instance.PackageConfig{
+		"e1kbox/appliance":       {CommandLineFlags: []string{"-listen=:8080", `-q="x"`}, Environment: []string{"A=b"}},
+		"example.com/x/cmd/idle": {DontStart: true},
+	}
+	b := &builder{cfg: cfg, opts: Options{BuildTimestamp: "2026-01-02T03:04:05Z"}}
+	src, err := b.initSource(b.programPaths())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`var buildTimestamp = "2026-01-02T03:04:05Z"`,
+		`exec.Command("/user/appliance", "-listen=:8080", "-q=\"x\"")`,
+		`cmd.Env = append(os.Environ(), "A=b")`,
+		`exec.Command("/user/idle")`,
+		`gokrazy.NewStoppedService(cmd)`,
+		`exec.Command("/gokrazy/dhcp")`,
+	} {
+		if !strings.Contains(string(src), want) {
+			t.Errorf("init source lacks %s:\n%s", want, src)
+		}
+	}
+}
+
+// TestSign: -sign writes a detached signature the box's check accepts for
+// this archive and no other.
+func TestSign(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	key := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(key, []byte(gaf.EncodeSeed(priv)), 0o600)
+	m, err := Run(Options{ConfigPath: repo, SourceDir: repo, OutDir: filepath.Join(t.TempDir(), "out"), NoDiskImage: true, SignKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, _ := os.ReadFile(m.GAF)
+	sig, err := os.ReadFile(m.Signature)
+	if err != nil || m.Signature != m.GAF+".sig" {
+		t.Fatalf("signature %q: %v", m.Signature, err)
+	}
+	if err := gaf.Verify(pub, archive, sig); err != nil {
+		t.Errorf("the build's own signature: %v", err)
+	}
+	archive[len(archive)/2] ^= 1
+	if err := gaf.Verify(pub, archive, sig); err == nil {
+		t.Error("the signature verifies a changed archive")
+	}
+	if _, err := Run(Options{ConfigPath: repo, SourceDir: repo, OutDir: filepath.Join(t.TempDir(), "out"), NoDiskImage: true, SignKey: "/nonexistent"}); err == nil {
+		t.Error("a missing signing key was accepted")
 	}
 }

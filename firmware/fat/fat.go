@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"path"
@@ -21,13 +22,16 @@ const (
 	sectorsPerCluster = 4
 	clusterSize       = sectorSize * sectorsPerCluster
 	reservedSectors   = sectorsPerCluster // the boot sector, padded to a cluster as gokrazy does
-	dirEntrySize      = 32
-	rootEntries       = 512
-	rootDirSectors    = rootEntries * dirEntrySize / sectorSize
-	maxDirEntries     = 65536 // a FAT directory is at most 2 MiB
-	minClusters       = 4085  // fewer clusters would make it FAT12
-	maxClusters       = 65524 // more clusters would make it FAT32
-	endOfChain        = 0xFFFF
+	// MaxReserved is the most reserved sectors NewAt takes: the BPB field
+	// has 16 bits, and the FAT stays cluster-aligned.
+	MaxReserved    = 65532
+	dirEntrySize   = 32
+	rootEntries    = 512
+	rootDirSectors = rootEntries * dirEntrySize / sectorSize
+	maxDirEntries  = 65536 // a FAT directory is at most 2 MiB
+	minClusters    = 4085  // fewer clusters would make it FAT12
+	maxClusters    = 65524 // more clusters would make it FAT32
+	endOfChain     = 0xFFFF
 
 	attrVolumeID  = 0x08
 	attrDirectory = 0x10
@@ -62,6 +66,7 @@ type node struct {
 // order, so every file and directory is contiguous.
 type FS struct {
 	totalSectors uint32
+	reserved     uint32 // sectors before the FAT: the boot sector, then unused
 	fatSectors   uint32
 	clusters     int // data clusters
 	label        [11]byte
@@ -78,13 +83,26 @@ type FS struct {
 // volume ID. With 4 sectors per cluster, totalSectors must be between about
 // 8 MiB and 128 MiB worth of sectors.
 func New(totalSectors uint32, label string, modTime time.Time) (*FS, error) {
+	return NewAt(reservedSectors, totalSectors, label, modTime)
+}
+
+// NewAt is New for a file system whose FAT starts at sector reserved instead
+// of right after the boot sector: sectors 1 to reserved-1 belong to no file
+// and are never written by WriteBodyTo. Two such file systems in one
+// partition, one ending where the other's FAT starts, share sector 0: which
+// one the partition holds is decided by the one sector BootSector returns.
+// reserved must be a multiple of 4 between 4 and 65532 (a 16-bit field).
+func NewAt(reserved, totalSectors uint32, label string, modTime time.Time) (*FS, error) {
 	if label == "" || len(label) > 11 || !validChars(label, "") {
 		return nil, fmt.Errorf("fat: label %q: %w", label, ErrInvalid)
 	}
-	f := &FS{totalSectors: totalSectors, modTime: modTime, root: &node{isDir: true, slots: 1}}
+	if reserved < reservedSectors || reserved > MaxReserved || reserved%sectorsPerCluster != 0 {
+		return nil, fmt.Errorf("fat: %d reserved sectors: want a multiple of %d from %d to %d: %w", reserved, sectorsPerCluster, reservedSectors, MaxReserved, ErrInvalid)
+	}
+	f := &FS{totalSectors: totalSectors, reserved: reserved, modTime: modTime, root: &node{isDir: true, slots: 1}}
 	copy(f.label[:], "           ")
 	copy(f.label[:], label)
-	avail := int64(totalSectors) - reservedSectors - rootDirSectors
+	avail := int64(totalSectors) - int64(reserved) - rootDirSectors
 	// Size the FAT for the clusters there would be without it; this can only
 	// overestimate. Rounding it to whole clusters keeps the data area aligned.
 	fat := ((avail/sectorsPerCluster+2)*2 + sectorSize - 1) / sectorSize
@@ -231,8 +249,11 @@ func (f *FS) usedClusters() int {
 }
 
 func (f *FS) dataStart() int64 {
-	return int64(reservedSectors+f.fatSectors+rootDirSectors) * sectorSize
+	return int64(f.reserved+f.fatSectors+rootDirSectors) * sectorSize
 }
+
+// BodyOffset is the byte offset of the FAT, where WriteBodyTo's bytes go.
+func (f *FS) BodyOffset() int64 { return int64(f.reserved) * sectorSize }
 
 // Extent returns the byte offset of the file p inside the image and its
 // length. The file's data is contiguous. Empty files and directories have no
@@ -273,10 +294,23 @@ func (s *stickyWriter) write(b []byte) {
 
 var zeroCluster [clusterSize]byte
 
-// WriteTo writes the image truncated after the last used cluster (Len bytes).
-// Writing it at the start of a zeroed partition of Size bytes gives the full
-// file system.
+// WriteTo writes the image truncated after the last used cluster (Len bytes):
+// the boot sector, zeros up to BodyOffset, then the body. Writing it at the
+// start of a zeroed partition of Size bytes gives the full file system.
 func (f *FS) WriteTo(w io.Writer) (int64, error) {
+	boot := make([]byte, f.BodyOffset())
+	copy(boot, f.BootSector())
+	n, err := w.Write(boot)
+	if err != nil {
+		return int64(n), fmt.Errorf("fat: writing image: %w", err)
+	}
+	m, err := f.WriteBodyTo(w)
+	return int64(n) + m, err
+}
+
+// WriteBodyTo writes the FAT, the root directory and the data up to the last
+// used cluster (Len - BodyOffset bytes), to be placed at BodyOffset.
+func (f *FS) WriteBodyTo(w io.Writer) (int64, error) {
 	next := uint16(2 + f.fileClusters)
 	for _, d := range f.dirs {
 		d.cluster = next
@@ -301,7 +335,6 @@ func (f *FS) WriteTo(w io.Writer) (int64, error) {
 		chain(d.cluster, d.dirClusters())
 	}
 	sw := &stickyWriter{w: w}
-	sw.write(f.bootSector())
 	sw.write(fat)
 	sw.write(f.dirBytes(f.root, rootDirSectors*sectorSize))
 	for _, n := range f.files {
@@ -317,14 +350,17 @@ func (f *FS) WriteTo(w io.Writer) (int64, error) {
 	return sw.n, nil
 }
 
-func (f *FS) bootSector() []byte {
-	b := make([]byte, reservedSectors*sectorSize)
+// BootSector returns sector 0 of the file system (the BPB). Its volume ID is
+// derived from the file system's contents, so equal contents give equal
+// bytes.
+func (f *FS) BootSector() []byte {
+	b := make([]byte, sectorSize)
 	copy(b[0:], []byte{0xEB, 0x3C, 0x90}) // jmp 0x3E; nop
 	copy(b[3:], "gokrazy!")
 	le := binary.LittleEndian
 	le.PutUint16(b[11:], sectorSize)
 	b[13] = sectorsPerCluster
-	le.PutUint16(b[14:], reservedSectors)
+	le.PutUint16(b[14:], uint16(f.reserved))
 	b[16] = 1 // one FAT: the device reader ignores this field
 	le.PutUint16(b[17:], rootEntries)
 	if f.totalSectors < 0x10000 {
@@ -344,13 +380,36 @@ func (f *FS) bootSector() []byte {
 	le.PutUint16(b[26:], 255)
 	b[36] = 0x80 // drive number
 	b[38] = 0x29 // extended boot signature: volume ID, label and type follow
-	t, d := dosTime(f.modTime)
-	le.PutUint32(b[39:], uint32(d)<<16|uint32(t))
+	le.PutUint32(b[39:], f.volumeID())
 	copy(b[43:], f.label[:])
 	copy(b[54:], "FAT16   ")
 	copy(b[62:], []byte{0xFA, 0xF4, 0xEB, 0xFD}) // cli; hlt; jmp hlt
 	b[510], b[511] = 0x55, 0xAA
 	return b
+}
+
+// volumeID hashes the names, sizes and contents of the files and the
+// modification time (CRC-32): a reproducible build gives the same ID.
+func (f *FS) volumeID() uint32 {
+	h := crc32.NewIEEE()
+	t, d := dosTime(f.modTime)
+	binary.Write(h, binary.LittleEndian, [2]uint16{t, d})
+	for _, n := range f.files {
+		io.WriteString(h, n.path())
+		binary.Write(h, binary.LittleEndian, uint64(len(n.data)))
+		h.Write(n.data)
+	}
+	for _, n := range f.dirs {
+		io.WriteString(h, n.path()+"/")
+	}
+	return h.Sum32()
+}
+
+func (n *node) path() string {
+	if n.parent == nil {
+		return ""
+	}
+	return n.parent.path() + "/" + n.name
 }
 
 // dosTime converts t (in UTC) to a FAT time and date, clamped to 1980–2107.

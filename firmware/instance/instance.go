@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -330,4 +331,44 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ConfigFile returns the config.json that path names: path itself, or
+// path/config.json when path is a gok instance directory.
+func ConfigFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("instance config: %w", err)
+	}
+	if !fi.IsDir() {
+		return path, nil
+	}
+	p := filepath.Join(path, "config.json")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is a directory without config.json (not a gok instance directory): %w", path, err)
+	}
+	return p, nil
+}
+
+// BuildDirs returns where gok builds each package of the instance in
+// instanceDir: builddir/<package> or the closest parent of it that has a
+// go.mod (what `gok add` and gok's first build create), "" if none.
+func BuildDirs(instanceDir string) func(pkg string) string {
+	root := filepath.Join(instanceDir, "builddir")
+	if _, err := os.Stat(root); err != nil {
+		return nil
+	}
+	return func(pkg string) string {
+		pkg, _, _ = strings.Cut(pkg, "@")
+		for p := pkg; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+			d := filepath.Join(root, filepath.FromSlash(p))
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				return d
+			}
+		}
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			return root
+		}
+		return ""
+	}
 }

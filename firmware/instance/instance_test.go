@@ -1,6 +1,8 @@
 package instance
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -82,4 +84,35 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted a config without kernel or hostname: %s", b)
 		}
 	})
+}
+
+// TestInstanceDir: a gok instance directory names its config.json, and
+// packages build in the builddir gok made for them (or a parent of it).
+func TestInstanceDir(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ConfigFile(dir); err == nil {
+		t.Error("a directory without config.json was taken as an instance")
+	}
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644)
+	if p, err := ConfigFile(dir); err != nil || p != filepath.Join(dir, "config.json") {
+		t.Errorf("ConfigFile(dir) = %q, %v", p, err)
+	}
+	if BuildDirs(dir) != nil {
+		t.Error("BuildDirs without builddir/ is not nil")
+	}
+	app := filepath.Join(dir, "builddir", "e1kbox", "appliance")
+	os.MkdirAll(app, 0o755)
+	os.WriteFile(filepath.Join(app, "go.mod"), []byte("module gokrazy/build/e1kbox\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "builddir", "github.com", "gokrazy"), 0o755)
+	dirs := BuildDirs(dir)
+	for pkg, want := range map[string]string{
+		"e1kbox/appliance":                    app,
+		"e1kbox/appliance/sub@v1":             app,
+		"e1kbox/firmware/guard":               "",
+		"github.com/gokrazy/gokrazy/cmd/dhcp": "",
+	} {
+		if got := dirs(pkg); got != want {
+			t.Errorf("BuildDirs(%s) = %q, want %q", pkg, got, want)
+		}
+	}
 }

@@ -1,7 +1,16 @@
-// Package ota updates a running e1kbox over the air with a health-gated test boot.
+// Package ota updates a running e1kbox over the air: through the box's own update API, or along gok's path.
+//
+// Update uploads the build's .gaf to the dashboard's POST
+// /api/system/update, where the box installs it beside the running build
+// and test-boots it; the box's guard keeps it only once the appliance is
+// healthy (boxupdate). Update follows the box through that and reports the
+// outcome. GokPath does exactly what gokrazy's `gok update` does
+// (/update/root, /update/boot, /update/mbr, /update/switch, /reboot):
+// there the guard's health gate is the only protection.
 package ota
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +18,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"e1kbox/firmware/boxupdate"
 
 	"github.com/gokrazy/updater"
 )
@@ -21,23 +33,22 @@ type Options struct {
 	// BaseURL is the box's gokrazy URL with credentials,
 	// e.g. http://gokrazy:PASSWORD@127.0.0.1:80/ (trailing slash).
 	BaseURL string
-	// HealthURL is the appliance's health endpoint, e.g.
-	// http://127.0.0.1:8080/healthz.
-	HealthURL string
-	// Boot, Root and MBR are the pieces written by firmware build, and
-	// BuildTimestamp the build they belong to.
+	// DashboardURL is the appliance's dashboard, e.g.
+	// http://127.0.0.1:8080/ (authenticated with BaseURL's password).
+	DashboardURL string
+	// GAF and Signature (optional) are the archive and its .sig file.
+	GAF, Signature string
+	// Boot, Root and MBR are the pieces GokPath streams.
 	Boot, Root, MBR string
-	BuildTimestamp  string
-	// BootTimeout bounds each wait for the box to come back (default 5 min).
+	// BuildTimestamp is the new build's (it is in its init).
+	BuildTimestamp string
+	// BootTimeout bounds each wait for the box to come back and resolve
+	// the test boot (default 5 min).
 	BootTimeout time.Duration
-	// HealthTimeout bounds the wait for a test-booted build to become
-	// healthy, counted from when the box answers again after the reboot
-	// (a slow reboot is not an unhealthy build); it must be shorter than
-	// the image's test-boot deadline, which counts from the new init's start.
+	// HealthTimeout bounds GokPath's wait for the appliance on the new
+	// build (default 2 min).
 	HealthTimeout time.Duration
-	// NoKexec reboots the box through its firmware (BIOS/UEFI) instead of
-	// gokrazy's default kexec into the new kernel: slower, but it reads
-	// the boot partition from the disk, as a power cycle would.
+	// NoKexec makes GokPath's reboot go through the firmware.
 	NoKexec bool
 	Log     *slog.Logger
 }
@@ -45,9 +56,13 @@ type Options struct {
 // Report says what an update did and how long each step took.
 type Report struct {
 	OldBuild, NewBuild string
-	Outcome            string // "committed", "rolled back" or "no answer"
+	Outcome            string // "committed", "reverted", "refused" or "no answer"
+	Reason             string
+	BootWritten        bool
 	Steps              []Step
-	Total              time.Duration
+	// BoxSteps are the box's own timed steps (its update record).
+	BoxSteps []boxupdate.Step
+	Total    time.Duration
 }
 
 // Step is one timed phase of an update.
@@ -58,30 +73,40 @@ type Step struct {
 
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "update %s: %s → %s\n", r.Outcome, r.OldBuild, r.NewBuild)
-	for _, s := range r.Steps {
-		fmt.Fprintf(&b, "  %-40s %8.1fs\n", s.Name, s.Took.Seconds())
+	fmt.Fprintf(&b, "update %s: %s → %s", r.Outcome, r.OldBuild, r.NewBuild)
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", r.Reason)
 	}
-	fmt.Fprintf(&b, "  %-40s %8.1fs\n", "total", r.Total.Seconds())
+	fmt.Fprintf(&b, "\n  boot partition written: %v\n", r.BootWritten)
+	for _, s := range r.Steps {
+		fmt.Fprintf(&b, "  %-44s %8.1fs\n", s.Name, s.Took.Seconds())
+	}
+	for _, s := range r.BoxSteps {
+		fmt.Fprintf(&b, "    box: %-39s %8.1fs\n", s.Name, s.Seconds)
+	}
+	fmt.Fprintf(&b, "  %-44s %8.1fs\n", "total", r.Total.Seconds())
 	return b.String()
 }
 
-// ErrRolledBack means the new build was not healthy and the box went back
-// to the previous build by itself.
-var ErrRolledBack = errors.New("update rolled back: the new build did not become healthy")
+// ErrReverted means the new build was not kept: the box runs the previous
+// one (the report says why).
+var ErrReverted = errors.New("update reverted: the box runs the previous build")
 
 // ErrNoAnswer means the box went down for the test boot and did not answer
-// again within BootTimeout: it hangs or is off. A power cycle brings it
-// back: on the previous build, or on one more unconfirmed test boot of the
-// new build that its init reverts by itself.
-var ErrNoAnswer = errors.New("the box did not come back from the test-boot reboot; power-cycle it: it boots the previous build")
+// again within BootTimeout.
+var ErrNoAnswer = errors.New("the box did not come back from the test boot; power-cycle it: an unconfirmed test boot never becomes permanent, it boots the previous build")
 
-// Update streams the new build to the box, test-boots it once, waits for the
-// new build timestamp and a healthy appliance, and only then makes the new
-// root permanent (switch + reboot). If the new build does not become healthy
-// the box reboots into the previous build by itself (its init's test-boot
-// guard); Update waits for that and returns ErrRolledBack.
-func Update(ctx context.Context, opts Options) (*Report, error) {
+// ErrRefused means the box did not take the update (nothing was written).
+var ErrRefused = errors.New("the box refused the update")
+
+type run struct {
+	opts   Options
+	log    *slog.Logger
+	client *http.Client
+	report *Report
+}
+
+func newRun(opts Options) *run {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
@@ -89,247 +114,181 @@ func Update(ctx context.Context, opts Options) (*Report, error) {
 		opts.BootTimeout = 5 * time.Minute
 	}
 	if opts.HealthTimeout == 0 {
-		opts.HealthTimeout = 90 * time.Second
+		opts.HealthTimeout = 2 * time.Minute
 	}
-	u := &updateRun{opts: opts, log: opts.Log, client: &http.Client{}, report: &Report{NewBuild: opts.BuildTimestamp}}
+	return &run{opts: opts, log: opts.Log, client: &http.Client{}, report: &Report{NewBuild: opts.BuildTimestamp}}
+}
+
+func (u *run) step(name string, f func() error) error {
 	start := time.Now()
-	err := u.run(ctx)
+	u.log.Info("update: " + name + " …")
+	err := f()
+	u.report.Steps = append(u.report.Steps, Step{name, time.Since(start)})
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	u.log.Info("update: "+name+" done", "took", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// Update uploads the .gaf to the box's update API and follows the test
+// boot to its outcome: nil once the new build is committed and healthy,
+// ErrReverted (the box is back on the previous build by itself),
+// ErrRefused or ErrNoAnswer.
+func Update(ctx context.Context, opts Options) (*Report, error) {
+	u := newRun(opts)
+	start := time.Now()
+	err := u.update(ctx)
 	u.report.Total = time.Since(start)
 	return u.report, err
 }
 
-type updateRun struct {
-	opts   Options
-	log    *slog.Logger
-	client *http.Client
-	report *Report
-}
-
-func (u *updateRun) step(name string, f func() error) error {
-	start := time.Now()
-	u.log.Info("update: " + name + " …")
-	err := f()
-	took := time.Since(start)
-	u.report.Steps = append(u.report.Steps, Step{name, took})
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	u.log.Info("update: "+name+" done", "took", took.Round(100*time.Millisecond))
-	return nil
-}
-
-func (u *updateRun) run(ctx context.Context) error {
-	var target *updater.Target
+func (u *run) update(ctx context.Context) error {
+	var old boxupdate.Build
 	if err := u.step("check the box is healthy", func() error {
-		ts, err := u.buildTimestamp(ctx)
-		if err != nil {
-			return err
-		}
-		u.report.OldBuild = ts
-		if ts == u.opts.BuildTimestamp {
-			return fmt.Errorf("the box already runs build %s", ts)
-		}
-		if err := u.healthy(ctx, ts); err != nil {
+		var err error
+		if old, err = u.healthy(ctx); err != nil {
 			return fmt.Errorf("appliance not healthy before the update (fix that first): %w", err)
 		}
-		target, err = updater.NewTarget(ctx, u.opts.BaseURL, u.client)
-		if err != nil {
-			return fmt.Errorf("reading the box's update features: %w", err)
-		}
-		if !target.Supports("partuuid") || !target.Supports("gpt") {
-			return errors.New("the box's gokrazy does not boot by GPT PARTUUID; e1kbox images need it")
+		u.report.OldBuild = old.Timestamp
+		if old.Timestamp == u.opts.BuildTimestamp {
+			return fmt.Errorf("the box already runs build %s", old.Timestamp)
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	if err := u.step("upload root, boot, MBR", func() error {
-		for _, p := range []struct{ dest, file string }{
-			{"root", u.opts.Root},     // the inactive root partition
-			{"bootonly", u.opts.Boot}, // boot FAT; root= stays on the active root
-			{"mbr", u.opts.MBR},       // boot code with the new kernel's LBAs
-		} {
-			if err := u.stream(ctx, target, p.dest, p.file); err != nil {
-				return err
-			}
-		}
-		return nil
+	var rec boxupdate.Record
+	if err := u.step("upload and install beside the running build", func() error {
+		return u.upload(ctx, &rec)
 	}); err != nil {
 		return err
 	}
-	if err := u.step("test-boot the new root once", func() error {
-		if err := target.Testboot(ctx); err != nil {
-			return err
-		}
-		return u.reboot(ctx, target)
-	}); err != nil {
-		return err
-	}
-	sawNew := false // the box reported the new build at least once
-	healthErr := u.step("wait for the new build to be healthy", func() error {
+	u.report.BootWritten = rec.BootWritten
+	var last *boxupdate.Record
+	err := u.step("test boot until the box keeps or reverts it", func() error {
 		var err error
-		sawNew, err = u.waitTestboot(ctx)
+		last, err = u.waitOutcome(ctx, rec.ID)
 		return err
 	})
-	if errors.Is(healthErr, ErrNoAnswer) {
-		u.report.Outcome = "no answer"
-		return healthErr
-	}
-	if healthErr != nil && !sawNew {
-		healthErr = fmt.Errorf("the box never ran the new build (its test boot did not start): %w", healthErr)
-	}
-	if healthErr != nil {
-		u.log.Warn("update: new build is not healthy; the box reverts to the previous build by itself", "err", healthErr)
-		u.report.Outcome = "rolled back"
-		if err := u.step("wait for the box to come back on the previous build", func() error {
-			return u.waitFor(ctx, u.opts.BootTimeout, func(ctx context.Context) error {
-				ts, err := u.buildTimestamp(ctx)
-				if err != nil {
-					return err
-				}
-				if ts != u.report.OldBuild {
-					return fmt.Errorf("box runs build %s", ts)
-				}
-				return u.healthy(ctx, ts)
-			})
-		}); err != nil {
-			return fmt.Errorf("%w; and the box did not come back: %v", ErrRolledBack, err)
+	if err != nil {
+		if errors.Is(err, ErrNoAnswer) {
+			u.report.Outcome = "no answer"
 		}
-		return fmt.Errorf("%w (%v)", ErrRolledBack, healthErr)
-	}
-	if err := u.step("make the new root permanent and reboot", func() error {
-		if err := target.Switch(ctx); err != nil {
-			return err
-		}
-		return u.reboot(ctx, target)
-	}); err != nil {
 		return err
 	}
-	if err := u.step("wait for the new build after a clean boot", func() error {
-		return u.waitFor(ctx, u.opts.BootTimeout, func(ctx context.Context) error {
-			ts, err := u.buildTimestamp(ctx)
-			if err != nil {
-				return err
-			}
-			if ts != u.opts.BuildTimestamp {
-				return fmt.Errorf("box runs build %s", ts)
-			}
-			return u.healthy(ctx, ts)
-		})
-	}); err != nil {
-		return err
+	u.report.Outcome, u.report.Reason, u.report.BoxSteps = last.Outcome, last.Reason, last.Steps
+	if last.Outcome != boxupdate.Committed {
+		return fmt.Errorf("%w: %s", ErrReverted, last.Reason)
 	}
-	u.report.Outcome = "committed"
-	return nil
+	return u.step("health on the new build", func() error {
+		b, err := u.healthy(ctx)
+		if err == nil && u.opts.BuildTimestamp != "" && b.Timestamp != u.opts.BuildTimestamp {
+			err = fmt.Errorf("the box runs build %s, not %s", b.Timestamp, u.opts.BuildTimestamp)
+		}
+		return err
+	})
 }
 
-// waitTestboot waits for the test-booted build to be healthy. The health
-// deadline runs from when the box answers again after going down for the
-// reboot (or from the reboot request, if it never went down): under a slow
-// reboot it is the boot that takes long, not the build that is unhealthy.
-// A box that goes down and stays silent for BootTimeout is ErrNoAnswer.
-func (u *updateRun) waitTestboot(ctx context.Context) (sawNew bool, err error) {
-	start := time.Now()
-	deadline := start.Add(u.opts.HealthTimeout)
-	var down, back bool
-	for {
-		last := func() error {
-			ts, err := u.buildTimestamp(ctx)
-			if err != nil {
-				if !back {
-					down = true
-				}
-				return err
-			}
-			if down && !back {
-				back = true
-				deadline = time.Now().Add(u.opts.HealthTimeout)
-			}
-			if ts != u.opts.BuildTimestamp {
-				return fmt.Errorf("box runs build %s", ts)
-			}
-			sawNew = true
-			return u.healthy(ctx, ts)
-		}()
-		if last == nil {
-			return sawNew, nil
+func (u *run) upload(ctx context.Context, rec *boxupdate.Record) error {
+	f, err := os.Open(u.opts.GAF)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.dashboard("/api/system/update"), f)
+	if err != nil {
+		return err
+	}
+	req.ContentLength = st.Size()
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("X-E1kbox-CSRF", "1")
+	if u.opts.Signature != "" {
+		sig, err := os.ReadFile(u.opts.Signature)
+		if err != nil {
+			return err
 		}
-		now := time.Now()
-		if down && !back {
-			if now.Sub(start) > u.opts.BootTimeout {
-				return sawNew, fmt.Errorf("%w (silent for %v: %v)", ErrNoAnswer, u.opts.BootTimeout, last)
+		req.Header.Set("X-E1kbox-Signature", strings.TrimSpace(string(sig)))
+	}
+	u.auth(req)
+	resp, err := u.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusAccepted {
+		var e struct{ Error string }
+		json.Unmarshal(b, &e)
+		u.report.Outcome, u.report.Reason = "refused", e.Error
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			return fmt.Errorf("%w (HTTP %d): %s", ErrRefused, resp.StatusCode, e.Error)
+		}
+		return fmt.Errorf("POST /api/system/update: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	return json.Unmarshal(b, rec)
+}
+
+// waitOutcome polls the box's update state until update id is resolved.
+// The deadline restarts whenever the box answers, so a slow reboot is not
+// a hang; silence for BootTimeout is ErrNoAnswer.
+func (u *run) waitOutcome(ctx context.Context, id string) (*boxupdate.Record, error) {
+	lastAnswer := time.Now()
+	for {
+		var st boxupdate.Status
+		err := u.getJSON(ctx, u.dashboard("/api/system/update"), &st, true)
+		if err == nil {
+			lastAnswer = time.Now()
+			if st.Last != nil && st.Last.ID == id && (st.Pending == nil || st.Pending.ID != id) {
+				return st.Last, nil
 			}
-		} else if now.After(deadline) {
-			return sawNew, fmt.Errorf("gave up after %v: %w", u.opts.HealthTimeout, last)
+		} else if time.Since(lastAnswer) > u.opts.BootTimeout {
+			return nil, fmt.Errorf("%w (silent for %v: %v)", ErrNoAnswer, u.opts.BootTimeout, err)
 		}
 		select {
 		case <-ctx.Done():
-			return sawNew, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
 }
 
-func (u *updateRun) stream(ctx context.Context, target *updater.Target, dest, file string) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
+// healthy reads gokrazy's build and checks the appliance's /healthz
+// against it (boxupdate.CompareHealth: the same gate the guard applies).
+func (u *run) healthy(ctx context.Context) (boxupdate.Build, error) {
+	var st struct{ BuildTimestamp, SBOMHash string }
+	if err := u.getJSON(ctx, u.opts.BaseURL, &st, false); err != nil {
+		return boxupdate.Build{}, fmt.Errorf("gokrazy status: %w", err)
 	}
-	defer f.Close()
-	if err := target.StreamTo(ctx, dest, f); err != nil {
-		if dest == "mbr" && errors.Is(err, updater.ErrUpdateHandlerNotImplemented) {
-			return nil
-		}
-		return fmt.Errorf("streaming %s to /update/%s: %w", file, dest, err)
-	}
-	return nil
-}
-
-// reboot asks for a reboot; a connection the box drops while going down is
-// expected and not an error.
-func (u *updateRun) reboot(ctx context.Context, target *updater.Target) error {
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if err := target.Reboot(rctx, updater.WithKexec(!u.opts.NoKexec)); err != nil && !isConnDrop(err) {
-		return fmt.Errorf("reboot: %w", err)
-	}
-	return nil
-}
-
-func isConnDrop(err error) bool {
-	s := err.Error()
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		strings.Contains(s, "connection reset") || strings.Contains(s, "EOF")
-}
-
-// buildTimestamp reads the running build from gokrazy's status JSON.
-func (u *updateRun) buildTimestamp(ctx context.Context) (string, error) {
-	var st struct{ BuildTimestamp string }
-	if err := u.getJSON(ctx, u.opts.BaseURL, &st); err != nil {
-		return "", fmt.Errorf("gokrazy status: %w", err)
-	}
-	return st.BuildTimestamp, nil
-}
-
-// healthy checks the appliance's /healthz and that it reports build ts.
-func (u *updateRun) healthy(ctx context.Context, ts string) error {
+	b := boxupdate.Build{Timestamp: st.BuildTimestamp, SBOMHash: st.SBOMHash}
 	var h struct {
-		Status string `json:"status"`
-		Build  string `json:"build"`
+		Status   string `json:"status"`
+		Build    string `json:"build"`
+		SBOMHash string `json:"sbom_hash"`
 	}
-	if err := u.getJSON(ctx, u.opts.HealthURL, &h); err != nil {
-		return fmt.Errorf("appliance health: %w", err)
+	if err := u.getJSON(ctx, u.dashboard("/healthz"), &h, false); err != nil {
+		return b, fmt.Errorf("appliance health: %w", err)
 	}
-	if h.Status != "ok" {
-		return fmt.Errorf("appliance health: status %q", h.Status)
-	}
-	if h.Build != ts {
-		return fmt.Errorf("appliance reports build %q, gokrazy %q", h.Build, ts)
-	}
-	return nil
+	return b, boxupdate.CompareHealth(h.Status, h.Build, h.SBOMHash, b)
 }
 
-func (u *updateRun) getJSON(ctx context.Context, url string, v any) error {
+func (u *run) dashboard(path string) string {
+	return strings.TrimSuffix(u.opts.DashboardURL, "/") + path
+}
+
+// auth sends the gokrazy password (BaseURL's) to the dashboard.
+func (u *run) auth(req *http.Request) {
+	if p, err := url.Parse(u.opts.BaseURL); err == nil && p.User != nil {
+		pw, _ := p.User.Password()
+		req.SetBasicAuth(p.User.Username(), pw)
+	}
+}
+
+func (u *run) getJSON(ctx context.Context, url string, v any, auth bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -337,6 +296,9 @@ func (u *updateRun) getJSON(ctx context.Context, url string, v any) error {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
+	if auth {
+		u.auth(req)
+	}
 	resp, err := u.client.Do(req)
 	if err != nil {
 		return err
@@ -345,14 +307,96 @@ func (u *updateRun) getJSON(ctx context.Context, url string, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", redact(url), resp.Status)
 	}
-	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
+	return json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(v)
 }
 
-func (u *updateRun) waitFor(ctx context.Context, timeout time.Duration, check func(context.Context) error) error {
+// GokPath updates the box exactly as gokrazy's `gok update` does: root
+// (inactive partition), boot (the whole FAT, in place), MBR, switch,
+// reboot, then waits for the new BuildTimestamp. It adds a wait for the
+// appliance's health on it (gok has none); the box's guard reverts a build
+// that stays unhealthy.
+func GokPath(ctx context.Context, opts Options) (*Report, error) {
+	u := newRun(opts)
+	start := time.Now()
+	err := u.gokPath(ctx)
+	u.report.Total = time.Since(start)
+	return u.report, err
+}
+
+func (u *run) gokPath(ctx context.Context) error {
+	var target *updater.Target
+	if err := u.step("features", func() error {
+		var st struct{ BuildTimestamp string }
+		if err := u.getJSON(ctx, u.opts.BaseURL, &st, false); err != nil {
+			return err
+		}
+		u.report.OldBuild = st.BuildTimestamp
+		var err error
+		target, err = updater.NewTarget(ctx, u.opts.BaseURL, u.client)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := u.step("stream root, boot, MBR; switch", func() error {
+		for _, p := range []struct{ dest, file string }{{"root", u.opts.Root}, {"boot", u.opts.Boot}, {"mbr", u.opts.MBR}} {
+			f, err := os.Open(p.file)
+			if err != nil {
+				return err
+			}
+			err = target.StreamTo(ctx, p.dest, f)
+			f.Close()
+			if err != nil && !(p.dest == "mbr" && errors.Is(err, updater.ErrUpdateHandlerNotImplemented)) {
+				return fmt.Errorf("/update/%s: %w", p.dest, err)
+			}
+		}
+		u.report.BootWritten = true
+		return target.Switch(ctx)
+	}); err != nil {
+		return err
+	}
+	if err := u.step("reboot", func() error {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := target.Reboot(rctx, updater.WithKexec(!u.opts.NoKexec)); err != nil && !isConnDrop(err) {
+			return err
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := u.step("wait for the new build", func() error {
+		return u.waitFor(ctx, u.opts.BootTimeout, func(ctx context.Context) error {
+			var st struct{ BuildTimestamp string }
+			if err := u.getJSON(ctx, u.opts.BaseURL, &st, false); err != nil {
+				return err
+			}
+			if st.BuildTimestamp != u.opts.BuildTimestamp {
+				return fmt.Errorf("box runs build %s", st.BuildTimestamp)
+			}
+			return nil
+		})
+	}); err != nil {
+		u.report.Outcome = "no answer"
+		return fmt.Errorf("%w: %v", ErrNoAnswer, err)
+	}
+	err := u.step("appliance healthy on it", func() error {
+		return u.waitFor(ctx, u.opts.HealthTimeout, func(ctx context.Context) error {
+			_, err := u.healthy(ctx)
+			return err
+		})
+	})
+	u.report.Outcome = "committed"
+	if err != nil {
+		u.report.Outcome = "unhealthy"
+	}
+	return err
+}
+
+func (u *run) waitFor(ctx context.Context, timeout time.Duration, check func(context.Context) error) error {
 	deadline := time.Now().Add(timeout)
-	var last error
 	for {
-		if last = check(ctx); last == nil {
+		last := check(ctx)
+		if last == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -364,6 +408,12 @@ func (u *updateRun) waitFor(ctx context.Context, timeout time.Duration, check fu
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+func isConnDrop(err error) bool {
+	s := err.Error()
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(s, "connection reset") || strings.Contains(s, "EOF")
 }
 
 func redact(url string) string {

@@ -2,10 +2,8 @@ package ota
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,84 +15,71 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"e1kbox/firmware/boxupdate"
 )
 
-// fakeBox speaks the part of gokrazy's update protocol that Update uses,
-// plus the appliance's /healthz, and reboots according to its scenario.
+// fakeBox serves gokrazy's status JSON, the appliance's /healthz and the
+// dashboard's update API, and plays a test boot: down for a while, then on
+// the new build (committed) or the old one (reverted), or never back.
 type fakeBox struct {
-	mu       sync.Mutex
-	running  string // build timestamp gokrazy reports
-	old, new string
-	healthy  func(build string) bool
-	// testbootStarts says whether a reboot after /update/testboot runs the
-	// new build (false: the test boot never starts).
-	testbootStarts bool
-	// revertAfter is how many status polls the test-booted build answers
-	// before the box reverts by itself (0: it never reverts).
-	revertAfter int
-	// downFor is how long the box answers nothing after the test-boot
-	// reboot (a slow boot); negative: it never answers again (a hang).
-	downFor   time.Duration
+	mu        sync.Mutex
+	running   string
+	next      string
+	keep      bool // the test boot is kept
+	hang      bool // the box never answers after the upload
+	refuse    int  // answer the upload with this status
 	downUntil time.Time
-	hung      bool
-
-	testboot, switched bool
-	polls              int
-	uploads            []string
-	reboots            []string // "kexec" or "firmware"
+	pending   *boxupdate.Record
+	last      *boxupdate.Record
+	upload    []byte
+	sig       string
 }
 
 func (f *fakeBox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.hung || time.Now().Before(f.downUntil) {
-		http.Error(w, "no route to host", http.StatusBadGateway)
+	if f.hang && f.pending != nil || time.Now().Before(f.downUntil) {
+		http.Error(w, "down", http.StatusBadGateway)
+		return
+	}
+	if f.pending != nil { // back from the test boot
+		p := f.pending
+		f.pending = nil
+		p.Outcome = boxupdate.Reverted
+		p.Reason = "the new build was not healthy within 2m0s"
+		if f.keep {
+			p.Outcome, p.Reason, f.running = boxupdate.Committed, "", f.next
+		}
+		p.Steps = []boxupdate.Step{{Name: "test boot to healthy", Seconds: 12}}
+		f.last = p
+	}
+	if u, p, ok := r.BasicAuth(); r.URL.Path != "/healthz" && (!ok || u != "gokrazy" || p != "pw") {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
 	switch {
+	case r.URL.Path == "/":
+		json.NewEncoder(w).Encode(map[string]string{"BuildTimestamp": f.running, "SBOMHash": "sbom-" + f.running})
 	case r.URL.Path == "/healthz":
-		status := "degraded"
-		if f.healthy(f.running) {
-			status = "ok"
+		json.NewEncoder(w).Encode(map[string]string{"status": "ok", "build": f.running, "sbom_hash": "sbom-" + f.running})
+	case r.URL.Path == "/api/system/update" && r.Method == http.MethodPost:
+		if r.Header.Get("X-E1kbox-CSRF") == "" {
+			http.Error(w, `{"error":"csrf"}`, http.StatusForbidden)
+			return
 		}
-		json.NewEncoder(w).Encode(map[string]string{"status": status, "build": f.running})
-	case r.URL.Path == "/" && r.Method == http.MethodGet:
-		if f.running == f.new && f.testboot && !f.switched && f.revertAfter > 0 {
-			if f.polls++; f.polls > f.revertAfter {
-				f.running = f.old // the init's test-boot guard
-			}
+		f.upload, _ = io.ReadAll(r.Body)
+		f.sig = r.Header.Get("X-E1kbox-Signature")
+		if f.refuse != 0 {
+			w.WriteHeader(f.refuse)
+			w.Write([]byte(`{"error":"the update is not signed"}`))
+			return
 		}
-		json.NewEncoder(w).Encode(map[string]string{"BuildTimestamp": f.running})
-	case r.URL.Path == "/update/features":
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"features":"partuuid,updatehash,gpt,"}`)
-	case strings.HasPrefix(r.URL.Path, "/update/") && r.Method == http.MethodPut:
-		b, _ := io.ReadAll(r.Body)
-		f.uploads = append(f.uploads, strings.TrimPrefix(r.URL.Path, "/update/"))
-		sum := crc32.NewIEEE()
-		sum.Write(b)
-		io.WriteString(w, hex.EncodeToString(sum.Sum(nil)))
-	case r.URL.Path == "/update/testboot":
-		f.testboot = true
-	case r.URL.Path == "/update/switch":
-		f.switched = true
-	case r.URL.Path == "/reboot":
-		how := "kexec"
-		if r.FormValue("kexec") == "off" {
-			how = "firmware"
-		}
-		f.reboots = append(f.reboots, how)
-		switch {
-		case f.switched:
-			f.running = f.new
-		case f.testboot && f.testbootStarts:
-			f.running = f.new
-			if f.downFor < 0 {
-				f.hung = true
-			}
-			f.downUntil = time.Now().Add(f.downFor)
-		}
+		f.pending = &boxupdate.Record{ID: "u1", Outcome: boxupdate.Testing, BootWritten: true}
+		f.downUntil = time.Now().Add(1500 * time.Millisecond)
+		w.WriteHeader(http.StatusAccepted)
+		json.NewEncoder(w).Encode(f.pending)
+	case r.URL.Path == "/api/system/update":
+		json.NewEncoder(w).Encode(boxupdate.Status{Pending: f.pending, Last: f.last})
 	default:
 		http.NotFound(w, r)
 	}
@@ -102,108 +87,58 @@ func (f *fakeBox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func TestUpdate(t *testing.T) {
 	dir := t.TempDir()
-	var pieces []string
-	for _, name := range []string{"boot.img", "root.squashfs", "mbr.img"} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("contents of "+name), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		pieces = append(pieces, p)
-	}
-	healthyAll := func(string) bool { return true }
+	g, sig := filepath.Join(dir, "e1kbox.gaf"), filepath.Join(dir, "e1kbox.gaf.sig")
+	os.WriteFile(g, []byte("PK archive"), 0o644)
+	os.WriteFile(sig, []byte("c2ln\n"), 0o644)
 	for _, tc := range []struct {
-		name        string
-		box         *fakeBox
-		noKexec     bool
-		wantOutcome string
-		wantErr     error
-		wantErrText string // a part of the error's text
-		wantReboots []string
-		wantRunning string
-		bootTimeout time.Duration // default 10 s
+		name    string
+		box     *fakeBox
+		want    error
+		outcome string
 	}{
-		{
-			name:        "good build is committed",
-			box:         &fakeBox{healthy: healthyAll, testbootStarts: true},
-			wantOutcome: "committed", wantReboots: []string{"kexec", "kexec"}, wantRunning: "new",
-		},
-		{
-			name:        "through the firmware",
-			box:         &fakeBox{healthy: healthyAll, testbootStarts: true},
-			noKexec:     true,
-			wantOutcome: "committed", wantReboots: []string{"firmware", "firmware"}, wantRunning: "new",
-		},
-		{
-			name:        "unhealthy build reverts by itself",
-			box:         &fakeBox{healthy: func(b string) bool { return b == "old" }, testbootStarts: true, revertAfter: 3},
-			wantOutcome: "rolled back", wantErr: ErrRolledBack, wantErrText: "appliance health: status \"degraded\"",
-			wantReboots: []string{"kexec"}, wantRunning: "old",
-		},
-		{
-			name:        "a test boot slower than the health timeout is still committed",
-			box:         &fakeBox{healthy: healthyAll, testbootStarts: true, downFor: 3 * time.Second},
-			wantOutcome: "committed", wantReboots: []string{"kexec", "kexec"}, wantRunning: "new",
-		},
-		{
-			name:        "a box that hangs in the test boot is reported, not waited for twice",
-			box:         &fakeBox{healthy: healthyAll, testbootStarts: true, downFor: -1},
-			bootTimeout: 3 * time.Second,
-			wantOutcome: "no answer", wantErr: ErrNoAnswer, wantErrText: "power-cycle it",
-			wantReboots: []string{"kexec"}, wantRunning: "new",
-		},
-		{
-			name:        "test boot that never starts is named",
-			box:         &fakeBox{healthy: healthyAll, testbootStarts: false},
-			wantOutcome: "rolled back", wantErr: ErrRolledBack, wantErrText: "the box never ran the new build",
-			wantReboots: []string{"kexec"}, wantRunning: "old",
-		},
+		{"kept", &fakeBox{keep: true}, nil, "committed"},
+		{"reverted", &fakeBox{}, ErrReverted, "reverted"},
+		{"refused", &fakeBox{refuse: http.StatusForbidden}, ErrRefused, "refused"},
+		{"hangs", &fakeBox{hang: true}, ErrNoAnswer, "no answer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			box := tc.box
-			box.old, box.new, box.running = "old", "new", "old"
+			box.running, box.next = "old", "new"
 			srv := httptest.NewServer(box)
 			defer srv.Close()
-			host := strings.TrimPrefix(srv.URL, "http://")
-			if tc.bootTimeout == 0 {
-				tc.bootTimeout = 10 * time.Second
+			base := strings.Replace(srv.URL, "http://", "http://gokrazy:pw@", 1) + "/"
+			rep, err := Update(context.Background(), Options{BaseURL: base, DashboardURL: srv.URL, GAF: g, Signature: sig,
+				BuildTimestamp: "new", BootTimeout: 3 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
+				t.Fatalf("Update: %v, want %v\n%s", err, tc.want, rep)
 			}
-			start := time.Now()
-			rep, err := Update(context.Background(), Options{
-				BaseURL: "http://gokrazy:pw@" + host + "/", HealthURL: srv.URL + "/healthz",
-				Boot: pieces[0], Root: pieces[1], MBR: pieces[2], BuildTimestamp: "new",
-				HealthTimeout: 2 * time.Second, BootTimeout: tc.bootTimeout, NoKexec: tc.noKexec,
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			})
-			took := time.Since(start)
-			if tc.wantErr == nil && err != nil {
-				t.Fatalf("Update: %v", err)
+			if rep.Outcome != tc.outcome || string(box.upload) != "PK archive" || box.sig != "c2ln" {
+				t.Errorf("outcome %q (want %q), box got %q signed %q\n%s", rep.Outcome, tc.outcome, box.upload, box.sig, rep)
 			}
-			if errors.Is(err, ErrNoAnswer) && took > 2*tc.bootTimeout {
-				t.Errorf("a silent box was waited for %v, want one boot timeout (%v)", took, tc.bootTimeout)
-			}
-			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
-				t.Fatalf("Update: err = %v, want %v", err, tc.wantErr)
-			}
-			if tc.wantErrText != "" && !strings.Contains(err.Error(), tc.wantErrText) {
-				t.Errorf("Update: err = %v, want it to say %q", err, tc.wantErrText)
-			}
-			if rep.Outcome != tc.wantOutcome || rep.OldBuild != "old" || rep.NewBuild != "new" {
-				t.Errorf("report = %+v, want outcome %q from old to new", rep, tc.wantOutcome)
-			}
-			box.mu.Lock()
-			defer box.mu.Unlock()
-			if diff := cmp.Diff([]string{"root", "bootonly", "mbr"}, box.uploads); diff != "" {
-				t.Errorf("uploads (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantReboots, box.reboots); diff != "" {
-				t.Errorf("reboots (-want +got):\n%s", diff)
-			}
-			if box.running != tc.wantRunning {
-				t.Errorf("box runs %q, want %q", box.running, tc.wantRunning)
-			}
-			if box.switched != (tc.wantOutcome == "committed") {
-				t.Errorf("switched = %v, want it only for a committed update", box.switched)
+			if tc.outcome == "committed" && (len(rep.BoxSteps) != 1 || !rep.BootWritten || !strings.Contains(rep.String(), "box: test boot to healthy")) {
+				t.Errorf("report lacks the box's steps:\n%s", rep)
 			}
 		})
+	}
+}
+
+func TestUpdateRefusesUnhealthyBox(t *testing.T) {
+	box := &fakeBox{running: "old"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			json.NewEncoder(w).Encode(map[string]string{"status": "ok", "build": "dev"})
+			return
+		}
+		box.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	base := strings.Replace(srv.URL, "http://", "http://gokrazy:pw@", 1) + "/"
+	_, err := Update(context.Background(), Options{BaseURL: base, DashboardURL: srv.URL, GAF: "x", BuildTimestamp: "new",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), `appliance reports build "dev", gokrazy "old"`) {
+		t.Errorf("Update of a box whose appliance does not know its build: %v", err)
+	}
+	if box.upload != nil {
+		t.Error("uploaded to an unhealthy box")
 	}
 }

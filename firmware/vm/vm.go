@@ -93,6 +93,10 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	}
 	args := []string{
 		"-name", "e1kbox",
+		// No default devices: in particular no empty CD-ROM, which gokrazy
+		// probes on every status request (rootdev opens every block
+		// device) and which, probed often under TCG, left requests hanging.
+		"-nodefaults",
 		"-machine", "pc", "-accel", accel, "-cpu", "max",
 		"-smp", strconv.Itoa(opts.CPUs), "-m", strconv.Itoa(opts.MemoryMB),
 		"-display", "none", "-monitor", "none", "-serial", "stdio",
@@ -203,7 +207,7 @@ func (v *VM) Timeline() string { return v.tail.timeline() }
 var milestones = []string{
 	"Command line:", "Run /gokrazy/init", "e1kbox init:", "Synchronous reboot requested",
 	"kexec_core:", "reboot: ", "Kernel panic", "Oops", "BUG:", "hardware watchdog", "rcu_sched",
-	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock",
+	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock", "e1kbox update:",
 }
 
 type tailBuffer struct {

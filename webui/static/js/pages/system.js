@@ -1,7 +1,9 @@
-// System: version, build, uptime, memory; config history, backup download
-// and restore upload (a restore is applied like any change: commit-confirm).
+// System: version, build, uptime, memory; firmware update upload (a .gaf,
+// test-booted by the box and kept only once healthy); config history,
+// backup download and restore upload (a restore is applied like any
+// change: commit-confirm).
 
-import { api } from '../api.js';
+import { api, CSRF_HEADER } from '../api.js';
 import { h, replace, bytes, duration, dateTime, meter, toast } from '../dom.js';
 
 function tile(label, value, id, small = false) {
@@ -15,16 +17,21 @@ function built(ts) {
 
 export default function system(el, { info, banner }) {
   const tiles = h('div', { class: 'tiles', id: 'system-tiles' });
+  const permWarning = h('div', { class: 'errors', id: 'perm-warning', hidden: true });
   const mem = h('div', { class: 'card' });
   const history = h('tbody', { id: 'history-body' });
   const restoreErr = h('div', { class: 'errors', hidden: true });
   const file = h('input', { type: 'file', id: 'restore-file', accept: 'application/json,.json', hidden: true, onchange: () => restore() });
 
+  const update = info.features.update ? updateCard() : null;
+
   replace(el,
     h('div', { class: 'page-head' }, h('h1', {}, 'System')),
     h('div', { class: 'stack' },
+      permWarning,
       tiles,
       mem,
+      update ? update.el : null,
       info.features.config ? h('div', { class: 'card stack' },
         h('div', { class: 'row' }, h('h2', {}, 'Configuration'), h('span', { class: 'spacer' })),
         h('div', { class: 'row' },
@@ -40,6 +47,8 @@ export default function system(el, { info, banner }) {
   async function loadInfo() {
     try {
       const s = await api('/api/system');
+      permWarning.hidden = !s.perm_problem;
+      replace(permWarning, s.perm_problem || '');
       replace(tiles,
         tile('Version', s.version || 'dev', 'sys-version'),
         tile('Built', built(s.build_timestamp), 'sys-build', true),
@@ -111,5 +120,107 @@ export default function system(el, { info, banner }) {
   const timer = setInterval(loadInfo, 10000);
   const onChange = () => loadHistory();
   window.addEventListener('config-changed', onChange);
-  return () => { clearInterval(timer); window.removeEventListener('config-changed', onChange); };
+  return () => { clearInterval(timer); window.removeEventListener('config-changed', onChange); if (update) update.stop(); };
+}
+
+// updateCard uploads a .gaf (and its .sig) with a progress bar, then
+// follows the box through the test boot and shows the outcome and timings.
+function updateCard() {
+  const file = h('input', { type: 'file', id: 'update-file', accept: '.gaf,.sig', multiple: true });
+  const progress = h('progress', { id: 'update-progress', max: 100, value: 0 });
+  const phase = h('p', { id: 'update-phase', class: 'muted' }, 'Choose the .gaf that `firmware build` (or `gok overwrite --gaf`) wrote, and its .gaf.sig if the box takes only signed updates.');
+  const error = h('div', { class: 'errors', id: 'update-error', hidden: true });
+  const outcome = h('div', { id: 'update-outcome' });
+  const start = h('button', { class: 'btn', type: 'button', id: 'update-start', onclick: () => upload() }, '⤒ Upload and install');
+  const el = h('div', { class: 'card stack', id: 'update-card' },
+    h('div', { class: 'row' }, h('h2', {}, 'Firmware update'), h('span', { class: 'spacer' })),
+    h('div', { class: 'row' }, file, start),
+    progress, phase, error, outcome);
+  let poll = null;
+  let waiting = null; // the update ID the page waits for
+
+  function showPhase(text) { replace(phase, text); }
+
+  function showRecord(r) {
+    if (!r) { replace(outcome); return; }
+    const good = r.outcome === 'committed';
+    const total = r.finished && r.started ? (Date.parse(r.finished) - Date.parse(r.started)) / 1000 : null;
+    replace(outcome,
+      h('p', {},
+        h('span', { class: `pill ${good ? 'ok' : r.outcome === 'testing' || r.outcome === 'installing' ? 'warn' : 'bad'}`, id: 'update-result', 'data-outcome': r.outcome }, r.outcome),
+        ' ', `Update ${r.id} by ${r.client}: ${r.from.timestamp || '?'} → ${r.to.timestamp || r.to.sbom_hash || '?'}`,
+        r.boot_written ? ' (new boot file system)' : ' (boot partition unchanged)',
+        total !== null ? ` in ${total.toFixed(1)} s` : ''),
+      r.reason ? h('p', { class: 'muted', id: 'update-reason' }, r.reason) : null,
+      h('div', { class: 'table-wrap' }, h('table', { id: 'update-steps' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Step'), h('th', {}, 'Seconds'))),
+        h('tbody', {}, (r.steps || []).map((s) => h('tr', {}, h('td', {}, s.name), h('td', { class: 'mono' }, s.seconds.toFixed(1))))))));
+  }
+
+  async function refresh() {
+    let st;
+    try {
+      st = await api('/api/system/update');
+    } catch {
+      if (waiting) showPhase('The box is restarting into the new build…');
+      return;
+    }
+    if (st.phase) showPhase(`On the box: ${st.phase}…`);
+    if (waiting && st.pending && st.pending.id === waiting) {
+      showPhase(`Test boot of the new build: waiting for it to be healthy (${st.pending.outcome})…`);
+      return;
+    }
+    if (waiting && st.last && st.last.id === waiting) {
+      showPhase(st.last.outcome === 'committed' ? 'The new build is installed and healthy.' : 'The update was not kept: the box runs the previous build.');
+      waiting = null;
+      el.dataset.state = 'done';
+      clearInterval(poll);
+      poll = null;
+    }
+    if (!waiting) showRecord(st.last);
+  }
+
+  async function upload() {
+    const files = [...file.files];
+    const gaf = files.find((f) => !f.name.endsWith('.sig'));
+    const sigFile = files.find((f) => f.name.endsWith('.sig'));
+    error.hidden = true;
+    if (!gaf) { error.hidden = false; replace(error, 'Choose a .gaf file.'); return; }
+    const sig = sigFile ? (await sigFile.text()).trim() : '';
+    start.disabled = true;
+    progress.value = 0;
+    el.dataset.state = 'running';
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', '/api/system/update');
+    xhr.setRequestHeader(CSRF_HEADER, '1');
+    xhr.setRequestHeader('Content-Type', 'application/octet-stream');
+    if (sig) xhr.setRequestHeader('X-E1kbox-Signature', sig);
+    xhr.upload.onprogress = (ev) => {
+      if (!ev.lengthComputable) return;
+      progress.value = (ev.loaded / ev.total) * 100;
+      showPhase(`Uploading: ${bytes(ev.loaded)} of ${bytes(ev.total)}`);
+    };
+    xhr.upload.onload = () => { progress.value = 100; showPhase('Uploaded; the box checks and writes the update…'); };
+    xhr.onload = () => {
+      start.disabled = false;
+      let ans = null;
+      try { ans = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      if (xhr.status !== 202) {
+        error.hidden = false;
+        replace(error, h('strong', {}, (ans && ans.error) || `${xhr.status} ${xhr.statusText}`));
+        showPhase('Nothing was installed.');
+        el.dataset.state = 'refused';
+        return;
+      }
+      waiting = ans.id;
+      showRecord(ans);
+      showPhase('Installed beside the running build; the box test-boots it now…');
+      if (!poll) poll = setInterval(refresh, 2000);
+    };
+    xhr.onerror = () => { start.disabled = false; error.hidden = false; replace(error, 'The upload failed (connection lost).'); };
+    xhr.send(gaf);
+  }
+
+  refresh();
+  return { el, stop: () => { if (poll) clearInterval(poll); } };
 }

@@ -1,0 +1,388 @@
+package qemutest
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"e1kbox/firmware/bootpart"
+	"e1kbox/firmware/boxupdate"
+	"e1kbox/firmware/build"
+	"e1kbox/firmware/gaf"
+	"e1kbox/firmware/image"
+	"e1kbox/firmware/ota"
+	"e1kbox/firmware/vm"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestGokPathThenFirmwareUpdate updates a box built by firmware build the
+// way gok does (plain /update/root, /update/boot, /update/mbr,
+// /update/switch, reboot; programs without -ldflags; gokrazy's generated
+// init): it comes up healthy, and its guard checks and records the build.
+// Then `firmware update` takes it to a build with another boot file system
+// (health gate passing), and a power cycle boots that through the
+// firmware (BIOS) from the moved pointers.
+func TestGokPathThenFirmwareUpdate(t *testing.T) {
+	requireQEMU(t)
+	bs := theBuilds(t)
+	b := boot(t, bs.good, vm.Options{})
+	outer := t
+
+	start := time.Now()
+	rep, err := ota.GokPath(context.Background(), b.otaOptions(bs.second))
+	if errors.Is(err, ota.ErrNoAnswer) {
+		// A TCG hang in the reboot (see powerCycle). gok switched for good:
+		// the power cycle boots its build.
+		b = b.powerCycle(t, outer, bs.second, rep, err, nil)
+		err = nil
+	}
+	if err != nil {
+		t.Fatalf("%s\ngok's update path: %v", b.diagnosis(rep), err)
+	}
+	t.Logf("gok's path: %s", rep)
+	if err := b.healthyOn(bs.second.BuildTimestamp); err != nil {
+		t.Fatal(err)
+	}
+	// The guard (a supervised package under the generated init) checked
+	// the build gok switched to.
+	last := b.waitLast(t, func(r *boxupdate.Record) bool { return r.Client == "gokrazy" }, 2*time.Minute)
+	if last.Outcome != boxupdate.Committed || last.To.Timestamp != bs.second.BuildTimestamp || last.To.Root != 3 {
+		t.Errorf("guard's record of gok's update: %+v", last)
+	}
+	t.Logf("gok path to a healthy, guard-confirmed build: %.1fs", time.Since(start).Seconds())
+
+	rep, err = b.update(bs.changed)
+	if errors.Is(err, ota.ErrNoAnswer) {
+		b = b.powerCycle(t, outer, bs.second, rep, err, nil)
+		rep, err = b.update(bs.changed)
+	}
+	if err != nil {
+		t.Fatalf("%s\nfirmware update after gok: %v", b.diagnosis(rep), err)
+	}
+	t.Logf("firmware update: %s", rep)
+	if !rep.BootWritten || rep.Outcome != boxupdate.Committed {
+		t.Errorf("outcome %q, boot written %v; want committed with a new boot file system", rep.Outcome, rep.BootWritten)
+	}
+	// A power cycle boots the committed build through BIOS.
+	b.Kill()
+	opts := b.Opts
+	opts.HTTPPort, opts.DashboardPort = 0, 0
+	b = bootFor(t, outer, bs.changed, opts)
+	var h health
+	if err := getJSON(b.dashboardURL("/healthz"), &h); err != nil || h.Build != bs.changed.BuildTimestamp {
+		t.Errorf("after a power cycle: %+v, %v", h, err)
+	}
+}
+
+// waitLast polls the box's update state until its last record matches.
+func (b *box) waitLast(t *testing.T, match func(*boxupdate.Record) bool, timeout time.Duration) *boxupdate.Record {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := b.updateStatus()
+		if err == nil && st.Last != nil && match(st.Last) {
+			return st.Last
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s\nno matching update record within %v: %+v, %v", b.diagnosis(&ota.Report{}), timeout, st.Last, err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// TestFailedUpdates puts one box per boot mode through the updates that
+// must leave it on the previous build, sharing its boots:
+//   - the client dies halfway through uploading an update whose boot file
+//     system differs, then the power goes; on that disk, a write of the
+//     boot file system torn halfway (the new root already on its
+//     partition): the box boots the previous build, nothing pending;
+//   - an update whose kernel panics at boot (init=/nonexistent) comes back
+//     on the previous build by itself: the test boot is a kexec, the boot
+//     pointers never moved, so the panic's reboot (panic=10) boots the
+//     previous build, whose guard records why;
+//   - (UEFI) the changed update, whole, commits, and a power cycle boots
+//     its new body through OVMF and systemd-boot (BIOS booting a committed
+//     new body: TestGokPathThenFirmwareUpdate).
+func TestFailedUpdates(t *testing.T) {
+	requireQEMU(t)
+	bs := theBuilds(t)
+	for _, tc := range []struct {
+		name string
+		uefi bool
+	}{{"UEFI", true}, {"BIOS", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			outer := t
+			opts := vm.Options{Image: copyImage(t, bs.good.Image), UEFI: tc.uefi}
+			b := boot(t, bs.good, opts)
+			if !t.Run("client dies mid-upload, power cut, torn boot write", func(t *testing.T) {
+				sent, err := b.uploadHalf(bs.changed.GAF)
+				t.Logf("client died after sending %d bytes: %v", sent, err)
+				b.Kill() // power cut
+				t.Logf("power cut; then the disk torn: %s", tearBootWrite(t, opts.Image, bs.changed))
+				b = bootFor(t, outer, bs.good, opts)
+				st, err := b.updateStatus()
+				if err != nil || st.Pending != nil {
+					t.Errorf("after the power cut: pending %+v, %v", st.Pending, err)
+				}
+				t.Logf("the torn disk boots the previous build")
+			}) {
+				return
+			}
+			if !t.Run("kernel that panics", func(t *testing.T) { panicReverts(t, b, bs) }) || !tc.uefi {
+				return
+			}
+			t.Run("whole update, then a power cycle", func(t *testing.T) {
+				rep, err := b.update(bs.changed)
+				if err != nil || !rep.BootWritten {
+					t.Fatalf("%s\nupdate after the tear: %v (boot written %v)", b.diagnosis(rep), err, rep.BootWritten)
+				}
+				t.Logf("%s", rep)
+				b.Kill()
+				bootFor(t, outer, bs.changed, opts)
+			})
+		})
+	}
+}
+
+// panicReverts updates b to bs.panics and checks that the box comes back
+// on the build it ran, with the test boot's panic on the console.
+func panicReverts(t *testing.T, b *box, bs *builds) {
+	panics := strings.Count(b.Console(), "Kernel panic")
+	start := time.Now()
+	rep, err := b.update(bs.panics)
+	if !errors.Is(err, ota.ErrReverted) {
+		t.Fatalf("%s\nupdate to a kernel that panics: %v, want ErrReverted", b.diagnosis(rep), err)
+	}
+	t.Logf("%s", rep)
+	if !strings.Contains(rep.Reason, "did not come up") {
+		t.Errorf("reason %q", rep.Reason)
+	}
+	if strings.Count(b.Console(), "Kernel panic") <= panics {
+		t.Errorf("%s\nthe console shows no kernel panic of the test boot", b.diagnosis(rep))
+	}
+	if err := b.healthyOn(bs.good.BuildTimestamp); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("panicking kernel reverted by itself in %.0fs", time.Since(start).Seconds())
+}
+
+// uploadHalf starts uploading an archive to the dashboard and drops the
+// connection halfway.
+func (b *box) uploadHalf(file string) (int64, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	half := int64(len(data) / 2)
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write(data[:half])
+		time.Sleep(500 * time.Millisecond)
+		pw.CloseWithError(errors.New("client died"))
+	}()
+	req, _ := http.NewRequest(http.MethodPost, b.dashboardURL("/api/system/update"), pr)
+	req.ContentLength = int64(len(data))
+	req.SetBasicAuth("gokrazy", b.password)
+	req.Header.Set("X-E1kbox-CSRF", "1")
+	_, err = (&http.Client{Timeout: time.Minute}).Do(req)
+	return half, err
+}
+
+// tearBootWrite does to the disk image (box off) what an update to m does
+// up to halfway through its boot file system write: m's root on the
+// inactive partition, half of the new body in the boot partition.
+func tearBootWrite(t *testing.T, disk string, m *build.Manifest) string {
+	t.Helper()
+	f, err := os.OpenFile(disk, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	bootOff := int64(image.BootStart * image.SectorSize)
+	active, err := bootpart.ReadActive(io.NewSectionReader(f, bootOff, image.BootSectors*image.SectorSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := os.ReadFile(m.Boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _, err := bootpart.ReadFiles(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbr, _ := os.ReadFile(m.MBR)
+	parts, err := image.ReadGPTPartitions(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := bootpart.NewPlan(active, files, mbr, bootpart.RootArg(parts[0].GUID.String(), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Unchanged || len(plan.Stage) != 1 {
+		t.Fatalf("the update's boot file system is not new (unchanged %v)", plan.Unchanged)
+	}
+	root, err := os.ReadFile(m.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(root, image.RootBStart*image.SectorSize); err != nil {
+		t.Fatal(err)
+	}
+	w := plan.Stage[0]
+	half := w.Data[:len(w.Data)/2/image.SectorSize*image.SectorSize]
+	if _, err := f.WriteAt(half, bootOff+w.Off); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("root B written, %d of %d bytes of the %s body", len(half), len(w.Data), plan.Body)
+}
+
+// TestDashboardUpdate drives the System page in chromium against the
+// booted image: with an update key configured an unsigned .gaf is refused;
+// a signed one uploads with a progress bar, test-boots and is kept; a
+// broken build uploaded the same way reverts by itself.
+func TestDashboardUpdate(t *testing.T) {
+	requireQEMU(t)
+	bs := theBuilds(t)
+	b := boot(t, bs.good, vm.Options{})
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	b.setUpdateKey(t, gaf.EncodePublicKey(pub))
+	ctx := browse(t, b, "/#/system")
+
+	res := uploadInUI(t, ctx, b, bs.changed.GAF)
+	if !strings.Contains(res.Error, "not signed") {
+		t.Fatalf("unsigned upload: %+v, want the refusal shown", res)
+	}
+	if err := b.healthyOn(bs.good.BuildTimestamp); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("unsigned .gaf refused: %s", res.Error)
+
+	start := time.Now()
+	res = uploadInUI(t, ctx, b, bs.changed.GAF, sign(t, priv, bs.changed.GAF))
+	if res.Outcome != boxupdate.Committed || res.MaxProgress < 100 || !res.SawUploading {
+		t.Fatalf("%s\nsigned upload: %+v", b.diagnosis(&ota.Report{}), res)
+	}
+	if err := b.healthyOn(bs.changed.BuildTimestamp); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dashboard upload to healthy: %.1fs; steps shown: %s", time.Since(start).Seconds(), res.Steps)
+
+	start = time.Now()
+	res = uploadInUI(t, ctx, b, bs.broke.GAF, sign(t, priv, bs.broke.GAF))
+	if res.Outcome != boxupdate.Reverted {
+		t.Fatalf("%s\nbroken build: %+v", b.diagnosis(&ota.Report{}), res)
+	}
+	if err := b.healthyOn(bs.changed.BuildTimestamp); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("broken build reverted in %.1fs: %s", time.Since(start).Seconds(), res.Reason)
+}
+
+func sign(t testing.TB, key ed25519.PrivateKey, file string) string {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sig, err := gaf.Sign(key, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), filepath.Base(file)+gaf.SignatureSuffix)
+	if err := os.WriteFile(p, sig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// setUpdateKey sets dashboard.updateKey in the running config and
+// confirms it.
+func (b *box) setUpdateKey(t *testing.T, key string) {
+	t.Helper()
+	var cur map[string]any
+	if err := b.api(http.MethodGet, "/api/config", nil, &cur); err != nil {
+		t.Fatal(err)
+	}
+	cfg := cur["config"].(map[string]any)
+	cfg["dashboard"].(map[string]any)["updateKey"] = key
+	body, _ := json.Marshal(cfg)
+	b.confirm(t, b.applyConfig(t, body, 60))
+}
+
+type uiState struct {
+	Progress  float64
+	Phase     string
+	Error     string
+	ErrHidden bool
+	Outcome   string
+	Reason    string
+	Steps     string
+	State     string
+}
+
+type uiResult struct {
+	Outcome, Reason, Error, Steps string
+	MaxProgress                   float64
+	SawUploading                  bool
+}
+
+// uploadInUI picks files in the System page's update form, starts the
+// upload and waits for the page to show a refusal or the outcome.
+func uploadInUI(t testing.TB, ctx context.Context, b *box, files ...string) uiResult {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
+	defer cancel()
+	if err := chromedp.Do(tctx,
+		chromedp.WaitVisible(chromedp.CSS(`#update-file`)),
+		chromedp.SetUploadFiles(chromedp.CSS(`#update-file`), files),
+	); err != nil {
+		t.Fatalf("choosing the files: %v", err)
+	}
+	if _, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.querySelector('#update-card').dataset.state = ''`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(`#update-start`))); err != nil {
+		t.Fatalf("starting the upload: %v", err)
+	}
+	var res uiResult
+	for {
+		s, err := chromedp.Run(tctx, chromedp.Evaluate[uiState](`(() => {
+			const q = (s) => document.querySelector(s);
+			const r = q('#update-result');
+			return { Progress: q('#update-progress').value, Phase: q('#update-phase').textContent,
+				Error: q('#update-error').textContent, ErrHidden: q('#update-error').hidden,
+				Outcome: r && r.dataset.outcome !== 'testing' && r.dataset.outcome !== 'installing' ? r.dataset.outcome : '',
+				Reason: q('#update-reason') ? q('#update-reason').textContent : '',
+				Steps: q('#update-steps') ? q('#update-steps').innerText.replace(/\s+/g, ' ') : '',
+				State: q('#update-card').dataset.state || '' };
+		})()`))
+		if err != nil {
+			t.Fatalf("%s\nreading the page: %v", b.diagnosis(&ota.Report{}), err)
+		}
+		res.MaxProgress = max(res.MaxProgress, s.Progress)
+		res.SawUploading = res.SawUploading || strings.HasPrefix(s.Phase, "Uploading") || s.Progress > 0
+		if s.State == "refused" {
+			res.Error = s.Error
+			return res
+		}
+		if s.State == "done" {
+			res.Outcome, res.Reason, res.Steps = s.Outcome, s.Reason, s.Steps
+			return res
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
