@@ -48,16 +48,23 @@ const (
 // loopback) and returns its verdict and the frame it left.
 func run(t testing.TB, prog *ebpf.Program, data []byte) (uint32, []byte) {
 	t.Helper()
+	ret, out, err := tryRun(prog, data)
+	if err != nil {
+		t.Fatalf("BPF_PROG_TEST_RUN: %v", err)
+	}
+	return ret, out
+}
+
+// tryRun is run that returns BPF_PROG_TEST_RUN's error (it refuses an
+// IPv4 or IPv6 frame too short for the IP header).
+func tryRun(prog *ebpf.Program, data []byte) (uint32, []byte, error) {
 	out := make([]byte, len(data)+64)
 	opts := &ebpf.RunOptions{Data: data, DataOut: out}
 	if prog.Type() == ebpf.SchedCLS {
 		opts.Context = skbCtx{Ifindex: 1}
 	}
 	ret, err := prog.Run(opts)
-	if err != nil {
-		t.Fatalf("BPF_PROG_TEST_RUN: %v", err)
-	}
-	return ret, opts.DataOut
+	return ret, opts.DataOut, err
 }
 
 var (
@@ -120,7 +127,9 @@ func slowRewrite(t testing.TB, b []byte, fl NATFlow) []byte {
 // randomNAT makes a NAT flow of random addresses and ports (some kept)
 // and a frame of it with a random transport checksum.
 func randomNAT(r *rand.Rand, i int) natCase {
-	ip := func() [4]byte { return [4]byte{byte(r.IntN(224) + 1), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())} }
+	ip := func() [4]byte {
+		return [4]byte{byte(r.IntN(224) + 1), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())}
+	}
 	maybe := func(a, b [4]byte) [4]byte {
 		if r.IntN(3) == 0 {
 			return a

@@ -410,17 +410,15 @@ static __always_inline int nat_tcp_ok(__u8 flags)
 	return f == TCP_ACK || f == (TCP_ACK | TCP_URG);
 }
 
-// classify_nat looks p up as a NAT flow (an untagged IPv4 frame).
+// classify_nat looks p up as a NAT flow (an untagged IPv4 frame): the
+// lookup comes first, so that a frame of no NAT flow goes on to the
+// bridge's pairs whatever its TTL or checksum.
 static __always_inline int classify_nat(struct pkt *p, struct cls *c)
 {
 	__u8 *b = p->b;
-	int r = ipv4_ok(p, 1);
-	if (r)
-		return r;
+	if (b[L3] != 0x45)
+		return PUNT_MISS + 1; // options or not IPv4: never a NAT flow's
 	__u8 proto = b[L3 + 9];
-	r = l4_ok(p, proto, 0);
-	if (r)
-		return r;
 	struct nat_key k = {};
 	k.ifindex = p->ifindex;
 	__builtin_memcpy(&k.saddr, &b[L3 + 12], 4);
@@ -435,13 +433,19 @@ static __always_inline int classify_nat(struct pkt *p, struct cls *c)
 		else if (b[34] == 0)
 			__builtin_memcpy(&k.dport, &b[38], 2);
 		else
-			return PUNT_ICMP + 1;
+			return PUNT_MISS + 1;
 	} else {
 		return PUNT_MISS + 1;
 	}
 	struct nat_val *v = bpf_map_lookup_elem(&nat_flows, &k);
 	if (!v)
 		return PUNT_MISS + 1;
+	int r = ipv4_ok(p, 1);
+	if (r)
+		return r;
+	r = l4_ok(p, proto, 0);
+	if (r)
+		return r;
 	if (!mac_eq(b, v->in_dmac) || (v->flags & NAT_CHECK_SMAC && !mac_eq(&b[6], v->in_smac)))
 		return PUNT_MAC + 1;
 	if (proto == IPPROTO_TCP_ && !nat_tcp_ok(b[34 + 13]))
