@@ -206,7 +206,9 @@ func (b *builder) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worke
 		} else {
 			return ws, fmt.Errorf("%w: port %s: no free worker handle for %d workers", ErrRestartRequired, in.name, n)
 		}
-		rx, err := afpacket.Open(p.Interface, rxConfig(cfg.Ring, in.mtu, fanout))
+		rc := rxConfig(cfg.Ring, in.mtu, fanout)
+		rc.SocketFilter = b.t.fp.filterFD()
+		rx, err := afpacket.Open(p.Interface, rc)
 		if err != nil {
 			if prev == nil {
 				b.handles.put(h)
@@ -253,6 +255,9 @@ func (b *builder) newWorker(ports []*portInfo, in *portInfo, rx *afpacket.Socket
 	rw := b.t.rules.Worker(h)
 	w.fwd = newFwd(in, ports, tx, b.t.fdb, rw, b.cur)
 	w.fwd.loop = b.deps.loop
+	if b.t.fp.on() {
+		w.fwd.fp = &fpWorker{fp: b.t.fp}
+	}
 	if prev != nil {
 		w.shared = prev.shared
 		w.fwd.c.add(&prev.fwd.c)

@@ -37,7 +37,25 @@ type Config struct {
 	// NAT configures the router of NAT mode (required there, ignored in
 	// bridge mode).
 	NAT *NAT
+	// FastPath selects the in-kernel fast path for established flows
+	// (see fastpath_linux.go); "" is FastPathAuto.
+	FastPath FastPathMode
 }
+
+// FastPathMode selects the fast path's hook, or none.
+type FastPathMode string
+
+// The fast path modes.
+const (
+	// FastPathAuto runs the fast path in its default hook (tcx ingress
+	// with a socket filter on the rings) wherever it loads; where it does
+	// not, the rings carry everything and the snapshot says why.
+	FastPathAuto FastPathMode = "auto"
+	FastPathTCX  FastPathMode = "tcx" // tcx ingress + socket filter
+	FastPathXDP  FastPathMode = "xdp" // generic XDP (no VLAN-tagged traffic)
+	// FastPathOff forwards everything on the rings.
+	FastPathOff FastPathMode = "off"
+)
 
 // Mode is what the dataplane does with frames.
 type Mode string
@@ -249,6 +267,11 @@ func (c *Config) Check() error {
 	}
 	if m := modeOf(c); m != ModeBridge && m != ModeNAT {
 		add("mode %q", m)
+	}
+	switch c.FastPath {
+	case "", FastPathAuto, FastPathTCX, FastPathXDP, FastPathOff:
+	default:
+		add("fast path %q", c.FastPath)
 	}
 	ids := c.PortNames()
 	if len(ids) != n {

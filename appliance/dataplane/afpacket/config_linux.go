@@ -152,6 +152,11 @@ type Config struct {
 	NoPromisc bool
 	// Fanout, when non-nil, joins the socket to a fanout group after bind.
 	Fanout *Fanout
+	// SocketFilter, when positive, is the descriptor of a BPF socket
+	// filter program (BPF_PROG_TYPE_SOCKET_FILTER) attached with
+	// SO_ATTACH_BPF before the socket is bound, so that no frame reaches
+	// the ring unfiltered. The socket holds its own reference.
+	SocketFilter int
 }
 
 // Geometry is the concrete ring layout Open uses for a Config and an MTU.

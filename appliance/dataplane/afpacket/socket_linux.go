@@ -95,6 +95,11 @@ func (s *Socket) setup(cfg Config) error {
 	if err := s.mapRings(cfg); err != nil {
 		return err
 	}
+	if cfg.SocketFilter > 0 {
+		if err := s.setInt(unix.SOL_SOCKET, unix.SO_ATTACH_BPF, cfg.SocketFilter, "SO_ATTACH_BPF"); err != nil {
+			return err
+		}
+	}
 	if err := s.bind(cfg); err != nil {
 		return err
 	}

@@ -56,6 +56,8 @@ type Offload struct {
 	NextHopMAC [6]byte
 	// Timeout is the connection's timeout in its state, in seconds.
 	Timeout uint32
+	// Reverse is the other direction's tuple as its packets arrive.
+	Reverse Tuple
 }
 
 // offloadable reports whether packets of direction dir can take a
@@ -108,7 +110,9 @@ func (r *Router) Offloadable(t Tuple, now int64) (Offload, bool) {
 	}
 	o := Offload{ID: ConnID(uint64(idx)<<32 | uint64(gen)), Dir: dir, Out: other.side(),
 		Src: put32(other.dst()), Dst: put32(other.src()), SrcPort: other.dport(), DstPort: other.sport(),
-		Timeout: s.timeout(t.Proto, state)}
+		Timeout: s.timeout(t.Proto, state),
+		Reverse: Tuple{Side: other.side(), Src: put32(other.src()), Dst: put32(other.dst()), SrcPort: other.sport(),
+			DstPort: other.dport(), Proto: t.Proto}}
 	op := &s.side[o.Out]
 	o.OutPort, o.OutMAC, o.OutMTU, o.InMAC = op.id, op.mac, op.mtu, s.side[t.Side].mac
 	nh := other.src()

@@ -687,8 +687,13 @@ int fp_filter(struct __sk_buff *skb)
 	struct pkt p = {};
 	struct cls c = {};
 	__u32 fast = 0;
-	if (load_skb(skb, &p) == 0 && classify(&p, &c) == 0)
-		fast = 1;
+	if (load_skb(skb, &p) == 0) {
+		int r = classify(&p, &c);
+		if (r == 0)
+			fast = 1;
+		else
+			count_punt(r - 1); // fp_tcx follows this decision without classifying again
+	}
 	__u32 zero = 0;
 	struct handshake *h = bpf_map_lookup_elem(&hs, &zero);
 	if (h) {
