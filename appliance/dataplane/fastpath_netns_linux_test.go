@@ -268,6 +268,7 @@ func bridgeRun(t *testing.T, mode FastPathMode, ruleText string, vlan bool) fpRu
 	}
 	waitFast(t, e, want)
 	h1.Send(t, main...)
+	h1.Send(t, blast(rand.New(rand.NewPCG(8, 8)), warm, 300)...)
 	h2.Wait(300*time.Millisecond, 5*time.Second)
 	return collect(t, e, h1, h2)
 }
@@ -349,6 +350,7 @@ func natRun(t *testing.T, mode FastPathMode) fpRun {
 	waitFast(t, e, 6)
 	c.exchange(60)
 	c.exceptions()
+	c.blast(300)
 	c.close()
 	h2.Wait(300*time.Millisecond, 5*time.Second)
 	run := collect(t, e, h1, h2)
@@ -474,10 +476,152 @@ func (c *natConv) exceptions() {
 	}, nil)
 }
 
+// blast sends n damaged frames of the flows both ways.
+func (c *natConv) blast(n int) {
+	seqA, seqS := c.seqA, c.seqS
+	out := [][]byte{c.tcpOut(frame.TCPAck, c.payload(40)), c.out(fpOutIP.UDPPacket(5353, 53, c.payload(40))),
+		c.out(fpOutIP.ICMPPacket(frame.ICMPEchoRequest, 0, 77<<16|1, c.payload(40)))}
+	in := [][]byte{c.tcpIn(frame.TCPAck, c.payload(40)), c.in(fpInIP.UDPPacket(53, 5353, c.payload(40)))}
+	c.seqA, c.seqS = seqA, seqS
+	c.step(blast(c.r, out, n), blast(c.r, in, n))
+}
+
 // close ends the TCP connection with FINs and a RST of the server.
 func (c *natConv) close() {
 	c.step([][]byte{c.tcpOut(frame.TCPFin|frame.TCPAck, nil)}, nil)
 	c.seqA++
 	c.step(nil, [][]byte{c.tcpIn(frame.TCPAck|frame.TCPPsh, c.payload(100))})
 	c.step(nil, [][]byte{c.tcpIn(frame.TCPRst, nil)})
+}
+
+// blast returns n frames made from good by random damage: truncated,
+// bytes flipped in the headers, lengths and checksums wrong.
+func blast(r *rand.Rand, good [][]byte, n int) [][]byte {
+	out := make([][]byte, 0, n)
+	for range n {
+		b := slices.Clone(good[r.IntN(len(good))])
+		switch r.IntN(4) {
+		case 0: // truncated
+			b = b[:14+r.IntN(len(b)-14)]
+		case 1: // a header byte
+			b[14+r.IntN(min(40, len(b)-14))] ^= byte(1 << r.IntN(8))
+		case 2: // the IPv4 total length or the UDP length
+			at := []int{16, 17, 38, 39}[r.IntN(4)]
+			if at < len(b) {
+				b[at] = byte(r.Uint32())
+			}
+		default: // two damages
+			b[14+r.IntN(min(40, len(b)-14))] = byte(r.Uint32())
+			b[14+r.IntN(min(40, len(b)-14))] = byte(r.Uint32())
+		}
+		if len(b) < 60 && r.IntN(2) == 0 {
+			b = frametest.Pad(b)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// bridgeStream is n UDP frames from A to B to dport, with payloads of
+// their own.
+func bridgeStream(r *rand.Rand, n int, dport uint16) [][]byte {
+	ip := frametest.IPv4{Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}}
+	out := make([][]byte, n)
+	for i := range out {
+		p := make([]byte, 20+r.IntN(100))
+		for j := range p {
+			p[j] = byte(r.Uint32())
+		}
+		out[i] = frametest.Pad(frametest.Frame(fpHostB, fpHostA, frame.EtherTypeIPv4, ip.UDPPacket(5000, dport, p)))
+	}
+	return out
+}
+
+// countUDPTo counts the UDP frames among frames to dport.
+func countUDPTo(frames [][]byte, dport uint16) int {
+	n := 0
+	for _, b := range frames {
+		var f frame.Frame
+		if frame.Parse(b, &f) == nil && f.Proto == frame.ProtoUDP && f.UDP.DstPort == dport {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFastPathRuleSwap: a rule change that changes a flow's verdict takes
+// it out of the kernel before Apply returns, and the rules' counters
+// count every frame, whichever path decided it.
+func TestFastPathRuleSwap(t *testing.T) {
+	tp := quietTopo(t)
+	cfg := &Config{Ports: []Port{{Interface: "p1"}, {Interface: "p2"}}}
+	e := tp.engine(cfg)
+	h1 := tp.hosts[0].OpenPackets(t, "eth0", true)
+	h2 := tp.hosts[1].OpenPackets(t, "eth0", true)
+	r := rand.New(rand.NewPCG(3, 3))
+	h2.Send(t, frametest.Pad(frametest.Frame(fpHostA, fpHostB, frame.EtherTypeARP, frametest.ARP(2, fpHostB, [4]byte{10, 0, 0, 2}, fpHostA, [4]byte{10, 0, 0, 1}))))
+	h1.Wait(100*time.Millisecond, time.Second)
+	h1.Send(t, bridgeStream(r, 5, 7000)...)
+	waitFast(t, e, 1)
+	h1.Send(t, bridgeStream(r, 100, 7000)...)
+	if got := countUDPTo(h2.Wait(200*time.Millisecond, 3*time.Second), 7000); got != 105 {
+		t.Fatalf("%d of 105 frames arrived before the rule", got)
+	}
+	if fs := e.Snapshot().FastPath; fs.Packets < 90 {
+		t.Fatalf("the fast path forwarded %d frames, want most of 105", fs.Packets)
+	}
+	h2.Reset()
+	cfg2 := *cfg
+	cfg2.Rules = mustRules(t, "udp dport 7000 counter drop\nudp dport 7001 counter accept")
+	if err := e.Apply(&cfg2); err != nil {
+		t.Fatal(err)
+	}
+	h1.Send(t, bridgeStream(r, 50, 7000)...)
+	h1.Send(t, bridgeStream(r, 50, 7001)...)
+	got := h2.Wait(200*time.Millisecond, 3*time.Second)
+	if n := countUDPTo(got, 7000); n != 0 {
+		t.Errorf("%d frames of the dropped flow arrived after the rule's Apply returned", n)
+	}
+	if n := countUDPTo(got, 7001); n != 50 {
+		t.Errorf("%d of 50 frames of the accepted flow arrived", n)
+	}
+	_, cs := e.Rules().Counters()
+	if len(cs) != 2 || cs[0].Packets != 50 || cs[1].Packets != 50 {
+		t.Errorf("rule counters %+v, want 50 dropped and 50 accepted", cs)
+	}
+	if fs := e.Snapshot().FastPath; fs.Microflows == 0 {
+		t.Errorf("no microflow for the accepted flow: %+v", fs)
+	}
+}
+
+// TestFastPathStationMoves: when B shows up on another port, the pair to
+// it leaves the kernel: A's next frames go to B's new port.
+func TestFastPathStationMoves(t *testing.T) {
+	tp := newTopo(t, 3)
+	for _, h := range tp.hosts {
+		h.Sysctl(t, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.eth0.disable_ipv6=1")
+	}
+	e := tp.engine(&Config{Ports: []Port{{Interface: "p1"}, {Interface: "p2"}, {Interface: "p3"}}})
+	h1 := tp.hosts[0].OpenPackets(t, "eth0", true)
+	h2 := tp.hosts[1].OpenPackets(t, "eth0", true)
+	h3 := tp.hosts[2].OpenPackets(t, "eth0", true)
+	r := rand.New(rand.NewPCG(4, 4))
+	hello := frametest.Pad(frametest.Frame(fpHostA, fpHostB, frame.EtherTypeARP, frametest.ARP(2, fpHostB, [4]byte{10, 0, 0, 2}, fpHostA, [4]byte{10, 0, 0, 1})))
+	h2.Send(t, hello)
+	h1.Wait(100*time.Millisecond, time.Second)
+	h1.Send(t, bridgeStream(r, 5, 7000)...)
+	waitFast(t, e, 1)
+	h1.Send(t, bridgeStream(r, 50, 7000)...)
+	h2.Wait(200*time.Millisecond, 3*time.Second)
+	h3.Send(t, hello) // B moved to p3
+	h1.Wait(100*time.Millisecond, time.Second)
+	h2.Reset()
+	h3.Reset()
+	h1.Send(t, bridgeStream(r, 50, 7000)...)
+	if n := countUDPTo(h3.Wait(200*time.Millisecond, 3*time.Second), 7000); n != 50 {
+		t.Errorf("%d of 50 frames reached B on its new port", n)
+	}
+	if n := countUDPTo(h2.Frames(), 7000); n != 0 {
+		t.Errorf("%d frames still went to B's old port", n)
+	}
 }
