@@ -238,6 +238,11 @@ func (b *builder) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worke
 func rxConfig(rc Ring, mtu int, fanout *afpacket.Fanout) afpacket.Config {
 	ac := afpacket.Config{MTU: mtu, BlockSize: rc.BlockSize, BlockCount: rc.BlockCount,
 		BlockTimeout: rc.BlockTimeout, TxFrames: DefaultReplyFrames, Fanout: fanout}
+	if rc.Kind == RingFrames || rc.Kind == "" && DefaultRingKind == RingFrames && rc.BlockSize == 0 && rc.BlockCount == 0 {
+		ac.FrameRing, ac.RxFrames = true, orDefault(rc.Frames, DefaultRxFrames)
+		ac.BlockSize, ac.BlockCount, ac.BlockTimeout = 0, 0, 0
+		return ac
+	}
 	if ac.BlockSize == 0 && ac.BlockCount == 0 {
 		ac.BlockSize, ac.BlockCount = DefaultRxBlockSize, DefaultRxBlocks
 	}

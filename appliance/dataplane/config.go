@@ -206,12 +206,35 @@ type StaticEntry struct {
 // Ring tunes the AF_PACKET rings; zero fields use afpacket's defaults
 // (and DefaultTxFrames for the per-pair TX sockets).
 type Ring struct {
-	// BlockSize and BlockCount size each RX ring; both 0 picks
+	// Kind is the RX ring: RingFrames (TPACKET_V2: a frame reaches its
+	// worker as soon as the kernel wrote it) or RingBlocks (TPACKET_V3:
+	// frames wait until their block is full or retired by the block
+	// timeout); "" is DefaultRingKind, or RingBlocks when BlockSize or
+	// BlockCount is set.
+	Kind RingKind
+	// Frames sizes a RingFrames ring (0: DefaultRxFrames).
+	Frames int
+	// BlockSize and BlockCount size a RingBlocks ring; both 0 picks
 	// DefaultRxBlockSize × DefaultRxBlocks.
 	BlockSize, BlockCount int
 	BlockTimeout          time.Duration
 	TxFrames              int
 }
+
+// RingKind is the layout of the RX rings.
+type RingKind string
+
+// The ring kinds.
+const (
+	RingFrames RingKind = "frames"
+	RingBlocks RingKind = "blocks"
+	// DefaultRingKind is frames: the block retire timeout (2 ms, rounded
+	// up to the kernel's timer tick) held every frame of a quiet flow
+	// that long (docs/dataplane.md, Measured).
+	DefaultRingKind = RingFrames
+	// DefaultRxFrames is a frame ring's size per worker.
+	DefaultRxFrames = 8192
+)
 
 func modeOf(c *Config) Mode {
 	if c.Mode == "" {
@@ -272,6 +295,11 @@ func (c *Config) Check() error {
 	case "", FastPathAuto, FastPathTCX, FastPathXDP, FastPathOff:
 	default:
 		add("fast path %q", c.FastPath)
+	}
+	switch c.Ring.Kind {
+	case "", RingFrames, RingBlocks:
+	default:
+		add("ring kind %q", c.Ring.Kind)
 	}
 	ids := c.PortNames()
 	if len(ids) != n {
