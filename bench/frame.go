@@ -54,6 +54,34 @@ func setFlow(f []byte, n int) {
 	binary.BigEndian.PutUint16(f[sportOff:], uint16(firstSport+n))
 }
 
+// setFresh gives a udpFrame the n-th of 64000×64000 5-tuples (source and
+// destination port; the UDP checksum is 0, the IP header unchanged).
+func setFresh(f []byte, n uint64) {
+	binary.BigEndian.PutUint16(f[sportOff:], uint16(firstSport+n%64000))
+	binary.BigEndian.PutUint16(f[sportOff+2:], uint16(1+n/64000%64000))
+}
+
+// The send time stamp of a latency frame, at the start of the UDP
+// payload: stampMagic, then the Unix time in ns (big endian).
+const (
+	stampOff   = sportOff + udpLen
+	stampMagic = 0x65316b7374616d70 // "e1kstamp"
+)
+
+// putStamp writes the send time ns into frame f.
+func putStamp(f []byte, ns int64) {
+	binary.BigEndian.PutUint64(f[stampOff:], stampMagic)
+	binary.BigEndian.PutUint64(f[stampOff+8:], uint64(ns))
+}
+
+// readStamp returns the send time of a stamped frame f.
+func readStamp(f []byte) (int64, bool) {
+	if len(f) < stampOff+16 || binary.BigEndian.Uint64(f[stampOff:]) != stampMagic {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(f[stampOff+8:])), true
+}
+
 // learnFrame is a broadcast frame from src with an experimental
 // EtherType: bridges learn src from it and the sink drops it.
 func learnFrame(src net.HardwareAddr) []byte {
