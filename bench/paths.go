@@ -463,6 +463,11 @@ var (
 	natServerIP            = netip.MustParseAddr("198.51.100.9")      // the destination, routed via the gateway
 )
 
+// natConntrackSize is the appliance's connection table in the NAT paths:
+// the kernel's default nf_conntrack_max on a machine with this much
+// memory (262144).
+const natConntrackSize = 262144
+
 // applianceConfig is the runtime config for an e1kbox path: bridge mode
 // over b0 and b1 (NAT mode with b0 the LAN and b1 the WAN port for NAT
 // paths), the path's rules and CPU placement. It is validated with the
@@ -496,6 +501,9 @@ func applianceConfig(p Path) ([]byte, error) {
 		// The bare router runs no services; the services row has the
 		// defaults (DHCP server and DNS forwarder on the host port).
 		c.DHCP.Enabled, c.DNS.Enabled = &p.Services, &p.Services
+		// As big as the kernel's nf_conntrack_max on the build host, for
+		// the connection-rate rows.
+		c.NAT.Conntrack.Size = natConntrackSize
 	}
 	c.Dashboard.Listen = applianceListen
 	c.ApplyDefaults()

@@ -369,6 +369,13 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 		fmt.Fprintf(progress, "rep %d/%d %-44s %s at %s: %.0f ns/pkt (tick-sampled %.0f), cpu busy %s\n", r, o.reps, RowName(p.Name, o.sizes[0]),
 			FormatPPS(s.PPS), FormatPPS(o.rate), s.NsPerPacket, s.TickNsPerPacket, busyText(s.CPUBusy))
 	}
+	if p.Kind == kindE1kbox && p.FastPath != "off" {
+		var st fastState
+		if err := h.applianceGet(ctx, "/api/dataplane", &st); err == nil && st.FastPath != nil {
+			fmt.Fprintf(progress, "rep %d/%d %s: the fast path forwarded %d frames; left to the rings: %v\n", r, o.reps, p.Name,
+				st.FastPath.Packets, st.FastPath.Punts)
+		}
+	}
 	lat, err := h.latencyRuns(ctx, p, pl, o, r, capacity, progress)
 	samples = append(samples, lat...)
 	if err != nil {
@@ -408,6 +415,20 @@ func (h *harness) latencyRuns(ctx context.Context, p Path, pl cpuPlace, o *optio
 			return out, err
 		}
 		fmt.Fprintf(progress, "rep %d/%d %-44s new connections: %.0f/s with under %.0f%% loss\n", r, o.reps, p.Name, connRateOf(cs), 100*connLoss)
+		if p.Kind == kindE1kbox {
+			var st struct {
+				Drops map[string]uint64 `json:"drops"`
+				NAT   map[string]any    `json:"nat"`
+			}
+			if err := h.applianceGet(ctx, "/api/dataplane", &st); err == nil {
+				for k, v := range st.Drops {
+					if v == 0 {
+						delete(st.Drops, k)
+					}
+				}
+				fmt.Fprintf(progress, "rep %d/%d %s: drops %v, router %v\n", r, o.reps, p.Name, st.Drops, st.NAT)
+			}
+		}
 	}
 	return out, nil
 }
