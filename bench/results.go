@@ -129,8 +129,8 @@ type Report struct {
 	LatencyRows []LatencyRow `json:"latency_rows,omitempty"`
 	ConnRows    []ConnRow    `json:"conn_rows,omitempty"`
 	Targets     []Target     `json:"targets,omitempty"`
-	Samples  []Sample  `json:"samples"`
-	Notes    []string  `json:"notes,omitempty"`
+	Samples     []Sample     `json:"samples"`
+	Notes       []string     `json:"notes,omitempty"`
 }
 
 // HostInfo describes the machine the numbers come from.

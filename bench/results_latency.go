@@ -94,9 +94,9 @@ func SummarizeLatency(samples []Sample, paths []string) ([]LatencyRow, []ConnRow
 		r := LatencyRow{Path: k.path, Kind: k.kind, Load: k.load, Runs: len(ss),
 			Rate: med(ss, func(s Sample) float64 { return s.Offered }),
 			P50:  med(ss, func(s Sample) float64 { return s.P50 }), P99: med(ss, func(s Sample) float64 { return s.P99 }),
-			P999:   med(ss, func(s Sample) float64 { return s.P999 }),
-			MinP99: slices.MinFunc(ss, func(a, b Sample) int { return cmp.Compare(a.P99, b.P99) }).P99,
-			MaxP99: slices.MaxFunc(ss, func(a, b Sample) int { return cmp.Compare(a.P99, b.P99) }).P99,
+			P999:     med(ss, func(s Sample) float64 { return s.P999 }),
+			MinP99:   slices.MinFunc(ss, func(a, b Sample) int { return cmp.Compare(a.P99, b.P99) }).P99,
+			MaxP99:   slices.MaxFunc(ss, func(a, b Sample) int { return cmp.Compare(a.P99, b.P99) }).P99,
 			AddedP99: math.NaN()}
 		for _, s := range ss {
 			r.Samples += s.Samples
