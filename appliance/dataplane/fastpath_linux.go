@@ -311,3 +311,10 @@ func (e *Engine) wanID() uint16 {
 	}
 	return uint16(e.natp.wanID)
 }
+
+// SyncFastPath carries what the fast path forwarded into the tables now
+// (conntrack counters and deadlines, the FDB, the rules' counters, the
+// port counters) and takes out flows whose connection is gone: call it
+// before listing them, or after deleting connections. Without the fast
+// path it does nothing.
+func (e *Engine) SyncFastPath() { e.fp.sync() }
