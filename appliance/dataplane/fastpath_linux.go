@@ -24,7 +24,7 @@ import (
 const (
 	// fpHarvestInterval is how often the manager reads the kernel's flow
 	// counters into conntrack, the FDB, the rules and the port counters.
-	fpHarvestInterval = 200 * time.Millisecond
+	fpHarvestInterval = 500 * time.Millisecond
 	// fpIdle is how long a flow may go without a packet before it leaves
 	// the kernel (a NAT flow leaves after half its timeout if that is
 	// shorter): the maps hold the active flows.
@@ -51,20 +51,23 @@ type fastPath struct {
 
 	offers chan fpOffer
 
-	mu      sync.Mutex // the flows and everything below
-	ifindex []int      // by port id; 0 where the program is not attached
-	nat     map[nat.Tuple]*fpNAT
-	pairs   map[fastpath.PairKey]*fpPair
-	micros  map[fastpath.MicroKey]*fpMicro
-	free    []uint32 // free stats slots, the lowest last
-	high    uint32   // slots below high have been used
-	stats   []fastpath.Stats
-	prev    []fastpath.Stats // what was counted of each slot so far
-	reader  *fastpath.StatsReader
-	dying   []fpDying // evicted flows whose last counts are still to read
-	rw      *rules.Worker
-	gen     uint64 // the rule table the flows were judged by
-	flagsOK bool   // the table's forward chain does not match TCP flags
+	mu                sync.Mutex // the flows and everything below
+	ifindex           []int      // by port id; 0 where the program is not attached
+	nat               map[nat.Tuple]*fpNAT
+	natRev            map[nat.Tuple]*fpNAT // by the other direction's tuple
+	pairs             map[fastpath.PairKey]*fpPair
+	micros            map[fastpath.MicroKey]*fpMicro
+	free              []uint32 // free stats slots, the lowest last
+	high              uint32   // slots below high have been used
+	stats             []fastpath.Stats
+	prev              []fastpath.Stats // what was counted of each slot so far
+	reader            *fastpath.StatsReader
+	dying             []fpDying // evicted flows whose last counts are still to read
+	rw                *rules.Worker
+	hops              map[fpHop]bool // a harvest's next hops found fresh (or not)
+	natPkts, natBytes uint64         // a harvest's NAT frames, for the router's counts
+	gen               uint64         // the rule table the flows were judged by
+	flagsOK           bool           // the table's forward chain does not match TCP flags
 
 	// mark counts, by tuple hash, the NAT flows installed for either
 	// direction of a connection: a worker that sees a TCP SYN, FIN or
@@ -74,7 +77,7 @@ type fastPath struct {
 	c fpCounters
 }
 
-const fpMarks = 1 << 14
+const fpMarks = 1 << 16
 
 // fpCounters are the fast path's counters, read by Snapshot.
 type fpCounters struct {
@@ -122,7 +125,7 @@ type FastPathStats struct {
 // Failing that, it records why and the engine runs without it.
 func (e *Engine) openFastPath(cfg *Config) {
 	fp := &fastPath{e: e, kernel: fastpath.ReadKernel(), offers: make(chan fpOffer, fpOffers),
-		nat: map[nat.Tuple]*fpNAT{}, pairs: map[fastpath.PairKey]*fpPair{}, micros: map[fastpath.MicroKey]*fpMicro{}}
+		nat: map[nat.Tuple]*fpNAT{}, natRev: map[nat.Tuple]*fpNAT{}, hops: map[fpHop]bool{}, pairs: map[fastpath.PairKey]*fpPair{}, micros: map[fastpath.MicroKey]*fpMicro{}}
 	e.fp = fp
 	mode := fastpath.ModeTCX
 	switch cfg.FastPath {

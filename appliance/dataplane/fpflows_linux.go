@@ -57,6 +57,13 @@ type fpMicro struct {
 	active int64
 }
 
+// fpHop is a NAT flow's next hop.
+type fpHop struct {
+	side nat.Side
+	ip   [4]byte
+	mac  [6]byte
+}
+
 // fpDying is an evicted flow whose last counts are read at the next
 // harvest, when no program run can still be counting into its slot.
 type fpDying struct {
@@ -174,6 +181,7 @@ func (fp *fastPath) installNAT(o *fpOffer) bool {
 		return false
 	}
 	fp.nat[o.tuple] = rec
+	fp.natRev[rec.rev] = rec
 	fp.mark[fp.markIndex(&rec.tuple)].Add(1)
 	fp.mark[fp.markIndex(&rec.rev)].Add(1)
 	fp.c.installed.Add(1)
@@ -314,6 +322,13 @@ func (fp *fastPath) harvest() {
 	}
 	clk := fp.clock()
 	set := fp.e.cur.Load()
+	clear(fp.hops)
+	fp.natPkts, fp.natBytes = 0, 0
+	defer func() {
+		if fp.natPkts > 0 {
+			fp.e.natr.CountOffloaded(fp.natPkts, fp.natBytes)
+		}
+	}()
 	for _, d := range fp.dying {
 		fp.apply(d.rec, fp.delta(d.slot), clk, set)
 		fp.free = append(fp.free, d.slot)
@@ -343,11 +358,14 @@ func (fp *fastPath) apply(rec any, d fastpath.Stats, clk fpClock, set *settings)
 	e := fp.e
 	switch r := rec.(type) {
 	case *fpNAT:
-		alive := e.natr.Offloaded(r.id, r.dir, nat.OffloadUse{Packets: d.Packets, Bytes: d.L3Bytes, Last: clk.unix(d.Last)})
 		if d.Packets == 0 {
-			return alive
+			// An idle flow leaves by its idle time; a deleted
+			// connection by SyncFastPath or at its next packet.
+			return true
 		}
-		e.natr.CountOffloaded(d.Packets, d.Bytes)
+		alive := e.natr.Offloaded(r.id, r.dir, nat.OffloadUse{Packets: d.Packets, Bytes: d.L3Bytes, Last: clk.unix(d.Last)})
+		fp.natPkts += d.Packets
+		fp.natBytes += d.Bytes
 		fp.count(r.in, r.out, d.Packets, d.Bytes, 0)
 		if r.tuple.Side == nat.LAN && !set.ports[r.in].noLearn {
 			e.fdb.Learn(&r.srcMAC, r.vid, r.in, clk.engine(d.Last))
@@ -395,7 +413,14 @@ func (fp *fastPath) natValid(r *fpNAT, clk fpClock) bool {
 	if _, ok := fp.port(r.out); !ok {
 		return false
 	}
-	if !fp.e.natr.NeighbourFresh(r.outSide, r.nh, r.flow.DstMAC, clk.wall, clk.eng-r.active < int64(fpHarvestInterval)) {
+	// One check per next hop and harvest (most flows share the gateway).
+	h := fpHop{side: r.outSide, ip: r.nh, mac: r.flow.DstMAC}
+	fresh, ok := fp.hops[h]
+	if !ok {
+		fresh = fp.e.natr.NeighbourFresh(r.outSide, r.nh, r.flow.DstMAC, clk.wall, true)
+		fp.hops[h] = fresh
+	}
+	if !fresh {
 		return false
 	}
 	if r.outSide == nat.LAN {
@@ -475,6 +500,9 @@ func (fp *fastPath) evictNAT(r *fpNAT) {
 		fp.fail(err)
 	}
 	delete(fp.nat, r.tuple)
+	if fp.natRev[r.rev] == r {
+		delete(fp.natRev, r.rev)
+	}
 	fp.mark[fp.markIndex(&r.tuple)].Add(-1)
 	fp.mark[fp.markIndex(&r.rev)].Add(-1)
 	fp.dying = append(fp.dying, fpDying{slot: r.flow.Slot, rec: r})
@@ -514,21 +542,12 @@ func (fp *fastPath) evictPair(p *fpPair) {
 func (fp *fastPath) evictConn(t nat.Tuple) {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
-	var recs []*fpNAT
-	if r := fp.nat[t]; r != nil {
-		recs = append(recs, r)
-		if o := fp.nat[r.rev]; o != nil {
-			recs = append(recs, o)
-		}
-	} else {
-		for _, r := range fp.nat { // only the other direction is in the kernel
-			if r.rev == t {
-				recs = append(recs, r)
-			}
-		}
-	}
-	for _, r := range recs {
+	r, o := fp.nat[t], fp.natRev[t] // this direction, the other
+	if r != nil {
 		fp.evictNAT(r)
+	}
+	if o != nil {
+		fp.evictNAT(o)
 	}
 }
 
