@@ -109,14 +109,15 @@ func (fp *fastPath) markIndex(t *nat.Tuple) uint64 { return tupleHash(t) % fpMar
 // connection may be in the kernel (a hash filter: false positives only).
 func (fp *fastPath) marked(t *nat.Tuple) bool { return fp.mark[fp.markIndex(t)].Load() > 0 }
 
-// port returns data port id if it is up and the program runs on it.
+// port returns data port id if it is up, not blocked by loop protection,
+// and the program runs on it.
 func (fp *fastPath) port(id uint16) (*portInfo, bool) {
 	ports := fp.e.topo.Load().ports
 	if int(id) >= len(ports) || id == 0 || int(id) >= len(fp.ifindex) {
 		return nil, false
 	}
 	pi := ports[id]
-	return pi, !pi.host && pi.up.Load() && fp.ifindex[id] != 0
+	return pi, !pi.host && pi.up.Load() && fp.ifindex[id] != 0 && !pi.loop.blocked(fp.e.Now())
 }
 
 // install takes an offered flow into the kernel if it still is one the
@@ -563,6 +564,26 @@ func (fp *fastPath) macMoved(mac [6]byte, vid uint16) {
 	}
 	for _, r := range fp.nat {
 		if r.outSide == nat.LAN && r.flow.DstMAC == mac && vid == 0 {
+			fp.evictNAT(r)
+		}
+	}
+}
+
+// fdbFlushed follows a flush of the whole FDB (loop protection blocked
+// or opened a port): every pair and every NAT flow to or from the LAN
+// leaves the kernel, so that the slow path learns the stations again
+// instead of the harvest learning them back where they were.
+func (fp *fastPath) fdbFlushed() {
+	if !fp.on() {
+		return
+	}
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	for _, p := range fp.pairs {
+		fp.evictPair(p)
+	}
+	for _, r := range fp.nat {
+		if r.outSide == nat.LAN || r.tuple.Side == nat.LAN {
 			fp.evictNAT(r)
 		}
 	}

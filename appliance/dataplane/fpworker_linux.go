@@ -127,8 +127,8 @@ func (w *fwd) fpBefore(side int) fpPre {
 // fpAfter offers the NAT flow of a frame the router forwarded (b, to its
 // port id port) when it went to one data port.
 func (w *fwd) fpAfter(p fpPre, port int, b []byte) {
-	if !p.ok || len(b) < frame.EthernetHeaderLen {
-		return
+	if !p.ok || len(b) < frame.EthernetHeaderLen || w.hostID != 0 && port == int(w.hostID) {
+		return // replies to the box's own stack stay on the rings
 	}
 	dst := [6]byte(b[0:6])
 	out := w.wanID
