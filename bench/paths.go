@@ -328,8 +328,10 @@ func nftRules(p Path) string {
 // accepts, wan rejects input and forwarding but for DHCP, ping, IGMP and
 // IPsec), a SYN flood limit, MSS clamping and masquerade on the wan:
 // nft lists 48 rules.
-func fw4Rules(lan, wan string) string {
-	return fmt.Sprintf(`table inet fw4 {
+func fw4Rules(lan, wan string) string { return fmt.Sprintf(fw4Template, lan, wan) }
+
+// fw4Template is fw4Rules' ruleset: %[1]q is the LAN interface, %[2]q the WAN's.
+const fw4Template = `table inet fw4 {
 	chain input {
 		type filter hook input priority filter; policy drop;
 		iifname "lo" accept
@@ -407,8 +409,7 @@ func fw4Rules(lan, wan string) string {
 		oifname %[2]q tcp flags syn tcp option maxseg size set rt mtu
 	}
 }
-`, lan, wan)
-}
+`
 
 // e1kboxFW4Rules is fw4Rules in e1kbox's rule language (NAT mode: the
 // router's conntrack answers established traffic; the forward chain sees

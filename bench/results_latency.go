@@ -114,6 +114,12 @@ func SummarizeLatency(samples []Sample, paths []string) ([]LatencyRow, []ConnRow
 			r.Baseline, r.AddedP99 = b, r.P99-v
 		}
 	}
+	return rows, summarizeConns(conn, paths)
+}
+
+// summarizeConns makes the connection-rate rows (in the order of paths)
+// of each path's repetitions' steps, with ratios against kernel NAT.
+func summarizeConns(conn map[string]map[int][]Sample, paths []string) []ConnRow {
 	var conns []ConnRow
 	for _, p := range paths {
 		reps := conn[p]
@@ -133,7 +139,7 @@ func SummarizeLatency(samples []Sample, paths []string) ([]LatencyRow, []ConnRow
 			}
 		}
 	}
-	return rows, conns
+	return conns
 }
 
 // writeLatency writes the latency and connection-rate tables.
