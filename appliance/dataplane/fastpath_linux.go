@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -303,9 +302,6 @@ func (fp *fastPath) snapshot(s *Snapshot) {
 		}
 	}
 }
-
-// errFastPathOff is what the fast path's API says when it does not run.
-var errFastPathOff = errors.New("dataplane: the fast path is off")
 
 // wanID is the WAN port's id in NAT mode, 0 in bridge mode.
 func (e *Engine) wanID() uint16 {
