@@ -296,7 +296,17 @@ func collect(t *testing.T, e *Engine, h1, h2 *netnstest.Packets) fpRun {
 		for i := range r.conns {
 			r.conns[i].ID, r.conns[i].Created = 0, time.Time{}
 		}
-		slices.SortFunc(r.conns, func(a, b Conn) int { return strings.Compare(a.Orig.Src.String(), b.Orig.Src.String()) })
+		// A total order: the table lists its connections in slot order,
+		// and its free slots are taken at random.
+		slices.SortFunc(r.conns, func(a, b Conn) int {
+			if c := strings.Compare(a.Proto, b.Proto); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.Orig.Src.String(), b.Orig.Src.String()); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Orig.Dst.String(), b.Orig.Dst.String())
+		})
 	}
 	return r
 }
