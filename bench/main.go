@@ -96,8 +96,7 @@ func parseFlags(args []string) (*options, error) {
 	if *rate < 0 {
 		return nil, fmt.Errorf("-rate %v is negative", *rate)
 	}
-	o.rate = *rate
-	o.reps = *reps
+	o.rate, o.reps = *rate, *reps
 	def := func(d *time.Duration, normal, quick time.Duration) {
 		if *d == 0 {
 			*d = normal
