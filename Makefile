@@ -4,10 +4,10 @@ GO ?= go
 OUT ?= build
 DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools squashfs-tools gdisk \
 	iproute2 iputils-ping iperf3 dnsmasq tcpdump nftables netsniff-ng isc-dhcp-client traceroute curl ethtool chromium \
-	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip
+	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip clang llvm libbpf-dev linux-libc-dev
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /qemu-test)
 
-.PHONY: all image run vm test unit qemu-test bench bench-firmware bench-tuning bench-qemu lint deps clean
+.PHONY: all image run vm test unit bpf-check qemu-test bench bench-firmware bench-tuning bench-qemu lint deps clean
 
 all: image
 
@@ -32,11 +32,17 @@ vm:
 	$(GO) run ./firmware vm -out $(OUT)
 
 # test runs every test: unit, fuzz seeds, netns integration, browser and QEMU.
-test: deps unit qemu-test
+test: deps bpf-check unit qemu-test
 
 unit:
 	$(GO) vet ./...
 	$(GO) test -timeout 20m $(UNIT_PKGS)
+
+# bpf-check regenerates the fast path's BPF object and Go bindings (bpf2go,
+# Debian's clang) and fails if they differ from the committed ones.
+bpf-check: deps
+	cd appliance/dataplane/fastpath && $(GO) generate ./...
+	git diff --exit-code -- appliance/dataplane/fastpath || (echo "fastpath: the committed BPF objects are stale; run go generate ./appliance/dataplane/fastpath and commit"; exit 1)
 
 qemu-test:
 	$(GO) test -timeout 60m -v -count=1 ./qemu-test/

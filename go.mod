@@ -6,6 +6,7 @@ require (
 	github.com/beevik/ntp v1.6.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/cilium/ebpf v0.22.0
 	github.com/gokrazy/gokrazy v0.0.0-20260418085648-c38c3134b8a7
 	github.com/gokrazy/kernel.amd64 v0.0.0-20260705070735-de680abf072b
 	github.com/gokrazy/updater v0.0.0-20250705135802-db129c40879c

@@ -6,6 +6,7 @@ package e1kbox
 
 import (
 	_ "github.com/chromedp/chromedp"
+	_ "github.com/cilium/ebpf/cmd/bpf2go"
 	_ "github.com/gokrazy/gokrazy"
 	_ "github.com/gokrazy/gokrazy/cmd/dhcp"
 	_ "github.com/gokrazy/kernel.amd64"

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/config"
+	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/system"
 	"e1kbox/webui"
 )
@@ -38,6 +39,7 @@ func main() {
 type flags struct {
 	live, factory, listen, state, interfaces, passwordFiles string
 	tune                                                    bool
+	rxRing                                                  string
 }
 
 func parseFlags() flags {
@@ -49,6 +51,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.interfaces, "interfaces", "", "comma-separated data interfaces: run a bridge over them (ports named after them), "+
 		"overriding the config's ports; with no config file at all, a default bridge config is used")
 	flag.BoolVar(&f.tune, "tune", true, "apply the config's NIC and kernel tuning plan before starting the dataplane")
+	flag.StringVar(&f.rxRing, "rx-ring", "", "RX ring layout, for measurements: frames (TPACKET_V2) or blocks (TPACKET_V3); empty: the dataplane's default")
 	flag.StringVar(&f.passwordFiles, "password-files", strings.Join(webui.DefaultPasswordFiles, ","), "dashboard password files, tried in order (gokrazy's)")
 	flag.Parse()
 	return f
@@ -80,6 +83,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	dp := newPlane(log, f.tune)
+	dp.ring = dataplane.RingKind(f.rxRing)
 	defer dp.Close()
 	if err := dp.Apply(ctx, cfg); err != nil {
 		log.Error("dataplane not started", "err", err) // keep serving: /healthz reports it

@@ -21,9 +21,10 @@ import (
 // (a live swap, a restart of some ports' workers, a new engine).
 type plane struct {
 	log   *slog.Logger
-	tune  bool          // apply the tuning plan (else only read it back)
-	tuner *tuning.Tuner // the one tuner: plans, hang mitigation
-	et    io.Closer     // the tuner's ethtool socket, nil without one
+	tune  bool               // apply the tuning plan (else only read it back)
+	tuner *tuning.Tuner      // the one tuner: plans, hang mitigation
+	et    io.Closer          // the tuner's ethtool socket, nil without one
+	ring  dataplane.RingKind // -rx-ring ("" is the dataplane's default)
 
 	mu      sync.Mutex
 	engine  *dataplane.Engine
@@ -69,6 +70,9 @@ func (p *plane) Apply(ctx context.Context, cfg *config.Config) error {
 	}
 	p.applied = cfg
 	dc, err := dataplaneConfig(cfg, cpu, p.lease)
+	if err == nil {
+		dc.Ring.Kind = p.ring
+	}
 	if err != nil {
 		p.stopLocked()
 		p.err = err
@@ -117,6 +121,7 @@ func (p *plane) SetLease(l *wanclient.Lease) {
 	}
 	dc, err := dataplaneConfig(p.applied, p.cpu, l)
 	if err == nil {
+		dc.Ring.Kind = p.ring
 		err = p.engine.Apply(dc)
 	}
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 // the LAN ports' one IPv4 prefix, and the host port, which sits on the LAN
 // segment, gets the smallest LAN port MTU.
 func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan, lease *wanclient.Lease) (*dataplane.Config, error) {
-	d := &dataplane.Config{Mode: dataplane.ModeBridge, CPU: cpu}
+	d := &dataplane.Config{Mode: dataplane.ModeBridge, CPU: cpu, FastPath: dataplane.FastPathMode(c.FastPath)}
 	switch c.Mode {
 	case config.ModeBridge:
 	case config.ModeNAT:

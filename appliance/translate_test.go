@@ -41,6 +41,7 @@ func TestDataplaneConfig(t *testing.T) {
 		}
 		want := &dataplane.Config{
 			Mode:     dataplane.ModeBridge,
+			FastPath: dataplane.FastPathAuto,
 			Ports:    []dataplane.Port{{Name: "lan", Interface: "eth1", MTU: 9000}, {Name: "dmz", Interface: "eth3", MTU: 1500}},
 			HostPort: &dataplane.HostPort{Name: "host", Interface: "e1khost0", Addresses: []netip.Prefix{netip.MustParsePrefix("192.168.1.2/24")}},
 			Bridge: dataplane.Bridge{AgingTime: 10 * time.Second, FDBSize: 1024,
@@ -74,7 +75,8 @@ func TestDataplaneConfig(t *testing.T) {
 		to := nat.Timeouts{TCPSynSent: 120, TCPSynRecv: 60, TCPEstablished: 3600, TCPFinWait: 120, TCPCloseWait: 60,
 			TCPLastAck: 30, TCPTimeWait: 120, TCPClose: 10, UDPUnreplied: 2, UDPAssured: 2, ICMP: 30, Generic: 600}
 		want := &dataplane.Config{
-			Mode: dataplane.ModeNAT,
+			Mode:     dataplane.ModeNAT,
+			FastPath: dataplane.FastPathAuto,
 			Ports: []dataplane.Port{{Name: "wan", Interface: "eth1", MTU: 1500, Role: dataplane.RoleWAN},
 				{Name: "lan", Interface: "eth2", MTU: 9000, Role: dataplane.RoleLAN}, {Name: "lan2", Interface: "eth3", MTU: 4000, Role: dataplane.RoleLAN}},
 			HostPort: &dataplane.HostPort{Name: "host", Interface: "e1khost0", MTU: 4000, Addresses: []netip.Prefix{netip.MustParsePrefix("192.168.1.2/24")}},

@@ -70,6 +70,9 @@ func (v *boxView) Snapshot() webui.Snapshot {
 		webui.DropStat{Reason: webui.DropRules, Packets: rulesDrop},
 		webui.DropStat{Reason: webui.DropMalformed, Packets: malformed},
 	)
+	if fp := snap.FastPath; fp != nil {
+		s.FastPath = &webui.FastPathSummary{Mode: fp.Mode, Reason: fp.Reason, Flows: fp.NATFlows + fp.Pairs + fp.Microflows, Packets: fp.Packets}
+	}
 	if snap.NAT != nil {
 		s.Drops = append(s.Drops, webui.DropStat{Reason: webui.DropNATFull, Packets: natFull})
 		s.Conntrack = &webui.ConntrackSummary{Entries: snap.NAT.Conns, Capacity: snap.NAT.MaxConns}
@@ -90,6 +93,7 @@ func (v *boxView) Table() webui.RuleTable {
 	if e == nil {
 		return webui.RuleTable{}
 	}
+	e.SyncFastPath() // the counters of what the fast path forwarded
 	return ruleTable(e)
 }
 
@@ -132,6 +136,7 @@ func (v *boxView) Query(q webui.ConnQuery) ([]webui.Conn, int) {
 	if e == nil {
 		return nil, 0
 	}
+	e.SyncFastPath() // the counters and deadlines of what the fast path forwarded
 	sel := webui.NewConnSelector(q)
 	now := time.Now()
 	var wc webui.Conn
@@ -162,6 +167,7 @@ func (v *boxView) Delete(id uint64) error {
 	if e.NAT() == nil || !e.NAT().DeleteConn(nat.ConnID(id)) {
 		return webui.ErrNotFound
 	}
+	e.SyncFastPath() // the deleted connection's flows leave the kernel
 	return nil
 }
 
@@ -182,6 +188,7 @@ func (v *boxView) DeleteMatching(q webui.ConnQuery) (int, error) {
 	if e == nil || e.NAT() == nil {
 		return 0, nil
 	}
+	defer e.SyncFastPath() // the deleted connections' flows leave the kernel
 	if !q.Addr.IsValid() || q.Addr.IsSingleIP() {
 		return dataplane.DeleteConns(e.NAT(), connFilter(q))
 	}

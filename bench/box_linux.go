@@ -233,7 +233,8 @@ func (h *harness) e1kbox(ctx context.Context, p Path) (*box, error) {
 	}
 	cmd := exec.Command("ip", "netns", "exec", h.t.box, h.appliance,
 		"-config", cfgPath, "-factory", filepath.Join(dir, "factory.json"),
-		"-state", filepath.Join(dir, "state"), "-listen", applianceListen, "-password-files", pwPath, "-tune="+strconv.FormatBool(h.applianceTune))
+		"-state", filepath.Join(dir, "state"), "-listen", applianceListen, "-password-files", pwPath, "-tune="+strconv.FormatBool(h.applianceTune),
+		"-rx-ring="+p.RxRing)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// No Pdeathsig: it fires when the forking OS thread exits, and inNetns
 	// ends threads. Close (also run on ^C) stops the process.

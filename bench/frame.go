@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 
+	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
@@ -52,6 +53,52 @@ func udpFrame(size int, src, dst net.HardwareAddr, sip, dip netip.Addr) ([]byte,
 // below maxFlows). The UDP checksum is 0 and the IP header is unchanged.
 func setFlow(f []byte, n int) {
 	binary.BigEndian.PutUint16(f[sportOff:], uint16(firstSport+n))
+}
+
+// setFresh gives a udpFrame the n-th of freshHosts×freshPorts×64000
+// 5-tuples: the last byte of the source address (hosts .2 to .251 of its
+// /24, as many hosts opening connections would; the IP header checksum
+// updated), the source port (one of freshPorts: the NAT's
+// endpoint-independent mappings, one per host and port, stay few) and the
+// destination port (the UDP checksum is 0).
+func setFresh(f []byte, n uint64) {
+	const srcLast = ethLen + 15 // the last byte of the source address
+	host := byte(2 + n%freshHosts)
+	n /= freshHosts
+	word := ethLen + 14 // the header word srcLast is the low byte of
+	old := binary.BigEndian.Uint16(f[word:])
+	f[srcLast] = host
+	binary.BigEndian.PutUint16(f[ethLen+10:], frame.Update16(binary.BigEndian.Uint16(f[ethLen+10:]), old, binary.BigEndian.Uint16(f[word:])))
+	binary.BigEndian.PutUint16(f[sportOff:], uint16(firstSport+n%freshPorts))
+	binary.BigEndian.PutUint16(f[sportOff+2:], uint16(1+n/freshPorts%64000))
+}
+
+// freshHosts and freshPorts are how many source addresses and ports
+// setFresh uses.
+const (
+	freshHosts = 250
+	freshPorts = 16
+)
+
+// The send time stamp of a latency frame, at the start of the UDP
+// payload: stampMagic, then the Unix time in ns (big endian).
+const (
+	stampOff   = sportOff + udpLen
+	stampMagic = 0x65316b7374616d70 // "e1kstamp"
+)
+
+// putStamp writes the send time ns into frame f.
+func putStamp(f []byte, ns int64) {
+	binary.BigEndian.PutUint64(f[stampOff:], stampMagic)
+	binary.BigEndian.PutUint64(f[stampOff+8:], uint64(ns))
+}
+
+// readStamp returns the send time of a stamped frame f.
+func readStamp(f []byte) (int64, bool) {
+	if len(f) < stampOff+16 || binary.BigEndian.Uint64(f[stampOff:]) != stampMagic {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(f[stampOff+8:])), true
 }
 
 // learnFrame is a broadcast frame from src with an experimental

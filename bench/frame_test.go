@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"testing"
 
+	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
@@ -82,5 +84,48 @@ func TestRuleAddr(t *testing.T) {
 	}
 	if block.Contains(genIP) {
 		t.Errorf("the generator's %v is inside the rules' %v", genIP, block)
+	}
+}
+
+// TestSetFresh: every fresh tuple differs, and its IPv4 header checksum
+// verifies.
+func TestSetFresh(t *testing.T) {
+	f, err := udpFrame(64, macG0, macB0, natGenIP, natServerIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, n := range []uint64{0, 1, 249, 250, 251, 250 * 16, 250*16 + 1, 250*16*64000 - 1, 1<<40 + 3} {
+		setFresh(f, n)
+		var pf frame.Frame
+		if err := frame.Parse(f, &pf); err != nil || !frame.IPv4HeaderValid(f, &pf) {
+			t.Fatalf("tuple %d: parse %v, header checksum valid %v", n, err, frame.IPv4HeaderValid(f, &pf))
+		}
+		k := fmt.Sprint(pf.IPv4.Src, pf.UDP.SrcPort, pf.UDP.DstPort)
+		if seen[k] {
+			t.Errorf("tuple %d repeats %s", n, k)
+		}
+		seen[k] = true
+		if pf.IPv4.Src[3] < 2 || pf.IPv4.Src[3] > 251 || [3]byte(pf.IPv4.Src[:3]) != [3]byte{192, 168, 60} {
+			t.Errorf("tuple %d: source %v outside the LAN hosts", n, pf.IPv4.Src)
+		}
+	}
+}
+
+// TestStamp: a stamp reads back; an unstamped frame has none.
+func TestStamp(t *testing.T) {
+	f, err := udpFrame(64, macG0, macB0, genIP, sinkIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := readStamp(f); ok {
+		t.Error("an unstamped frame has a stamp")
+	}
+	putStamp(f, 1234567890123)
+	if ns, ok := readStamp(f); !ok || ns != 1234567890123 {
+		t.Errorf("readStamp = %d, %v", ns, ok)
+	}
+	if _, ok := readStamp(f[:stampOff+8]); ok {
+		t.Error("a short frame has a stamp")
 	}
 }

@@ -26,6 +26,17 @@ type genSpec struct {
 	// the fragments out. A NIC's frames have neither, so copy is the
 	// default.
 	Ring bool
+	// Stamp writes the send time into each frame (putStamp), read
+	// per frame just before the frame is queued.
+	Stamp bool
+	// Fresh gives every frame a 5-tuple of its own (setFresh) instead of
+	// cycling through Flows: each is a new connection.
+	Fresh bool
+	// FreshBase is the first Fresh tuple's number.
+	FreshBase uint64
+	// Tick is a paced generator's sleep (0: genTick); shorter ticks send
+	// smaller bursts.
+	Tick time.Duration
 }
 
 // Generator pacing and batching.
@@ -85,7 +96,11 @@ func (g *generator) loop(s *afpacket.Socket, spec genSpec) error {
 		flow   int
 		queued uint64 // frames committed to the ring
 		start  = time.Now()
+		tick   = spec.Tick
 	)
+	if tick == 0 {
+		tick = genTick
+	}
 	for !g.stop.Load() {
 		n := genBatch
 		if spec.Rate > 0 {
@@ -94,7 +109,7 @@ func (g *generator) loop(s *afpacket.Socket, spec genSpec) error {
 				// Sleep in the kernel on this thread: a Go timer would
 				// wake the goroutine through another thread (a futex
 				// handoff per tick, charged to the measured CPU time).
-				ts := unix.NsecToTimespec(int64(genTick))
+				ts := unix.NsecToTimespec(int64(tick))
 				unix.Nanosleep(&ts, nil)
 				continue
 			}
@@ -106,9 +121,16 @@ func (g *generator) loop(s *afpacket.Socket, spec genSpec) error {
 				break // ring full: flush first
 			}
 			copy(b, spec.Frame)
-			setFlow(b, flow)
+			if spec.Fresh {
+				setFresh(b, spec.FreshBase+queued)
+			} else {
+				setFlow(b, flow)
+			}
 			if flow++; flow == spec.Flows {
 				flow = 0
+			}
+			if spec.Stamp {
+				putStamp(b, time.Now().UnixNano())
 			}
 			if !s.TxCommit(len(spec.Frame)) {
 				return fmt.Errorf("generator: frame of %d bytes refused by the TX ring", len(spec.Frame))

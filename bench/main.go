@@ -33,6 +33,9 @@ type options struct {
 	applianceTune bool
 	// genRing makes the generator send from a mapped TX ring.
 	genRing bool
+	// latency and connRate run the latency and connection-rate
+	// measurements of the paths that have them.
+	latency, connRate bool
 }
 
 // parseFlags parses args (without the program name).
@@ -58,6 +61,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.applianceTune, "appliance-tune", false, "run the appliance with -tune=true (its tuning plan turns RPS off; the harness steers again once it forwards)")
 	fs.BoolVar(&o.genRing, "gen-ring", false, "generator sends from a mapped TX ring (tpacket_snd) instead of sendmmsg: its frames' ring destructor then runs on whichever CPU frees them")
 	fs.StringVar(&o.appliance, "appliance", "", "appliance binary (default: go build e1kbox/appliance)")
+	fs.BoolVar(&o.latency, "latency", true, "measure one-way latency at 10/50/90% of capacity (paths with latency rows)")
+	fs.BoolVar(&o.connRate, "connrate", true, "measure new NAT connections per second and the latency of new flows (NAT paths)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -91,8 +96,7 @@ func parseFlags(args []string) (*options, error) {
 	if *rate < 0 {
 		return nil, fmt.Errorf("-rate %v is negative", *rate)
 	}
-	o.rate = *rate
-	o.reps = *reps
+	o.rate, o.reps = *rate, *reps
 	def := func(d *time.Duration, normal, quick time.Duration) {
 		if *d == 0 {
 			*d = normal

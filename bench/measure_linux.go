@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"e1kbox/tuning"
@@ -20,6 +21,9 @@ type harness struct {
 	brNetfilter bool // br_netfilter's sysctls exist in the box namespace
 	// applianceTune runs the appliance with -tune=true.
 	applianceTune bool
+	// freshBase numbers the new 5-tuples of the connection runs, so that
+	// no run reuses another's.
+	freshBase atomic.Uint64
 }
 
 // window is how long a measurement warms up and counts.
@@ -178,13 +182,18 @@ func (h *harness) readSink(ctx context.Context) (stamped, error) {
 // /proc/stat window lies inside the counter window, so that the nft reads
 // are not charged to the packets.
 func (h *harness) measure(ctx context.Context, p Path, pl cpuPlace, size int, rate float64, w window) (Sample, error) {
+	spec, err := h.genFor(p, pl, size, rate)
+	if err != nil {
+		return Sample{Path: p.Name, Size: size}, err
+	}
+	return h.measureSpec(ctx, p, spec, size, rate, w)
+}
+
+// measureSpec is measure with the generator spec given.
+func (h *harness) measureSpec(ctx context.Context, p Path, spec genSpec, size int, rate float64, w window) (Sample, error) {
 	s := Sample{Path: p.Name, Size: size, Kind: KindThroughput, Rate: rate}
 	if rate > 0 {
 		s.Kind = KindCPU
-	}
-	spec, err := h.genFor(p, pl, size, rate)
-	if err != nil {
-		return s, err
 	}
 	if p.Kind != kindDirect && !p.NAT {
 		if err := h.learn(); err != nil {

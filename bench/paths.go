@@ -46,6 +46,19 @@ type Path struct {
 	// Baseline is the path the ratios are taken against; "" is the kernel
 	// bridge.
 	Baseline string
+	// FastPath is the appliance's fastPath setting (e1kbox paths): ""
+	// is its default (auto: tcx), "off" or "xdp".
+	FastPath string
+	// RxRing is the appliance's -rx-ring ("" its default, "blocks" the
+	// TPACKET_V3 rings of before).
+	RxRing string
+	// FW4 loads the OpenWrt-like ruleset (fw4Rules) instead of NftRules,
+	// or, for e1kbox, its e1kbox equivalent.
+	FW4 bool
+	// Latency measures one-way latency at fractions of the path's
+	// capacity (latencyLoads); ConnRate the new NAT connections per
+	// second it carries and the latency of new flows' first packets.
+	Latency, ConnRate bool
 }
 
 // Path names of the reference rows.
@@ -69,15 +82,20 @@ func countName(n int) string {
 
 // buildPaths lists the paths of a run: direct, the kernel bridge, the
 // kernel bridge with each count of linear nft rules and with an nft set of
-// the largest count, then e1kbox per placement with 0 rules and with the
-// largest count of rules; then the NAT paths (the kernel with nftables
-// masquerade and the appliance in NAT mode at the first placement, each
-// bare and with the largest count of rules, ratios against the kernel
-// NAT; the appliance also with its router services, against itself
-// without) and the default-placement e1kbox bridge with wsClients dashboard
-// clients (ratio against the same bridge without them).
+// the largest count, then e1kbox per placement with 0 rules, with the
+// largest count of rules and with the fast path off (generic XDP too at
+// the default placement); then the NAT paths (the kernel with nftables
+// masquerade bare, with the largest count of rules and with the fw4-like
+// ruleset; the appliance in NAT mode at the first placement bare, with
+// the rules, with the fw4-like rules, with the fast path off and on XDP;
+// ratios against the kernel NAT; also with its router services, against
+// itself without) and the default-placement e1kbox bridge
+// with wsClients dashboard clients (ratio against the same bridge without
+// them). Latency is measured on the bare kernel and default-placement
+// e1kbox paths (fast path on, off, and off with the old block rings), the
+// connection rate on the bare NAT paths.
 func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
-	paths := []Path{{Name: directName, Kind: kindDirect}, {Name: kernelName, Kind: kindKernel}}
+	paths := []Path{{Name: directName, Kind: kindDirect}, {Name: kernelName, Kind: kindKernel, Latency: true}}
 	most := 0
 	for _, n := range ruleCounts {
 		if n > 0 {
@@ -93,26 +111,44 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 		if pl != tuning.DefaultPlacement {
 			name += " " + string(pl)
 		}
-		paths = append(paths, Path{Name: name, Kind: kindE1kbox, Placement: pl})
+		def := pl == tuning.DefaultPlacement
+		paths = append(paths, Path{Name: name, Kind: kindE1kbox, Placement: pl, Latency: def})
 		if most > 0 {
 			paths = append(paths, Path{Name: name + " + " + countName(most) + " rules", Kind: kindE1kbox, Rules: most, Placement: pl})
 		}
+		paths = append(paths, Path{Name: name + fastPathOffSuffix, Kind: kindE1kbox, Placement: pl, FastPath: "off", Latency: def})
+		if def {
+			paths = append(paths, Path{Name: name + xdpSuffix, Kind: kindE1kbox, Placement: pl, FastPath: "xdp"})
+		}
 	}
-	paths = append(paths, Path{Name: kernelNATName, Kind: kindKernel, NAT: true})
+	paths = append(paths, Path{Name: kernelNATName, Kind: kindKernel, NAT: true, Latency: true, ConnRate: true})
 	if most > 0 {
 		paths = append(paths, Path{Name: kernelNATName + " + " + countName(most) + " rules", Kind: kindKernel, NAT: true, NftRules: most, Baseline: kernelNATName})
 	}
+	paths = append(paths, Path{Name: kernelNATName + fw4Suffix, Kind: kindKernel, NAT: true, FW4: true, Baseline: kernelNATName})
 	if len(placements) > 0 {
+		pl := placements[0]
 		name := "e1kbox nat"
-		if pl := placements[0]; pl != tuning.DefaultPlacement {
+		if pl != tuning.DefaultPlacement {
 			name += " " + string(pl)
 		}
-		paths = append(paths, Path{Name: name, Kind: kindE1kbox, NAT: true, Placement: placements[0], Baseline: kernelNATName})
-		paths = append(paths, Path{Name: name + " + services", Kind: kindE1kbox, NAT: true, Services: true, Placement: placements[0], Baseline: name})
-		if most > 0 {
-			paths = append(paths, Path{Name: name + " + " + countName(most) + " rules", Kind: kindE1kbox, NAT: true, Rules: most,
-				Placement: placements[0], Baseline: kernelNATName})
+		nat := func(suffix string, mod func(*Path)) {
+			p := Path{Name: name + suffix, Kind: kindE1kbox, NAT: true, Placement: pl, Baseline: kernelNATName}
+			if mod != nil {
+				mod(&p)
+			}
+			paths = append(paths, p)
 		}
+		def := pl == tuning.DefaultPlacement
+		nat("", func(p *Path) { p.Latency, p.ConnRate = def, def })
+		nat(" + services", func(p *Path) { p.Services, p.Baseline = true, name })
+		if most > 0 {
+			nat(" + "+countName(most)+" rules", func(p *Path) { p.Rules = most })
+		}
+		nat(fw4Suffix, func(p *Path) { p.FW4, p.Baseline = true, kernelNATName+fw4Suffix })
+		nat(fastPathOffSuffix, func(p *Path) { p.FastPath, p.Latency = "off", def })
+		nat(fastPathOffSuffix+", blocks ring", func(p *Path) { p.FastPath, p.RxRing, p.Latency = "off", "blocks", def })
+		nat(xdpSuffix, func(p *Path) { p.FastPath = "xdp" })
 	}
 	if slices.Contains(placements, tuning.DefaultPlacement) {
 		paths = append(paths, Path{Name: e1kboxName + " + " + strconv.Itoa(wsClients) + " ws clients", Kind: kindE1kbox,
@@ -120,6 +156,13 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 	}
 	return paths
 }
+
+// Suffixes of the path variants.
+const (
+	fastPathOffSuffix = ", fast path off"
+	xdpSuffix         = ", fast path xdp"
+	fw4Suffix         = " + fw4 rules"
+)
 
 // selectPaths returns the paths whose name re matches (all for nil) and
 // the baselines of those, in the order of all.
@@ -217,6 +260,12 @@ func placeFor(p Path, cpus tuning.CPUSet) (cpuPlace, error) {
 	}
 	if pl.Gen < 0 {
 		pl.Gen = pl.RX
+		// With the fast path the box's work is the receive CPU's (the
+		// worker sees only new flows and exceptions): the generator
+		// takes the worker's CPU, as it takes the kernel paths' spare one.
+		if p.Kind == kindE1kbox && p.FastPath != "off" && pl.Worker >= 0 && pl.Worker != pl.RX {
+			pl.Gen = pl.Worker
+		}
 	}
 	// The sink hop must not share the box's receive CPU (its backlog would
 	// hold forwarded frames behind incoming ones): the generator's CPU,
@@ -240,6 +289,8 @@ const applianceListen = "127.0.0.1:8080"
 func nftRules(p Path) string {
 	var b strings.Builder
 	switch {
+	case p.FW4:
+		return fw4Rules(natLANPort, natWANPort)
 	case p.NAT:
 		// Conntrack and masquerade on the WAN side; the rules in an
 		// ip-family forward chain, which routed packets traverse.
@@ -270,6 +321,127 @@ func nftRules(p Path) string {
 	return b.String()
 }
 
+// fw4Rules is an nftables ruleset like OpenWrt's fw4 default for a lan
+// and a wan zone (lan and wan the interfaces): the filter chains input,
+// forward and output with "ct state established,related accept" first and
+// invalid dropped, per-zone chains with the default zone policies (lan
+// accepts, wan rejects input and forwarding but for DHCP, ping, IGMP and
+// IPsec), a SYN flood limit, MSS clamping and masquerade on the wan:
+// nft lists 48 rules.
+func fw4Rules(lan, wan string) string { return fmt.Sprintf(fw4Template, lan, wan) }
+
+// fw4Template is fw4Rules' ruleset: %[1]q is the LAN interface, %[2]q the WAN's.
+const fw4Template = `table inet fw4 {
+	chain input {
+		type filter hook input priority filter; policy drop;
+		iifname "lo" accept
+		ct state vmap { established : accept, related : accept, invalid : drop }
+		tcp flags syn / fin,syn,rst,ack jump syn_flood
+		iifname %[1]q jump input_lan
+		iifname %[2]q jump input_wan
+		jump handle_reject
+	}
+	chain forward {
+		type filter hook forward priority filter; policy drop;
+		ct state vmap { established : accept, related : accept, invalid : drop }
+		iifname %[1]q jump forward_lan
+		iifname %[2]q jump forward_wan
+		jump handle_reject
+	}
+	chain output {
+		type filter hook output priority filter; policy accept;
+		oifname "lo" accept
+		ct state vmap { established : accept, related : accept, invalid : drop }
+		oifname %[1]q jump output_lan
+		oifname %[2]q jump output_wan
+	}
+	chain prerouting {
+		type filter hook prerouting priority filter; policy accept;
+		iifname %[1]q jump helper_lan
+	}
+	chain handle_reject {
+		meta l4proto tcp reject with tcp reset
+		reject
+	}
+	chain syn_flood {
+		limit rate 25/second burst 50 packets return
+		drop
+	}
+	chain input_lan { ct status dnat accept; jump accept_from_lan; }
+	chain output_lan { jump accept_to_lan; }
+	chain forward_lan { jump accept_to_wan; jump accept_to_lan; }
+	chain helper_lan { }
+	chain accept_from_lan { iifname %[1]q accept; }
+	chain accept_to_lan { oifname %[1]q accept; }
+	chain input_wan {
+		meta nfproto ipv4 udp dport 68 accept
+		icmp type echo-request accept
+		meta nfproto ipv4 meta l4proto igmp accept
+		meta nfproto ipv6 udp dport 546 accept
+		ip6 saddr fe80::/10 icmpv6 type . icmpv6 code { mld-listener-query . no-route, mld-listener-report . no-route } accept
+		icmpv6 type { destination-unreachable, time-exceeded, echo-request, echo-reply, nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert } accept
+		ct status dnat accept
+		jump reject_from_wan
+	}
+	chain output_wan { jump accept_to_wan; }
+	chain forward_wan {
+		icmpv6 type { destination-unreachable, time-exceeded, echo-request, echo-reply } limit rate 1000/second accept
+		meta l4proto esp jump accept_to_lan
+		udp dport 500 jump accept_to_lan
+		ct status dnat accept
+		jump reject_to_lan
+	}
+	chain accept_to_wan {
+		meta nfproto ipv4 oifname %[2]q ct state invalid drop
+		oifname %[2]q accept
+	}
+	chain reject_from_wan { iifname %[2]q jump handle_reject; }
+	chain reject_to_lan { oifname %[1]q jump handle_reject; }
+	chain dstnat { type nat hook prerouting priority dstnat; policy accept; }
+	chain srcnat {
+		type nat hook postrouting priority srcnat; policy accept;
+		oifname %[2]q jump srcnat_wan
+	}
+	chain srcnat_wan { meta nfproto ipv4 masquerade; }
+	chain mangle_forward {
+		type filter hook forward priority mangle; policy accept;
+		iifname %[2]q tcp flags syn tcp option maxseg size set rt mtu
+		oifname %[2]q tcp flags syn tcp option maxseg size set rt mtu
+	}
+}
+`
+
+// e1kboxFW4Rules is fw4Rules in e1kbox's rule language (NAT mode: the
+// router's conntrack answers established traffic; the forward chain sees
+// new connections, the input chain the router's own services, and
+// masquerade and MSS clamping are the router's), 18 rules.
+func e1kboxFW4Rules(lan, wan string) string {
+	return fmt.Sprintf(`policy input drop
+policy forward drop
+chain input
+ct state established,related accept
+ct state invalid drop
+iif %[1]s accept
+iif %[2]s udp dport 68 accept
+iif %[2]s icmp type echo-request accept
+iif %[2]s ip protocol igmp accept
+iif %[2]s reject
+chain forward
+ct state established,related accept
+ct state invalid drop
+iif %[1]s oif %[2]s accept
+iif %[1]s oif %[1]s accept
+iif %[2]s ip protocol esp oif %[1]s accept
+iif %[2]s udp dport 500 oif %[1]s accept
+iif %[2]s reject
+chain output
+ct state established,related accept
+ct state invalid drop
+oif %[1]s accept
+oif %[2]s accept
+`, lan, wan)
+}
+
 // e1kboxRules is the e1kbox rule text of a path: Rules non-matching
 // forward rules, the same addresses as the nftables rows.
 func e1kboxRules(n int) string {
@@ -292,12 +464,21 @@ var (
 	natServerIP            = netip.MustParseAddr("198.51.100.9")      // the destination, routed via the gateway
 )
 
+// natConntrackSize is the appliance's connection table in the NAT paths:
+// the kernel's default nf_conntrack_max on a machine with this much
+// memory (262144).
+const natConntrackSize = 262144
+
 // applianceConfig is the runtime config for an e1kbox path: bridge mode
 // over b0 and b1 (NAT mode with b0 the LAN and b1 the WAN port for NAT
 // paths), the path's rules and CPU placement. It is validated with the
 // appliance's own config package.
 func applianceConfig(p Path) ([]byte, error) {
-	rs, err := rules.Parse(e1kboxRules(p.Rules))
+	text := e1kboxRules(p.Rules)
+	if p.FW4 {
+		text = e1kboxFW4Rules(natLANPort, natWANPort)
+	}
+	rs, err := rules.Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("e1kbox rules: %w", err)
 	}
@@ -306,6 +487,9 @@ func applianceConfig(p Path) ([]byte, error) {
 		Mode:    config.ModeBridge,
 		Rules:   *rs,
 		Tuning:  tuning.Plan{Placement: p.Placement},
+	}
+	if p.FastPath != "" {
+		c.FastPath = config.FastPath(p.FastPath)
 	}
 	for _, port := range boxPorts {
 		c.Ports = append(c.Ports, config.Port{Name: port, Interface: port})
@@ -318,6 +502,9 @@ func applianceConfig(p Path) ([]byte, error) {
 		// The bare router runs no services; the services row has the
 		// defaults (DHCP server and DNS forwarder on the host port).
 		c.DHCP.Enabled, c.DNS.Enabled = &p.Services, &p.Services
+		// As big as the kernel's nf_conntrack_max on the build host, for
+		// the connection-rate rows.
+		c.NAT.Conntrack.Size = natConntrackSize
 	}
 	c.Dashboard.Listen = applianceListen
 	c.ApplyDefaults()

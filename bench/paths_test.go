@@ -17,8 +17,10 @@ import (
 func TestBuildPaths(t *testing.T) {
 	paths := buildPaths([]int{1000, 10000}, []tuning.Placement{tuning.PlacementSplit, tuning.PlacementSame})
 	var names []string
+	byName := map[string]Path{}
 	for _, p := range paths {
 		names = append(names, p.Name)
+		byName[p.Name] = p
 	}
 	want := []string{
 		"direct veth (no box)",
@@ -28,45 +30,61 @@ func TestBuildPaths(t *testing.T) {
 		"kernel bridge + 10k nft set",
 		"e1kbox bridge",
 		"e1kbox bridge + 10k rules",
+		"e1kbox bridge, fast path off",
+		"e1kbox bridge, fast path xdp",
 		"e1kbox bridge same",
 		"e1kbox bridge same + 10k rules",
+		"e1kbox bridge same, fast path off",
 		"kernel NAT",
 		"kernel NAT + 10k rules",
+		"kernel NAT + fw4 rules",
 		"e1kbox nat",
 		"e1kbox nat + services",
 		"e1kbox nat + 10k rules",
+		"e1kbox nat + fw4 rules",
+		"e1kbox nat, fast path off",
+		"e1kbox nat, fast path off, blocks ring",
+		"e1kbox nat, fast path xdp",
 		"e1kbox bridge + 100 ws clients",
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("paths (-want +got):\n%s", diff)
 	}
-	if p := paths[4]; p.NftSet != 10000 || p.NftRules != 0 || p.Kind != kindKernel {
-		t.Errorf("nft set path %+v", p)
+	for name, ok := range map[string]func(Path) bool{
+		"kernel bridge + 10k nft set":    func(p Path) bool { return p.NftSet == 10000 && p.NftRules == 0 && p.Kind == kindKernel },
+		"e1kbox bridge same + 10k rules": func(p Path) bool { return p.Rules == 10000 && p.Placement == tuning.PlacementSame },
+		"e1kbox nat + 10k rules": func(p Path) bool {
+			return p.NAT && p.Rules == 10000 && p.Baseline == kernelNATName && p.Placement == tuning.PlacementSplit
+		},
+		"kernel NAT + 10k rules": func(p Path) bool { return p.NAT && p.NftRules == 10000 && p.Baseline == kernelNATName },
+		"kernel NAT + fw4 rules": func(p Path) bool { return p.NAT && p.FW4 && p.Kind == kindKernel },
+		"e1kbox nat + fw4 rules": func(p Path) bool { return p.NAT && p.FW4 && p.Baseline == kernelNATName+fw4Suffix },
+		"e1kbox nat":             func(p Path) bool { return p.Latency && p.ConnRate && p.FastPath == "" },
+		"e1kbox nat + services":  func(p Path) bool { return p.Services && p.Baseline == "e1kbox nat" && p.Rules == 0 },
+		"e1kbox nat, fast path off, blocks ring": func(p Path) bool {
+			return p.FastPath == "off" && p.RxRing == "blocks" && p.Latency && !p.ConnRate
+		},
+		"e1kbox bridge, fast path xdp":   func(p Path) bool { return p.FastPath == "xdp" && !p.Latency },
+		"e1kbox bridge same":             func(p Path) bool { return !p.Latency },
+		"kernel NAT":                     func(p Path) bool { return p.Latency && p.ConnRate },
+		"e1kbox bridge + 100 ws clients": func(p Path) bool { return p.WSClients == 100 && p.Baseline == e1kboxName && !p.NAT },
+	} {
+		if !ok(byName[name]) {
+			t.Errorf("path %q: %+v", name, byName[name])
+		}
 	}
-	if p := paths[8]; p.Rules != 10000 || p.Placement != tuning.PlacementSame || p.Kind != kindE1kbox {
-		t.Errorf("e1kbox rules path %+v", p)
-	}
-	if p := paths[13]; !p.NAT || p.Rules != 10000 || p.Kind != kindE1kbox || p.Baseline != kernelNATName || p.Placement != tuning.PlacementSplit {
-		t.Errorf("e1kbox nat rules path %+v", p)
-	}
-	if p := paths[10]; !p.NAT || p.NftRules != 10000 || p.Kind != kindKernel || p.Baseline != kernelNATName {
-		t.Errorf("kernel NAT rules path %+v", p)
-	}
-	if p := paths[12]; !p.Services || p.Baseline != "e1kbox nat" || p.Rules != 0 {
-		t.Errorf("e1kbox nat services path %+v", p)
-	}
-	if p := paths[14]; p.WSClients != 100 || p.Kind != kindE1kbox || p.Baseline != "e1kbox bridge" || p.NAT {
-		t.Errorf("ws path %+v", p)
-	}
-	if got := buildPaths(nil, nil); len(got) != 3 || got[2].Name != kernelNATName {
-		t.Errorf("no rules, no placements: %d paths, want direct, kernel bridge and kernel NAT", len(got))
+	if got := buildPaths(nil, nil); len(got) != 4 || got[2].Name != kernelNATName || got[3].Name != kernelNATName+fw4Suffix {
+		t.Errorf("no rules, no placements: %d paths, want direct, kernel bridge, kernel NAT and kernel NAT + fw4 rules", len(got))
 	}
 	same := buildPaths([]int{10}, []tuning.Placement{tuning.PlacementSame})
 	var sameNames []string
-	for _, p := range same[len(same)-5:] {
-		sameNames = append(sameNames, p.Name)
+	for _, p := range same {
+		if p.NAT {
+			sameNames = append(sameNames, p.Name)
+		}
 	}
-	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "e1kbox nat same", "e1kbox nat same + services", "e1kbox nat same + 10 rules"}
+	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "kernel NAT + fw4 rules", "e1kbox nat same", "e1kbox nat same + services", "e1kbox nat same + 10 rules",
+		"e1kbox nat same + fw4 rules", "e1kbox nat same, fast path off", "e1kbox nat same, fast path off, blocks ring", "e1kbox nat same, fast path xdp"}
 	if diff := cmp.Diff(wantSame, sameNames); diff != "" {
 		t.Errorf("same placement only: NAT paths (-want +got):\n%s", diff)
 	}
@@ -88,8 +106,11 @@ func TestPlaceFor(t *testing.T) {
 		{"kernel", Path{Kind: kindKernel}, two, cpuPlace{Gen: 1, RX: 0, Worker: -1, Sink: 1}, "gen cpu1, box rx cpu0, sink cpu1"},
 		{"e1kbox same", Path{Kind: kindE1kbox, Placement: tuning.PlacementSame}, two,
 			cpuPlace{Gen: 1, RX: 0, Worker: 0, Sink: 1}, "gen cpu1, box rx cpu0, worker cpu0, sink cpu1"},
-		{"e1kbox split", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, two,
+		{"e1kbox split", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit, FastPath: "off"}, two,
 			cpuPlace{Gen: 0, RX: 0, Worker: 1, Sink: 1}, "gen cpu0, box rx cpu0, worker cpu1, sink cpu1"},
+		// The fast path does the box's work on the receive CPU.
+		{"e1kbox split, fast path", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, two,
+			cpuPlace{Gen: 1, RX: 0, Worker: 1, Sink: 1}, "gen cpu1, box rx cpu0, worker cpu1, sink cpu1"},
 		{"e1kbox split, 4 CPUs", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, tuning.CPUSet{0, 1, 2, 3},
 			cpuPlace{Gen: 1, RX: 0, Worker: 2, Sink: 1}, ""},
 		{"kernel, 1 CPU", Path{Kind: kindKernel}, tuning.CPUSet{3}, cpuPlace{Gen: 3, RX: 3, Worker: -1, Sink: 3}, ""},
@@ -223,7 +244,9 @@ func TestSelectPaths(t *testing.T) {
 		want []string
 	}{
 		{"", nil}, // all
-		{"(?i)nat|ws", []string{"e1kbox bridge", "kernel NAT", "kernel NAT + 10k rules", "e1kbox nat", "e1kbox nat + services", "e1kbox nat + 10k rules", "e1kbox bridge + 100 ws clients"}},
+		{"(?i)nat|ws", []string{"e1kbox bridge", "kernel NAT", "kernel NAT + 10k rules", "kernel NAT + fw4 rules", "e1kbox nat", "e1kbox nat + services", "e1kbox nat + 10k rules",
+			"e1kbox nat + fw4 rules", "e1kbox nat, fast path off", "e1kbox nat, fast path off, blocks ring", "e1kbox nat, fast path xdp",
+			"e1kbox bridge + 100 ws clients"}},
 		{"^e1kbox nat$", []string{"kernel NAT", "e1kbox nat"}},
 		{"ws", []string{"e1kbox bridge", "e1kbox bridge + 100 ws clients"}},
 		{"^direct", []string{"direct veth (no box)"}},
@@ -249,11 +272,16 @@ func TestSelectPaths(t *testing.T) {
 		})
 	}
 	want := map[string]string{
-		"kernel NAT + 10k rules":         "kernel NAT",
-		"e1kbox nat":                     "kernel NAT",
-		"e1kbox nat + services":          "e1kbox nat",
-		"e1kbox nat + 10k rules":         "kernel NAT",
-		"e1kbox bridge + 100 ws clients": "e1kbox bridge",
+		"kernel NAT + 10k rules":                 "kernel NAT",
+		"kernel NAT + fw4 rules":                 "kernel NAT",
+		"e1kbox nat":                             "kernel NAT",
+		"e1kbox nat + services":                  "e1kbox nat",
+		"e1kbox nat + 10k rules":                 "kernel NAT",
+		"e1kbox nat + fw4 rules":                 "kernel NAT + fw4 rules",
+		"e1kbox nat, fast path off":              "kernel NAT",
+		"e1kbox nat, fast path off, blocks ring": "kernel NAT",
+		"e1kbox nat, fast path xdp":              "kernel NAT",
+		"e1kbox bridge + 100 ws clients":         "e1kbox bridge",
 	}
 	if diff := cmp.Diff(want, baselines(all)); diff != "" {
 		t.Errorf("baselines (-want +got):\n%s", diff)

@@ -16,6 +16,9 @@ import (
 const (
 	KindThroughput = "throughput" // the generator at full speed
 	KindCPU        = "cpu"        // the generator at a fixed rate, CPU time measured
+	KindLatency    = "latency"    // one-way latency of established flows at a fixed rate
+	KindNewFlow    = "newflow"    // one-way latency of frames that each open a connection
+	KindConnRate   = "connrate"   // a fixed rate of frames that each open a connection
 )
 
 // Sample is one measurement of one path at one frame size.
@@ -45,6 +48,13 @@ type Sample struct {
 	TickBusySeconds float64   `json:"tick_busy_seconds,omitempty"`
 	TickNsPerPacket float64   `json:"tick_ns_per_packet,omitempty"`
 	CPUBusy         []float64 `json:"cpu_busy,omitempty"` // per CPU, fraction of the window
+	// Latency samples: Load is the rate as a fraction of the path's
+	// throughput, P50/P99/P999 the quantiles in µs of Samples frames.
+	Load    float64 `json:"load,omitempty"`
+	P50     float64 `json:"p50_us,omitempty"`
+	P99     float64 `json:"p99_us,omitempty"`
+	P999    float64 `json:"p999_us,omitempty"`
+	Samples int     `json:"samples,omitempty"`
 }
 
 // Row is the summary of one path at one frame size.
@@ -114,8 +124,13 @@ type Report struct {
 	Settings Settings  `json:"settings"`
 	Rows     []Row     `json:"rows"`
 	CPURows  []CPURow  `json:"cpu_rows"`
-	Samples  []Sample  `json:"samples"`
-	Notes    []string  `json:"notes,omitempty"`
+	// LatencyRows, ConnRows and Targets: see SummarizeLatency and
+	// EvalTargets.
+	LatencyRows []LatencyRow `json:"latency_rows,omitempty"`
+	ConnRows    []ConnRow    `json:"conn_rows,omitempty"`
+	Targets     []Target     `json:"targets,omitempty"`
+	Samples     []Sample     `json:"samples"`
+	Notes       []string     `json:"notes,omitempty"`
 }
 
 // HostInfo describes the machine the numbers come from.
@@ -427,6 +442,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				100*overloadedShare)
 		}
 	}
+	writeLatency(&b, r)
+	writeTargets(&b, r)
 	var errs []string
 	for _, row := range r.Rows {
 		if row.Error != "" && !slices.Contains(errs, row.Path+": "+row.Error) {

@@ -251,6 +251,8 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 	}
 	rep.Rows, rep.CPURows = Summarize(rep.Samples, names, o.sizes, kernelName, directName, placements, errs)
 	Rebase(rep.Rows, rep.CPURows, baselines(paths))
+	rep.LatencyRows, rep.ConnRows = SummarizeLatency(rep.Samples, names)
+	rep.Targets = EvalTargets(rep)
 	if o.rate > 0 && len(rep.CPURows) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("CPU runs use %dB frames; /proc/stat counts in %d ms units, so a %s window resolves about %.0f ns/pkt. "+
 			"Busy time is wall time minus idle: the kernel accounts idle exactly (NO_HZ), while user+nice+system+irq+softirq+steal "+
@@ -318,6 +320,17 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 	if err := h.ready(ctx, p, pl, b); err != nil {
 		return nil, err
 	}
+	if p.NAT {
+		if err := h.establish(ctx, p, pl); err != nil {
+			return nil, err
+		}
+	}
+	if st, err := h.warmFast(ctx, p, pl); err != nil {
+		return nil, err
+	} else if fs := st.FastPath; fs != nil {
+		fmt.Fprintf(progress, "rep %d/%d %s: fast path %s holds %d NAT flows, %d pairs, %d microflows\n", r, o.reps, p.Name,
+			fs.Mode, fs.NATFlows, fs.Pairs, fs.Microflows)
+	}
 	if p.WSClients > 0 {
 		ws, err := startWSClients(ctx, h.t.box, applianceListen, p.WSClients, 15*time.Second)
 		if err != nil {
@@ -335,10 +348,14 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 			}
 		}()
 	}
+	capacity := 0.0
 	for _, size := range o.sizes {
 		s, err := h.measure(ctx, p, pl, size, 0, tw)
 		if err != nil {
 			return samples, err
+		}
+		if capacity == 0 {
+			capacity = s.PPS
 		}
 		samples = append(samples, s)
 		fmt.Fprintf(progress, "rep %d/%d %-44s %s (offered %s)\n", r, o.reps, RowName(p.Name, size), FormatPPS(s.PPS), FormatPPS(s.Offered))
@@ -352,7 +369,68 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 		fmt.Fprintf(progress, "rep %d/%d %-44s %s at %s: %.0f ns/pkt (tick-sampled %.0f), cpu busy %s\n", r, o.reps, RowName(p.Name, o.sizes[0]),
 			FormatPPS(s.PPS), FormatPPS(o.rate), s.NsPerPacket, s.TickNsPerPacket, busyText(s.CPUBusy))
 	}
+	if p.Kind == kindE1kbox && p.FastPath != "off" {
+		var st fastState
+		if err := h.applianceGet(ctx, "/api/dataplane", &st); err == nil && st.FastPath != nil {
+			fmt.Fprintf(progress, "rep %d/%d %s: the fast path forwarded %d frames; left to the rings: %v\n", r, o.reps, p.Name,
+				st.FastPath.Packets, st.FastPath.Punts)
+		}
+	}
+	lat, err := h.latencyRuns(ctx, p, pl, o, r, capacity, progress)
+	samples = append(samples, lat...)
+	if err != nil {
+		return samples, err
+	}
 	return samples, b.alive()
+}
+
+// latencyRuns runs the latency and connection-rate measurements of p
+// (capacity is its throughput at the first size in this repetition).
+func (h *harness) latencyRuns(ctx context.Context, p Path, pl cpuPlace, o *options, r int, capacity float64, progress io.Writer) ([]Sample, error) {
+	var out []Sample
+	size := o.sizes[0]
+	if p.Latency && o.latency && capacity > 0 {
+		for _, load := range latencyLoads {
+			s, err := h.latency(ctx, p, pl, size, load*capacity, false)
+			if err != nil {
+				return out, err
+			}
+			s.Load = load
+			out = append(out, s)
+			fmt.Fprintf(progress, "rep %d/%d %-44s latency at %.0f%% (%s): p50 %.0f µs, p99 %.0f µs, p99.9 %.0f µs (%d samples)\n",
+				r, o.reps, RowName(p.Name, size), 100*load, FormatPPS(s.Rate), s.P50, s.P99, s.P999, s.Samples)
+		}
+	}
+	if p.ConnRate && o.connRate {
+		s, err := h.latency(ctx, p, pl, size, newFlowRate, true)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+		fmt.Fprintf(progress, "rep %d/%d %-44s new flows' first packets: p50 %.0f µs, p99 %.0f µs, p99.9 %.0f µs\n",
+			r, o.reps, RowName(p.Name, size), s.P50, s.P99, s.P999)
+		cs, err := h.connRate(ctx, p, pl, size)
+		out = append(out, cs...)
+		if err != nil {
+			return out, err
+		}
+		fmt.Fprintf(progress, "rep %d/%d %-44s new connections: %.0f/s with under %.0f%% loss\n", r, o.reps, p.Name, connRateOf(cs), 100*connLoss)
+		if p.Kind == kindE1kbox {
+			var st struct {
+				Drops map[string]uint64 `json:"drops"`
+				NAT   map[string]any    `json:"nat"`
+			}
+			if err := h.applianceGet(ctx, "/api/dataplane", &st); err == nil {
+				for k, v := range st.Drops {
+					if v == 0 {
+						delete(st.Drops, k)
+					}
+				}
+				fmt.Fprintf(progress, "rep %d/%d %s: drops %v, router %v\n", r, o.reps, p.Name, st.Drops, st.NAT)
+			}
+		}
+	}
+	return out, nil
 }
 
 func busyText(fracs []float64) string {

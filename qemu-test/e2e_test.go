@@ -277,6 +277,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
+		fastPathForwards(t, b, a)
 		var fwdOut string
 		var fwdErr error
 		for i := 0; i < 10; i++ {
@@ -535,4 +536,45 @@ func digAnswer(t *testing.T, out string) string {
 		ans = append(ans, l)
 	}
 	return strings.Join(ans, "\n")
+}
+
+// fastPathForwards checks that the fast path runs on the image's kernel,
+// on the e1000e ports, and forwards: a LAN host pings through the NAT
+// (echo requests after the first reply go through the kernel) and the
+// fast path's counters grow. It logs what the kernel offers.
+func fastPathForwards(t *testing.T, b *box, a *host) {
+	t.Helper()
+	type state struct {
+		FastPath struct {
+			Mode     string            `json:"mode"`
+			Reason   string            `json:"reason"`
+			Packets  uint64            `json:"packets"`
+			NATFlows int               `json:"natFlows"`
+			Punts    map[string]uint64 `json:"punts"`
+			Kernel   struct {
+				Release string            `json:"release"`
+				JIT     string            `json:"jit"`
+				Config  map[string]string `json:"config"`
+			} `json:"kernel"`
+		} `json:"fastPath"`
+	}
+	var before, after state
+	if err := b.api(http.MethodGet, "/api/dataplane", nil, &before); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := a.exec("ping", "-c", "30", "-i", "0.1", "-W", "2", "198.51.100.1"); err != nil {
+		t.Errorf("ping through the NAT: %v\n%s", err, out)
+	}
+	if err := b.api(http.MethodGet, "/api/dataplane", nil, &after); err != nil {
+		t.Fatal(err)
+	}
+	fp := after.FastPath
+	t.Logf("fast path on the image's kernel %s: mode %s (reason %q), BPF JIT %s, config %v; ping added %d frames to it, %d NAT flows; punts %v",
+		fp.Kernel.Release, fp.Mode, fp.Reason, fp.Kernel.JIT, fp.Kernel.Config, fp.Packets-before.FastPath.Packets, fp.NATFlows, fp.Punts)
+	if fp.Mode != "tcx" {
+		t.Errorf("the fast path does not run on the image's kernel: mode %q, %s", fp.Mode, fp.Reason)
+	}
+	if fp.Packets <= before.FastPath.Packets {
+		t.Errorf("the fast path forwarded none of the pings (%d frames before, %d after)", before.FastPath.Packets, fp.Packets)
+	}
 }

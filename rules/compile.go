@@ -47,6 +47,8 @@ type Table struct {
 	// class c (see classOf) can match.
 	classes   [numClasses][2]uint32
 	classList []uint32
+	// ports are the port ids of Options.Ports (UniformVerdict).
+	ports map[string]uint16
 }
 
 // subtable holds the entries of one mask in an open-addressing hash table
@@ -240,7 +242,7 @@ func Compile(rs *Ruleset, opts Options) (*Table, error) {
 	if maxPfx <= 0 {
 		maxPfx = DefaultMaxRangePrefixes
 	}
-	t := &Table{gen: generation.Add(1), rules: rs.Rules}
+	t := &Table{gen: generation.Add(1), rules: rs.Rules, ports: opts.Ports}
 	for c := range numChains {
 		t.policy[c] = rs.PolicyFor(c)
 	}

@@ -309,6 +309,24 @@ func TestBrowser(t *testing.T) {
 		shot(t, ctx, "overview")
 	})
 
+	t.Run("the fast path's state", func(t *testing.T) {
+		waitFor(t, ctx, "fast path rate", `Number(document.querySelector('#fast-path').dataset.value) > 0`, 10*time.Second)
+		if got := eval[string](t, ctx, `document.querySelector('#fast-path-sub').textContent`); got != "tcx · 12 flows in the kernel" {
+			t.Errorf("fast path tile %q", got)
+		}
+		setFP := func(fp FastPathSummary) {
+			stats.mu.Lock()
+			stats.fastPath = &fp
+			stats.mu.Unlock()
+		}
+		setFP(FastPathSummary{Mode: "off", Reason: "kernel lacks tcx"})
+		t.Cleanup(func() { setFP(FastPathSummary{Mode: "tcx", Flows: 12}) })
+		waitFor(t, ctx, "fast path off", `document.querySelector('#fast-path').textContent === 'off'`, 10*time.Second)
+		if got := eval[string](t, ctx, `document.querySelector('#fast-path-sub').textContent`); got != "rings carry every frame: kernel lacks tcx" {
+			t.Errorf("fast path off tile %q", got)
+		}
+	})
+
 	t.Run("a loop alarm shows and clears", func(t *testing.T) {
 		if !eval[bool](t, ctx, `document.querySelector('#loop-alarm').hidden`) {
 			t.Fatal("loop alarm shown without a loop")

@@ -35,7 +35,10 @@ type fakeStats struct {
 	accel float64 // growth of port1's rate in pps per second
 	wave  float64 // relative amplitude of a slow wave on the rates
 	nat   bool
-	calls int
+	// fastPath is the fast path's state (its packets grow at 40 kpps
+	// while it runs); nil: none.
+	fastPath *FastPathSummary
+	calls    int
 }
 
 func newFakeStats() *fakeStats {
@@ -47,8 +50,9 @@ func newFakeStats() *fakeStats {
 			{Name: "port2", Interface: "eth2", Up: true, SpeedMbps: 1000},
 			{Name: "port3", Interface: "eth3", Up: false},
 		},
-		accel: 4000,
-		nat:   true,
+		accel:    4000,
+		nat:      true,
+		fastPath: &FastPathSummary{Mode: "tcx", Flows: 12},
 	}
 }
 
@@ -100,6 +104,13 @@ func (f *fakeStats) Snapshot() Snapshot {
 	}
 	if f.nat {
 		s.Conntrack = &ConntrackSummary{Entries: 100000, Capacity: 262144}
+	}
+	if f.fastPath != nil {
+		fp := *f.fastPath
+		if fp.Mode != "off" {
+			fp.Packets = counter(t, 40000, 0)
+		}
+		s.FastPath = &fp
 	}
 	return s
 }

@@ -152,9 +152,10 @@ func TestBuildMessage(t *testing.T) {
 			{Name: "a", RxPackets: 100, RxBytes: 10000, TxPackets: 50, TxBytes: 5000},
 			{Name: "b", RxPackets: 1000, TxPackets: 1000},
 		},
-		Drops: []DropStat{{Reason: "ring", Packets: 10}, {Reason: "rules", Packets: 5}},
-		CPUs:  []CPUStat{{CPU: 0, BusySeconds: 10, IdleSeconds: 90}, {CPU: 1, BusySeconds: 5, IdleSeconds: 5}},
-		IRQs:  []IRQStat{{IRQ: 40, Name: "eth1-rx-0", Count: 1000}},
+		Drops:    []DropStat{{Reason: "ring", Packets: 10}, {Reason: "rules", Packets: 5}},
+		CPUs:     []CPUStat{{CPU: 0, BusySeconds: 10, IdleSeconds: 90}, {CPU: 1, BusySeconds: 5, IdleSeconds: 5}},
+		IRQs:     []IRQStat{{IRQ: 40, Name: "eth1-rx-0", Count: 1000}},
+		FastPath: &FastPathSummary{Mode: "tcx", Flows: 3, Packets: 500},
 	}
 	cur := &Snapshot{
 		Time: t0.Add(2 * time.Second),
@@ -163,9 +164,10 @@ func TestBuildMessage(t *testing.T) {
 			{Name: "a", RxPackets: 300, RxBytes: 30000, TxPackets: 60, TxBytes: 6000},
 			{Name: "new", RxPackets: 7},
 		},
-		Drops: []DropStat{{Reason: "rules", Packets: 9}, {Reason: "malformed", Packets: 3}},
-		CPUs:  []CPUStat{{CPU: 0, BusySeconds: 11.5, IdleSeconds: 90.5}, {CPU: 1, BusySeconds: 5, IdleSeconds: 5}},
-		IRQs:  []IRQStat{{IRQ: 40, Name: "eth1-rx-0", Count: 3000}, {IRQ: 41, Name: "eth1-tx-0", Count: 5}},
+		Drops:    []DropStat{{Reason: "rules", Packets: 9}, {Reason: "malformed", Packets: 3}},
+		CPUs:     []CPUStat{{CPU: 0, BusySeconds: 11.5, IdleSeconds: 90.5}, {CPU: 1, BusySeconds: 5, IdleSeconds: 5}},
+		IRQs:     []IRQStat{{IRQ: 40, Name: "eth1-rx-0", Count: 3000}, {IRQ: 41, Name: "eth1-tx-0", Count: 5}},
+		FastPath: &FastPathSummary{Mode: "tcx", Flows: 4, Packets: 2500},
 	}
 	got := buildMessage(7, prev, cur)
 	want := StatsMessage{
@@ -175,9 +177,10 @@ func TestBuildMessage(t *testing.T) {
 			{PortStats: cur.Ports[1], RxPPS: 100, TxPPS: 5, RxBPS: 80000, TxBPS: 4000},
 			{PortStats: cur.Ports[2]},
 		},
-		Drops: []DropRates{{DropStat: cur.Drops[0], PerSecond: 2}, {DropStat: cur.Drops[1]}},
-		CPUs:  []CPURates{{CPU: 0, Busy: 0.75}, {CPU: 1, Busy: 0}},
-		IRQs:  []IRQRates{{IRQStat: cur.IRQs[0], PerSecond: 1000}, {IRQStat: cur.IRQs[1]}},
+		Drops:    []DropRates{{DropStat: cur.Drops[0], PerSecond: 2}, {DropStat: cur.Drops[1]}},
+		CPUs:     []CPURates{{CPU: 0, Busy: 0.75}, {CPU: 1, Busy: 0}},
+		IRQs:     []IRQRates{{IRQStat: cur.IRQs[0], PerSecond: 1000}, {IRQStat: cur.IRQs[1]}},
+		FastPath: &FastPathRates{FastPathSummary: *cur.FastPath, PerSecond: 1000},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("buildMessage (-want +got):\n%s", diff)

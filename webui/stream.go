@@ -23,12 +23,20 @@ type StatsMessage struct {
 	IRQs           []IRQRates        `json:"irqs"`
 	WorkerRestarts uint64            `json:"worker_restarts"`
 	Conntrack      *ConntrackSummary `json:"conntrack"`
+	FastPath       *FastPathRates    `json:"fast_path"`
 	Config         *ConfigState      `json:"config"`
 	// Alarms are what the owner should look at now (none: empty).
 	Alarms []Alarm `json:"alarms"`
 	// Router is the router's status, refreshed every few seconds; null
 	// without a router (bridge mode).
 	Router *RouterStatus `json:"router"`
+}
+
+// FastPathRates are the fast path's state and the frames it forwards per
+// second.
+type FastPathRates struct {
+	FastPathSummary
+	PerSecond float64 `json:"per_s"`
 }
 
 // PortRates are a port's counters and rates.
@@ -96,6 +104,12 @@ func buildMessage(seq uint64, prev, cur *Snapshot) StatsMessage {
 		}
 	}
 	m.Interval = dt
+	if f := cur.FastPath; f != nil {
+		m.FastPath = &FastPathRates{FastPathSummary: *f}
+		if prev != nil && prev.FastPath != nil {
+			m.FastPath.PerSecond = rate(f.Packets, prev.FastPath.Packets, dt)
+		}
+	}
 	for i, p := range cur.Ports {
 		r := PortRates{PortStats: p}
 		if prev != nil {

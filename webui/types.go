@@ -32,6 +32,8 @@ type Snapshot struct {
 	WorkerRestarts uint64
 	// Conntrack is nil when there is no connection table (bridge mode).
 	Conntrack *ConntrackSummary
+	// FastPath is nil when the box has no dataplane running.
+	FastPath *FastPathSummary
 }
 
 // PortStats are one data port's link state and cumulative counters.
@@ -99,6 +101,19 @@ type IRQStat struct {
 type ConntrackSummary struct {
 	Entries  int `json:"entries"`
 	Capacity int `json:"capacity"`
+}
+
+// FastPathSummary is the state of the dataplane's in-kernel fast path
+// for established flows.
+type FastPathSummary struct {
+	// Mode is the hook it runs in ("tcx", "xdp"), or "off": then the
+	// rings carry every frame, and Reason says why.
+	Mode   string `json:"mode"`
+	Reason string `json:"reason,omitempty"`
+	// Flows are the flows in the kernel now (NAT connection directions,
+	// bridged pairs and microflows); Packets the frames it forwarded.
+	Flows   int    `json:"flows"`
+	Packets uint64 `json:"packets"`
 }
 
 // FieldError is one problem with a config, named by its JSON path

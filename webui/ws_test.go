@@ -72,7 +72,7 @@ func TestStreamSchema(t *testing.T) {
 	wantTypes := map[string]string{
 		"type": "string", "seq": "number", "time": "string", "interval_s": "number",
 		"ports": "array", "drops": "array", "cpus": "array", "irqs": "array",
-		"worker_restarts": "number", "conntrack": "object", "config": "object",
+		"worker_restarts": "number", "conntrack": "object", "fast_path": "object", "config": "object",
 		"alarms": "array", "router": "null",
 	}
 	for k, typ := range wantTypes {

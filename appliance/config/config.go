@@ -53,7 +53,23 @@ type Config struct {
 	DNS DNSServer `json:"dns"`
 	// Time keeps the box's clock (NTP).
 	Time Time `json:"time"`
+	// FastPath is the in-kernel fast path for established flows: auto
+	// (its default hook, tcx, where the kernel runs it), tcx, xdp (generic
+	// XDP: only without VLAN-tagged traffic) or off (the rings carry
+	// everything). Default auto.
+	FastPath FastPath `json:"fastPath"`
 }
+
+// FastPath selects the fast path's hook, or none.
+type FastPath string
+
+// The fast path settings.
+const (
+	FastPathAuto FastPath = "auto"
+	FastPathTCX  FastPath = "tcx"
+	FastPathXDP  FastPath = "xdp"
+	FastPathOff  FastPath = "off"
+)
 
 // DHCPServer is the LAN's DHCPv4 server. It answers on the router's LAN
 // address and hands out the router as gateway and DNS server.

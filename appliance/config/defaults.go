@@ -16,6 +16,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Mode == "" {
 		c.Mode = ModeBridge
 	}
+	if c.FastPath == "" {
+		c.FastPath = FastPathAuto
+	}
 	if c.Ports == nil {
 		c.Ports = []Port{}
 	}

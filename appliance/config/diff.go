@@ -61,6 +61,9 @@ type Changes struct {
 	// Services: the DHCP or DNS server or the NTP client changed (they
 	// are reconfigured live; the dataplane is not touched).
 	Services bool `json:"services,omitempty"`
+	// FastPath: the fast path setting changed (the dataplane restarts:
+	// it loads the fast path when it starts).
+	FastPath bool `json:"fastPath,omitempty"`
 
 	// Effect is what applying the change takes.
 	Effect Effect `json:"effect"`
@@ -103,6 +106,9 @@ func Diff(old, new *Config) Changes {
 func (ch *Changes) classify(old, new *Config) {
 	if old.Mode != new.Mode {
 		ch.restart("mode: %s → %s", old.Mode, new.Mode)
+	}
+	if old.FastPath != new.FastPath {
+		ch.restart("fastPath: %s → %s; the fast path is loaded when the dataplane starts", old.FastPath, new.FastPath)
 	}
 	if a, b := enabledNames(old), enabledNames(new); !slices.Equal(a, b) {
 		ch.restart("ports: the enabled ports changed (%s → %s); port ids follow their order", strings.Join(a, ","), strings.Join(b, ","))
@@ -193,6 +199,7 @@ func (c *Conntrack) size() int {
 func sections(old, new *Config) Changes {
 	var ch Changes
 	ch.Mode = old.Mode != new.Mode
+	ch.FastPath = old.FastPath != new.FastPath
 	ch.HostPort = !sameJSON(old.HostPort, new.HostPort)
 	ch.Bridge = !sameJSON(old.Bridge, new.Bridge)
 	ch.NAT = !sameJSON(old.NAT, new.NAT)
@@ -222,7 +229,8 @@ func sections(old, new *Config) Changes {
 
 // IsZero reports whether nothing changed.
 func (c Changes) IsZero() bool {
-	return !c.Mode && len(c.Ports) == 0 && !c.HostPort && !c.Bridge && !c.NAT && !c.Rules && !c.Tuning && !c.Dashboard && !c.Services
+	return !c.Mode && len(c.Ports) == 0 && !c.HostPort && !c.Bridge && !c.NAT && !c.Rules && !c.Tuning && !c.Dashboard && !c.Services &&
+		!c.FastPath
 }
 
 // String lists the changed parts and the effect, e.g. "ports(lan1,wan)
@@ -246,6 +254,7 @@ func (c Changes) String() string {
 	add(c.Tuning, "tuning")
 	add(c.Dashboard, "dashboard")
 	add(c.Services, "services")
+	add(c.FastPath, "fastPath")
 	if len(parts) == 0 {
 		return "none"
 	}

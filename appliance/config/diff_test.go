@@ -32,6 +32,8 @@ func TestDiff(t *testing.T) {
 		{"host port", func(c *Config) { c.HostPort = nil }, Changes{HostPort: true, Effect: Restart,
 			Why: []string{"hostPort: the host port's TAP device is created once"}}},
 		{"mode", func(c *Config) { c.Mode = ModeBridge }, Changes{Mode: true, Effect: Restart, Why: []string{"mode: nat → bridge"}}},
+		{"fast path", func(c *Config) { c.FastPath = FastPathOff }, Changes{FastPath: true, Effect: Restart,
+			Why: []string{"fastPath: auto → off; the fast path is loaded when the dataplane starts"}}},
 		{"several", func(c *Config) {
 			c.Ports[0].Enabled = ptr(false)
 			c.Tuning.Placement = "same"

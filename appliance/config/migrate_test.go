@@ -43,6 +43,7 @@ func TestMigrateV1(t *testing.T) {
 		DHCP:      DHCPServer{Enabled: ptr(false), LeaseTime: Duration(DefaultLeaseTime)},
 		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
 		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
+		FastPath:  FastPathAuto,
 	}
 	if diff := cmp.Diff(want, got, cmpConfig); diff != "" {
 		t.Errorf("migrated v1.json (-want +got):\n%s", diff)

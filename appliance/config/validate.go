@@ -71,6 +71,11 @@ func (c *Config) Validate(env Env) error {
 	default:
 		v.add("mode", "want bridge or nat, got %q", c.Mode)
 	}
+	switch c.FastPath {
+	case FastPathAuto, FastPathTCX, FastPathXDP, FastPathOff, "":
+	default:
+		v.add("fastPath", "want auto, tcx, xdp or off, got %q", c.FastPath)
+	}
 	v.ports()
 	v.hostPort()
 	if c.Mode == ModeNAT {

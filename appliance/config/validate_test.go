@@ -348,6 +348,11 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "fast path",
+			edit: func(c *Config) { c.FastPath = "ebpf" },
+			want: map[string]string{"fastPath": `want auto, tcx, xdp or off, got "ebpf"`},
+		},
+		{
 			name: "conntrack limits",
 			edit: func(c *Config) {
 				c.NAT.Conntrack.Size = 10

@@ -206,7 +206,9 @@ func (b *builder) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worke
 		} else {
 			return ws, fmt.Errorf("%w: port %s: no free worker handle for %d workers", ErrRestartRequired, in.name, n)
 		}
-		rx, err := afpacket.Open(p.Interface, rxConfig(cfg.Ring, in.mtu, fanout))
+		rc := rxConfig(cfg.Ring, in.mtu, fanout)
+		rc.SocketFilter = b.t.fp.filterFD()
+		rx, err := afpacket.Open(p.Interface, rc)
 		if err != nil {
 			if prev == nil {
 				b.handles.put(h)
@@ -236,6 +238,11 @@ func (b *builder) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worke
 func rxConfig(rc Ring, mtu int, fanout *afpacket.Fanout) afpacket.Config {
 	ac := afpacket.Config{MTU: mtu, BlockSize: rc.BlockSize, BlockCount: rc.BlockCount,
 		BlockTimeout: rc.BlockTimeout, TxFrames: DefaultReplyFrames, Fanout: fanout}
+	if rc.Kind == RingFrames || rc.Kind == "" && DefaultRingKind == RingFrames && rc.BlockSize == 0 && rc.BlockCount == 0 {
+		ac.FrameRing, ac.RxFrames = true, orDefault(rc.Frames, DefaultRxFrames)
+		ac.BlockSize, ac.BlockCount, ac.BlockTimeout = 0, 0, 0
+		return ac
+	}
 	if ac.BlockSize == 0 && ac.BlockCount == 0 {
 		ac.BlockSize, ac.BlockCount = DefaultRxBlockSize, DefaultRxBlocks
 	}
@@ -253,6 +260,9 @@ func (b *builder) newWorker(ports []*portInfo, in *portInfo, rx *afpacket.Socket
 	rw := b.t.rules.Worker(h)
 	w.fwd = newFwd(in, ports, tx, b.t.fdb, rw, b.cur)
 	w.fwd.loop = b.deps.loop
+	if b.t.fp.on() {
+		w.fwd.fp = &fpWorker{fp: b.t.fp}
+	}
 	if prev != nil {
 		w.shared = prev.shared
 		w.fwd.c.add(&prev.fwd.c)

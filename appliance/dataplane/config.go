@@ -37,7 +37,25 @@ type Config struct {
 	// NAT configures the router of NAT mode (required there, ignored in
 	// bridge mode).
 	NAT *NAT
+	// FastPath selects the in-kernel fast path for established flows
+	// (see fastpath_linux.go); "" is FastPathAuto.
+	FastPath FastPathMode
 }
+
+// FastPathMode selects the fast path's hook, or none.
+type FastPathMode string
+
+// The fast path modes.
+const (
+	// FastPathAuto runs the fast path in its default hook (tcx ingress
+	// with a socket filter on the rings) wherever it loads; where it does
+	// not, the rings carry everything and the snapshot says why.
+	FastPathAuto FastPathMode = "auto"
+	FastPathTCX  FastPathMode = "tcx" // tcx ingress + socket filter
+	FastPathXDP  FastPathMode = "xdp" // generic XDP (no VLAN-tagged traffic)
+	// FastPathOff forwards everything on the rings.
+	FastPathOff FastPathMode = "off"
+)
 
 // Mode is what the dataplane does with frames.
 type Mode string
@@ -188,12 +206,35 @@ type StaticEntry struct {
 // Ring tunes the AF_PACKET rings; zero fields use afpacket's defaults
 // (and DefaultTxFrames for the per-pair TX sockets).
 type Ring struct {
-	// BlockSize and BlockCount size each RX ring; both 0 picks
+	// Kind is the RX ring: RingFrames (TPACKET_V2: a frame reaches its
+	// worker as soon as the kernel wrote it) or RingBlocks (TPACKET_V3:
+	// frames wait until their block is full or retired by the block
+	// timeout); "" is DefaultRingKind, or RingBlocks when BlockSize or
+	// BlockCount is set.
+	Kind RingKind
+	// Frames sizes a RingFrames ring (0: DefaultRxFrames).
+	Frames int
+	// BlockSize and BlockCount size a RingBlocks ring; both 0 picks
 	// DefaultRxBlockSize × DefaultRxBlocks.
 	BlockSize, BlockCount int
 	BlockTimeout          time.Duration
 	TxFrames              int
 }
+
+// RingKind is the layout of the RX rings.
+type RingKind string
+
+// The ring kinds.
+const (
+	RingFrames RingKind = "frames"
+	RingBlocks RingKind = "blocks"
+	// DefaultRingKind is frames: the block retire timeout (2 ms, rounded
+	// up to the kernel's timer tick) held every frame of a quiet flow
+	// that long (docs/dataplane.md, Measured).
+	DefaultRingKind = RingFrames
+	// DefaultRxFrames is a frame ring's size per worker.
+	DefaultRxFrames = 8192
+)
 
 func modeOf(c *Config) Mode {
 	if c.Mode == "" {
@@ -249,6 +290,16 @@ func (c *Config) Check() error {
 	}
 	if m := modeOf(c); m != ModeBridge && m != ModeNAT {
 		add("mode %q", m)
+	}
+	switch c.FastPath {
+	case "", FastPathAuto, FastPathTCX, FastPathXDP, FastPathOff:
+	default:
+		add("fast path %q", c.FastPath)
+	}
+	switch c.Ring.Kind {
+	case "", RingFrames, RingBlocks:
+	default:
+		add("ring kind %q", c.Ring.Kind)
 	}
 	ids := c.PortNames()
 	if len(ids) != n {

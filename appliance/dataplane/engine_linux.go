@@ -97,6 +97,7 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 	if err := e.openTables(cfg); err != nil {
 		return nil, err
 	}
+	e.openFastPath(cfg)
 	e.cur.Store(newSettings(cfg))
 	e.workers, err = e.b.openWorkers(cfg, e.ports)
 	if err != nil {
@@ -124,6 +125,10 @@ func (e *Engine) Start() error {
 	}
 	e.wg.Add(1)
 	go e.monitor()
+	if e.fp.on() {
+		e.wg.Add(1)
+		go e.fp.run(e.stop, &e.wg)
+	}
 	e.log.Info("dataplane started", "ports", len(e.ports)-1, "workers", len(e.workers))
 	return nil
 }
@@ -166,6 +171,9 @@ func (e *Engine) release() error {
 	}
 	if e.host != nil {
 		errs = append(errs, e.host.Close())
+	}
+	if e.fp != nil {
+		errs = append(errs, e.fp.close())
 	}
 	for _, pi := range e.ports {
 		if pi != nil && pi.kdrop != nil {
@@ -225,8 +233,11 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 	if err := e.fdb.SetFullPolicy(fullOf(cfg)); err != nil {
 		return fmt.Errorf("dataplane: %w", err)
 	}
+	e.fp.beforeSwap(t)
 	e.rules.Swap(t)
+	e.fp.afterSwap()
 	e.cur.Store(newSettings(cfg))
+	e.fp.revalidate()
 	return nil
 }
 
@@ -304,6 +315,7 @@ func (e *Engine) Now() int64 { return int64(time.Since(e.start)) }
 
 // FDBEntries lists the live FDB entries with their port names.
 func (e *Engine) FDBEntries() []FDBEntry {
+	e.fp.sync()
 	ents := e.fdb.Entries(nil, e.Now())
 	out := make([]FDBEntry, len(ents))
 	ports := e.topo.Load().ports
@@ -328,8 +340,10 @@ func (e *Engine) Health() Health {
 // workers use: it loads their published counters (updated once per
 // batch) and reads the sockets' kernel statistics.
 func (e *Engine) Snapshot() Snapshot {
+	e.fp.sync()
 	now := time.Now()
 	s := e.topo.Load().snapshot(e.Now())
+	e.fp.snapshot(&s)
 	s.Time = now
 	s.Uptime = Duration(now.Sub(e.start).Round(time.Millisecond))
 	s.Mode = modeOf(e.cur.Load().cfg)

@@ -48,6 +48,8 @@ type fwd struct {
 	blocked   uint64 // ports blocked by a loop this batch, by id
 	inBlocked bool   // the ingress port is
 
+	fp *fpWorker // nil without the fast path (fpworker_linux.go)
+
 	c counters
 }
 
@@ -121,6 +123,7 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 	}
 	if !w.set.ports[in].noLearn && w.fdb.Learn(&f.Src, w.vid, in, w.mono) == bridge.Moved {
 		w.in.loop.moves.Add(1)
+		w.fpMoved(&f.Src, w.vid)
 	}
 	group := bridge.IsGroup(&f.Dst)
 	if w.nw != nil && !group && f.Dst == w.lanMAC {
@@ -311,6 +314,9 @@ func (w *fwd) forward(out uint16, data []byte, stripped bool, tag frame.VLANTag,
 	w.dirty |= 1 << out
 	w.c.txPackets[out]++
 	w.c.txBytes[out] += uint64(wire)
+	if w.fp != nil && !flood {
+		w.fpPair(out, egress, stripped, tag)
+	}
 }
 
 // reject answers the current frame on its ingress port (TCP RST or ICMP

@@ -43,6 +43,7 @@ func (e *Engine) pollLinks() {
 			e.log.Info("dataplane link", "port", p.name, "interface", p.iface, "up", up)
 			if !up {
 				e.fdb.Flush(p.id, false)
+				e.fp.portDown(p.id)
 			}
 		}
 	}

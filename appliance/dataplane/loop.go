@@ -154,6 +154,7 @@ func (e *Engine) pollLoops(tick uint64) {
 		// Either way the paths changed: the FDB forgets what it learned
 		// (in a storm, wrong ports; after it, MACs learned on the detour).
 		e.fdb.Flush(0, false)
+		e.fp.fdbFlushed()
 		if b {
 			e.log.Warn("dataplane loop: port blocked", "port", p.name, "loop_with", e.portName(uint16(l.peer.Load())))
 		} else {

@@ -31,10 +31,12 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 		// router's MAC and LAN address): answers to its requests.
 		w.natEmit(w.hostID, data)
 	}
+	pre := w.fpBefore(side) // the fast path needs the tuple before Process rewrites it
 	res := w.nw.Process(w.now, side, data, &w.f)
 	switch res.Action {
 	case nat.Forward:
 		w.natSend(res.Port, res.Frame)
+		w.fpAfter(pre, res.Port, res.Frame)
 	case nat.Reply:
 		// An answer to the frame: its source is on the ingress port.
 		w.natEmit(w.in.id, res.Frame)

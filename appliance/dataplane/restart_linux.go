@@ -214,6 +214,11 @@ func (r *reconfig) commit() {
 			old.kdrop.Close()
 		}
 	}
+	ids := make([]uint16, len(r.changed))
+	for i, c := range r.changed {
+		ids[i] = uint16(c + 1)
+	}
+	e.fp.portsChanged(e.ports, r.ports, ids)
 	e.ports = r.ports
 	e.workers = append(r.keep, r.fresh...)
 	slices.SortStableFunc(e.workers, func(a, b *worker) int { return int(a.port.id) - int(b.port.id) })

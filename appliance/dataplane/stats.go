@@ -116,6 +116,9 @@ type Snapshot struct {
 	Rules RuleStats    `json:"rules"`
 	// NAT is the router's state in NAT mode.
 	NAT *NATStats `json:"nat,omitempty"`
+	// FastPath is the in-kernel fast path's state: its mode, or why it
+	// is off. Its frames are in the ports' counters too.
+	FastPath *FastPathStats `json:"fastPath,omitempty"`
 }
 
 // NATStats are the router's counters and its connection table's state.

@@ -21,6 +21,7 @@ type tables struct {
 	hostMAC [6]byte
 	natr    *nat.Router // NAT mode only
 	natp    natPorts    // the router's ports as opened
+	fp      *fastPath   // the in-kernel fast path (fastpath_linux.go)
 }
 
 // openTables creates the FDB with its static entries, the rule set with a

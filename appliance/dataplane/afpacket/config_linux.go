@@ -27,6 +27,9 @@ const (
 	DefaultBlockTimeout   = 2 * time.Millisecond
 	DefaultTxFrames       = 1024
 	DefaultTxRetryTimeout = 20 * time.Millisecond
+	// DefaultRxFrames is a FrameRing's size: 8192 frames, 10 ms of
+	// minimum-size frames at 800 kpps (16 MiB at MTU 1500).
+	DefaultRxFrames = 8192
 )
 
 // Frame and ring layout constants of the TPACKET_V3 ABI (linux/if_packet.h).
@@ -118,6 +121,19 @@ type Config struct {
 	// rounded up to whole milliseconds. 0 picks DefaultBlockTimeout.
 	BlockTimeout time.Duration
 
+	// FrameRing makes the RX ring a TPACKET_V2 ring of fixed-size frames
+	// instead of TPACKET_V3 blocks: the kernel hands every frame over as
+	// soon as it is written (and wakes a poller), where a V3 block waits
+	// until it is full or its retire timeout (rounded up to the kernel's
+	// timer tick) passes. NextBlock then returns the frames ready at the
+	// head of the ring as one batch. BlockSize, BlockCount and
+	// BlockTimeout are not used; RxFrames sizes the ring. The socket's own
+	// TX path is TxCopy (the V3 TX ring layout needs TPACKET_V3).
+	FrameRing bool
+	// RxFrames is the number of RX frames of a FrameRing (rounded up to
+	// whole blocks); 0 picks DefaultRxFrames.
+	RxFrames int
+
 	// TxFrames is the minimum number of TX slots; the ring is rounded up to
 	// whole TX blocks. 0 picks DefaultTxFrames.
 	TxFrames int
@@ -152,6 +168,11 @@ type Config struct {
 	NoPromisc bool
 	// Fanout, when non-nil, joins the socket to a fanout group after bind.
 	Fanout *Fanout
+	// SocketFilter, when positive, is the descriptor of a BPF socket
+	// filter program (BPF_PROG_TYPE_SOCKET_FILTER) attached with
+	// SO_ATTACH_BPF before the socket is bound, so that no frame reaches
+	// the ring unfiltered. The socket holds its own reference.
+	SocketFilter int
 }
 
 // Geometry is the concrete ring layout Open uses for a Config and an MTU.
@@ -160,7 +181,9 @@ type Geometry struct {
 
 	RxBlockSize  int           // bytes per RX block (0 without RX ring)
 	RxBlockCount int           // RX blocks
-	RxTimeout    time.Duration // block retire timeout, whole milliseconds
+	RxTimeout    time.Duration // block retire timeout, whole milliseconds (0 for a FrameRing)
+	// RxFrameSize and RxFrames are a FrameRing's frames (0 for blocks).
+	RxFrameSize, RxFrames int
 
 	TxFrameSize  int // bytes per TX slot including the 48-byte header (0 without TX ring)
 	TxBlockSize  int // bytes per TX block, a multiple of the page size
@@ -205,7 +228,11 @@ func (c Config) Geometry(mtu int) (Geometry, error) {
 		return Geometry{}, fmt.Errorf("%w: NoRX and NoTX leave no ring", ErrConfig)
 	}
 	g := Geometry{MTU: mtu}
-	if !c.NoRX {
+	if !c.NoRX && c.FrameRing {
+		if err := c.frameGeometry(&g, page); err != nil {
+			return Geometry{}, err
+		}
+	} else if !c.NoRX {
 		fp := rxFootprint(mtu)
 		bs := c.BlockSize
 		switch {
@@ -266,4 +293,39 @@ func (c Config) Geometry(mtu int) (Geometry, error) {
 		g.TxRetryTimeout = rt
 	}
 	return g, nil
+}
+
+// rx2MacOff is where the kernel puts an Ethernet frame in a TPACKET_V2
+// frame: TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14, with TPACKET2_HDRLEN =
+// 32 + sizeof(struct sockaddr_ll).
+const rx2MacOff = (tp2HdrLen+unix.SizeofSockaddrLinklayer+16+tpAlign-1)&^(tpAlign-1) - ethHdrLen
+
+// tp2HdrLen is TPACKET_ALIGN(sizeof(struct tpacket2_hdr)).
+const tp2HdrLen = 32
+
+// frameRingBlock is a FrameRing's block size: frames are a power of two
+// that divides it, so that frame i lies at i*frameSize in the mapping.
+const frameRingBlock = 128 << 10
+
+// frameGeometry sizes a FrameRing: frames a power of two that hold the
+// frame header and a maximum-size frame with one inline VLAN tag.
+func (c Config) frameGeometry(g *Geometry, page int) error {
+	need := rx2MacOff + g.MTU + ethHdrLen + vlanTagLen
+	fs := 2048
+	for fs < need {
+		fs *= 2
+	}
+	bs := max(frameRingBlock, fs, page)
+	n := c.RxFrames
+	switch {
+	case n == 0:
+		n = DefaultRxFrames
+	case n < 0:
+		return fmt.Errorf("%w: negative RX frame count %d", ErrConfig, n)
+	}
+	per := bs / fs
+	blocks := max((n+per-1)/per, 2)
+	g.RxBlockSize, g.RxBlockCount = bs, blocks
+	g.RxFrameSize, g.RxFrames = fs, blocks*per
+	return nil
 }

@@ -75,6 +75,9 @@ type Block struct {
 	seq       uint64
 	truncated int
 	corrupt   bool
+	// frameSize is set for a batch of TPACKET_V2 frames: buf is the whole
+	// ring and the frames follow each other from off, wrapping around.
+	frameSize int
 }
 
 // parseBlock prepares b to walk the block in buf. It trusts nothing but
@@ -102,6 +105,9 @@ func (b *Block) Seq() uint64 { return b.seq }
 func (b *Block) Next(p *Packet) bool {
 	if b.left <= 0 {
 		return false
+	}
+	if b.frameSize > 0 {
+		return b.nextFrame(p)
 	}
 	off := b.off
 	if off < blockHdrLen || off > len(b.buf)-tpHdrLen-unix.SizeofSockaddrLinklayer || off%4 != 0 {
@@ -152,41 +158,129 @@ func (b *Block) fail() {
 	b.left = 0
 }
 
-// rxRing is the user-space side of a TPACKET_V3 RX ring.
+// rxRing is the user-space side of a TPACKET_V3 RX ring, or of a
+// TPACKET_V2 ring of frames (frames > 0).
 type rxRing struct {
 	mem       []byte // the RX part of the mapping
 	blockSize int
 	blocks    int
-	idx       int // next block to hand to the user
+	idx       int // next block (V2: frame) to hand to the user
 	held      bool
 	cur       Block
+	frameSize int // V2
+	frames    int // V2
+	batch     int // V2: frames in the current batch
 }
 
 func (r *rxRing) blockOff() int { return r.idx * r.blockSize }
 
-// ready reports whether the next block has been retired to user space.
+// ready reports whether the next block has been retired (V2: the next
+// frame written) to user space.
 func (r *rxRing) ready() bool {
+	if r.frames > 0 {
+		return loadStatus(r.mem, r.idx*r.frameSize+off2Status)&unix.TP_STATUS_USER != 0
+	}
 	return loadStatus(r.mem, r.blockOff()+offBlockStatus)&unix.TP_STATUS_USER != 0
 }
 
-// open makes the ready block the current one.
+// maxBatch bounds a V2 batch: the frames handed back at once.
+const maxBatch = 256
+
+// open makes the ready block (V2: the ready frames at the head) the
+// current one.
 func (r *rxRing) open() *Block {
+	r.held = true
+	if r.frames > 0 {
+		n := 1
+		for n < maxBatch && n < r.frames {
+			i := r.idx + n
+			if i >= r.frames {
+				i -= r.frames
+			}
+			if loadStatus(r.mem, i*r.frameSize+off2Status)&unix.TP_STATUS_USER == 0 {
+				break
+			}
+			n++
+		}
+		r.batch = n
+		r.cur = Block{buf: r.mem, off: r.idx * r.frameSize, left: n, count: n, frameSize: r.frameSize}
+		return &r.cur
+	}
 	off := r.blockOff()
 	r.cur.parseBlock(r.mem[off : off+r.blockSize : off+r.blockSize])
-	r.held = true
 	return &r.cur
 }
 
-// release hands the current block back to the kernel and returns the
-// number of truncated frames seen in it and whether it was malformed.
+// release hands the current block (V2: batch) back to the kernel and
+// returns the number of truncated frames seen in it and whether it was
+// malformed.
 func (r *rxRing) release() (truncated int, corrupt bool) {
 	truncated, corrupt = r.cur.truncated, r.cur.corrupt
 	r.cur = Block{}
+	r.held = false
+	if r.frames > 0 {
+		for range r.batch {
+			storeStatus(r.mem, r.idx*r.frameSize+off2Status, unix.TP_STATUS_KERNEL)
+			if r.idx++; r.idx == r.frames {
+				r.idx = 0
+			}
+		}
+		r.batch = 0
+		return truncated, corrupt
+	}
 	storeStatus(r.mem, r.blockOff()+offBlockStatus, unix.TP_STATUS_KERNEL)
 	r.idx++
 	if r.idx == r.blocks {
 		r.idx = 0
 	}
-	r.held = false
 	return truncated, corrupt
+}
+
+// Offsets inside struct tpacket2_hdr.
+const (
+	off2Status   = 0
+	off2Len      = 4
+	off2Snaplen  = 8
+	off2Mac      = 12
+	off2Sec      = 16
+	off2Nsec     = 20
+	off2VlanTCI  = 24
+	off2VlanTPID = 26
+	off2PktType  = tp2HdrLen + 10 // sockaddr_ll.sll_pkttype
+)
+
+// nextFrame is Next for a batch of TPACKET_V2 frames.
+func (b *Block) nextFrame(p *Packet) bool {
+	fs := b.frameSize
+	h := b.buf[b.off : b.off+fs : b.off+fs]
+	snap := int(ne.Uint32(h[off2Snaplen:]))
+	mac := int(ne.Uint16(h[off2Mac:]))
+	if mac < tp2HdrLen || snap > fs-mac {
+		b.fail()
+		return false
+	}
+	status := ne.Uint32(h[off2Status:])
+	p.Data = h[mac : mac+snap : mac+snap]
+	p.Len = int(ne.Uint32(h[off2Len:]))
+	p.Status = status
+	p.Type = h[off2PktType]
+	p.Sec = ne.Uint32(h[off2Sec:])
+	p.Nsec = ne.Uint32(h[off2Nsec:])
+	p.HasVLAN, p.VLANTPID, p.VLANTCI = false, 0, 0
+	if status&unix.TP_STATUS_VLAN_VALID != 0 {
+		p.HasVLAN = true
+		p.VLANTCI = ne.Uint16(h[off2VlanTCI:])
+		p.VLANTPID = 0x8100
+		if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+			p.VLANTPID = ne.Uint16(h[off2VlanTPID:])
+		}
+	}
+	if p.Len > snap {
+		b.truncated++
+	}
+	b.left--
+	if b.off += fs; b.off == len(b.buf) {
+		b.off = 0
+	}
+	return true
 }

@@ -69,6 +69,9 @@ func Open(ifname string, cfg Config) (*Socket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: open %s: %w", ifname, err)
 	}
+	if cfg.FrameRing && !cfg.NoRX {
+		cfg.TxCopy = true // the mapped TX ring's layout is TPACKET_V3's
+	}
 	s := &Socket{name: ifname, ifindex: ifi.Index, geo: g, fd: -1, efd: -1}
 	if err := s.setup(cfg); err != nil {
 		s.teardown()
@@ -95,6 +98,11 @@ func (s *Socket) setup(cfg Config) error {
 	if err := s.mapRings(cfg); err != nil {
 		return err
 	}
+	if cfg.SocketFilter > 0 {
+		if err := s.setInt(unix.SOL_SOCKET, unix.SO_ATTACH_BPF, cfg.SocketFilter, "SO_ATTACH_BPF"); err != nil {
+			return err
+		}
+	}
 	if err := s.bind(cfg); err != nil {
 		return err
 	}
@@ -105,7 +113,11 @@ func (s *Socket) setup(cfg Config) error {
 // version, qdisc bypass, ignoring outgoing frames and the send buffer.
 func (s *Socket) setOptions(cfg Config) error {
 	g := s.geo
-	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3, "PACKET_VERSION"); err != nil {
+	version := unix.TPACKET_V3
+	if g.RxFrames > 0 {
+		version = unix.TPACKET_V2
+	}
+	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, version, "PACKET_VERSION"); err != nil {
 		return err
 	}
 	if !cfg.UseQdisc && !cfg.NoTX {
@@ -135,7 +147,17 @@ func (s *Socket) setOptions(cfg Config) error {
 // requestRings asks the kernel for the RX ring and the mapped TX ring.
 func (s *Socket) requestRings(cfg Config) error {
 	g := s.geo
-	if !cfg.NoRX {
+	if g.RxFrames > 0 {
+		req := unix.TpacketReq{
+			Block_size: uint32(g.RxBlockSize),
+			Block_nr:   uint32(g.RxBlockCount),
+			Frame_size: uint32(g.RxFrameSize),
+			Frame_nr:   uint32(g.RxFrames),
+		}
+		if err := unix.SetsockoptTpacketReq(s.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+			return fmt.Errorf("PACKET_RX_RING %+v: %w", req, err)
+		}
+	} else if !cfg.NoRX {
 		req := unix.TpacketReq3{
 			Block_size:     uint32(g.RxBlockSize),
 			Block_nr:       uint32(g.RxBlockCount),
@@ -178,7 +200,8 @@ func (s *Socket) mapRings(cfg Config) error {
 		s.mem = mem
 	}
 	if !cfg.NoRX {
-		s.rx = rxRing{mem: mem[:g.RxBytes()], blockSize: g.RxBlockSize, blocks: g.RxBlockCount}
+		s.rx = rxRing{mem: mem[:g.RxBytes()], blockSize: g.RxBlockSize, blocks: g.RxBlockCount,
+			frameSize: g.RxFrameSize, frames: g.RxFrames}
 	}
 	if !cfg.NoTX {
 		// Send with an explicit address of protocol 0 so that the kernel

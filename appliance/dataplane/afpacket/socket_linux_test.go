@@ -18,9 +18,22 @@ import (
 // frameSize varies test frame sizes over 60..limit bytes.
 func frameSize(seq, limit int) int { return 60 + seq*37%(limit-60+1) }
 
+// rxKinds are the RX rings the receive tests run with: TPACKET_V3 blocks
+// and a TPACKET_V2 FrameRing.
+var rxKinds = []struct {
+	name string
+	cfg  Config
+}{{"blocks", Config{}}, {"frames", Config{FrameRing: true}}}
+
 func TestRXFromPeer(t *testing.T) {
+	for _, k := range rxKinds {
+		t.Run(k.name, func(t *testing.T) { testRXFromPeer(t, k.cfg) })
+	}
+}
+
+func testRXFromPeer(t *testing.T, cfg Config) {
 	v := newVeth(t, 1500)
-	s := v.open(t, vethB, Config{})
+	s := v.open(t, vethB, cfg)
 	peer := v.plain(t, vethA)
 	const n = 2000
 	// Build the expected frames before sending: the ring must be drained
@@ -125,8 +138,14 @@ func testTXBurstLargerThanRing(t *testing.T, txCopy bool) {
 // otherwise): it must be reported in the Packet, and Data plus the tag must
 // be the frame that was sent. A tag left inline is also accepted.
 func TestVLANReceive(t *testing.T) {
+	for _, k := range rxKinds {
+		t.Run(k.name, func(t *testing.T) { testVLANReceive(t, k.cfg) })
+	}
+}
+
+func testVLANReceive(t *testing.T, cfg Config) {
 	v := newVeth(t, 1500)
-	s := v.open(t, vethB, Config{})
+	s := v.open(t, vethB, cfg)
 	peer := v.plain(t, vethA)
 	tests := []struct {
 		name  string
@@ -331,9 +350,15 @@ func parseUDPFrame(b []byte) (flow uint16, seq uint32, ok bool) {
 
 // TestJumbo runs 9000-byte MTU frames through both rings.
 func TestJumbo(t *testing.T) {
+	for _, k := range rxKinds {
+		t.Run(k.name, func(t *testing.T) { testJumbo(t, k.cfg) })
+	}
+}
+
+func testJumbo(t *testing.T, cfg Config) {
 	v := newVeth(t, 9000)
-	a := v.open(t, vethA, Config{})
-	b := v.open(t, vethB, Config{})
+	a := v.open(t, vethA, cfg)
+	b := v.open(t, vethB, cfg)
 	if g := a.Geometry(); g.MTU != 9000 || g.TxFrameSize < 9018+tpHdrLen {
 		t.Fatalf("Geometry %+v does not fit MTU 9000", g)
 	}
@@ -872,6 +897,45 @@ func BenchmarkVethTXToRX(b *testing.B) {
 			b.ReportMetric(100*float64(int64(sent)-got.Load())/float64(sent), "loss-%")
 			st := rx.Stats()
 			b.ReportMetric(float64(st.RxDrops), "ring-drops")
+		})
+	}
+}
+
+// TestFrameRingLatency: a FrameRing hands a lone frame over at once; a
+// block ring holds it until its block retires.
+func TestFrameRingLatency(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		min  time.Duration // the least the frame must wait
+		max  time.Duration
+	}{
+		{"blocks", Config{BlockTimeout: 300 * time.Millisecond}, 0, time.Second},
+		{"frames", Config{FrameRing: true, RxFrames: 64}, 0, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newVeth(t, 1500)
+			s := v.open(t, vethB, tc.cfg)
+			peer := v.plain(t, vethA)
+			var worst, total time.Duration
+			const n = 5
+			for i := range n {
+				time.Sleep(20 * time.Millisecond)
+				sent := time.Now()
+				peer.send(t, testFrame(macB, macA, 9, uint32(i), 100))
+				if got := drain(t, s, 9, 1, 2*time.Second, func(*Packet) {}); got != 1 {
+					t.Fatalf("frame %d not received", i)
+				}
+				d := time.Since(sent)
+				worst, total = max(worst, d), total+d
+			}
+			t.Logf("%s: %d lone frames, mean %v, worst %v", tc.name, n, total/n, worst)
+			if tc.cfg.FrameRing && worst > tc.max {
+				t.Errorf("a lone frame waited %v in a FrameRing, want under %v", worst, tc.max)
+			}
+			if !tc.cfg.FrameRing && total/n < 20*time.Millisecond {
+				t.Errorf("lone frames waited %v on average in a ring of blocks retired every 300 ms: the test does not see the retire timeout", total/n)
+			}
 		})
 	}
 }

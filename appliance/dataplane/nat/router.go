@@ -28,6 +28,7 @@ type Router struct {
 	pendFrames          int
 	outFrames           int
 	fragEntries         int
+	fast                fastCounters // frames the fast path forwarded (offload.go)
 
 	mu      sync.Mutex // serializes Update and guards conf, workers
 	conf    Config

@@ -111,6 +111,7 @@ func (r *Router) Stats() Stats {
 		w.c.addTo(&s)
 	}
 	r.mu.Unlock()
+	r.fast.addTo(&s)
 	t := r.ct
 	s.Conns = int(t.count.Load())
 	s.MaxConns = len(t.entries)

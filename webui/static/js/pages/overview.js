@@ -1,7 +1,7 @@
 // Overview: the network at a glance (WAN, Internet, devices, alarms), the
 // ports with link state and live rates, charts of the last minutes, 24
 // hours or 7 days (received and sent apart, one colour per port), drops,
-// CPU and interrupts.
+// CPU and interrupts, the in-kernel fast path's state and rate.
 
 import { api } from '../api.js';
 import { h, replace, meter, count, fmtPPS, fmtBPS, speed, si, duration } from '../dom.js';
@@ -84,6 +84,7 @@ export default function overview(el, { info, stream }) {
         tile('Sent, data ports', 'total-tx-pps'),
         tile('Drops', 'total-drops'),
         info.features.conntrack ? tile('Connections', 'conntrack') : null,
+        tile('Fast path', 'fast-path'),
         tile('Worker restarts', 'restarts'),
       ),
       wan,
@@ -268,6 +269,14 @@ export default function overview(el, { info, stream }) {
         `of ${count(msg.conntrack.capacity)} (${((100 * msg.conntrack.entries) / Math.max(1, msg.conntrack.capacity)).toFixed(0)}%)`);
     }
     set('restarts', count(msg.worker_restarts), msg.worker_restarts, '');
+    const fp = msg.fast_path;
+    if (!fp) {
+      set('fast-path', '–', 0, 'no dataplane');
+    } else if (fp.mode === 'off') {
+      set('fast-path', 'off', 0, `rings carry every frame: ${fp.reason || 'off'}`);
+    } else {
+      set('fast-path', fmtPPS(fp.per_s), fp.per_s, `${fp.mode} · ${count(fp.flows)} flows in the kernel`);
+    }
 
     const maxDrop = Math.max(1, ...msg.drops.map((d) => d.per_s));
     replace(drops, msg.drops.length ? msg.drops.map((d) =>

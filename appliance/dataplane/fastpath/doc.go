@@ -1,0 +1,55 @@
+// Package fastpath is the dataplane's in-kernel fast path: BPF programs that forward the frames of established flows the userspace dataplane installed, and their flow and counter maps.
+//
+// The pattern is MikroTik's FastTrack and the kernel's flowtable: the
+// userspace dataplane decides every new flow on its AF_PACKET path (rules,
+// conntrack, FDB, neighbours) and, once a NAT connection is established or
+// a bridged unicast MAC pair (or, under rules that look past the MACs, a
+// bridged 5-tuple) has an accept verdict, installs it here: PutNAT,
+// PutPair, PutMicro. A BPF program then rewrites such frames (Ethernet
+// addresses, IPv4 addresses, ports or echo identifier, TTL, checksums,
+// VLAN tag) and redirects them to the egress port inside the kernel, with
+// no ring, copy or syscall. Everything else goes to the rings, as before:
+// TCP SYN, FIN and RST, fragments, IP options, TTL 1, bad IPv4 header
+// checksums, frames too big for the egress MTU, ICMP other than echo,
+// inner VLAN tags, malformed lengths and every frame no flow matches (the
+// Punt reasons). The classifier accepts exactly the frames package frame
+// parses, and its checksum updates repeat package frame's incremental
+// ones step by step, so the fast path and the slow path write the same
+// bytes (TestRewriteMatchesSlowPath runs both on the same frames).
+//
+// Two hooks, chosen at Load (Mode):
+//
+//   - tcx (ModeTCX): a tcx ingress program, attached ahead of the port's
+//     other tcx programs (ingressdrop). AF_PACKET taps see a frame before
+//     tcx ingress runs, so a socket filter (FilterFD, attached to every RX
+//     ring socket) reads the same flow map and keeps the fast path's
+//     frames out of the rings before they are copied. The filter records
+//     its decision in skb->cb together with a per-CPU sequence number,
+//     and the tcx program follows it: a frame the filter gave to a ring is
+//     never also forwarded, and a frame it kept out of the rings whose
+//     flow was removed in between is sent back to the port's ingress,
+//     where the filter then lets it into a ring.
+//   - generic XDP (ModeXDP): runs before the taps, so it needs no filter.
+//     It cannot see a VLAN tag the NIC stripped into the skb's metadata
+//     (generic XDP has no access to it), so it treats tagged traffic as
+//     untagged: use it only where no tagged frames arrive or the NIC's
+//     rx-vlan-hw-parse is off. It makes no VLAN changes (such pairs stay on
+//     the slow path).
+//
+// Counters flow back through a per-CPU array indexed by a flow's slot:
+// packets, wire bytes, IP bytes and the time of the last packet
+// (bpf_ktime_get_ns, CLOCK_MONOTONIC). Read them with ReadStats and keep
+// the differences; a slot's counters are zeroed when it is given to a new
+// flow (ResetStats). A TCP NAT flow also keeps the highest acknowledgment
+// and the last window it forwarded (NATTrack), which conntrack needs to
+// judge a later RST.
+//
+// The programs need CONFIG_BPF_SYSCALL, tcx (CONFIG_NET_XGRESS, Linux
+// 6.6+) or generic XDP, bpf_skb_vlan_push/pop and bpf_xdp_load_bytes
+// (5.18+). They use no kfuncs, callbacks or tail calls, so they also run
+// without a BPF JIT (the gokrazy kernel has none: the interpreter runs
+// them). KernelReport says what the running kernel offers.
+//
+// The C source is bpf/fastpath.c; fastpath_bpfel.{go,o} are generated from
+// it with Debian's clang (go generate) and committed.
+package fastpath

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"e1kbox/appliance/dataplane/afpacket"
+)
+
+// Established flows for the NAT paths and the fast path's readiness.
+
+// establish makes the NAT path's flows established: the generator's
+// frames create a connection per flow, the sink (the gateway, playing
+// the server) answers each once, and 2.1 s later the next frames make the
+// UDP connections streams (assured), which the e1kbox fast path takes
+// over. The router keeps the generator's source ports, so the answers go
+// to them.
+func (h *harness) establish(ctx context.Context, p Path, pl cpuPlace) error {
+	spec, err := h.genFor(p, pl, minFrame, 100000)
+	if err != nil {
+		return err
+	}
+	g, err := startGenerator(spec)
+	if err != nil {
+		return err
+	}
+	sleep(ctx, time.Duration(float64(h.flows)/100000*float64(time.Second))+100*time.Millisecond)
+	if err := g.Stop(); err != nil {
+		return err
+	}
+	replies := make([][]byte, h.flows)
+	for i := range replies {
+		f, err := udpFrame(minFrame, macS0, macB1, natServerIP, natWAN.Addr())
+		if err != nil {
+			return err
+		}
+		setFlow(f, i)
+		// Swap the ports: from the server's discard port to the flow's.
+		f[sportOff], f[sportOff+1], f[sportOff+2], f[sportOff+3] = 0, udpDport, f[sportOff], f[sportOff+1]
+		replies[i] = f
+	}
+	// In chunks with pauses, and twice: a reply lost in a full ring
+	// would leave its flow unreplied.
+	for range 2 {
+		for i := 0; i < len(replies); i += 512 {
+			if err := sendMany(h.t.sink, "s0", replies[i:min(i+512, len(replies))]); err != nil {
+				return fmt.Errorf("%s: answers: %w", p.Name, err)
+			}
+			sleep(ctx, 5*time.Millisecond)
+		}
+	}
+	sleep(ctx, 2100*time.Millisecond)
+	return ctx.Err()
+}
+
+// sendMany sends frames from iface in ns through a TX ring, flushing as
+// it fills.
+func sendMany(ns, iface string, frames [][]byte) error {
+	return inNetns(ns, func() error {
+		s, err := afpacket.Open(iface, afpacket.Config{NoRX: true, TxFrames: 1024, TxCopy: true})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		for _, f := range frames {
+			if !s.Append(f) {
+				if err := s.Flush(); err != nil {
+					return err
+				}
+				if !s.Append(f) {
+					return fmt.Errorf("frame of %d bytes not queued", len(f))
+				}
+			}
+		}
+		return s.Flush()
+	})
+}
+
+// applianceGet GETs path from the appliance's API in the box namespace
+// into v.
+func (h *harness) applianceGet(ctx context.Context, path string, v any) error {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
+			nerr := inNetns(h.t.box, func() error {
+				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return nil
+			})
+			if nerr != nil {
+				return nil, nerr
+			}
+			return conn, err
+		},
+		DisableKeepAlives: true,
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+applianceListen+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", basicAuth("gokrazy", dashboardPassword))
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, b)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// fastState is the part of /api/dataplane the harness reads.
+type fastState struct {
+	FastPath *struct {
+		Mode       string            `json:"mode"`
+		Reason     string            `json:"reason"`
+		NATFlows   int               `json:"natFlows"`
+		Pairs      int               `json:"pairs"`
+		Microflows int               `json:"microflows"`
+		Packets    uint64            `json:"packets"`
+		Punts      map[string]uint64 `json:"punts"`
+	} `json:"fastPath"`
+}
+
+// fastFlows is how many flows the fast path must hold before an e1kbox
+// path with it is measured: one per generator flow (NAT connections,
+// bridge microflows under address rules), or the one bridged pair.
+func (h *harness) fastFlows(p Path) int {
+	if p.NAT || p.Rules > 0 {
+		return h.flows
+	}
+	return 1
+}
+
+// warmFast runs traffic through an e1kbox path until its fast path holds
+// every flow (the flows go to the kernel as their frames reach the
+// appliance); it returns the fast path's state. A path with the fast path
+// off returns at once.
+func (h *harness) warmFast(ctx context.Context, p Path, pl cpuPlace) (fastState, error) {
+	var st fastState
+	if p.Kind != kindE1kbox || p.FastPath == "off" {
+		return st, nil
+	}
+	spec, err := h.genFor(p, pl, minFrame, 100000)
+	if err != nil {
+		return st, err
+	}
+	if !p.NAT {
+		if err := h.learn(); err != nil {
+			return st, err
+		}
+	}
+	g, err := startGenerator(spec)
+	if err != nil {
+		return st, err
+	}
+	defer g.Stop()
+	want := h.fastFlows(p)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		sleep(ctx, 200*time.Millisecond)
+		if err := h.applianceGet(ctx, "/api/dataplane", &st); err != nil {
+			if time.Now().After(deadline) {
+				return st, fmt.Errorf("%s: %w", p.Name, err)
+			}
+			continue
+		}
+		fs := st.FastPath
+		switch {
+		case fs == nil || fs.Mode == "off":
+			return st, fmt.Errorf("%s: the fast path is off: %+v", p.Name, fs)
+		case fs.NATFlows+fs.Pairs+fs.Microflows >= want*99/100:
+			return st, nil
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			return st, fmt.Errorf("%s: the fast path holds %d NAT flows, %d pairs, %d microflows after 15 s; want %d (punts %v)",
+				p.Name, fs.NATFlows, fs.Pairs, fs.Microflows, want, fs.Punts)
+		}
+	}
+}

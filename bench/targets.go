@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Target is one of the fast path issue's goals, measured in this run.
+type Target struct {
+	Name  string `json:"name"`
+	Goal  string `json:"goal"`
+	Value string `json:"value"`
+	// Met is false also when a row it needs is missing (Value says so).
+	Met bool `json:"met"`
+}
+
+// EvalTargets measures the goals against the report's rows (the first
+// frame size).
+func EvalTargets(r *Report) []Target {
+	if len(r.Settings.Sizes) == 0 {
+		return nil
+	}
+	size := r.Settings.Sizes[0]
+	box := map[string]float64{}
+	for _, c := range r.CPURows {
+		if c.Size == size && c.Runs > 0 {
+			box[c.Path] = c.BoxNsPerPkt
+		}
+	}
+	pps := map[string]float64{}
+	for _, row := range r.Rows {
+		if row.Size == size && row.Runs > 0 {
+			pps[row.Path] = row.PPS
+		}
+	}
+	var out []Target
+	ratio := func(name, goal string, limit float64, atMost bool, m map[string]float64, a, b, unit string) {
+		t := Target{Name: name, Goal: goal}
+		va, oka := m[a]
+		vb, okb := m[b]
+		v := Ratio(va, vb)
+		switch {
+		case !oka || !okb:
+			t.Value = "not measured"
+		case math.IsNaN(v):
+			t.Value = fmt.Sprintf("n/a (%s %.0f, %s %.0f %s)", a, va, b, vb, unit)
+		default:
+			t.Value = fmt.Sprintf("%.2fx (%.0f / %.0f %s)", v, va, vb, unit)
+			t.Met = atMost && v <= limit || !atMost && v >= limit
+		}
+		out = append(out, t)
+	}
+	ratio("box CPU per packet, NAT", "e1kbox nat ≤ 0.7x kernel NAT", 0.7, true, box, "e1kbox nat", kernelNATName, "ns")
+	ratio("box CPU per packet, bridge", "e1kbox bridge ≤ 0.7x kernel bridge", 0.7, true, box, e1kboxName, kernelName, "ns")
+	ratio("box CPU per packet, fw4-like rules", "e1kbox nat + fw4 rules ≤ 0.5x kernel NAT + fw4 rules", 0.5, true, box,
+		"e1kbox nat"+fw4Suffix, kernelNATName+fw4Suffix, "ns")
+	for _, base := range []string{"e1kbox nat", e1kboxName} {
+		for _, p := range r.Rows {
+			if p.Size == size && strings.HasPrefix(p.Path, base+" + ") && strings.HasSuffix(p.Path, "k rules") {
+				ratio("10k rules, "+base, p.Path+" ≥ 0.9x of its 0-rule rate", 0.9, false, pps, p.Path, base, "pps")
+				// The rate can be the generator's: the CPU per packet
+				// says it too (0-rule cost over the rules' cost).
+				ratio("10k rules, "+base+", CPU", "box CPU per packet of "+base+" ≥ 0.9x of "+p.Path+"'s", 0.9, false, box, base, p.Path, "ns")
+			}
+		}
+	}
+	for _, row := range r.LatencyRows {
+		if row.Kind == KindLatency && (row.Load == 0.1 || row.Load == 0.5) && !strings.Contains(row.Path, "off") && row.Baseline != "" {
+			t := Target{Name: fmt.Sprintf("p99 latency at %.0f%%, %s", 100*row.Load, row.Path), Goal: "≤ kernel's + 50 µs"}
+			t.Value = fmt.Sprintf("%+.0f µs (%.0f vs %.0f µs)", row.AddedP99, row.P99, row.P99-row.AddedP99)
+			t.Met = row.AddedP99 <= 50
+			out = append(out, t)
+		}
+		if row.Kind == KindNewFlow && row.Baseline != "" {
+			t := Target{Name: "first packets of new flows, " + row.Path, Goal: "p99 ≤ kernel's + 1 ms"}
+			t.Value = fmt.Sprintf("%+.0f µs (%.0f vs %.0f µs)", row.AddedP99, row.P99, row.P99-row.AddedP99)
+			t.Met = row.AddedP99 <= 1000
+			out = append(out, t)
+		}
+	}
+	for _, c := range r.ConnRows {
+		if c.Path != kernelNATName {
+			out = append(out, Target{Name: "new connections/s, " + c.Path, Goal: "≥ 2x kernel NAT",
+				Value: fmt.Sprintf("%s (%.0f/s)", FormatRatio(c.Ratio), c.Rate), Met: c.Ratio >= 2})
+		}
+	}
+	for _, p := range []string{"e1kbox bridge same", "e1kbox bridge same" + fastPathOffSuffix} {
+		if _, ok := pps[p]; ok {
+			ratio("worker on the RX CPU, "+p, "≥ 0.5x kernel bridge", 0.5, false, pps, p, kernelName, "pps")
+		}
+	}
+	return out
+}
+
+// writeTargets writes the targets table.
+func writeTargets(b *strings.Builder, r *Report) {
+	if len(r.Targets) == 0 {
+		return
+	}
+	b.WriteString("\nThe fast path issue's targets, measured in this run:\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		met := "no"
+		if t.Met {
+			met = "yes"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", t.Name, t.Goal, t.Value, met)
+	}
+}
