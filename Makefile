@@ -4,7 +4,7 @@ GO ?= go
 OUT ?= build
 DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools squashfs-tools gdisk \
 	iproute2 iputils-ping iperf3 dnsmasq tcpdump nftables netsniff-ng isc-dhcp-client traceroute curl ethtool chromium \
-	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip
+	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip kea-dhcp6-server radvd ndisc6
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /qemu-test)
 
 .PHONY: all image run vm test unit qemu-test bench bench-firmware bench-tuning bench-qemu lint deps clean
