@@ -30,6 +30,10 @@ type Port struct {
 // Config is the router's IPv6 configuration. SetConfig replaces it live.
 type Config struct {
 	LAN, WAN Port
+	// Host is the port id of the box's own stack on the LAN (the host
+	// port), 0 for none: its frames go to the LAN (multicast as they are,
+	// unicast to the LAN's hosts through the neighbour cache).
+	Host int
 	// LANPrefixes are the on-link prefixes of the LAN: the current /64
 	// and those being deprecated, still routed until they expire.
 	LANPrefixes []netip.Prefix
@@ -63,6 +67,7 @@ type Limits struct {
 // snapshot is the checked configuration the workers read.
 type snapshot struct {
 	side     [2]Port
+	host     int
 	lanNets  []netip.Prefix
 	deleg    []netip.Prefix
 	gateway  [16]byte // zero: learnt
@@ -72,7 +77,7 @@ type snapshot struct {
 }
 
 func (cfg *Config) check() (*snapshot, error) {
-	s := &snapshot{side: [2]Port{cfg.LAN, cfg.WAN}, icmpRate: cfg.ICMPRate, echoRate: cfg.EchoRate}
+	s := &snapshot{side: [2]Port{cfg.LAN, cfg.WAN}, host: cfg.Host, icmpRate: cfg.ICMPRate, echoRate: cfg.EchoRate}
 	if s.icmpRate == 0 {
 		s.icmpRate = 100
 	}
@@ -80,9 +85,6 @@ func (cfg *Config) check() (*snapshot, error) {
 		s.echoRate = 10
 	}
 	for i, p := range s.side {
-		if p.ID == 0 && i == int(LAN) && cfg.WAN.ID == 0 {
-			return nil, errors.New("no port ids")
-		}
 		if p.MTU < 1280 {
 			return nil, fmt.Errorf("%s MTU %d is below IPv6's 1280", Side(i), p.MTU)
 		}
@@ -99,8 +101,8 @@ func (cfg *Config) check() (*snapshot, error) {
 		}
 		s.side[i].Addrs = append([]netip.Addr(nil), p.Addrs...)
 	}
-	if s.side[LAN].ID == s.side[WAN].ID {
-		return nil, errors.New("LAN and WAN have the same port id")
+	if s.side[LAN].ID == s.side[WAN].ID || s.host != 0 && (s.host == s.side[LAN].ID || s.host == s.side[WAN].ID) {
+		return nil, errors.New("the LAN, WAN and host ports need different ids")
 	}
 	for _, p := range cfg.LANPrefixes {
 		if !p.Addr().Is6() || p.Bits() != 64 || !p.Addr().IsGlobalUnicast() {

@@ -27,7 +27,7 @@ func (w *Worker) multicast(s *snapshot, side Side, pkt []byte, f *frame.Frame) R
 		case icmpNS:
 			return w.solicitation(s, side, pkt, f)
 		case icmpNA:
-			return w.advertisement(side, pkt, f)
+			return w.advertisement(s, side, pkt, f)
 		case icmpRA:
 			if side == WAN {
 				w.routerAdvert(s, pkt, f)
@@ -40,6 +40,23 @@ func (w *Worker) multicast(s *snapshot, side Side, pkt []byte, f *frame.Frame) R
 	return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
 }
 
+// fromHost sends a frame of the box's own stack to the LAN: multicast (its
+// RAs, NS, MLD) as it is, unicast to a LAN address through the neighbour
+// cache; the box's stack does not reach the WAN over IPv6.
+func (w *Worker) fromHost(s *snapshot, pkt []byte, f *frame.Frame) Result {
+	if !f.IsIPv6() || f.L3End > len(pkt) || f.L3Off+frame.IPv6HeaderLen > f.L3End || f.NTags != 0 {
+		return drop(ReasonMalformed)
+	}
+	dst := &f.IPv6.Dst
+	switch {
+	case f.Dst[0]&1 != 0:
+		return Result{Action: Forward, Port: s.side[LAN].ID, Frame: pkt[:f.L3End]}
+	case isLinkLocal(dst) || inAny(s.lanNets, dst):
+		return w.toNeighbour(s, LAN, *dst, pkt[:f.L3End])
+	}
+	return drop(ReasonNoRoute)
+}
+
 // toBox handles a packet to one of the box's addresses: NDP, echo
 // requests, and from the LAN everything else for the box's stack; from
 // the WAN only DHCPv6 to the client port reaches the host.
@@ -49,7 +66,7 @@ func (w *Worker) toBox(s *snapshot, side Side, pkt []byte, f *frame.Frame) Resul
 		case icmpNS:
 			return w.solicitation(s, side, pkt, f)
 		case icmpNA:
-			return w.advertisement(side, pkt, f)
+			return w.advertisement(s, side, pkt, f)
 		case icmpEchoRequest:
 			if frame.VerifyChecksums(pkt, f) != nil {
 				return drop(ReasonMalformed)
@@ -118,7 +135,7 @@ func (w *Worker) solicitation(s *snapshot, side Side, pkt []byte, f *frame.Frame
 }
 
 // advertisement learns from an NA with a target link-layer address.
-func (w *Worker) advertisement(side Side, pkt []byte, f *frame.Frame) Result {
+func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Frame) Result {
 	lla, has, ok := ndpValid(pkt, f, 24, optTLLA)
 	if !ok || pkt[f.L4Off+8] == 0xff || f.IPv6.Dst[0] == 0xff && pkt[f.L4Off+4]&0x40 != 0 {
 		return drop(ReasonNDP) // multicast target; solicited to a group
@@ -127,6 +144,9 @@ func (w *Worker) advertisement(side Side, pkt []byte, f *frame.Frame) Result {
 		target := [16]byte(pkt[f.L4Off+8 : f.L4Off+24])
 		solicited := pkt[f.L4Off+4]&0x40 != 0
 		w.r.neigh.learn(side, &target, lla, solicited, false, w.sec)
+	}
+	if side == LAN && s.host != 0 {
+		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt} // the box's stack resolves too
 	}
 	return Result{Action: Consumed}
 }

@@ -318,3 +318,34 @@ func a6mac(s string) [6]byte {
 	a := a6(s)
 	return [6]byte{0x33, 0x33, a[12], a[13], a[14], a[15]}
 }
+
+// TestHostPort: the box's own stack's RAs go to the LAN as they are, its
+// unicast to LAN hosts through the neighbour cache, nothing to the WAN;
+// NAs on the LAN reach it too.
+func TestHostPort(t *testing.T) {
+	cfg := testConfig()
+	cfg.Host = 3
+	r, err := New(cfg, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, r: r, w: r.NewWorker(nil), now: 5000 * 1e9}
+	ra := eth(allNodesMAC, lanMAC, icmp(lanLL, a6("ff02::1"), 255, icmpRA, 0, 64<<24|1800, make([]byte, 8)))
+	if res := e.handle(3, ra); res.Action != Forward || res.Port != lanPort || !bytes.Equal(res.Frame, ra[:len(res.Frame)]) {
+		t.Errorf("the box's RA: %v/%v port %d, want forwarded unchanged to the LAN", res.Action, res.Reason, res.Port)
+	}
+	dns := eth(hostMAC, lanMAC, udp(lanAddr, host, 53, 5353))
+	if res := e.handle(3, dns); res.Action != Queued {
+		t.Errorf("the box's DNS answer to an unresolved host: %v/%v, want queued", res.Action, res.Reason)
+	}
+	e.outputs()
+	if res := e.handle(lanPort, fromLAN(na(host, lanLL, host, hostMAC))); res.Action != ToHost {
+		t.Errorf("an NA on the LAN: %v/%v, want it to the box's stack too", res.Action, res.Reason)
+	}
+	if out := e.outputs(); len(out) != 1 || out[0].port != lanPort {
+		t.Errorf("after the NA: %v, want the DNS answer released", out)
+	}
+	if res := e.handle(3, eth(gwMAC, lanMAC, udp(lanAddr, server, 1, 2))); res.Action != Drop || res.Reason != ReasonNoRoute {
+		t.Errorf("the box's stack to the WAN: %v/%v, want no route", res.Action, res.Reason)
+	}
+}

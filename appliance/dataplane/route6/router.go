@@ -230,6 +230,8 @@ func (w *Worker) Process(now int64, inPort int, pkt []byte, f *frame.Frame) Resu
 		res = w.process(s, LAN, pkt, f)
 	case inPort == s.side[WAN].ID:
 		res = w.process(s, WAN, pkt, f)
+	case s.host != 0 && inPort == s.host:
+		res = w.fromHost(s, pkt, f)
 	default:
 		res = drop(ReasonUnknownPort)
 	}
