@@ -251,7 +251,7 @@ func (e *Engine) sameShape(a, b *Config) bool {
 	}
 	if e.natr != nil {
 		m, n := a.NAT, b.NAT
-		if m.LANMAC != n.LANMAC || m.WANMAC != n.WANMAC || orDefault(n.MaxConns, nat.DefaultMaxConns) != e.natr.Config().MaxConns {
+		if m.LANMAC != n.LANMAC || m.WANMAC != n.WANMAC || m.IPv6 != n.IPv6 || orDefault(n.MaxConns, nat.DefaultMaxConns) != e.natr.Config().MaxConns {
 			return false
 		}
 		if a.HostPort != nil && m.LANAddr != n.LANAddr {

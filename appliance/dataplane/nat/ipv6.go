@@ -17,7 +17,7 @@ func (w *Worker) attachIPv6(rw *rules.Worker) {
 // v6Actions maps route6's actions onto nat's (the same duties).
 var v6Actions = [...]Action{
 	route6.Drop: Drop, route6.Forward: Forward, route6.Reply: Reply, route6.Queued: Queued,
-	route6.Consumed: Consumed, route6.ToHost: ToHost,
+	route6.Consumed: Consumed, route6.ToHost: ToHost, route6.Deliver: Deliver,
 }
 
 // ipv6 hands an IPv6 frame to route6, or drops it by policy without one.

@@ -78,6 +78,9 @@ func (w *Worker) toBox(s *snapshot, side Side, pkt []byte, f *frame.Frame) Resul
 			return drop(ReasonMalformed)
 		}
 	}
+	if side == LAN && s.host != 0 {
+		return Result{Action: Deliver, Port: s.host, Frame: pkt}
+	}
 	if side == LAN || f.Proto == protoUDP && f.L4Off != 0 && f.UDP.DstPort == 546 {
 		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
 	}

@@ -16,10 +16,11 @@ const (
 	Queued                 // copied into the queue for neighbour resolution; comes out of Output
 	Consumed               // handled (an NA learnt); nothing to transmit but Output
 	ToHost                 // for the box's own stack (or the WAN's DHCPv6 client and RA reader): deliver to the host port, or drop
+	Deliver                // for the box's stack behind the host port (Config.Host): transmit Result.Frame on Result.Port
 	numActions
 )
 
-var actionNames = [numActions]string{"drop", "forward", "reply", "queued", "consumed", "to_host"}
+var actionNames = [numActions]string{"drop", "forward", "reply", "queued", "consumed", "to_host", "deliver"}
 
 func (a Action) String() string {
 	if a < numActions {

@@ -349,3 +349,30 @@ func TestHostPort(t *testing.T) {
 		t.Errorf("the box's stack to the WAN: %v/%v, want no route", res.Action, res.Reason)
 	}
 }
+
+// TestSetPrefixes: a new delegation moves the LAN prefix and the box's
+// global address, keeping the link-local ones; the old prefix's hosts are
+// no longer routed.
+func TestSetPrefixes(t *testing.T) {
+	e := resolved(t, "")
+	np := netip.MustParsePrefix("2001:db8:2::/64")
+	if err := e.r.SetPrefixes([]netip.Prefix{np}, []netip.Prefix{netip.MustParsePrefix("2001:db8:2::/56")},
+		[]netip.Addr{netip.MustParseAddr("2001:db8:2::1")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := e.r.Config()
+	if len(c.LAN.Addrs) != 2 || c.LAN.Addrs[0].As16() != lanLL || c.LAN.Addrs[1] != netip.MustParseAddr("2001:db8:2::1") || len(c.WAN.Addrs) != 1 {
+		t.Errorf("addresses LAN %v WAN %v, want the link-local ones and 2001:db8:2::1", c.LAN.Addrs, c.WAN.Addrs)
+	}
+	if res := e.handle(lanPort, fromLAN(udp(host, server, 1, 2))); res.Action != Drop || res.Reason != ReasonMartian {
+		t.Errorf("from the old prefix: %v/%v, want martian", res.Action, res.Reason)
+	}
+	newHost := a6("2001:db8:2::10")
+	e.r.neigh.learn(LAN, &newHost, hostMAC, true, true, uint32(e.now/1e9))
+	if res := e.handle(lanPort, fromLAN(udp(newHost, server, 1, 2))); res.Action != Forward {
+		t.Errorf("from the new prefix: %v/%v, want forwarded", res.Action, res.Reason)
+	}
+	if err := e.r.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:2::/48")}, nil, nil, nil); err == nil {
+		t.Error("a /48 LAN prefix was accepted")
+	}
+}

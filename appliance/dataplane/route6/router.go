@@ -29,7 +29,8 @@ type Router struct {
 	neigh    *neighbours
 	lim      Limits
 	gw       atomic.Pointer[gateway] // learnt from the WAN's RAs
-	mu       sync.Mutex
+	mu       sync.Mutex              // guards conf and workers
+	conf     Config
 	workers  []*Worker
 	sweepPos atomic.Uint64
 }
@@ -70,8 +71,38 @@ func (r *Router) SetConfig(cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("route6: %w", err)
 	}
+	r.mu.Lock()
+	r.conf = cfg
 	r.cfg.Store(s)
+	r.mu.Unlock()
 	return nil
+}
+
+// Config returns the configuration in force.
+func (r *Router) Config() Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conf
+}
+
+// SetPrefixes changes what a delegation decides, keeping the ports: the
+// LAN's prefixes, the delegated ones, and the box's global addresses on
+// each side (after its link-local ones, which stay).
+func (r *Router) SetPrefixes(lan, delegated []netip.Prefix, lanAddrs, wanAddrs []netip.Addr) error {
+	cfg := r.Config()
+	cfg.LANPrefixes, cfg.Delegated = lan, delegated
+	keepLL := func(p Port, add []netip.Addr) Port {
+		var a []netip.Addr
+		for _, x := range p.Addrs {
+			if x.IsLinkLocalUnicast() {
+				a = append(a, x)
+			}
+		}
+		p.Addrs = append(a, add...)
+		return p
+	}
+	cfg.LAN, cfg.WAN = keepLL(cfg.LAN, lanAddrs), keepLL(cfg.WAN, wanAddrs)
+	return r.SetConfig(cfg)
 }
 
 // Gateway is the WAN next hop in use (configured or learnt), if any.
