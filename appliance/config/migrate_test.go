@@ -43,6 +43,7 @@ func TestMigrateV1(t *testing.T) {
 		DHCP:      DHCPServer{Enabled: ptr(false), LeaseTime: Duration(DefaultLeaseTime)},
 		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
 		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
+		IPv6:      IPv6{Enabled: ptr(false), PrefixLength: DefaultIPv6PrefixLength},
 	}
 	if diff := cmp.Diff(want, got, cmpConfig); diff != "" {
 		t.Errorf("migrated v1.json (-want +got):\n%s", diff)

@@ -106,6 +106,9 @@ func (l *ipv6Lab) inbound(t *testing.T) {
 	if l.v6.Stats().Drops[route6.ReasonFirewall] == before {
 		t.Error("no firewall drop counted for the inbound SYN")
 	}
+	if st := l.e.Snapshot().IPv6; st == nil || st.Drops["firewall"] == 0 || len(st.LAN) != 1 || st.LAN[0] != l.first || st.Gateway == "" {
+		t.Errorf("the snapshot's ipv6 section %+v, want %v, a gateway and the firewall drop", st, l.first)
+	}
 	rs, err := rules.Parse("ip6 daddr " + l.addr.String() + " tcp dport 9000 accept")
 	if err != nil {
 		t.Fatal(err)

@@ -336,6 +336,7 @@ func (e *Engine) Snapshot() Snapshot {
 	s.FDB = e.fdb.Stats()
 	t := e.rules.Table()
 	s.Rules = RuleStats{Generation: t.Generation(), Rules: len(t.Rules()), RejectsLimited: e.rules.RejectsLimited()}
+	s.IPv6 = e.ipv6Stats(s.Time)
 	if e.natr != nil {
 		ns := e.natr.Stats()
 		s.NAT = natStats(&ns)

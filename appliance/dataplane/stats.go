@@ -116,6 +116,8 @@ type Snapshot struct {
 	Rules RuleStats    `json:"rules"`
 	// NAT is the router's state in NAT mode.
 	NAT *NATStats `json:"nat,omitempty"`
+	// IPv6 is the IPv6 router's state (NAT.IPv6).
+	IPv6 *IPv6Stats `json:"ipv6,omitempty"`
 }
 
 // NATStats are the router's counters and its connection table's state.

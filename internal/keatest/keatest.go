@@ -40,13 +40,14 @@ type Config struct {
 
 // Server is a running kea-dhcp6.
 type Server struct {
-	t    testing.TB
-	ns   Namespace
-	dir  string
-	conf string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	log  *buffer
+	t     testing.TB
+	ns    Namespace
+	dir   string
+	conf  string
+	iface string
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	log   *buffer
 }
 
 // Start writes the configuration into dir, starts kea-dhcp6 in ns with its
@@ -58,7 +59,7 @@ func Start(t testing.TB, ns Namespace, dir string, cfg Config) *Server {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, ns: ns, dir: dir, conf: filepath.Join(dir, "kea-dhcp6.json")}
+	s := &Server{t: t, ns: ns, dir: dir, conf: filepath.Join(dir, "kea-dhcp6.json"), iface: cfg.Iface}
 	s.write(cfg)
 	s.start()
 	t.Cleanup(s.Stop)
@@ -99,10 +100,13 @@ func keaConfig(cfg Config, dir string) map[string]any {
 		opts = append(opts, map[string]any{"name": "domain-search", "data": strings.Join(cfg.Domains, ", ")})
 	}
 	return map[string]any{"Dhcp6": map[string]any{
-		"interfaces-config": map[string]any{"interfaces": []string{cfg.Iface}},
-		"data-directory":    dir,
-		"lease-database":    map[string]any{"type": "memfile", "name": filepath.Join(dir, "leases6.csv"), "lfc-interval": 0},
-		"renew-timer":       cfg.T1, "rebind-timer": cfg.T2,
+		// Kea opens its sockets once the interface runs with a
+		// link-local address: retry while the link comes up.
+		"interfaces-config": map[string]any{"interfaces": []string{cfg.Iface},
+			"service-sockets-max-retries": 100, "service-sockets-retry-wait-time": 100},
+		"data-directory": dir,
+		"lease-database": map[string]any{"type": "memfile", "name": filepath.Join(dir, "leases6.csv"), "lfc-interval": 0},
+		"renew-timer":    cfg.T1, "rebind-timer": cfg.T2,
 		"preferred-lifetime": cfg.Preferred, "valid-lifetime": cfg.Valid,
 		"option-data": opts,
 		"subnet6":     []any{subnet},
@@ -115,6 +119,7 @@ func keaConfig(cfg Config, dir string) map[string]any {
 
 func (s *Server) start() {
 	s.t.Helper()
+	s.waitLinkLocal()
 	buf := &buffer{}
 	cmd := s.ns.Command("kea-dhcp6", "-c", s.conf)
 	cmd.Env = append(os.Environ(), "KEA_LOCKFILE_DIR=none", "KEA_PIDFILE_DIR="+s.dir)
@@ -126,6 +131,24 @@ func (s *Server) start() {
 	s.cmd, s.log = cmd, buf
 	s.mu.Unlock()
 	s.waitLog(buf, 0, "DHCP6_STARTED")
+}
+
+// waitLinkLocal waits (10 s at most) for the interface to have a
+// link-local address that passed duplicate address detection: Kea binds
+// to it.
+func (s *Server) waitLinkLocal() {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := s.ns.Command("ip", "-6", "addr", "show", "dev", s.iface, "scope", "link").CombinedOutput()
+		if strings.Contains(string(out), "inet6 fe80:") && !strings.Contains(string(out), "tentative") {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("kea-dhcp6: %s has no usable link-local address:\n%s", s.iface, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (s *Server) waitLog(buf *buffer, from int, what string) {

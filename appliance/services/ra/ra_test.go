@@ -156,3 +156,30 @@ func FuzzRS(f *testing.F) {
 		}
 	})
 }
+
+func TestSetDNS(t *testing.T) {
+	s, err := New(Config{Interface: "lan"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetPrefixes([]Prefix{{netip.MustParsePrefix("2001:db8:1::/64"), t0.Add(time.Hour), t0.Add(2 * time.Hour)}})
+	dns := netip.MustParseAddr("2001:db8::53")
+	if err := s.SetDNS([]netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil); err == nil {
+		t.Error("an IPv4 DNS server was accepted")
+	}
+	if err := s.SetDNS([]netip.Addr{dns}, []string{"isp.example"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []ndp.Option
+	for _, o := range s.advertisement(t0, nil).Options {
+		switch o.(type) {
+		case *ndp.RecursiveDNSServer, *ndp.DNSSearchList:
+			got = append(got, o)
+		}
+	}
+	want := []ndp.Option{&ndp.RecursiveDNSServer{Lifetime: 1800 * time.Second, Servers: []netip.Addr{dns}},
+		&ndp.DNSSearchList{Lifetime: 1800 * time.Second, DomainNames: []string{"isp.example"}}}
+	if diff := cmp.Diff(want, got, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+		t.Errorf("DNS options (-want +got):\n%s", diff)
+	}
+}

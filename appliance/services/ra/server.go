@@ -90,6 +90,27 @@ func (s *Server) SetPrefixes(ps []Prefix) error {
 	return nil
 }
 
+// SetDNS replaces the announced DNS servers and search domains (checked as
+// in Config); a change is announced at once.
+func (s *Server) SetDNS(dns []netip.Addr, domains []string) error {
+	c := s.cfg
+	c.DNS, c.Domains = slices.Clone(dns), slices.Clone(domains)
+	if err := c.check(); err != nil {
+		return fmt.Errorf("ra: %w", err)
+	}
+	s.mu.Lock()
+	same := slices.Equal(s.cfg.DNS, c.DNS) && slices.Equal(s.cfg.Domains, c.Domains)
+	s.cfg.DNS, s.cfg.Domains = c.DNS, c.Domains
+	s.mu.Unlock()
+	if !same {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
 // Prefixes returns the announced and the deprecated prefixes.
 func (s *Server) Prefixes() (current, deprecated []Prefix) {
 	s.mu.Lock()
