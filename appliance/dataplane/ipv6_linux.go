@@ -32,7 +32,7 @@ func (e *Engine) ipv6Stats(now time.Time) *IPv6Stats {
 		return nil
 	}
 	c, st := v6.Config(), v6.Stats()
-	s := &IPv6Stats{LAN: c.LANPrefixes, Delegated: c.Delegated, Conns: len(v6.Conns(1<<20, now.UnixNano())),
+	s := &IPv6Stats{LAN: c.LANPrefixes, Delegated: c.Delegated, Conns: v6.ConnCount(now.UnixNano()),
 		Neighbours: len(v6.Neighbours(now.UnixNano())), Actions: map[string]uint64{}, Drops: map[string]uint64{},
 		Errors: st.Errors, NS: st.NS, NA: st.NA}
 	if gw, ok := v6.Gateway(now.UnixNano()); ok {

@@ -229,6 +229,22 @@ type Conn struct {
 
 var stateNames = [...]string{"free", "syn_sent", "established", "closing", "closed", "udp", "icmp", "other"}
 
+// count is the number of live connections.
+func (t *conntrack) count(now uint32) int {
+	n := 0
+	for i := range t.b {
+		b := &t.b[i]
+		b.mu.Lock()
+		for _, e := range b.e {
+			if e.state != stFree && now < e.deadline {
+				n++
+			}
+		}
+		b.mu.Unlock()
+	}
+	return n
+}
+
 // list appends the live connections to out, at most max.
 func (t *conntrack) list(out []Conn, max int, now uint32) []Conn {
 	for i := range t.b {

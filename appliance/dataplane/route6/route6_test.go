@@ -103,6 +103,9 @@ ip6 daddr 2001:db8:ffff::/48 udp dport 9 drop
 		}
 	}
 	conns := e.r.Conns(10, e.now)
+	if n := e.r.ConnCount(e.now); n != len(conns) {
+		t.Errorf("ConnCount() = %d, want %d", n, len(conns))
+	}
 	inbound := 0
 	for _, c := range conns {
 		if c.Inbound {

@@ -135,6 +135,9 @@ func (r *Router) Stats() Stats {
 // Conns lists up to max live connections at now (Unix nanoseconds).
 func (r *Router) Conns(max int, now int64) []Conn { return r.ct.list(nil, max, uint32(now/1e9)) }
 
+// ConnCount is the number of live connections at now.
+func (r *Router) ConnCount(now int64) int { return r.ct.count(uint32(now / 1e9)) }
+
 // Neighbours lists the neighbour cache at now.
 func (r *Router) Neighbours(now int64) []Neighbour { return r.neigh.list(nil, uint32(now/1e9)) }
 
