@@ -4,7 +4,7 @@ GO ?= go
 OUT ?= build
 DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools squashfs-tools gdisk \
 	iproute2 iputils-ping iperf3 dnsmasq tcpdump nftables netsniff-ng isc-dhcp-client traceroute curl ethtool chromium \
-	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip clang llvm libbpf-dev linux-libc-dev
+	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip clang llvm libbpf-dev linux-libc-dev kea-dhcp6-server radvd ndisc6
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /qemu-test)
 
 .PHONY: all image run vm test unit bpf-check qemu-test bench bench-firmware bench-tuning bench-qemu lint deps clean

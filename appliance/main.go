@@ -94,6 +94,7 @@ func run() error {
 	}
 	go dp.watchHangs(ctx, dataIfaces)
 	rt := newRouter(log, f.state, hostname(), dp.SetLease)
+	rt.v6.onPrefixes = dp.SetIPv6
 	defer rt.Close()
 	if err := rt.Apply(cfg); err != nil {
 		log.Error("services not all started", "err", err)

@@ -31,6 +31,7 @@ type plane struct {
 	err     error            // why there is no engine
 	applied *config.Config   // the config running now
 	lease   *wanclient.Lease // the WAN DHCP lease (nat.wanDHCP), nil without
+	v6      ipv6Prefixes     // the delegation's prefixes for the IPv6 router (ipv6.enabled)
 	reports []tuning.Report
 	cpu     tuning.CPUPlan
 }
@@ -107,6 +108,7 @@ func (p *plane) Apply(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	p.engine, p.err = e, nil
+	p.applyIPv6Locked()
 	return nil
 }
 

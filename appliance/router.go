@@ -43,6 +43,7 @@ type router struct {
 	dhcp   running[*dhcpd.Server]
 	dns    running[*dnsd.Server]
 	ntp    running[*timesync.Client]
+	v6     ipv6Services
 
 	// leases hands the WAN client's leases to the lease loop without
 	// waiting for mu (Apply may hold it while it stops the client).
@@ -131,7 +132,9 @@ func (r *running[S]) stop() {
 func newRouter(log *slog.Logger, state, hostname string, onLease func(*wanclient.Lease)) *router {
 	r := &router{log: log, state: state, hostname: hostname, onLease: onLease,
 		leases: leaseSlot{wake: make(chan struct{}, 1)}, quit: make(chan struct{}), done: make(chan struct{})}
+	r.v6.slot.wake = make(chan struct{}, 1)
 	go r.leaseLoop()
+	go r.v6Loop()
 	return r
 }
 
@@ -175,6 +178,11 @@ func (r *router) Apply(cfg *config.Config) error {
 	} else {
 		r.dns.stop()
 	}
+	if ipv6On(cfg) {
+		errs = append(errs, r.applyIPv6())
+	} else {
+		r.stopIPv6()
+	}
 	r.publish()
 	return errors.Join(errs...)
 }
@@ -189,6 +197,7 @@ func (r *router) Close() {
 		r.names.Store(nil)
 		r.dns.stop()
 		r.ntp.stop()
+		r.stopIPv6()
 		r.publish()
 		r.mu.Unlock()
 		close(r.quit)

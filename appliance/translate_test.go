@@ -84,7 +84,7 @@ func TestDataplaneConfig(t *testing.T) {
 			NAT: &dataplane.NAT{
 				LANAddr: netip.MustParsePrefix("192.168.1.1/24"), WANAddr: netip.MustParsePrefix("203.0.113.2/24"),
 				Gateway: netip.MustParseAddr("203.0.113.1"), PortMin: 20000, PortMax: 29999, MaxConns: 4096,
-				Timeouts: to, MSSClamp: -1,
+				Timeouts: to, MSSClamp: -1, IPv6: true,
 				Forwards: []nat.PortForward{{Proto: 6, Port: 443, PortEnd: 443, To: netip.MustParseAddrPort("192.168.1.10:443")},
 					{Proto: 17, Port: 6000, PortEnd: 6010, To: netip.MustParseAddrPort("192.168.1.11:7000")}},
 			},

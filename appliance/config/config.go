@@ -58,6 +58,8 @@ type Config struct {
 	// XDP: only without VLAN-tagged traffic) or off (the rings carry
 	// everything). Default auto.
 	FastPath FastPath `json:"fastPath"`
+	// IPv6 is routed IPv6 through the NAT router; used in NAT mode only.
+	IPv6 IPv6 `json:"ipv6"`
 }
 
 // FastPath selects the fast path's hook, or none.
@@ -70,6 +72,22 @@ const (
 	FastPathXDP  FastPath = "xdp"
 	FastPathOff  FastPath = "off"
 )
+
+// IPv6 routes IPv6 in NAT mode without translation: the WAN asks the ISP
+// for a prefix by DHCPv6 prefix delegation, the LAN gets its first /64 by
+// router advertisements (SLAAC) from the box's stack on the host port, and
+// a stateful firewall admits from the WAN only replies and what forward
+// rules accept. Without a delegation nothing is announced or routed.
+type IPv6 struct {
+	// Enabled runs it. Default: on in NAT mode, off in bridge mode.
+	Enabled *bool `json:"enabled"`
+	// PrefixLength is the delegation size asked for (a hint: the ISP may
+	// delegate another), 48 to 64. Default: 56.
+	PrefixLength int `json:"prefixLength,omitempty"`
+}
+
+// IsEnabled reports whether IPv6 is routed.
+func (s *IPv6) IsEnabled() bool { return s.Enabled != nil && *s.Enabled }
 
 // DHCPServer is the LAN's DHCPv4 server. It answers on the router's LAN
 // address and hands out the router as gateway and DNS server.

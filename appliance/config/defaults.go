@@ -82,7 +82,8 @@ func (c *Config) ApplyDefaults() {
 // mode, off in bridge mode.
 func (c *Config) applyServiceDefaults() {
 	on := c.Mode == ModeNAT
-	if on && c.HostPort == nil && (c.DHCP.Enabled == nil || *c.DHCP.Enabled || c.DNS.Enabled == nil || *c.DNS.Enabled) {
+	if on && c.HostPort == nil && (c.DHCP.Enabled == nil || *c.DHCP.Enabled || c.DNS.Enabled == nil || *c.DNS.Enabled ||
+		c.IPv6.Enabled == nil || *c.IPv6.Enabled) {
 		// The services run on the host port (the router's LAN address is
 		// the kernel's there).
 		c.HostPort = &HostPort{Name: DefaultHostPortName, Interface: DefaultHostPortInterface}
@@ -95,6 +96,12 @@ func (c *Config) applyServiceDefaults() {
 	}
 	if c.DNS.Enabled == nil {
 		c.DNS.Enabled = ptr(on)
+	}
+	if c.IPv6.Enabled == nil {
+		c.IPv6.Enabled = ptr(on)
+	}
+	if c.IPv6.PrefixLength == 0 {
+		c.IPv6.PrefixLength = DefaultIPv6PrefixLength
 	}
 	if c.DNS.Domain == "" {
 		c.DNS.Domain = DefaultDomain
@@ -111,6 +118,10 @@ func (c *Config) applyServiceDefaults() {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// DefaultIPv6PrefixLength is the delegation asked for: a /56, what RFC
+// 6177 suggests ISPs give a home.
+const DefaultIPv6PrefixLength = 56
 
 type timeoutField struct {
 	name string

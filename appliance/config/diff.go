@@ -142,6 +142,9 @@ func (ch *Changes) classify(old, new *Config) {
 	if nat && old.Mode == ModeNAT && old.NAT.Conntrack.size() != new.NAT.Conntrack.size() {
 		ch.restart("nat.conntrack.size: the connection table is allocated once")
 	}
+	if nat && old.Mode == ModeNAT && old.IPv6.IsEnabled() != new.IPv6.IsEnabled() {
+		ch.restart("ipv6.enabled: the IPv6 router's tables are allocated with the router")
+	}
 }
 
 // RestartPort adds a port whose workers must restart (the supervisor adds
@@ -206,7 +209,8 @@ func sections(old, new *Config) Changes {
 	ch.Rules = !sameJSON(old.Rules, new.Rules)
 	ch.Tuning = !sameJSON(old.Tuning, new.Tuning)
 	ch.Dashboard = !sameJSON(old.Dashboard, new.Dashboard)
-	ch.Services = !sameJSON(old.DHCP, new.DHCP) || !sameJSON(old.DNS, new.DNS) || !sameJSON(old.Time, new.Time)
+	ch.Services = !sameJSON(old.DHCP, new.DHCP) || !sameJSON(old.DNS, new.DNS) || !sameJSON(old.Time, new.Time) ||
+		!sameJSON(old.IPv6, new.IPv6)
 
 	ports := map[string]*Port{}
 	for i := range old.Ports {

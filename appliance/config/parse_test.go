@@ -55,6 +55,7 @@ func TestDefaults(t *testing.T) {
 		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
 		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
 		FastPath:  FastPathAuto,
+		IPv6:      IPv6{Enabled: ptr(false), PrefixLength: DefaultIPv6PrefixLength},
 	}
 	if diff := cmp.Diff(want, c, cmpConfig); diff != "" {
 		t.Errorf("Parse with defaults (-want +got):\n%s", diff)
@@ -114,7 +115,7 @@ func TestParseErrors(t *testing.T) {
 				"rules": {"rules": [{"action": "accept", "dprot": "22"}]},
 				"tuning": {"ports": [{"name": "eth1", "ring": 4}]}}`,
 			want: Errors{
-				{Path: "colour", Message: `unknown field "colour" (known fields: bridge, dashboard, dhcp, dns, fastPath, hostPort, mode, nat, ports, rules, time, tuning, version)`},
+				{Path: "colour", Message: `unknown field "colour" (known fields: bridge, dashboard, dhcp, dns, fastPath, hostPort, ipv6, mode, nat, ports, rules, time, tuning, version)`},
 				{Path: "ports[1].MTU", Message: `unknown field "MTU" (did you mean "mtu"?)`},
 				{Path: "nat.conntrack.timeouts.tcp", Message: `unknown field "tcp" (known fields: generic, icmp, tcpClose, tcpCloseWait, tcpEstablished, tcpFinWait, tcpLastAck, tcpSynRecv, tcpSynSent, tcpTimeWait, udp, udpStream)`},
 				{Path: "rules.rules[0].dprot", Message: `unknown field "dprot" (known fields: action, chain, comment, counter, ct_state, daddr, dport, ether_daddr, ether_saddr, ether_type, icmp_code, icmp_type, iif, l4proto, log, oif, saddr, sport, tcp_flags, vlan_id)`},

@@ -659,6 +659,12 @@ func (v *validator) services() {
 	if (c.DHCP.IsEnabled() || c.DNS.IsEnabled()) && c.HostPort == nil {
 		v.add("hostPort", "the router's DHCP and DNS servers run on the host port; add \"hostPort\": {}")
 	}
+	if c.IPv6.IsEnabled() && c.HostPort == nil {
+		v.add("ipv6.enabled", "the router advertisements come from the box's stack on the host port; add \"hostPort\": {} or turn IPv6 off")
+	}
+	if n := c.IPv6.PrefixLength; n != 0 && (n < 48 || n > 64) {
+		v.add("ipv6.prefixLength", "%d is not a delegated prefix length of 48 to 64", n)
+	}
 	lan, router := v.lanPrefix()
 	d := &c.DHCP
 	if t := d.LeaseTime.D(); t != 0 && (t < minLeaseTime || t > maxLeaseTime) {

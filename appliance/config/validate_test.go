@@ -485,7 +485,30 @@ func TestValidate(t *testing.T) {
 		{
 			name: "services need the host port",
 			edit: func(c *Config) { c.HostPort = nil; c.Bridge.Static = nil },
-			want: map[string]string{"hostPort": "the router's DHCP and DNS servers run on the host port"},
+			want: map[string]string{"hostPort": "the router's DHCP and DNS servers run on the host port",
+				"ipv6.enabled": "the router advertisements come from the box's stack on the host port"},
+		},
+		{
+			name: "IPv6 without the host port",
+			edit: func(c *Config) {
+				c.HostPort = nil
+				c.Bridge.Static = nil
+				c.DHCP.Enabled, c.DNS.Enabled = ptr(false), ptr(false)
+			},
+			want: map[string]string{"ipv6.enabled": "add \"hostPort\": {} or turn IPv6 off"},
+		},
+		{
+			name: "IPv6 off without the host port",
+			edit: func(c *Config) {
+				c.HostPort = nil
+				c.Bridge.Static = nil
+				c.DHCP.Enabled, c.DNS.Enabled, c.IPv6.Enabled = ptr(false), ptr(false), ptr(false)
+			},
+		},
+		{
+			name: "IPv6 prefix length",
+			edit: func(c *Config) { c.IPv6.PrefixLength = 40 },
+			want: map[string]string{"ipv6.prefixLength": "40 is not a delegated prefix length of 48 to 64"},
 		},
 		{
 			name:   "bridge mode ignores the router services",

@@ -142,6 +142,13 @@ func (b *builder) openNAT(cfg *Config, ports []*portInfo) error {
 	if m := cfg.NAT.WANMAC; m != ([6]byte{}) {
 		p.wanMAC = m
 	}
+	if cfg.NAT.IPv6 {
+		v6, err := newRoute6(p, cfg.NAT.WANMTU)
+		if err != nil {
+			return fmt.Errorf("dataplane: %w", err)
+		}
+		p.v6 = v6
+	}
 	r, err := nat.New(cfg.natConfig(p))
 	if err != nil {
 		return fmt.Errorf("dataplane: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/rules"
 	"e1kbox/tuning"
 )
@@ -127,6 +128,11 @@ type NAT struct {
 	MSSClamp int
 	// Forwards are the port forwards (DNAT) to LAN hosts.
 	Forwards []nat.PortForward
+	// IPv6 routes IPv6 through package route6 instead of dropping it: the
+	// engine gives it the ports' link-local addresses (modified EUI-64 of
+	// LANMAC and WANMAC); the prefixes come later through
+	// Engine.IPv6().SetPrefixes. It needs a new engine to change.
+	IPv6 bool
 }
 
 // Port is one data port.
@@ -373,6 +379,7 @@ type natPorts struct {
 	hostID         int // the host port (the box's own stack), 0 without
 	wanMAC, lanMAC [6]byte
 	wanMTU, lanMTU int
+	v6             *route6.Router // NAT.IPv6
 }
 
 // maxNATMTU is the largest MTU the nat package handles; larger ports are
@@ -417,5 +424,6 @@ func (c *Config) natConfig(p natPorts) nat.Config {
 		Timeouts:  n.Timeouts,
 		MSSClamp:  n.MSSClamp,
 		Forwards:  n.Forwards,
+		IPv6:      p.v6,
 	}
 }

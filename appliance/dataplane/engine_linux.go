@@ -262,7 +262,7 @@ func (e *Engine) sameShape(a, b *Config) bool {
 	}
 	if e.natr != nil {
 		m, n := a.NAT, b.NAT
-		if m.LANMAC != n.LANMAC || m.WANMAC != n.WANMAC || orDefault(n.MaxConns, nat.DefaultMaxConns) != e.natr.Config().MaxConns {
+		if m.LANMAC != n.LANMAC || m.WANMAC != n.WANMAC || m.IPv6 != n.IPv6 || orDefault(n.MaxConns, nat.DefaultMaxConns) != e.natr.Config().MaxConns {
 			return false
 		}
 		if a.HostPort != nil && m.LANAddr != n.LANAddr {
@@ -350,6 +350,7 @@ func (e *Engine) Snapshot() Snapshot {
 	s.FDB = e.fdb.Stats()
 	t := e.rules.Table()
 	s.Rules = RuleStats{Generation: t.Generation(), Rules: len(t.Rules()), RejectsLimited: e.rules.RejectsLimited()}
+	s.IPv6 = e.ipv6Stats(s.Time)
 	if e.natr != nil {
 		ns := e.natr.Stats()
 		s.NAT = natStats(&ns)

@@ -119,6 +119,8 @@ type Snapshot struct {
 	// FastPath is the in-kernel fast path's state: its mode, or why it
 	// is off. Its frames are in the ports' counters too.
 	FastPath *FastPathStats `json:"fastPath,omitempty"`
+	// IPv6 is the IPv6 router's state (NAT.IPv6).
+	IPv6 *IPv6Stats `json:"ipv6,omitempty"`
 }
 
 // NATStats are the router's counters and its connection table's state.

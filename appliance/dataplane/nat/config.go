@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+
+	"e1kbox/appliance/dataplane/route6"
 )
 
 // Port describes one side of the router.
@@ -112,6 +114,9 @@ type Config struct {
 	SweepBatch int
 	// Seed keys the table hashes; 0 picks a random seed.
 	Seed uint64
+	// IPv6 routes IPv6 (see package route6); nil drops it (ReasonIPv6).
+	// It cannot change in Update: its own SetConfig changes its prefixes.
+	IPv6 *route6.Router
 }
 
 // Side names the two sides of the router.

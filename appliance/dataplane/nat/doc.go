@@ -220,10 +220,15 @@
 //
 // # IPv6
 //
-// IPv6 is dropped in NAT mode, by policy (ReasonIPv6): routing it
-// untranslated needs router advertisements, neighbour discovery and a
-// delegated prefix, none of which this router provides, and hosts without
-// an IPv6 router fall back to IPv4 at once.
+// Without Config.IPv6, IPv6 is dropped in NAT mode, by policy
+// (ReasonIPv6): hosts without an IPv6 router fall back to IPv4 at once.
+// With it, every IPv6 frame (from the LAN, the WAN and the host port) goes
+// to package route6, which routes it untranslated between the delegated
+// LAN prefixes and the WAN behind its own stateful firewall, answers
+// neighbour discovery for the box's addresses and resolves next hops with
+// its own bounded neighbour cache. Its Results mean what nat's do; its
+// drops are counted here as ReasonIPv6 and by reason in route6's Stats;
+// Output and Waiting include its frames and Tick ticks it.
 //
 // Malformed frames (truncated headers, bad IHL or lengths, impossible
 // fragments) are counted (Stats.Malformed by parse error) and dropped

@@ -15,13 +15,16 @@ type outFrame struct {
 }
 
 // Waiting reports whether frames wait for ARP resolution.
-func (w *Worker) Waiting() bool { return len(w.pend) != 0 }
+func (w *Worker) Waiting() bool { return len(w.pend) != 0 || w.v6 != nil && w.v6.Waiting() }
 
 // Output returns the next frame the worker wants transmitted besides the
 // Results: ARP requests, frames released from the ARP queue. The frame
 // stays valid until the worker's next Process, Handle or Tick call.
 func (w *Worker) Output() (port int, frame []byte, ok bool) {
 	if w.outHead == len(w.out) {
+		if w.v6 != nil {
+			return w.v6.Output()
+		}
 		return 0, nil, false
 	}
 	o := w.out[w.outHead]

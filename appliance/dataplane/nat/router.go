@@ -75,7 +75,7 @@ func (r *Router) Update(cfg Config) error {
 	if cfg.MaxConns != old.MaxConns || cfg.MaxNeighbours != old.MaxNeighbours ||
 		cfg.PendingFrames != old.PendingFrames || cfg.OutboxFrames != old.OutboxFrames ||
 		cfg.FragEntries != old.FragEntries || cfg.Seed != old.Seed ||
-		cfg.LAN.ID != old.LAN.ID || cfg.WAN.ID != old.WAN.ID || cfg.Host != old.Host {
+		cfg.LAN.ID != old.LAN.ID || cfg.WAN.ID != old.WAN.ID || cfg.Host != old.Host || cfg.IPv6 != old.IPv6 {
 		return fmt.Errorf("nat update: table sizes, port ids and seed need a new router")
 	}
 	s, err := compile(&cfg)
@@ -166,6 +166,7 @@ func (r *Router) NewWorker(rw *rules.Worker) *Worker {
 		done:    make([]int32, 0, nbuf),
 		frags:   make([]fragEntry, r.fragEntries),
 	}
+	w.attachIPv6(rw)
 	backing := make([]byte, nbuf*r.maxFrame)
 	for i := range w.bufs {
 		w.bufs[i] = backing[i*r.maxFrame : (i+1)*r.maxFrame : (i+1)*r.maxFrame]

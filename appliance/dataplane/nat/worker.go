@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/rules"
 )
 
@@ -35,6 +36,7 @@ type Worker struct {
 	frags []fragEntry
 	pf    prefetcher
 	c     counters
+	v6    *route6.Worker // nil without Config.IPv6
 }
 
 func be32(a [4]byte) uint32 { return binary.BigEndian.Uint32(a[:]) }
@@ -94,6 +96,9 @@ func (w *Worker) Tick(now int64) {
 	s := w.r.cfg.Load()
 	w.flushPending(now, s)
 	w.r.ct.sweep(w.sec, s.sweep)
+	if w.v6 != nil {
+		w.v6.Tick(now)
+	}
 }
 
 // sideOf is the side whose port id is inPort; ok is false for any other port.
@@ -120,6 +125,9 @@ func (w *Worker) process(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 	if f.NTags != 0 {
 		return drop(ReasonVLAN)
 	}
+	if f.EtherType == frame.EtherTypeIPv6 {
+		return w.ipv6(now, inPort, pkt, f) // before the MAC check: the host port's frames carry LAN hosts' MACs
+	}
 	p := &s.side[side]
 	group := f.Dst[0]&1 != 0
 	if !group && f.Dst != p.mac {
@@ -133,8 +141,6 @@ func (w *Worker) process(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 		return w.arp(now, s, side, pkt, f)
 	case frame.EtherTypeIPv4:
 		return w.ipv4(now, s, side, inPort, pkt, f, group)
-	case frame.EtherTypeIPv6:
-		return drop(ReasonIPv6)
 	}
 	return drop(ReasonEtherType)
 }

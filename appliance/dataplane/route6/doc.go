@@ -1,0 +1,82 @@
+// Package route6 is the NAT-mode router's IPv6 path: routed (untranslated) forwarding between the LAN's delegated /64s and the WAN with a stateful firewall, ICMPv6 per RFC 4890 and its own neighbour discovery.
+//
+// Like nat it is a library the dataplane worker calls per frame: no I/O,
+// no allocation per packet, per-worker scratch, queue and counters, and
+// shared tables (connections, neighbours) in fixed arrays of 4-entry
+// buckets, each with its own lock, allocated by New. The NAT worker hands
+// it every IPv6 frame (nat.Config.IPv6) and passes its Result and Output
+// on to the engine with nat's meaning.
+//
+// # Addresses and neighbours
+//
+// The box's addresses per side (Port.Addrs: a link-local one first, then
+// globals) are answered by the dataplane: neighbour solicitations with a
+// solicited advertisement (router flag on the LAN; a DAD probe is answered
+// to all nodes), echo requests with replies. Other packets to them go to
+// the host from the LAN (the box's stack: DNS, the RA daemon's RS), from
+// the WAN only DHCPv6 to port 546 (the client reads its own packet socket);
+// the rest of the WAN's is dropped. Multicast (RS, MLD, DHCPv6) goes to the
+// host. NDP messages are checked as RFC 4861 7.1 says (hop limit 255, code
+// 0, length, checksum, option lengths) or dropped (ndp_invalid).
+//
+// The WAN next hop is Config.Gateway, or the source of the WAN's router
+// advertisements for their router lifetime. Next hops are resolved with NS
+// to the solicited-node group (at most one a second per neighbour); a
+// confirmed entry is used for 30 s, then while it is re-solicited, and
+// given up after 3 unanswered NS. Frames wait for resolution in a bounded
+// per-worker queue (Limits.Pending) at most 3 s (neigh_failed). NS source
+// link-layer addresses and solicited NAs fill the cache; unsolicited NAs
+// only update existing entries.
+//
+// # Forwarding
+//
+// A transit packet is checked in this order:
+//   - link-local source or destination: never forwarded (link_local);
+//   - extension headers: Hop-by-Hop and Routing headers are dropped
+//     (ext_header; RFC 9098 documents how often they are, and routing
+//     headers are source routing), Destination Options, AH and ESP pass;
+//   - fragments are dropped (fragment): the firewall cannot tell a later
+//     fragment's connection (an atomic fragment, offset 0 without M, is
+//     not a fragment and passes);
+//   - anti-spoofing (BCP 38): from the LAN the source must be in a LAN
+//     prefix, from the WAN it must be in neither a LAN nor a delegated
+//     prefix (martian);
+//   - the route: LAN to WAN unless the destination is on the LAN (LAN to
+//     LAN is the switch's, no_route) or in a delegated prefix that is not
+//     on the LAN (unreachable, no route: no loop back to the ISP, RFC 7084
+//     WPD-5); WAN to LAN only for the LAN prefixes; no gateway: unreachable;
+//   - hop limit 1 or 0: time exceeded; larger than the egress MTU: packet
+//     too big with the MTU (IPv6 routers never fragment). The box's errors
+//     quote as much as fits in 1280 bytes, come from a global address of
+//     the side (else of the LAN, else link-local) and are limited to
+//     ICMPRate a second per worker;
+//   - the stateful firewall (below); then the hop limit is decremented and
+//     the Ethernet addresses rewritten.
+//
+// # Firewall
+//
+// Connections are tracked by LAN and WAN endpoint and protocol, without
+// translation, with Linux conntrack's timeouts: TCP from a SYN (SYN_SENT
+// 120 s, established 5 days, after a FIN 120 s, after an RST 10 s; TCP
+// without SYN and without a connection is invalid), UDP 30 s until a reply
+// and 180 s after, echo 30 s, other protocols 600 s. From the LAN a new
+// connection opens unless the rule set's forward chain drops it; from the
+// WAN only when a forward rule accepts it (an `ip6 daddr … tcp dport 22
+// accept` rule; the chain's policy does not count). Packets of known
+// connections pass without a rule lookup. A full bucket gives up its
+// unreplied entry closest to expiry, else the new connection is dropped
+// (table_full).
+//
+// ICMPv6 in transit (RFC 4890 4.3): destination unreachable, packet too
+// big, time exceeded and parameter problem pass when the packet they quote
+// belongs to a known connection (icmp_unrelated otherwise); echo requests
+// pass outbound and, at most EchoRate a second per worker, inbound (RFC
+// 4890 4.3.1: they must not be dropped outright); echo replies only of
+// known echoes; everything else (NDP, MLD, router renumbering, node
+// information, unknown types) is dropped (icmp_policy).
+//
+// Frames that frame.Parse rejects (truncated headers, extension chains
+// that run off the end, bad fragments) never get here: the NAT worker
+// counts them as malformed. Counters: Stats.Drops by Reason (the errors
+// the box answered included), Stats.Actions.
+package route6

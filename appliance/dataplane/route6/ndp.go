@@ -1,0 +1,264 @@
+package route6
+
+import (
+	"encoding/binary"
+
+	"e1kbox/appliance/dataplane/frame"
+)
+
+// NDP sizes: an NS or NA with one link-layer address option.
+const (
+	ndpMsgLen  = 24 + 8
+	nsFrameLen = frame.EthernetHeaderLen + frame.IPv6HeaderLen + ndpMsgLen
+	ndpHops    = 255
+	optSLLA    = 1
+	optTLLA    = 2
+)
+
+var allNodesMAC = [6]byte{0x33, 0x33, 0, 0, 0, 1}
+
+// multicast handles a frame to a multicast group: neighbour solicitations
+// for the box's addresses are answered, the WAN's router advertisements
+// give the default router; everything else (RS, MLD, DHCPv6) is for the
+// host.
+func (w *Worker) multicast(s *snapshot, side Side, pkt []byte, f *frame.Frame) Result {
+	if f.Proto == protoICMPv6 && f.L4Off != 0 {
+		switch f.ICMP.Type {
+		case icmpNS:
+			return w.solicitation(s, side, pkt, f)
+		case icmpNA:
+			return w.advertisement(s, side, pkt, f)
+		case icmpRA:
+			if side == WAN {
+				w.routerAdvert(s, pkt, f)
+			}
+		}
+	}
+	if f.IPv6.Src == ([16]byte{}) && !(f.Proto == protoICMPv6 && f.L4Off != 0) {
+		return drop(ReasonMartian)
+	}
+	return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
+}
+
+// fromHost sends a frame of the box's own stack to the LAN: multicast (its
+// RAs, NS, MLD) as it is, unicast to a LAN address through the neighbour
+// cache; the box's stack does not reach the WAN over IPv6.
+func (w *Worker) fromHost(s *snapshot, pkt []byte, f *frame.Frame) Result {
+	if !f.IsIPv6() || f.L3End > len(pkt) || f.L3Off+frame.IPv6HeaderLen > f.L3End || f.NTags != 0 {
+		return drop(ReasonMalformed)
+	}
+	dst := &f.IPv6.Dst
+	switch {
+	case f.Dst[0]&1 != 0:
+		return Result{Action: Forward, Port: s.side[LAN].ID, Frame: pkt[:f.L3End]}
+	case isLinkLocal(dst) || inAny(s.lanNets, dst):
+		return w.toNeighbour(s, LAN, *dst, pkt[:f.L3End])
+	}
+	return drop(ReasonNoRoute)
+}
+
+// toBox handles a packet to one of the box's addresses: NDP, echo
+// requests, and from the LAN everything else for the box's stack; from
+// the WAN only DHCPv6 to the client port reaches the host.
+func (w *Worker) toBox(s *snapshot, side Side, pkt []byte, f *frame.Frame) Result {
+	if f.Proto == protoICMPv6 && f.L4Off != 0 && !f.Fragment {
+		switch f.ICMP.Type {
+		case icmpNS:
+			return w.solicitation(s, side, pkt, f)
+		case icmpNA:
+			return w.advertisement(s, side, pkt, f)
+		case icmpEchoRequest:
+			if frame.VerifyChecksums(pkt, f) != nil {
+				return drop(ReasonMalformed)
+			}
+			a := frame.Answer{MAC: s.side[side].MAC, Src6: f.IPv6.Dst, TTL: 64}
+			if n := frame.PutEchoReply(w.scratch, pkt, f, &a); n > 0 {
+				return Result{Action: Reply, Port: s.side[side].ID, Frame: w.scratch[:n]}
+			}
+			return drop(ReasonMalformed)
+		}
+	}
+	if side == LAN && s.host != 0 {
+		return Result{Action: Deliver, Port: s.host, Frame: pkt}
+	}
+	if side == LAN || f.Proto == protoUDP && f.L4Off != 0 && f.UDP.DstPort == 546 {
+		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
+	}
+	return drop(ReasonNotForUs)
+}
+
+// ndpValid checks an NDP message's common rules (RFC 4861 7.1.1, 7.1.2):
+// hop limit 255, code 0, length, checksum, and that its options have
+// non-zero lengths within the message; it returns the link-layer address
+// option of type opt, if any.
+func ndpValid(pkt []byte, f *frame.Frame, minLen int, opt byte) (lla [6]byte, has, ok bool) {
+	msg := pkt[f.L4Off:f.L3End]
+	if f.IPv6.HopLimit != ndpHops || f.ICMP.Code != 0 || len(msg) < minLen || f.Fragment ||
+		frame.VerifyChecksums(pkt, f) != nil {
+		return lla, false, false
+	}
+	for o := msg[minLen:]; len(o) > 0; {
+		if len(o) < 8 || o[1] == 0 || int(o[1])*8 > len(o) {
+			return lla, false, false
+		}
+		if o[0] == opt && o[1] == 1 {
+			lla, has = [6]byte(o[2:8]), true
+		}
+		o = o[int(o[1])*8:]
+	}
+	return lla, has, true
+}
+
+// solicitation answers an NS for one of the box's addresses on side with
+// an NA, learning the sender's link-layer address.
+func (w *Worker) solicitation(s *snapshot, side Side, pkt []byte, f *frame.Frame) Result {
+	lla, has, ok := ndpValid(pkt, f, 24, optSLLA)
+	target := [16]byte(pkt[f.L4Off+8 : f.L4Off+24])
+	unspec := f.IPv6.Src == ([16]byte{})
+	if !ok || target[0] == 0xff || unspec && (has || f.IPv6.Dst[0] != 0xff) {
+		return drop(ReasonNDP)
+	}
+	if !s.boxAddr(side, &target) {
+		return Result{Action: Consumed}
+	}
+	if has && !unspec {
+		w.r.neigh.learn(side, &f.IPv6.Src, lla, false, true, w.sec)
+	}
+	dstMAC, dst, flags := f.Src, f.IPv6.Src, uint32(0x60000000) // solicited, override
+	if unspec {
+		dstMAC, dst, flags = allNodesMAC, [16]byte{0: 0xff, 1: 0x02, 15: 1}, 0x20000000
+	}
+	if side == LAN {
+		flags |= 0x80000000 // router
+	}
+	b := w.scratch[:nsFrameLen]
+	putNDP(b, dstMAC, s.side[side].MAC, target, dst, icmpNA, flags, target, optTLLA)
+	w.c.na.Add(1)
+	return Result{Action: Reply, Port: s.side[side].ID, Frame: b}
+}
+
+// advertisement learns from an NA with a target link-layer address.
+func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Frame) Result {
+	lla, has, ok := ndpValid(pkt, f, 24, optTLLA)
+	if !ok || pkt[f.L4Off+8] == 0xff || f.IPv6.Dst[0] == 0xff && pkt[f.L4Off+4]&0x40 != 0 {
+		return drop(ReasonNDP) // multicast target; solicited to a group
+	}
+	if has {
+		target := [16]byte(pkt[f.L4Off+8 : f.L4Off+24])
+		solicited := pkt[f.L4Off+4]&0x40 != 0
+		w.r.neigh.learn(side, &target, lla, solicited, false, w.sec)
+	}
+	if side == LAN && s.host != 0 {
+		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt} // the box's stack resolves too
+	}
+	return Result{Action: Consumed}
+}
+
+// routerAdvert takes the WAN's default router from an RA (RFC 4861
+// 6.1.2: link-local source, hop limit 255): its lifetime, its source
+// link-layer address as a neighbour.
+func (w *Worker) routerAdvert(s *snapshot, pkt []byte, f *frame.Frame) {
+	lla, has, ok := ndpValid(pkt, f, 16, optSLLA)
+	if !ok || !isLinkLocal(&f.IPv6.Src) {
+		return
+	}
+	if has {
+		w.r.neigh.learn(WAN, &f.IPv6.Src, lla, false, true, w.sec)
+	}
+	life := uint32(binary.BigEndian.Uint16(pkt[f.L4Off+6:]))
+	cur := w.r.gw.Load()
+	switch {
+	case life > 0 && (cur == nil || cur.addr != f.IPv6.Src || cur.until < w.sec+life/2):
+		w.r.gw.Store(&gateway{addr: f.IPv6.Src, until: w.sec + life})
+	case life == 0 && cur != nil && cur.addr == f.IPv6.Src:
+		w.r.gw.Store(nil)
+	}
+}
+
+// putNDP writes an NS or NA with one link-layer address option into b
+// (nsFrameLen bytes).
+func putNDP(b []byte, dstMAC, srcMAC [6]byte, src, dst [16]byte, typ uint8, flags uint32, target [16]byte, opt byte) {
+	off := frame.PutEthernet(b, dstMAC, srcMAC, nil, frame.EtherTypeIPv6)
+	h := frame.IPv6{PayloadLen: ndpMsgLen, NextHeader: protoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
+	off += frame.PutIPv6Header(b[off:], &h)
+	m := b[off : off+ndpMsgLen]
+	m[0], m[1], m[2], m[3] = typ, 0, 0, 0
+	binary.BigEndian.PutUint32(m[4:], flags)
+	copy(m[8:24], target[:])
+	m[24], m[25] = opt, 1
+	copy(m[26:32], srcMAC[:])
+	c := frame.Checksum(m, frame.PseudoSumIPv6(src, dst, protoICMPv6, ndpMsgLen))
+	binary.BigEndian.PutUint16(m[2:], c)
+}
+
+// solicit queues an NS for target on side, to its solicited-node group.
+func (w *Worker) solicit(s *snapshot, side Side, target [16]byte) {
+	if w.nsUsed == len(w.nsBufs) {
+		return
+	}
+	b := w.nsBufs[w.nsUsed]
+	w.nsUsed++
+	dst := [16]byte{0: 0xff, 1: 0x02, 11: 1, 12: 0xff, 13: target[13], 14: target[14], 15: target[15]}
+	mac := [6]byte{0x33, 0x33, 0xff, target[13], target[14], target[15]}
+	src := s.side[side].Addrs[0].As16()
+	putNDP(b, mac, s.side[side].MAC, src, dst, icmpNS, 0, target, optSLLA)
+	w.out = append(w.out, outFrame{port: s.side[side].ID, b: b})
+	w.c.ns.Add(1)
+}
+
+// toNeighbour sends the IP packet in pkt (an Ethernet frame) to hop on
+// side: at once when its MAC is known, else queued behind an NS.
+func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte) Result {
+	mac, ok, sol, failed := w.r.neigh.resolve(side, &hop, w.sec)
+	if sol {
+		w.solicit(s, side, hop)
+	}
+	if ok {
+		copy(pkt[0:6], mac[:])
+		copy(pkt[6:12], s.side[side].MAC[:])
+		return Result{Action: Forward, Port: s.side[side].ID, Frame: pkt}
+	}
+	if failed {
+		return drop(ReasonNeighFailed)
+	}
+	for i := range w.pend {
+		p := &w.pend[i]
+		if p.state != 0 || len(pkt) > len(p.buf) {
+			continue
+		}
+		p.n = copy(p.buf, pkt)
+		p.side, p.hop, p.since, p.state = side, hop, w.sec, 1
+		w.waiting++
+		w.pendGen = w.r.neigh.resolved.Load()
+		return Result{Action: Queued}
+	}
+	return drop(ReasonQueueFull)
+}
+
+// flush releases the queued frames whose next hop is known now and drops
+// those that waited longer than pendingMax.
+func (w *Worker) flush(s *snapshot) {
+	w.pendGen = w.r.neigh.resolved.Load()
+	for i := range w.pend {
+		p := &w.pend[i]
+		if p.state != 1 {
+			continue
+		}
+		mac, ok, sol, failed := w.r.neigh.resolve(p.side, &p.hop, w.sec)
+		if sol {
+			w.solicit(s, p.side, p.hop)
+		}
+		switch {
+		case ok:
+			copy(p.buf[0:6], mac[:])
+			copy(p.buf[6:12], s.side[p.side].MAC[:])
+			w.out = append(w.out, outFrame{port: s.side[p.side].ID, b: p.buf[:p.n]})
+			p.state = 2
+			w.waiting--
+		case w.sec-p.since >= pendingMax || failed:
+			p.state = 0
+			w.waiting--
+			w.c.drops[ReasonNeighFailed].Add(1)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package route6
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+)
+
+// Neighbour states.
+const (
+	nFree uint8 = iota
+	nIncomplete
+	nReachable
+)
+
+// Neighbour timers in seconds.
+const (
+	reachableTime = 30 // a confirmed entry is used without probing
+	neighProbes   = 3  // NS (one a second) before an entry is given up
+	pendingMax    = 3  // seconds a frame waits for its next hop
+)
+
+type neighEntry struct {
+	addr      [16]byte
+	side      Side
+	mac       [6]byte
+	state     uint8
+	confirmed uint32 // when last confirmed (NA, or created from an NS)
+	lastNS    uint32 // when the last NS went out
+	probes    uint8  // NS since the last confirmation
+}
+
+type neighBucket struct {
+	mu sync.Mutex
+	e  [bucketWays]neighEntry
+}
+
+// neighbours is the shared, bounded neighbour cache of both sides.
+type neighbours struct {
+	b        []neighBucket
+	mask     uint64
+	resolved atomic.Uint64 // bumped when an entry becomes usable: queues rescan
+}
+
+func newNeighbours(max int) *neighbours {
+	n := 1
+	for n*bucketWays < max {
+		n <<= 1
+	}
+	return &neighbours{b: make([]neighBucket, n), mask: uint64(n - 1)}
+}
+
+func (n *neighbours) bucket(side Side, a *[16]byte) *neighBucket {
+	h := (binary.LittleEndian.Uint64(a[0:]) ^ binary.LittleEndian.Uint64(a[8:])*0x9e3779b97f4a7c15) + uint64(side)
+	return &n.b[(h^h>>31)&n.mask]
+}
+
+// resolve looks addr up on side at now: the MAC if usable (ok), and
+// whether an NS should go out now (solicit: a new or unconfirmed entry,
+// at most one a second). An entry probed neighProbes times without an
+// answer is given up (failed).
+func (n *neighbours) resolve(side Side, a *[16]byte, now uint32) (mac [6]byte, ok, solicit, failed bool) {
+	b := n.bucket(side, a)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	free := -1
+	for i := range b.e {
+		e := &b.e[i]
+		if e.state == nFree {
+			if free < 0 {
+				free = i
+			}
+			continue
+		}
+		if e.addr != *a || e.side != side {
+			continue
+		}
+		fresh := now-e.confirmed < reachableTime
+		if !fresh && e.probes >= neighProbes && now-e.lastNS >= 1 {
+			e.state = nFree // gave up
+			return mac, false, false, true
+		}
+		if !fresh && now-e.lastNS >= 1 {
+			e.lastNS, solicit = now, true
+			e.probes++
+		}
+		return e.mac, e.state == nReachable, solicit, false
+	}
+	if free < 0 {
+		free = n.victim(b, now)
+	}
+	b.e[free] = neighEntry{addr: *a, side: side, state: nIncomplete, lastNS: now, probes: 1}
+	return mac, false, true, false
+}
+
+// victim is the way to reuse in a full bucket: an incomplete entry, else
+// the one confirmed longest ago.
+func (n *neighbours) victim(b *neighBucket, now uint32) int {
+	v := 0
+	for i := range b.e {
+		if b.e[i].state == nIncomplete {
+			return i
+		}
+		if now-b.e[i].confirmed > now-b.e[v].confirmed {
+			v = i
+		}
+	}
+	return v
+}
+
+// learn records mac for addr on side. confirm (a solicited NA) makes the
+// entry reachable; otherwise (an NS's source link-layer address, an
+// unsolicited NA with override) only an existing entry is updated, or,
+// with create, a new one made.
+func (n *neighbours) learn(side Side, a *[16]byte, mac [6]byte, confirm, create bool, now uint32) {
+	b := n.bucket(side, a)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	free := -1
+	for i := range b.e {
+		e := &b.e[i]
+		if e.state == nFree {
+			if free < 0 {
+				free = i
+			}
+			continue
+		}
+		if e.addr != *a || e.side != side {
+			continue
+		}
+		was := e.state
+		if confirm || e.mac != mac || e.state == nIncomplete {
+			e.mac, e.state = mac, nReachable
+			e.confirmed, e.probes = now, 0
+		}
+		if was != nReachable {
+			n.resolved.Add(1)
+		}
+		return
+	}
+	if !create && !confirm {
+		return
+	}
+	if free < 0 {
+		free = n.victim(b, now)
+	}
+	b.e[free] = neighEntry{addr: *a, side: side, mac: mac, state: nReachable, confirmed: now}
+	n.resolved.Add(1)
+}
+
+// Neighbour is a cache entry as Neighbours lists it.
+type Neighbour struct {
+	Side      Side
+	Addr      [16]byte
+	MAC       [6]byte
+	Reachable bool
+	Confirmed uint32 // Unix seconds
+}
+
+func (n *neighbours) list(out []Neighbour, now uint32) []Neighbour {
+	for i := range n.b {
+		b := &n.b[i]
+		b.mu.Lock()
+		for _, e := range b.e {
+			if e.state != nFree {
+				out = append(out, Neighbour{Side: e.side, Addr: e.addr, MAC: e.mac,
+					Reachable: e.state == nReachable && now-e.confirmed < reachableTime, Confirmed: e.confirmed})
+			}
+		}
+		b.mu.Unlock()
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+package route6
+
+import (
+	"strconv"
+	"sync/atomic"
+)
+
+// Action says what the engine must do with a frame after Process.
+type Action uint8
+
+// The actions, as nat's (the NAT worker passes them on).
+const (
+	Drop     Action = iota // discard; Result.Reason says why
+	Forward                // transmit Result.Frame (the received frame, rewritten in place) on Result.Port
+	Reply                  // transmit Result.Frame (generated; valid until the next call) on Result.Port
+	Queued                 // copied into the queue for neighbour resolution; comes out of Output
+	Consumed               // handled (an NA learnt); nothing to transmit but Output
+	ToHost                 // for the box's own stack (or the WAN's DHCPv6 client and RA reader): deliver to the host port, or drop
+	Deliver                // for the box's stack behind the host port (Config.Host): transmit Result.Frame on Result.Port
+	numActions
+)
+
+var actionNames = [numActions]string{"drop", "forward", "reply", "queued", "consumed", "to_host", "deliver"}
+
+func (a Action) String() string {
+	if a < numActions {
+		return actionNames[a]
+	}
+	return "action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// Result is what Process decided for one frame.
+type Result struct {
+	Action Action
+	Port   int
+	Frame  []byte
+	Reason Reason
+}
+
+// Reason says why a frame was dropped; it indexes Stats.Drops.
+type Reason uint8
+
+// Drop reasons.
+const (
+	ReasonNone          Reason = iota
+	ReasonOff                  // no configuration (IPv6 not set up)
+	ReasonMalformed            // inconsistent lengths, a truncated transport header
+	ReasonUnknownPort          // neither the LAN nor the WAN port
+	ReasonVLAN                 // VLAN-tagged
+	ReasonNotForUs             // another MAC, or an address the box does not serve
+	ReasonMartian              // impossible source for the side (spoofed, multicast, loopback)
+	ReasonLinkLocal            // link-local source or destination: never forwarded
+	ReasonExtHeader            // Hop-by-Hop or Routing header (the extension header policy)
+	ReasonFragment             // a fragment: not forwarded (the fragment policy)
+	ReasonNoRoute              // no route: LAN to LAN, delegated but not on the LAN, no gateway (unreachable sent)
+	ReasonHopLimit             // hop limit exhausted (time exceeded sent)
+	ReasonTooBig               // larger than the egress MTU (packet too big sent)
+	ReasonICMPPolicy           // an ICMPv6 type that is not forwarded (RFC 4890: NDP, MLD, unknown)
+	ReasonICMPUnrelated        // an ICMPv6 error about no known connection
+	ReasonFirewall             // a new connection from the WAN without an allow rule
+	ReasonRule                 // the forward chain dropped a new connection
+	ReasonInvalid              // TCP that is not a SYN and of no known connection
+	ReasonTableFull            // connection table bucket full of live connections
+	ReasonQueueFull            // the neighbour queue is full
+	ReasonNeighFailed          // the next hop did not answer neighbour solicitations
+	ReasonNDP                  // an invalid neighbour discovery message (RFC 4861 7.1)
+	ReasonEchoLimit            // an inbound echo request over EchoRate
+	NumReasons
+)
+
+var reasonNames = [NumReasons]string{
+	"none", "off", "malformed", "unknown_port", "vlan", "not_for_us", "martian", "link_local", "ext_header",
+	"fragment", "no_route", "hop_limit", "too_big", "icmp_policy", "icmp_unrelated", "firewall", "rule_drop",
+	"invalid", "table_full", "queue_full", "neigh_failed", "ndp_invalid", "echo_limit",
+}
+
+// String returns a snake_case name usable as a metrics label.
+func (r Reason) String() string {
+	if r < NumReasons {
+		return reasonNames[r]
+	}
+	return "reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+func drop(r Reason) Result { return Result{Action: Drop, Reason: r} }
+
+// Stats counts a worker's (or, summed, the router's) frames.
+type Stats struct {
+	Actions [numActions]uint64
+	Drops   [NumReasons]uint64
+	Errors  uint64 // ICMPv6 errors the box sent
+	NS, NA  uint64 // neighbour solicitations sent, advertisements sent
+}
+
+// counters are a worker's Stats, written by it alone.
+type counters struct {
+	actions [numActions]atomic.Uint64
+	drops   [NumReasons]atomic.Uint64
+	errors  atomic.Uint64
+	ns, na  atomic.Uint64
+}
+
+func (c *counters) count(res *Result) {
+	c.actions[res.Action].Add(1)
+	if res.Reason != ReasonNone { // drops, and the errors answered
+		c.drops[res.Reason].Add(1)
+	}
+}
+
+func (c *counters) add(s *Stats) {
+	for i := range c.actions {
+		s.Actions[i] += c.actions[i].Load()
+	}
+	for i := range c.drops {
+		s.Drops[i] += c.drops[i].Load()
+	}
+	s.Errors += c.errors.Load()
+	s.NS += c.ns.Load()
+	s.NA += c.na.Load()
+}

@@ -1,0 +1,277 @@
+package route6
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/rules"
+)
+
+// Protocol numbers and TCP flags used here.
+const (
+	protoTCP    = frame.ProtoTCP
+	protoUDP    = frame.ProtoUDP
+	protoICMPv6 = frame.ProtoICMPv6
+	tcpFin      = frame.TCPFin
+	tcpSyn      = frame.TCPSyn
+	tcpRst      = frame.TCPRst
+	tcpAck      = frame.TCPAck
+)
+
+// Router is the IPv6 router shared by the workers: the configuration,
+// the connection table and the neighbour cache.
+type Router struct {
+	cfg      cfgPtr
+	ct       *conntrack
+	neigh    *neighbours
+	lim      Limits
+	gw       atomic.Pointer[gateway] // learnt from the WAN's RAs
+	mu       sync.Mutex              // guards conf and workers
+	conf     Config
+	workers  []*Worker
+	sweepPos atomic.Uint64
+}
+
+// gateway is a default router learnt from an RA, until a time.
+type gateway struct {
+	addr  [16]byte
+	until uint32
+}
+
+// New checks cfg, allocates the tables and returns the router.
+func New(cfg Config, lim Limits) (*Router, error) {
+	if lim.MaxConns == 0 {
+		lim.MaxConns = 65536
+	}
+	if lim.Neighbours == 0 {
+		lim.Neighbours = 1024
+	}
+	if lim.Pending == 0 {
+		lim.Pending = 64
+	}
+	if lim.MaxFrame == 0 {
+		lim.MaxFrame = 9216 + 18
+	}
+	if lim.MaxConns < 0 || lim.Neighbours < 0 || lim.Pending < 0 || lim.MaxFrame < 1280+18 {
+		return nil, fmt.Errorf("route6: limits %+v out of range", lim)
+	}
+	r := &Router{ct: newConntrack(lim.MaxConns), neigh: newNeighbours(lim.Neighbours), lim: lim}
+	if err := r.SetConfig(cfg); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// SetConfig replaces the configuration; connections and neighbours stay.
+func (r *Router) SetConfig(cfg Config) error {
+	s, err := cfg.check()
+	if err != nil {
+		return fmt.Errorf("route6: %w", err)
+	}
+	r.mu.Lock()
+	r.conf = cfg
+	r.cfg.Store(s)
+	r.mu.Unlock()
+	return nil
+}
+
+// Config returns the configuration in force.
+func (r *Router) Config() Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conf
+}
+
+// SetPrefixes changes what a delegation decides, keeping the ports: the
+// LAN's prefixes, the delegated ones, and the box's global addresses on
+// each side (after its link-local ones, which stay).
+func (r *Router) SetPrefixes(lan, delegated []netip.Prefix, lanAddrs, wanAddrs []netip.Addr) error {
+	cfg := r.Config()
+	cfg.LANPrefixes, cfg.Delegated = lan, delegated
+	keepLL := func(p Port, add []netip.Addr) Port {
+		var a []netip.Addr
+		for _, x := range p.Addrs {
+			if x.IsLinkLocalUnicast() {
+				a = append(a, x)
+			}
+		}
+		p.Addrs = append(a, add...)
+		return p
+	}
+	cfg.LAN, cfg.WAN = keepLL(cfg.LAN, lanAddrs), keepLL(cfg.WAN, wanAddrs)
+	return r.SetConfig(cfg)
+}
+
+// Gateway is the WAN next hop in use (configured or learnt), if any.
+func (r *Router) Gateway(now int64) (netip.Addr, bool) {
+	a, ok := r.gateway(r.cfg.Load(), uint32(now/1e9))
+	return netip.AddrFrom16(a), ok
+}
+
+func (r *Router) gateway(s *snapshot, now uint32) ([16]byte, bool) {
+	if s.gateway != ([16]byte{}) {
+		return s.gateway, true
+	}
+	if g := r.gw.Load(); g != nil && now < g.until {
+		return g.addr, true
+	}
+	return [16]byte{}, false
+}
+
+// Stats sums the workers' counters.
+func (r *Router) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var s Stats
+	for _, w := range r.workers {
+		w.c.add(&s)
+	}
+	return s
+}
+
+// Conns lists up to max live connections at now (Unix nanoseconds).
+func (r *Router) Conns(max int, now int64) []Conn { return r.ct.list(nil, max, uint32(now/1e9)) }
+
+// ConnCount is the number of live connections at now.
+func (r *Router) ConnCount(now int64) int { return r.ct.count(uint32(now / 1e9)) }
+
+// Neighbours lists the neighbour cache at now.
+func (r *Router) Neighbours(now int64) []Neighbour { return r.neigh.list(nil, uint32(now/1e9)) }
+
+// pendFrame is a frame waiting for its next hop.
+type pendFrame struct {
+	buf   []byte
+	n     int
+	side  Side // egress
+	hop   [16]byte
+	since uint32
+	state uint8 // 0 free, 1 waiting, 2 handed to Output
+}
+
+// outFrame is a frame for Output.
+type outFrame struct {
+	port int
+	b    []byte
+}
+
+// Worker is one dataplane worker's view of the Router. Its methods must
+// be called from one goroutine.
+type Worker struct {
+	r       *Router
+	rw      *rules.Worker
+	key     rules.Key
+	sec     uint32
+	scratch []byte
+	pend    []pendFrame
+	waiting int
+	pendGen uint64
+	nsBufs  [][]byte
+	nsUsed  int
+	out     []outFrame
+	outHead int
+	errTok  tokens
+	echoTok tokens
+	in      frame.Inner
+	c       counters
+}
+
+// NewWorker returns a worker; rw (may be nil) is its rule set worker for
+// the forward chain.
+func (r *Router) NewWorker(rw *rules.Worker) *Worker {
+	w := &Worker{r: r, rw: rw, scratch: make([]byte, r.lim.MaxFrame), pend: make([]pendFrame, r.lim.Pending),
+		nsBufs: make([][]byte, 16), out: make([]outFrame, 0, r.lim.Pending+16)}
+	for i := range w.pend {
+		w.pend[i].buf = make([]byte, r.lim.MaxFrame)
+	}
+	for i := range w.nsBufs {
+		w.nsBufs[i] = make([]byte, nsFrameLen)
+	}
+	r.mu.Lock()
+	r.workers = append(r.workers, w)
+	r.mu.Unlock()
+	return w
+}
+
+// tokens is a per-worker token bucket of rate per second.
+type tokens struct {
+	n    int
+	last uint32
+}
+
+func (t *tokens) take(rate int, now uint32) bool {
+	if now != t.last {
+		t.n, t.last = rate, now
+	}
+	if t.n <= 0 {
+		return false
+	}
+	t.n--
+	return true
+}
+
+// begin frees what the engine has sent since the last call.
+func (w *Worker) begin(now int64) {
+	w.sec = uint32(now / 1e9)
+	w.out = w.out[:0]
+	w.outHead = 0
+	w.nsUsed = 0
+	for i := range w.pend {
+		if w.pend[i].state == 2 {
+			w.pend[i].state = 0
+		}
+	}
+}
+
+// Output returns the next frame the worker wants transmitted besides the
+// Results: neighbour solicitations and frames released from the queue,
+// valid until the worker's next Process or Tick.
+func (w *Worker) Output() (port int, b []byte, ok bool) {
+	if w.outHead == len(w.out) {
+		return 0, nil, false
+	}
+	o := w.out[w.outHead]
+	w.outHead++
+	return o.port, o.b, true
+}
+
+// Waiting reports frames queued for a neighbour: call Tick every few ms.
+func (w *Worker) Waiting() bool { return w.waiting != 0 }
+
+// Tick releases the frames whose next hop got resolved, fails those that
+// waited too long and sweeps a slice of the connection table.
+func (w *Worker) Tick(now int64) {
+	w.begin(now)
+	if s := w.r.cfg.Load(); s != nil && w.waiting != 0 {
+		w.flush(s)
+	}
+	pos := w.r.sweepPos.Add(64) - 64
+	w.r.ct.sweep(&pos, 64, w.sec)
+}
+
+// Process handles one received IPv6 frame that frame.Parse parsed into f
+// (successfully); pkt is rewritten in place when forwarded.
+func (w *Worker) Process(now int64, inPort int, pkt []byte, f *frame.Frame) Result {
+	w.begin(now)
+	s := w.r.cfg.Load()
+	var res Result
+	switch {
+	case s == nil:
+		res = drop(ReasonOff)
+	case inPort == s.side[LAN].ID:
+		res = w.process(s, LAN, pkt, f)
+	case inPort == s.side[WAN].ID:
+		res = w.process(s, WAN, pkt, f)
+	case s.host != 0 && inPort == s.host:
+		res = w.fromHost(s, pkt, f)
+	default:
+		res = drop(ReasonUnknownPort)
+	}
+	if s != nil && w.waiting != 0 && w.r.neigh.resolved.Load() != w.pendGen {
+		w.flush(s)
+	}
+	w.c.count(&res)
+	return res
+}

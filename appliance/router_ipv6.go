@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"e1kbox/appliance/config"
+	"e1kbox/appliance/services/dhcp6c"
+	"e1kbox/appliance/services/ra"
+)
+
+// ipv6Services are the router's IPv6 services in NAT mode (ipv6.enabled):
+// the WAN's DHCPv6 client asking for a delegated prefix and the LAN's
+// router advertisement daemon on the box's stack (the host port). A
+// delegation gives the LAN its first /64: the IPv6 router (through
+// onPrefixes, the plane's SetIPv6) routes it and the daemon announces it,
+// with the ISP's DNS servers and domains; a new delegation deprecates the
+// old /64. Guarded by router.mu; the client's changes come through slot.
+type ipv6Services struct {
+	onPrefixes func(lan, delegated []netip.Prefix)
+
+	client   running[*dhcp6c.Client]
+	clientAt string // interface, MAC, prefix length
+	gen      uint64 // counts client starts: a stopped client's changes are stale
+	ra       running[*ra.Server]
+	raAt     string // interface and MTU
+	lease    *dhcp6c.Lease
+	slot     v6Slot
+}
+
+// v6Slot is the latest lease of a client run, for the lease loop.
+type v6Slot struct {
+	mu   sync.Mutex
+	l    *dhcp6c.Lease
+	gen  uint64
+	set  bool
+	wake chan struct{}
+}
+
+func (s *v6Slot) put(gen uint64, l *dhcp6c.Lease) {
+	s.mu.Lock()
+	s.l, s.gen, s.set = l.Clone(), gen, true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *v6Slot) take() (gen uint64, l *dhcp6c.Lease, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, gen, ok = s.l, s.gen, s.set
+	s.l, s.set = nil, false
+	return gen, l, ok
+}
+
+// v6Refresh is how often the announced lifetimes follow the client's
+// renewals (which change no binding and call no onChange).
+const v6Refresh = 30 * time.Second
+
+// v6Loop applies the DHCPv6 client's leases as they come, and its renewed
+// lifetimes every v6Refresh, until quit.
+func (r *router) v6Loop() {
+	tick := time.NewTicker(v6Refresh)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.quit:
+			return
+		case <-tick.C:
+			r.mu.Lock()
+			if r.v6.client.on && r.v6.lease != nil {
+				r.v6.lease = r.v6.client.s.Current()
+				r.applyDelegation()
+			}
+			r.mu.Unlock()
+			continue
+		case <-r.v6.slot.wake:
+		}
+		if gen, l, ok := r.v6.slot.take(); ok {
+			r.mu.Lock()
+			if gen == r.v6.gen {
+				r.v6.lease = l
+				r.applyDelegation()
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// applyIPv6 starts the DHCPv6 client and the RA daemon, or restarts what
+// is bound to something that changed.
+func (r *router) applyIPv6() error {
+	p := r.cfg.WANPort()
+	mac, err := interfaceMAC(p.Interface)
+	if err != nil {
+		r.stopIPv6()
+		return err
+	}
+	v := &r.v6
+	at := p.Interface + " " + mac.String() + " " + strconv.Itoa(r.cfg.IPv6.PrefixLength)
+	if !v.client.on || v.clientAt != at {
+		r.stopClient6()
+		c, err := dhcp6c.New(dhcp6c.Config{Interface: p.Interface, MAC: mac, StateDir: r.state,
+			PrefixLength: r.cfg.IPv6.PrefixLength}, r.log.With("service", "wan-dhcpv6"))
+		if err != nil {
+			return err
+		}
+		v.clientAt = at
+		v.gen++
+		gen := v.gen
+		v.client.start(c, func(ctx context.Context) error {
+			return c.Run(ctx, func(_, l *dhcp6c.Lease) { v.slot.put(gen, l) })
+		}, r.log, "wan-dhcpv6")
+	}
+	mtu := r.lanMTU()
+	raAt := hostInterface(r.cfg) + " " + strconv.Itoa(mtu)
+	if !v.ra.on || v.raAt != raAt {
+		v.ra.stop()
+		s, err := ra.New(ra.Config{Interface: hostInterface(r.cfg), MTU: mtu}, r.log.With("service", "ra"))
+		if err != nil {
+			return err
+		}
+		v.raAt = raAt
+		v.ra.start(s, s.Serve, r.log, "ra")
+	}
+	r.applyDelegation()
+	return nil
+}
+
+// lanMTU is the smallest configured LAN port MTU, 0 when none is set.
+func (r *router) lanMTU() int {
+	mtu := 0
+	for _, p := range r.cfg.LANPorts() {
+		if p.MTU >= 1280 && (mtu == 0 || p.MTU < mtu) {
+			mtu = p.MTU
+		}
+	}
+	return mtu
+}
+
+// applyDelegation gives the router and the RA daemon what the lease
+// delegates: the first prefix's first /64 on the LAN.
+func (r *router) applyDelegation() {
+	v := &r.v6
+	var lan []ra.Prefix
+	var delegated []netip.Prefix
+	if l := v.lease; l != nil && len(l.Prefixes) > 0 {
+		d := l.Prefixes[0]
+		if p, err := ra.Subnet(d.Prefix, 0); err == nil {
+			lan = append(lan, ra.Prefix{Prefix: p, Preferred: d.Preferred, Valid: d.Valid})
+		} else {
+			r.log.Warn("IPv6: the delegation has no /64 for the LAN", "prefix", d.Prefix, "err", err)
+		}
+		for _, p := range l.Prefixes {
+			delegated = append(delegated, p.Prefix)
+		}
+	}
+	if !v.ra.on {
+		return
+	}
+	s := v.ra.s
+	if err := s.SetPrefixes(lan); err != nil {
+		r.log.Warn("IPv6: prefixes not announced", "err", err)
+	}
+	var dns []netip.Addr
+	var domains []string
+	if v.lease != nil {
+		dns, domains = v.lease.DNS, v.lease.Domains
+	}
+	if err := s.SetDNS(dns, domains); err != nil {
+		r.log.Warn("IPv6: DNS not announced", "err", err)
+	}
+	// Routed: the current /64 and the deprecated ones while hosts still
+	// have addresses in them.
+	cur, dep := s.Prefixes()
+	var routed []netip.Prefix
+	now := time.Now()
+	for _, p := range slices.Concat(cur, dep) {
+		if now.Before(p.Valid) && !slices.Contains(routed, p.Prefix) {
+			routed = append(routed, p.Prefix)
+		}
+	}
+	if v.onPrefixes != nil {
+		v.onPrefixes(routed, delegated)
+	}
+}
+
+// stopIPv6 stops the IPv6 services; nothing is routed or announced.
+func (r *router) stopIPv6() {
+	r.stopClient6()
+	r.v6.ra.stop()
+	r.v6.raAt = ""
+	if r.v6.onPrefixes != nil {
+		r.v6.onPrefixes(nil, nil)
+	}
+}
+
+func (r *router) stopClient6() {
+	if !r.v6.client.on {
+		return
+	}
+	r.v6.client.stop()
+	r.v6.clientAt = ""
+	r.v6.gen++
+	r.v6.lease = nil
+}
+
+// ipv6On says whether cfg routes IPv6.
+func ipv6On(cfg *config.Config) bool { return cfg.Mode == config.ModeNAT && cfg.IPv6.IsEnabled() }

@@ -1,0 +1,41 @@
+// Package dhcp6c is the router's WAN DHCPv6 client: it asks for a delegated prefix (IA_PD, RFC 8415) and optionally an address (IA_NA) over a packet socket of its own.
+//
+// Like the DHCPv4 client (wanclient), it cannot rely on the kernel's stack:
+// the WAN port belongs to the userspace dataplane. It opens an AF_PACKET
+// tap on the WAN interface whose BPF filter passes only IPv6/UDP to port
+// 546 and builds Ethernet, IPv6 and UDP around each message itself, from
+// the link-local address derived from the router's WAN MAC (modified
+// EUI-64). github.com/insomniacslk/dhcp/dhcpv6 encodes and decodes the
+// messages.
+//
+// Client.Run is the RFC 8415 client state machine (section 18):
+//
+//	SOLICIT    multicast to ff02::1:2, retransmitted after 1, 2, 4 … s up
+//	           to 3600 s (±10 %); Advertises are collected until the first
+//	           retransmission time ends (preference 255 at once), the best
+//	           (highest preference, then first) with a prefix or an address
+//	           wins
+//	REQUEST    the Advertise's IAs to its server, 1 s doubling to 30 s, 10
+//	           tries, then SOLICIT again
+//	BOUND      until T1 (from the IA_PD; 0.5 × the shortest preferred
+//	           lifetime when the server leaves it 0)
+//	RENEW      from T1, with the server's ID, 10 s doubling to 600 s
+//	REBIND     from T2 (0.8 × when 0), any server, 10 s doubling to 600 s
+//	expiry     when every valid lifetime has ended: onChange(old, nil),
+//	           SOLICIT
+//
+// A Reply with NoBinding for an IA in RENEW or REBIND starts a SOLICIT that
+// asks for the binding again (the binding is used meanwhile); a prefix returned with valid lifetime 0 is dropped at
+// once; a prefix the server stops mentioning is kept until its own valid
+// lifetime ends. At start an unexpired lease from the state directory is
+// confirmed with REBIND (RFC 8415 18.2.2: delegated prefixes are not
+// Confirmed); an expired one is still asked for again as a hint in the
+// SOLICIT. The DUID (DUID-LLT, made once and kept in the state directory;
+// DUID-LL of the MAC without one) and the IAID (the last four bytes of the
+// MAC) are the same across restarts, so the server hands out the same
+// prefix.
+//
+// The client does not answer neighbour solicitations for its link-local
+// address: whoever owns the WAN port does (the kernel in a plain netns, the
+// router's dataplane on the box).
+package dhcp6c
