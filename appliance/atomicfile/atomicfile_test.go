@@ -69,3 +69,19 @@ func TestWriteFails(t *testing.T) {
 		t.Errorf("%d entries left in the directory, want 1 (no temporary)", len(ents))
 	}
 }
+
+func TestRemove(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("after Remove: %v, want the file gone", err)
+	}
+	if err := Remove(path); err != nil {
+		t.Errorf("Remove of a missing file: %v, want nil", err)
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
 
-	"e1kbox/internal/atomicfile"
+	"e1kbox/appliance/atomicfile"
 )
 
 // Files in Config.StateDir.
@@ -50,7 +50,10 @@ func loadDUID(dir string, mac net.HardwareAddr, now time.Time) (dhcpv6.DUID, err
 		return nil, err
 	}
 	d := &dhcpv6.DUIDLLT{HWType: iana.HWTypeEthernet, Time: uint32(now.Sub(duidEpoch) / time.Second), LinkLayerAddr: mac}
-	if err := atomicfile.Write(path, []byte(hex.EncodeToString(d.ToBytes())+"\n")); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("keep DUID: %w", err)
+	}
+	if err := atomicfile.Write(path, []byte(hex.EncodeToString(d.ToBytes())+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("keep DUID: %w", err)
 	}
 	return d, nil
@@ -164,8 +167,8 @@ func saveLease(dir string, duid dhcpv6.DUID, iaid [4]byte, l *Lease) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := atomicfile.Write(path, data); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return nil
+	return atomicfile.Write(path, data, 0o644)
 }

@@ -128,11 +128,5 @@ func saveLease(path string, mac net.HardwareAddr, l *Lease) error {
 
 // removeLease removes the lease file, and makes the removal durable.
 func removeLease(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Remove(path)
 }
