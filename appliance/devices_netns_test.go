@@ -55,6 +55,19 @@ func TestRouterDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("the Internet probe", func(t *testing.T) {
+		var in webui.Reachability
+		eventually(t, 10*time.Second, "an answered Internet probe", func() (bool, string) {
+			var st webui.RouterStatus
+			getJSON(t, l.lab, "/api/router", &st)
+			in = st.WAN.Internet
+			return in.Reachable, fmt.Sprintf("%+v", in)
+		})
+		if in.Probe != "ping "+svcISP || in.RTT <= 0 || in.Checked.IsZero() || in.Error != "" {
+			t.Errorf("Internet %+v: want ping %s answered, with its time", in, svcISP)
+		}
+	})
+
 	t.Run("the leased host on /api/devices", func(t *testing.T) {
 		d := device(t, l, mac1)
 		if d == nil || d.Address.String() != ev1["ip"] || d.State != webui.DeviceBound || d.Hostname != "h1-dhclient" || d.Static {

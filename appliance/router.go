@@ -43,6 +43,7 @@ type router struct {
 	dhcp   running[*dhcpd.Server]
 	dns    running[*dnsd.Server]
 	ntp    running[*timesync.Client]
+	probe  running[*internetProbe]
 	v6     ipv6Services
 
 	// leases hands the WAN client's leases to the lease loop without
@@ -183,8 +184,22 @@ func (r *router) Apply(cfg *config.Config) error {
 	} else {
 		r.stopIPv6()
 	}
+	r.applyProbe(nat)
 	r.publish()
 	return errors.Join(errs...)
+}
+
+// applyProbe runs the Internet probe of dashboard.internetProbe in NAT
+// mode, restarted when its host changes.
+func (r *router) applyProbe(nat bool) {
+	host := r.cfg.Dashboard.InternetProbe
+	if r.probe.on && (!nat || r.probe.s.host != host) {
+		r.probe.stop()
+	}
+	if nat && host != "" && !r.probe.on {
+		p := newInternetProbe(host)
+		r.probe.start(p, p.run, r.log, "internet probe")
+	}
 }
 
 // Close stops every service; the WAN lease stays on file for the next
@@ -197,6 +212,7 @@ func (r *router) Close() {
 		r.names.Store(nil)
 		r.dns.stop()
 		r.ntp.stop()
+		r.probe.stop()
 		r.stopIPv6()
 		r.publish()
 		r.mu.Unlock()

@@ -23,6 +23,8 @@ type routerLive struct {
 	dhcp *dhcpd.Server
 	dns  *dnsd.Server
 	ntp  *timesync.Client
+	// probe is the Internet probe (nil: none).
+	probe *internetProbe
 }
 
 // publish records what runs now for the dashboard; under r.mu.
@@ -39,6 +41,9 @@ func (r *router) publish() {
 	}
 	if r.ntp.on {
 		l.ntp = r.ntp.s
+	}
+	if r.probe.on {
+		l.probe = r.probe.s
 	}
 	r.live.Store(l)
 }
@@ -79,6 +84,9 @@ var wanStates = map[string]string{
 
 func wanStatus(l *routerLive) webui.WANStatus {
 	w := webui.WANStatus{Mode: webui.WANModeStatic, State: webui.WANNone}
+	if l.probe != nil {
+		w.Internet = l.probe.Last()
+	}
 	p := l.cfg.WANPort()
 	if p != nil {
 		w.Port = p.Name

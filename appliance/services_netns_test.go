@@ -62,7 +62,8 @@ const svcConfig = `{
   "nat": {"wanDHCP": true, "forwards": [{"proto": "tcp", "wanPorts": "8081", "lanHost": "192.168.7.50", "lanPort": 8080}]},
   "dhcp": {"leaseTime": "10m", "static": [{"mac": "02:77:00:00:00:02", "address": "192.168.7.50", "hostname": "printer"}]},
   "dns": {"domain": "lan"},
-  "time": {"servers": ["100.64.0.1"]}
+  "time": {"servers": ["100.64.0.1"]},
+  "dashboard": {"internetProbe": "100.64.0.1"}
 }
 `
 

@@ -384,6 +384,10 @@ type Dashboard struct {
 	// box refuses an unsigned or wrongly signed update. Default "": any
 	// update is taken.
 	UpdateKey string `json:"updateKey,omitempty"`
+	// InternetProbe is a host (an IPv4 address or a name) the box pings
+	// every 30 s to show on the overview whether the Internet is
+	// reachable; "" (the default) probes nothing. NAT mode.
+	InternetProbe string `json:"internetProbe,omitempty"`
 }
 
 // UpdatePublicKey is UpdateKey decoded (nil if unset or malformed, which

@@ -638,6 +638,13 @@ func (v *validator) dashboard() {
 	if d.UpdateKey != "" && d.UpdatePublicKey() == nil {
 		v.add("dashboard.updateKey", "not an ed25519 public key: want the base64 of its 32 bytes (the .pub file of `firmware keygen`)")
 	}
+	if p := d.InternetProbe; p != "" {
+		if a, err := netip.ParseAddr(p); err == nil && !a.Is4() {
+			v.add("dashboard.internetProbe", "%s: the probe pings IPv4; want an IPv4 address or a host name", p)
+		} else if err != nil && !isDomain(p) {
+			v.add("dashboard.internetProbe", "%q is neither an IPv4 address nor a host name", p)
+		}
+	}
 }
 
 // Limits of the router services.

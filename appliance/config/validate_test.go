@@ -392,6 +392,16 @@ func TestValidate(t *testing.T) {
 			want: map[string]string{"dashboard.updateKey": "not an ed25519 public key"},
 		},
 		{
+			name: "internet probe IPv6",
+			edit: func(c *Config) { c.Dashboard.InternetProbe = "2001:db8::1" },
+			want: map[string]string{"dashboard.internetProbe": "the probe pings IPv4"},
+		},
+		{
+			name: "internet probe not a name",
+			edit: func(c *Config) { c.Dashboard.InternetProbe = "no such host!" },
+			want: map[string]string{"dashboard.internetProbe": "neither an IPv4 address nor a host name"},
+		},
+		{
 			name: "version and mode",
 			edit: func(c *Config) { c.Version = 4; c.Mode = "router" },
 			want: map[string]string{
