@@ -33,7 +33,7 @@ type FormField struct {
 }
 
 // DefaultConfigForm is the form for the runtime config of appliance/config
-// (schema version 2, docs/config.md). The supervisor may pass another in
+// (schema version 3, docs/config.md). The supervisor may pass another in
 // Options.ConfigForm; the raw JSON editor covers everything the form does
 // not.
 var DefaultConfigForm = []FormSection{
@@ -42,6 +42,8 @@ var DefaultConfigForm = []FormSection{
 		Help:  "Bridge: a transparent learning switch of all enabled ports. NAT: a router between one WAN port and the LAN ports.",
 		Fields: []FormField{
 			{Path: "mode", Label: "Mode", Kind: "select", Options: []string{"bridge", "nat"}},
+			{Path: "fastPath", Label: "Fast path", Kind: "select", Options: []string{"", "auto", "tcx", "xdp", "off"},
+				Help: "the in-kernel fast path for established flows; default auto"},
 		},
 	},
 	{
@@ -76,6 +78,8 @@ var DefaultConfigForm = []FormSection{
 			{Path: "nat.masqueradePorts", Label: "Masquerade ports", Kind: "text", Placeholder: "1024-65535"},
 			{Path: "nat.conntrack.size", Label: "Connection table size", Kind: "number", Placeholder: "65536"},
 			{Path: "nat.mssClamp", Label: "Clamp the TCP MSS to the MTU", Kind: "bool", Default: true},
+			{Path: "ipv6.enabled", Label: "IPv6 (prefix delegation, RAs, stateful firewall)", Kind: "bool", Default: true},
+			{Path: "ipv6.prefixLength", Label: "Delegated prefix length asked for", Kind: "number", Placeholder: "56"},
 		},
 	},
 	{
@@ -177,6 +181,8 @@ var DefaultConfigForm = []FormSection{
 		Fields: []FormField{
 			{Path: "dashboard.listen", Label: "Listen address", Kind: "text", Placeholder: ":8080"},
 			{Path: "dashboard.confirmTimeout", Label: "Confirm timeout", Kind: "text", Placeholder: "1m0s"},
+			{Path: "dashboard.internetProbe", Label: "Internet probe (host pinged every 30 s)", Kind: "text", Placeholder: "1.1.1.1"},
+			{Path: "dashboard.updateKey", Label: "Update signing key (ed25519, base64)", Kind: "text"},
 		},
 	},
 }
