@@ -2,6 +2,7 @@ package qemutest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"e1kbox/firmware/build"
+	"e1kbox/firmware/ota"
 	"e1kbox/firmware/vm"
 )
 
@@ -54,21 +56,27 @@ func BenchmarkFirmware(b *testing.B) {
 			b.Fatalf("boot: %v\n%s", err, tail(v.Console(), 40))
 		}
 		bootTook := time.Since(start)
-		ota1, err := bx.update(same)
-		if err != nil || ota1.BootWritten {
-			v.Kill()
-			b.Fatalf("OTA, unchanged kernel: %v (boot written %v)\n%s", err, ota1.BootWritten, ota1)
+		defer func() { bx.Kill() }()
+		// otaTo updates the box from build from to m. A test boot that goes
+		// silent under TCG (see powerCycle) is power-cycled and retried
+		// once, as in the tests; the retry's timings are the ones reported.
+		otaTo := func(from, m *build.Manifest, wantBoot bool, what string) *ota.Report {
+			rep, err := bx.update(m)
+			if errors.Is(err, ota.ErrNoAnswer) {
+				bx = bx.powerCycle(b, b, from, rep, err, nil)
+				rep, err = bx.update(m)
+			}
+			if err != nil || rep.BootWritten != wantBoot {
+				b.Fatalf("OTA, %s: %v (boot written %v)\n%s", what, err, rep.BootWritten, rep)
+			}
+			return rep
 		}
-		ota2, err := bx.update(changed)
-		if err != nil || !ota2.BootWritten {
-			v.Kill()
-			b.Fatalf("OTA, changed boot file system: %v (boot written %v)\n%s", err, ota2.BootWritten, ota2)
-		}
+		ota1 := otaTo(first, same, false, "unchanged kernel")
+		ota2 := otaTo(same, changed, true, "changed boot file system")
 		start = time.Now()
 		ctx := browse(b, bx, "/#/system")
 		res := uploadInUI(b, ctx, bx, ui.GAF)
 		uiTook := time.Since(start)
-		v.Kill()
 		if res.Outcome != "committed" {
 			b.Fatalf("UI upload: %+v", res)
 		}
