@@ -117,6 +117,9 @@ export class TimeChart {
         spanGaps: false, value: (u, v) => fmtValue(v, unit) });
     }
     const windowS = this.windowS;
+    // A young history still spans a 24th of the window (an hour of the 24 h
+    // view), so that its time axis has labels to read.
+    const minSpanS = Math.max(60, windowS / 24);
     const opts = {
       width: Math.max(this.el.clientWidth, 200),
       height: this.height(),
@@ -124,7 +127,7 @@ export class TimeChart {
       cursor: { drag: { x: false, y: false }, points: { size: 6 } },
       legend: { live: true },
       scales: {
-        x: { time: true, range: (u, min, max) => (windowS ? [Math.max(max - windowS, Math.min(min, max - 60)), max] : [min, max]) },
+        x: { time: true, range: (u, min, max) => (windowS ? [Math.max(max - windowS, Math.min(min, max - minSpanS)), max] : [min, max]) },
         y: { range: (u, min, max) => [0, unit === '%' ? Math.max(1, max * 1.1) : max > 0 ? max * 1.15 : 1] },
       },
       axes: [
