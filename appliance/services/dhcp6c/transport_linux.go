@@ -1,117 +1,16 @@
 package dhcp6c
 
 import (
-	"bytes"
-	"encoding/binary"
-	"errors"
-	"fmt"
 	"net"
-	"syscall"
 
-	"github.com/mdlayher/packet"
-	"golang.org/x/net/bpf"
-	"golang.org/x/sys/unix"
+	"e1kbox/appliance/services/wantap"
 )
 
-// sizeofAuxdata is sizeof(struct tpacket_auxdata).
-const sizeofAuxdata = 20
-
-// packetTransport is an AF_PACKET SOCK_RAW socket on the WAN interface
-// whose BPF filter passes only IPv6/UDP to port 546.
-type packetTransport struct {
-	conn *packet.Conn
-	raw  syscall.RawConn
-	oob  []byte
-}
-
-// openPacket opens the socket in the network namespace of the calling
-// thread. The filter is attached before the socket is bound, so nothing
-// unfiltered is ever queued. PACKET_AUXDATA tells, per frame, whether the
-// UDP checksum was verified or is still to be filled in (a frame from a
-// local veth peer with checksum offload): those are not checked again.
+// openPacket opens the WAN tap, its filter passing only IPv6/UDP to port 546.
 func openPacket(iface string, mac net.HardwareAddr) (transport, int, error) {
-	ifi, err := net.InterfaceByName(iface)
+	t, mtu, err := wantap.Open(iface, mac, replyFilter)
 	if err != nil {
 		return nil, 0, err
 	}
-	prog, err := bpf.Assemble(replyFilter)
-	if err != nil {
-		return nil, 0, fmt.Errorf("assemble filter: %w", err)
-	}
-	// ETH_P_ALL, a tap: it sees the frames before tcx ingress, where the
-	// dataplane keeps the kernel's stack off the WAN port (ingressdrop);
-	// a socket for ETH_P_IPV6 would be handed them after it, i.e. never.
-	// The filter passes only IPv6 UDP to port 546.
-	conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ALL, &packet.Config{Filter: prog})
-	if err != nil {
-		return nil, 0, fmt.Errorf("packet socket on %s: %w", iface, err)
-	}
-	t := &packetTransport{conn: conn, oob: make([]byte, unix.CmsgSpace(sizeofAuxdata))}
-	if err := t.setup(ifi, mac); err != nil {
-		conn.Close()
-		return nil, 0, fmt.Errorf("packet socket on %s: %w", iface, err)
-	}
-	return t, ifi.MTU, nil
+	return t, mtu, nil
 }
-
-func (t *packetTransport) setup(ifi *net.Interface, mac net.HardwareAddr) error {
-	raw, err := t.conn.SyscallConn()
-	if err != nil {
-		return err
-	}
-	t.raw = raw
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_PACKET, unix.PACKET_AUXDATA, 1)
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("PACKET_AUXDATA: %w", serr)
-	}
-	if !bytes.Equal(mac, ifi.HardwareAddr) {
-		// Replies go to our MAC, which is not the NIC's own.
-		if err := t.conn.SetPromiscuous(true); err != nil {
-			return fmt.Errorf("promiscuous: %w", err)
-		}
-	}
-	return nil
-}
-
-func (t *packetTransport) Read(b []byte) (int, bool, error) {
-	var n, oobn int
-	var rerr error
-	err := t.raw.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), b, t.oob, unix.MSG_DONTWAIT)
-		return !errors.Is(rerr, unix.EAGAIN)
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	if rerr != nil {
-		return 0, false, rerr
-	}
-	return n, csumVouched(t.oob[:oobn]), nil
-}
-
-// csumVouched reads the auxdata's tp_status.
-func csumVouched(oob []byte) bool {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return false
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_PACKET && m.Header.Type == unix.PACKET_AUXDATA && len(m.Data) >= 4 {
-			status := binary.NativeEndian.Uint32(m.Data[:4])
-			return status&(unix.TP_STATUS_CSUMNOTREADY|unix.TP_STATUS_CSUM_VALID) != 0
-		}
-	}
-	return false
-}
-
-func (t *packetTransport) Write(frame []byte, dst net.HardwareAddr) error {
-	_, err := t.conn.WriteTo(frame, &packet.Addr{HardwareAddr: dst})
-	return err
-}
-
-func (t *packetTransport) Close() error { return t.conn.Close() }

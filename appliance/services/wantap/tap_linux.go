@@ -1,0 +1,122 @@
+package wantap
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// sizeofAuxdata is sizeof(struct tpacket_auxdata).
+const sizeofAuxdata = 20
+
+// Tap is an AF_PACKET SOCK_RAW socket on the WAN interface whose BPF
+// filter passes only the replies its client wants.
+type Tap struct {
+	conn *packet.Conn
+	raw  syscall.RawConn
+	oob  []byte
+}
+
+// Open opens the tap on iface for frames to mac that filter passes, in
+// the network namespace of the calling thread, and returns it with the
+// interface's MTU. The filter is attached before the socket is bound, so nothing
+// unfiltered is ever queued. PACKET_AUXDATA tells, per frame, whether the
+// UDP checksum was verified or is still to be filled in (a frame from a
+// local veth peer with checksum offload): those are not checked again.
+func Open(iface string, mac net.HardwareAddr, filter []bpf.Instruction) (*Tap, int, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, 0, err
+	}
+	prog, err := bpf.Assemble(filter)
+	if err != nil {
+		return nil, 0, fmt.Errorf("assemble filter: %w", err)
+	}
+	// ETH_P_ALL, a tap: it sees the frames before tcx ingress, where the
+	// dataplane keeps the kernel's stack off the WAN port (ingressdrop);
+	// a socket for ETH_P_IP or ETH_P_IPV6 would be handed them after it,
+	// i.e. never.
+	conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ALL, &packet.Config{Filter: prog})
+	if err != nil {
+		return nil, 0, fmt.Errorf("packet socket on %s: %w", iface, err)
+	}
+	t := &Tap{conn: conn, oob: make([]byte, unix.CmsgSpace(sizeofAuxdata))}
+	if err := t.setup(ifi, mac); err != nil {
+		conn.Close()
+		return nil, 0, fmt.Errorf("packet socket on %s: %w", iface, err)
+	}
+	return t, ifi.MTU, nil
+}
+
+func (t *Tap) setup(ifi *net.Interface, mac net.HardwareAddr) error {
+	raw, err := t.conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	t.raw = raw
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_PACKET, unix.PACKET_AUXDATA, 1)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("PACKET_AUXDATA: %w", serr)
+	}
+	if !bytes.Equal(mac, ifi.HardwareAddr) {
+		// Replies go to our MAC, which is not the NIC's own.
+		if err := t.conn.SetPromiscuous(true); err != nil {
+			return fmt.Errorf("promiscuous: %w", err)
+		}
+	}
+	return nil
+}
+
+// Read reads one frame into b; vouched says the kernel verified its
+// checksum or will fill it in (a local peer's offload).
+func (t *Tap) Read(b []byte) (n int, vouched bool, err error) {
+	var oobn int
+	var rerr error
+	err = t.raw.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), b, t.oob, unix.MSG_DONTWAIT)
+		return !errors.Is(rerr, unix.EAGAIN)
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	if rerr != nil {
+		return 0, false, rerr
+	}
+	return n, csumVouched(t.oob[:oobn]), nil
+}
+
+// csumVouched reads the auxdata's tp_status.
+func csumVouched(oob []byte) bool {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_PACKET && m.Header.Type == unix.PACKET_AUXDATA && len(m.Data) >= 4 {
+			status := binary.NativeEndian.Uint32(m.Data[:4])
+			return status&(unix.TP_STATUS_CSUMNOTREADY|unix.TP_STATUS_CSUM_VALID) != 0
+		}
+	}
+	return false
+}
+
+// Write sends frame to dst.
+func (t *Tap) Write(frame []byte, dst net.HardwareAddr) error {
+	_, err := t.conn.WriteTo(frame, &packet.Addr{HardwareAddr: dst})
+	return err
+}
+
+// Close closes the socket.
+func (t *Tap) Close() error { return t.conn.Close() }
