@@ -490,6 +490,8 @@ func applianceConfig(p Path) ([]byte, error) {
 	}
 	if p.FastPath != "" {
 		c.FastPath = config.FastPath(p.FastPath)
+	} else if !p.NAT {
+		c.FastPath = config.FastPathTCX // auto leaves a bridge on the rings
 	}
 	for _, port := range boxPorts {
 		c.Ports = append(c.Ports, config.Port{Name: port, Interface: port})
