@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/capture"
+	"e1kbox/internal/testenv"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -153,12 +154,10 @@ func saveShot(t *testing.T, ctx context.Context, name string) {
 // request and, if path is set, opens the dashboard there. It ends with t.
 func browse(t testing.TB, b *box, path string) context.Context {
 	t.Helper()
+	testenv.Require(t, "chromium")
 	exe, err := exec.LookPath("chromium")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is required under CI: %v", err)
-		}
-		t.Skip("chromium not installed")
+		t.Fatal(err)
 	}
 	actx, acancel := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
