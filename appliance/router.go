@@ -48,7 +48,7 @@ type router struct {
 
 	// leases hands the WAN client's leases to the lease loop without
 	// waiting for mu (Apply may hold it while it stops the client).
-	leases leaseSlot
+	leases leaseSlot[*wanclient.Lease]
 	// names is the DHCP server the DNS forwarder takes local names from.
 	names atomic.Pointer[dhcpd.Server]
 	// live is what runs, for the dashboard (publish).
@@ -58,16 +58,18 @@ type router struct {
 	once sync.Once // Close
 }
 
-// leaseSlot is the latest lease of a WAN client run, for the lease loop.
-type leaseSlot struct {
+// leaseSlot is the latest lease of a client run (the WAN DHCPv4 or
+// DHCPv6 client's), for a lease loop that takes it without waiting for
+// the router's lock.
+type leaseSlot[L interface{ Clone() L }] struct {
 	mu   sync.Mutex
-	l    *wanclient.Lease
+	l    L
 	gen  uint64
 	set  bool
 	wake chan struct{}
 }
 
-func (s *leaseSlot) put(gen uint64, l *wanclient.Lease) {
+func (s *leaseSlot[L]) put(gen uint64, l L) {
 	s.mu.Lock()
 	s.l, s.gen, s.set = l.Clone(), gen, true
 	s.mu.Unlock()
@@ -77,11 +79,12 @@ func (s *leaseSlot) put(gen uint64, l *wanclient.Lease) {
 	}
 }
 
-func (s *leaseSlot) take() (gen uint64, l *wanclient.Lease, ok bool) {
+func (s *leaseSlot[L]) take() (gen uint64, l L, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, gen, ok = s.l, s.gen, s.set
-	s.l, s.set = nil, false
+	var zero L
+	s.l, s.set = zero, false
 	return gen, l, ok
 }
 
@@ -132,7 +135,7 @@ func (r *running[S]) stop() {
 
 func newRouter(log *slog.Logger, state, hostname string, onLease func(*wanclient.Lease)) *router {
 	r := &router{log: log, state: state, hostname: hostname, onLease: onLease,
-		leases: leaseSlot{wake: make(chan struct{}, 1)}, quit: make(chan struct{}), done: make(chan struct{})}
+		leases: leaseSlot[*wanclient.Lease]{wake: make(chan struct{}, 1)}, quit: make(chan struct{}), done: make(chan struct{})}
 	r.v6.slot.wake = make(chan struct{}, 1)
 	go r.leaseLoop()
 	go r.v6Loop()

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"e1kbox/appliance/config"
@@ -29,34 +28,7 @@ type ipv6Services struct {
 	ra       running[*ra.Server]
 	raAt     string // interface and MTU
 	lease    *dhcp6c.Lease
-	slot     v6Slot
-}
-
-// v6Slot is the latest lease of a client run, for the lease loop.
-type v6Slot struct {
-	mu   sync.Mutex
-	l    *dhcp6c.Lease
-	gen  uint64
-	set  bool
-	wake chan struct{}
-}
-
-func (s *v6Slot) put(gen uint64, l *dhcp6c.Lease) {
-	s.mu.Lock()
-	s.l, s.gen, s.set = l.Clone(), gen, true
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (s *v6Slot) take() (gen uint64, l *dhcp6c.Lease, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, gen, ok = s.l, s.gen, s.set
-	s.l, s.set = nil, false
-	return gen, l, ok
+	slot     leaseSlot[*dhcp6c.Lease]
 }
 
 // v6Refresh is how often the announced lifetimes follow the client's
