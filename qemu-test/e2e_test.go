@@ -366,7 +366,12 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	step("password change and history across a reboot", func(t *testing.T) {
-		passwordAndHistory(t, b)
+		passwordAndHistory(t, b, func(err error) *box {
+			m := *bs.second // the build the OTA step left, now with the new password
+			m.Password = b.password
+			b = b.powerCycle(t, outer, &m, reason("reboot from the dashboard"), err, func() { a.detach(t); bb.detach(t) })
+			return b
+		})
 	})
 }
 

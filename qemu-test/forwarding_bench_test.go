@@ -79,7 +79,7 @@ func measureForwarding(b *testing.B, bs *builds) *fwdResult {
 	start := time.Now()
 	// QEMU opens the taps by name in this namespace; they move into the
 	// hosts' namespaces after (the kernel is still booting then).
-	v, err := vm.Start(context.Background(), vm.Options{Image: img, DataTaps: [2]string{tap1, tap2}})
+	v, err := vm.Start(context.Background(), vm.Options{Image: img, DataTaps: [2]string{tap1, tap2}, CPU: "max"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -219,8 +219,13 @@ func bootFor(t, owner testing.TB, m *build.Manifest, opts vm.Options) *box {
 		// What answers while the box is unhealthy, for the report.
 		var h health
 		herr := getJSON(b.dashboardURL("/healthz"), &h)
-		v.Kill()
 		early := strings.Contains(console, "Kernel panic") || strings.Contains(console, "Oops")
+		var hang string
+		if !early {
+			hang = b.hangReport()
+		}
+		b.saveConsole(owner.Name())
+		v.Kill()
 		if attempt == 1 && early {
 			t.Logf("boot attempt 1 panicked early (TCG flake); retrying once. Console tail:\n%s", tail(console, 30))
 			continue
@@ -229,12 +234,12 @@ func bootFor(t, owner testing.TB, m *build.Manifest, opts vm.Options) *box {
 			// Seen once in CI: gokrazy's UI accepted connections but never
 			// answered for 4 minutes after a clean boot. Power-cycled
 			// once, said loudly; a second hang fails.
-			t.Logf("BOOT HANG: box not healthy within %v (%v; appliance /healthz: %+v, %v); power-cycling once. Console tail:\n%s\nboot timeline:\n%s",
-				bootTimeout, err, h, herr, tail(console, 30), v.Timeline())
+			t.Logf("BOOT HANG: box not healthy within %v (%v; appliance /healthz: %+v, %v); power-cycling once. Console tail:\n%s\nboot timeline:\n%s\n%s",
+				bootTimeout, err, h, herr, tail(console, 30), v.Timeline(), hang)
 			continue
 		}
-		t.Fatalf("serial console tail:\n%s\nboot timeline (host time since QEMU started):\n%s\nbox did not become healthy within %v (attempt %d): %v",
-			tail(console, 40), v.Timeline(), bootTimeout, attempt, err)
+		t.Fatalf("serial console tail:\n%s\nboot timeline (host time since QEMU started):\n%s\n%s\nbox did not become healthy within %v (attempt %d): %v",
+			tail(console, 40), v.Timeline(), hang, bootTimeout, attempt, err)
 	}
 }
 
@@ -270,8 +275,10 @@ func (b *box) saveConsole(name string) {
 // where the new QEMU opens them).
 func (b *box) powerCycle(t, owner testing.TB, m *build.Manifest, rep fmt.Stringer, err error, unplug func()) *box {
 	t.Helper()
-	t.Logf("%s\nthe box stopped answering (console silent for %v): %v\npower-cycling it; the update is retried once",
-		b.diagnosis(rep), b.Quiet().Round(time.Second), err)
+	quiet := b.Quiet().Round(time.Second)
+	t.Logf("%s\nthe box stopped answering (console silent for %v before the report): %v\npower-cycling it; what it was doing is retried once",
+		b.diagnosis(rep), quiet, err)
+	b.saveConsole(owner.Name())
 	b.Kill()
 	if unplug != nil {
 		unplug()
@@ -281,12 +288,29 @@ func (b *box) powerCycle(t, owner testing.TB, m *build.Manifest, rep fmt.Stringe
 	return bootFor(t, owner, m, opts)
 }
 
+// hangReport asks QEMU where the vCPUs are and the guest kernel (magic
+// SysRq) for its CPUs' backtraces and blocked tasks, which it prints on the
+// console, the saved artifact: what tells a frozen guest from a busy one or
+// from a box whose programs stopped answering.
+func (b *box) hangReport() string {
+	r := b.HangReport()
+	time.Sleep(3 * time.Second) // SysRq's output reaches the console
+	return "QEMU on the silent box:\n" + r + "(the guest's SysRq backtraces are in the saved console)"
+}
+
+// reason says what a power cycle interrupted when no update report does.
+type reason string
+
+func (r reason) String() string { return string(r) }
+
 // diagnosis is what a failed update prints, the most telling part last
-// (CI shows the end of a failure): the console's tail, the update's steps
-// with their durations, and the boot timeline with host times.
+// (CI shows the end of a failure): the console's tail, where QEMU's vCPUs
+// are (hangReport), the update's steps with their durations, and the boot
+// timeline with host times.
 func (b *box) diagnosis(rep fmt.Stringer) string {
-	return fmt.Sprintf("serial console tail:\n%s\n%s\nboot timeline (host time since QEMU started):\n%s",
-		tail(b.Console(), 40), rep, tail(b.Timeline(), 30))
+	console := tail(b.Console(), 40) // before SysRq prints its backtraces
+	return fmt.Sprintf("serial console tail:\n%s\n%s\n%s\nboot timeline (host time since QEMU started):\n%s",
+		console, b.hangReport(), rep, tail(b.Timeline(), 30))
 }
 
 func tail(s string, lines int) string {

@@ -48,6 +48,9 @@ type Options struct {
 	// very rarely hang (an RCU stall on a spinlock no CPU holds) or panic
 	// early in a boot (a cross-vCPU code-patching race), see qemu-test.
 	OneTCGThread bool
+	// CPU is QEMU's CPU model; default "qemu64". TCG with -cpu max and
+	// two vCPUs hung early in some boots (docs/dataplane.md, QEMU tests).
+	CPU string
 }
 
 // VM is a running QEMU.
@@ -57,6 +60,7 @@ type VM struct {
 	tail    *tailBuffer
 	done    chan struct{}
 	waitErr error
+	monitor string // QEMU's human monitor socket (see Monitor)
 }
 
 // Start launches QEMU.
@@ -70,6 +74,9 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	}
 	if opts.CPUs == 0 {
 		opts.CPUs = 2
+	}
+	if opts.CPU == "" {
+		opts.CPU = "qemu64"
 	}
 	if opts.GuestHTTPPort == 0 {
 		opts.GuestHTTPPort = 80
@@ -87,6 +94,11 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	if _, err := os.Stat(opts.Image); err != nil {
 		return nil, fmt.Errorf("disk image: %w", err)
 	}
+	monDir, err := os.MkdirTemp("", "e1kvm")
+	if err != nil {
+		return nil, err
+	}
+	monitor := filepath.Join(monDir, "monitor.sock")
 	accel := "tcg"
 	if opts.OneTCGThread {
 		accel = "tcg,thread=single"
@@ -97,9 +109,9 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 		// probes on every status request (rootdev opens every block
 		// device) and which, probed often under TCG, left requests hanging.
 		"-nodefaults",
-		"-machine", "pc", "-accel", accel, "-cpu", "max",
+		"-machine", "pc", "-accel", accel, "-cpu", opts.CPU,
 		"-smp", strconv.Itoa(opts.CPUs), "-m", strconv.Itoa(opts.MemoryMB),
-		"-display", "none", "-monitor", "none", "-serial", "stdio",
+		"-display", "none", "-monitor", "unix:" + monitor + ",server,nowait", "-serial", "stdio",
 		"-drive", "file=" + opts.Image + ",format=raw,if=ide,index=0,media=disk,cache=unsafe",
 		"-netdev", fmt.Sprintf("user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:%d-:%d,hostfwd=tcp:127.0.0.1:%d-:%d",
 			opts.HTTPPort, opts.GuestHTTPPort, opts.DashboardPort, opts.GuestDashboardPort),
@@ -137,7 +149,7 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
 	}
 	cmd := exec.CommandContext(ctx, qemu, args...)
-	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10, start: time.Now()}, done: make(chan struct{})}
+	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10, start: time.Now()}, done: make(chan struct{}), monitor: monitor}
 	var out io.Writer = v.tail
 	if opts.Console != nil {
 		out = io.MultiWriter(v.tail, opts.Console)
@@ -147,10 +159,12 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	cmd.Stdin = nil
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(monDir)
 		return nil, fmt.Errorf("starting qemu: %w", err)
 	}
 	go func() {
 		v.waitErr = cmd.Wait()
+		os.RemoveAll(monDir)
 		close(v.done)
 	}()
 	return v, nil
