@@ -118,6 +118,7 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 		}
 		paths = append(paths, Path{Name: name + fastPathOffSuffix, Kind: kindE1kbox, Placement: pl, FastPath: "off", Latency: def})
 		if def {
+			paths = append(paths, Path{Name: name + fastPathOffSuffix + blocksSuffix, Kind: kindE1kbox, Placement: pl, FastPath: "off", RxRing: "blocks"})
 			paths = append(paths, Path{Name: name + xdpSuffix, Kind: kindE1kbox, Placement: pl, FastPath: "xdp"})
 		}
 	}
@@ -147,7 +148,7 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 		}
 		nat(fw4Suffix, func(p *Path) { p.FW4, p.Baseline = true, kernelNATName+fw4Suffix })
 		nat(fastPathOffSuffix, func(p *Path) { p.FastPath, p.Latency = "off", def })
-		nat(fastPathOffSuffix+", blocks ring", func(p *Path) { p.FastPath, p.RxRing, p.Latency = "off", "blocks", def })
+		nat(fastPathOffSuffix+blocksSuffix, func(p *Path) { p.FastPath, p.RxRing, p.Latency = "off", "blocks", def })
 		nat(xdpSuffix, func(p *Path) { p.FastPath = "xdp" })
 	}
 	if slices.Contains(placements, tuning.DefaultPlacement) {
@@ -161,6 +162,7 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 const (
 	fastPathOffSuffix = ", fast path off"
 	xdpSuffix         = ", fast path xdp"
+	blocksSuffix      = ", blocks ring" // TPACKET_V3 blocks, the rings before the fast path
 	fw4Suffix         = " + fw4 rules"
 )
 

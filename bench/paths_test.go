@@ -31,6 +31,7 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox bridge",
 		"e1kbox bridge + 10k rules",
 		"e1kbox bridge, fast path off",
+		"e1kbox bridge, fast path off, blocks ring",
 		"e1kbox bridge, fast path xdp",
 		"e1kbox bridge same",
 		"e1kbox bridge same + 10k rules",
@@ -64,7 +65,10 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox nat, fast path off, blocks ring": func(p Path) bool {
 			return p.FastPath == "off" && p.RxRing == "blocks" && p.Latency && !p.ConnRate
 		},
-		"e1kbox bridge, fast path xdp":   func(p Path) bool { return p.FastPath == "xdp" && !p.Latency },
+		"e1kbox bridge, fast path xdp": func(p Path) bool { return p.FastPath == "xdp" && !p.Latency },
+		"e1kbox bridge, fast path off, blocks ring": func(p Path) bool {
+			return p.FastPath == "off" && p.RxRing == "blocks" && !p.Latency && !p.NAT
+		},
 		"e1kbox bridge same":             func(p Path) bool { return !p.Latency },
 		"kernel NAT":                     func(p Path) bool { return p.Latency && p.ConnRate },
 		"e1kbox bridge + 100 ws clients": func(p Path) bool { return p.WSClients == 100 && p.Baseline == e1kboxName && !p.NAT },
