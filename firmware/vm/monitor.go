@@ -59,9 +59,9 @@ func readPrompt(c net.Conn) (string, error) {
 
 // HangReport is what a test prints for a box that stopped answering: where
 // each vCPU is, twice a second apart (a guest spinning in one place reads
-// the same RIP; an idle one sits in HLT), and the kernel's own view from
-// magic SysRq on the serial console (all CPUs' backtraces, blocked tasks),
-// which lands in the console a test saves.
+// the same RIP; an idle one sits in HLT), the kernel's own view from magic
+// SysRq on the serial console (all CPUs' backtraces, blocked tasks), which
+// lands in the console a test saves, and the user networks' connections.
 func (v *VM) HangReport() string {
 	var s strings.Builder
 	for i := range 2 {
@@ -82,6 +82,13 @@ func (v *VM) HangReport() string {
 	}
 	if st, err := v.Monitor("info status"); err == nil {
 		fmt.Fprintf(&s, "qemu: %s\n", st)
+	}
+	// QEMU's user networks as their slirp sees them: a forwarded
+	// connection stuck in SYN_SENT is a guest that does not answer on
+	// eth0; ESTABLISHED with a growing RecvQ or SendQ, one whose program
+	// does not read, or QEMU not delivering.
+	if un, err := v.Monitor("info usernet"); err == nil {
+		fmt.Fprintf(&s, "%s\n", un)
 	}
 	return s.String()
 }
