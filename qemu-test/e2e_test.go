@@ -3,7 +3,6 @@ package qemutest
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -336,14 +335,12 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { ping.Process.Kill(); ping.Wait() }()
-		update := func() (*ota.Report, error) { return b.update(bs.second) }
-		rep, err := update()
-		if errors.Is(err, ota.ErrNoAnswer) {
-			b = b.powerCycle(t, outer, bs.good, rep, err, func() { a.detach(t); bb.detach(t) })
+		var rep *ota.Report
+		var err error
+		b, rep, err = b.updateOrRecover(t, outer, bs.good, bs.second, func() { a.detach(t); bb.detach(t) }, func() {
 			a.rejoin(t, "192.168.50.10/24", "192.168.50.1")
 			bb.rejoin(t, "198.51.100.1/24", "")
-			rep, err = update()
-		}
+		})
 		if err != nil {
 			t.Fatalf("%s\nOTA: %v", b.diagnosis(rep), err)
 		}

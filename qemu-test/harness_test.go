@@ -194,6 +194,17 @@ func boot(t testing.TB, m *build.Manifest, opts vm.Options) *box {
 // not to t: a subtest that power-cycles a box hands the new one on.
 func bootFor(t, owner testing.TB, m *build.Manifest, opts vm.Options) *box {
 	t.Helper()
+	b, _ := bootForAny(t, owner, []*build.Manifest{m}, opts)
+	return b
+}
+
+// bootForAny is bootFor for a disk that may hold any of builds (the first
+// one's password): a box silent in an update's test boot may have had its
+// guard commit the new build just before. It returns the build the box
+// came up healthy on.
+func bootForAny(t, owner testing.TB, builds []*build.Manifest, opts vm.Options) (*box, *build.Manifest) {
+	t.Helper()
+	m := builds[0]
 	opts.OneTCGThread = true // see vm.Options: no multi-threaded TCG hangs in functional tests
 	keep := opts.Image       // boot this disk as it is (a reboot after a power cut)
 	for attempt := 1; ; attempt++ {
@@ -206,14 +217,14 @@ func bootFor(t, owner testing.TB, m *build.Manifest, opts vm.Options) *box {
 			t.Fatal(err)
 		}
 		b := &box{VM: v, t: t, password: m.Password, image: opts.Image}
-		err = b.waitHealthy(m.BuildTimestamp, bootTimeout)
+		on, err := b.waitHealthyAny(builds, bootTimeout)
 		if err == nil {
-			t.Logf("boot (attempt %d, uefi=%v): healthy after %.1fs", attempt, opts.UEFI, time.Since(start).Seconds())
+			t.Logf("boot (attempt %d, uefi=%v): healthy after %.1fs on build %s", attempt, opts.UEFI, time.Since(start).Seconds(), on.BuildTimestamp)
 			owner.Cleanup(func() {
 				b.saveConsole(owner.Name()) // an artifact of every boot, passed or failed
 				b.Kill()
 			})
-			return b
+			return b, on
 		}
 		console := v.Console()
 		// What answers while the box is unhealthy, for the report.
@@ -275,6 +286,15 @@ func (b *box) saveConsole(name string) {
 // where the new QEMU opens them).
 func (b *box) powerCycle(t, owner testing.TB, m *build.Manifest, rep fmt.Stringer, err error, unplug func()) *box {
 	t.Helper()
+	nb, _ := b.powerCycleAny(t, owner, []*build.Manifest{m}, rep, err, unplug)
+	return nb
+}
+
+// powerCycleAny is powerCycle for a box that may come back on any of
+// builds: silent in an update's test boot, after or before its guard
+// committed the new build. It returns the build the box runs.
+func (b *box) powerCycleAny(t, owner testing.TB, builds []*build.Manifest, rep fmt.Stringer, err error, unplug func()) (*box, *build.Manifest) {
+	t.Helper()
 	quiet := b.Quiet().Round(time.Second)
 	t.Logf("%s\nthe box stopped answering (console silent for %v before the report): %v\npower-cycling it; what it was doing is retried once",
 		b.diagnosis(rep), quiet, err)
@@ -285,7 +305,7 @@ func (b *box) powerCycle(t, owner testing.TB, m *build.Manifest, rep fmt.Stringe
 	}
 	opts := b.Opts
 	opts.HTTPPort, opts.DashboardPort = 0, 0
-	return bootFor(t, owner, m, opts)
+	return bootForAny(t, owner, builds, opts)
 }
 
 // hangReport asks QEMU where the vCPUs are and the guest kernel (magic
@@ -296,6 +316,36 @@ func (b *box) hangReport() string {
 	r := b.HangReport()
 	time.Sleep(3 * time.Second) // SysRq's output reaches the console
 	return "QEMU on the silent box:\n" + r + "(the guest's SysRq backtraces are in the saved console)"
+}
+
+// updateOrRecover updates the box from build from to build to. When the box
+// stops answering (ota.ErrNoAnswer, see powerCycle) it is power-cycled:
+// back on from, the update is retried once; on to — its guard committed the
+// test boot before the silence — the update is done, and the box's own
+// record of it stands for the client's report. unplug and replug, if set,
+// run while the box is off and once it is back.
+func (b *box) updateOrRecover(t *testing.T, owner testing.TB, from, to *build.Manifest, unplug, replug func()) (*box, *ota.Report, error) {
+	t.Helper()
+	rep, err := b.update(to)
+	if !errors.Is(err, ota.ErrNoAnswer) {
+		return b, rep, err
+	}
+	b, on := b.powerCycleAny(t, owner, []*build.Manifest{from, to}, rep, err, unplug)
+	if replug != nil {
+		replug()
+	}
+	if on == from {
+		rep, err = b.update(to)
+		return b, rep, err
+	}
+	last := b.waitLast(t, func(r *boxupdate.Record) bool { return r.To.Timestamp == to.BuildTimestamp }, 2*time.Minute)
+	t.Logf("the guard had committed the update before the box went silent: %s (%s)", last.Outcome, last.ID)
+	rep = &ota.Report{OldBuild: from.BuildTimestamp, NewBuild: to.BuildTimestamp, Outcome: last.Outcome,
+		Reason: last.Reason, BootWritten: last.BootWritten, BoxSteps: last.Steps}
+	if last.Outcome != boxupdate.Committed {
+		return b, rep, fmt.Errorf("the box runs the new build but its record says %q", last.Outcome)
+	}
+	return b, rep, nil
 }
 
 // reason says what a power cycle interrupted when no update report does.
@@ -331,21 +381,29 @@ func (b *box) dashboardURL(path string) string { return "http://" + b.DashboardA
 // waitHealthy waits until gokrazy reports build ts and the appliance is
 // healthy on it.
 func (b *box) waitHealthy(ts string, timeout time.Duration) error {
+	_, err := b.waitHealthyAny([]*build.Manifest{{BuildTimestamp: ts}}, timeout)
+	return err
+}
+
+// waitHealthyAny waits until the box is healthy on one of builds and
+// returns that one.
+func (b *box) waitHealthyAny(builds []*build.Manifest, timeout time.Duration) (*build.Manifest, error) {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
 		select {
 		case <-b.Done():
-			return fmt.Errorf("QEMU exited: %v", b.Err())
+			return nil, fmt.Errorf("QEMU exited: %v", b.Err())
 		default:
 		}
-		last = b.healthyOn(ts)
-		if last == nil {
-			return nil
+		for _, m := range builds {
+			if last = b.healthyOn(m.BuildTimestamp); last == nil {
+				return m, nil
+			}
 		}
 		time.Sleep(time.Second)
 	}
-	return last
+	return nil, last
 }
 
 func (b *box) healthyOn(ts string) error {

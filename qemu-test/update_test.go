@@ -62,11 +62,7 @@ func TestGokPathThenFirmwareUpdate(t *testing.T) {
 	}
 	t.Logf("gok path to a healthy, guard-confirmed build: %.1fs", time.Since(start).Seconds())
 
-	rep, err = b.update(bs.changed)
-	if errors.Is(err, ota.ErrNoAnswer) {
-		b = b.powerCycle(t, outer, bs.second, rep, err, nil)
-		rep, err = b.update(bs.changed)
-	}
+	b, rep, err = b.updateOrRecover(t, outer, bs.second, bs.changed, nil, nil)
 	if err != nil {
 		t.Fatalf("%s\nfirmware update after gok: %v", b.diagnosis(rep), err)
 	}
