@@ -75,11 +75,31 @@ type linkCreateAttr struct {
 }
 
 func bpf(cmd int, attr unsafe.Pointer, size uintptr) (int, error) {
-	r, _, errno := unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(attr), size)
-	if errno != 0 {
-		return -1, errno
+	return retrySignals(func() (int, error) {
+		r, _, errno := unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(attr), size)
+		if errno != 0 {
+			return -1, errno
+		}
+		return int(r), nil
+	})
+}
+
+// maxSignalRetries bounds retrySignals; a verifier that never finishes
+// between two of the Go runtime's signals is reported, not spun on.
+const maxSignalRetries = 100
+
+// retrySignals repeats call while it fails with EAGAIN or EINTR: the
+// verifier gives up with EAGAIN when a signal is pending (Linux 4.20+),
+// and the Go runtime signals its threads to preempt goroutines — under
+// QEMU TCG even two instructions' verification was interrupted (CI,
+// 2026-12-01). cilium/ebpf retries BPF_PROG_LOAD the same way.
+func retrySignals(call func() (int, error)) (int, error) {
+	for i := 0; ; i++ {
+		r, err := call()
+		if (err != unix.EAGAIN && err != unix.EINTR) || i == maxSignalRetries {
+			return r, err
+		}
 	}
-	return int(r), nil
 }
 
 // loadProgram loads the dropping program and returns its descriptor.
