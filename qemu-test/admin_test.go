@@ -11,9 +11,8 @@ import (
 // passwordAndHistory changes the password on the dashboard, reboots the box
 // from it and checks that both the dashboard and gokrazy's UI take the new
 // password and refuse the old, and that the dashboard's 24 h history from
-// before the reboot is still there.
-// hung power-cycles a box that stopped answering after the reboot and
-// returns the box booted again.
+// before the reboot is still there. hung power-cycles a box that stopped
+// answering after the reboot and returns the box booted again.
 func passwordAndHistory(t *testing.T, b *box, hung func(error) *box) {
 	var before struct{ Time []float64 }
 	if err := b.api(http.MethodGet, "/api/stats/history?range=24h", nil, &before); err != nil || len(before.Time) == 0 {

@@ -320,17 +320,16 @@ func (b *box) hangReport() string {
 
 // updateOrRecover updates the box from build from to build to. A test boot
 // that panicked (a TCG flake: the build boots elsewhere) reverts by itself
-// and is retried once. When the box
-// stops answering (ota.ErrNoAnswer, see powerCycle) it is power-cycled:
-// back on from, the update is retried once; on to — its guard committed the
-// test boot before the silence — the update is done, and the box's own
-// record of it stands for the client's report. unplug and replug, if set,
-// run while the box is off and once it is back.
+// and is retried once. A box that stops answering (ota.ErrNoAnswer, see
+// powerCycle) is power-cycled: back on from, the update is retried once; on
+// to — its guard committed the test boot before the silence — the update is
+// done, and the box's own record of it stands for the client's report.
+// unplug and replug, if set, run while the box is off and once it is back.
 func (b *box) updateOrRecover(t *testing.T, owner testing.TB, from, to *build.Manifest, unplug, replug func()) (*box, *ota.Report, error) {
 	t.Helper()
-	panics := strings.Count(b.Console(), "Kernel panic")
+	panics := b.panics()
 	rep, err := b.update(to)
-	if errors.Is(err, ota.ErrReverted) && strings.Count(b.Console(), "Kernel panic") > panics {
+	if errors.Is(err, ota.ErrReverted) && b.panics() > panics {
 		// The good build's kernel oopsed early in its kexec test boot (CI,
 		// 2026-12-01: a fault in the boot-time W+X page-table walk), the
 		// TCG flake bootFor retries on a fresh boot; the box reverted by
@@ -359,6 +358,9 @@ func (b *box) updateOrRecover(t *testing.T, owner testing.TB, from, to *build.Ma
 	}
 	return b, rep, nil
 }
+
+// panics counts the kernel panics in the retained console.
+func (b *box) panics() int { return strings.Count(b.Console(), "Kernel panic") }
 
 // reason says what a power cycle interrupted when no update report does.
 type reason string
