@@ -104,6 +104,11 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		click(t, ctx, `#range-24h`)
 		waitFor(t, ctx, "24 h chart", `Number(document.querySelector('#chart-rx').dataset.points) >= 5`, 10*time.Second)
 		checkAxis(t, ctx, "#chart-rx")
+		// Five minutes of history still get an hour of axis (else it has
+		// one label or two, by the time of day).
+		if got := eval[float64](t, ctx, `Number(document.querySelector('#chart-rx').dataset.xspan)`); got < 3600 {
+			t.Errorf("24 h chart spans %v s, want at least an hour", got)
+		}
 		click(t, ctx, `#unit-bps`)
 		docShot(t, ctx, "overview-24h")
 	})

@@ -36,11 +36,13 @@ export function fmtValue(v, unit) {
 
 export class TimeChart {
   // unit: "b/s", "pps", "%", "/s", ""; windowS: the span shown while data
-  // arrive live (0: the data's own span).
-  constructor(el, { unit, windowS = 0, height = 220 }) {
+  // arrive live (0: the data's own span); rangeS: the span a history
+  // answer covers at most (24 h, 7 days), for its axis while it is young.
+  constructor(el, { unit, windowS = 0, rangeS = 0, height = 220 }) {
     this.el = el;
     this.unit = unit;
     this.windowS = windowS;
+    this.rangeS = rangeS;
     this.h = height;
     this.series = []; // [{label, color}]
     this.data = [[]];
@@ -117,9 +119,10 @@ export class TimeChart {
         spanGaps: false, value: (u, v) => fmtValue(v, unit) });
     }
     const windowS = this.windowS;
-    // A young history still spans a 24th of the window (an hour of the 24 h
-    // view), so that its time axis has labels to read.
-    const minSpanS = Math.max(60, windowS / 24);
+    // A young history still spans a 24th of its range (an hour of the 24 h
+    // view, a minute of the live one), so that its time axis has at least
+    // two labels to read whatever the time of day.
+    const minSpanS = Math.max(60, (windowS || this.rangeS) / 24);
     const opts = {
       width: Math.max(this.el.clientWidth, 200),
       height: this.height(),
@@ -127,7 +130,7 @@ export class TimeChart {
       cursor: { drag: { x: false, y: false }, points: { size: 6 } },
       legend: { live: true },
       scales: {
-        x: { time: true, range: (u, min, max) => (windowS ? [Math.max(max - windowS, Math.min(min, max - minSpanS)), max] : [min, max]) },
+        x: { time: true, range: (u, min, max) => [windowS ? Math.max(max - windowS, Math.min(min, max - minSpanS)) : Math.min(min, max - minSpanS), max] },
         y: { range: (u, min, max) => [0, unit === '%' ? Math.max(1, max * 1.1) : max > 0 ? max * 1.15 : 1] },
       },
       axes: [
@@ -137,6 +140,7 @@ export class TimeChart {
             const out = vals.map((v) => timeLabel(v, span));
             // For tests and tools: where each label goes, in CSS pixels.
             this.el.dataset.xticks = JSON.stringify(vals.map((v, i) => [u.valToPos(v, 'x'), out[i]]));
+            this.el.dataset.xspan = String(span);
             return out;
           } },
         { stroke: axis, grid: { stroke: grid, width: 1 }, ticks: { show: false }, size: 72, space: 40,

@@ -113,10 +113,11 @@ export default function overview(el, { info, stream }) {
   function makeCharts() {
     for (const c of Object.values(charts)) c.destroy();
     const w = range === 'live' ? live : 0;
+    const r = { live: live, '24h': 86400, '7d': 7 * 86400 }[range];
     const u = unit === 'bps' ? 'b/s' : 'pps';
-    charts = { rx: new TimeChart(boxes.rx, { unit: u, windowS: w }), tx: new TimeChart(boxes.tx, { unit: u, windowS: w }),
-      cpu: new TimeChart(boxes.cpu, { unit: '%', windowS: w, height: 180 }), drops: new TimeChart(boxes.drops, { unit: '/s', windowS: w, height: 180 }) };
-    if (info.features.conntrack) charts.conns = new TimeChart(boxes.conns, { unit: '', windowS: w, height: 180 });
+    charts = { rx: new TimeChart(boxes.rx, { unit: u, windowS: w, rangeS: r }), tx: new TimeChart(boxes.tx, { unit: u, windowS: w, rangeS: r }),
+      cpu: new TimeChart(boxes.cpu, { unit: '%', windowS: w, rangeS: r, height: 180 }), drops: new TimeChart(boxes.drops, { unit: '/s', windowS: w, rangeS: r, height: 180 }) };
+    if (info.features.conntrack) charts.conns = new TimeChart(boxes.conns, { unit: '', windowS: w, rangeS: r, height: 180 });
   }
   const colour = (i) => PALETTE[i % PALETTE.length];
   function draw() {
