@@ -23,9 +23,10 @@
 // rules); the generator addresses the router's LAN MAC (b0's), and the
 // sink's counting chain lets ARP through so that the appliance resolves
 // its gateway. Their ratios are against the kernel NAT. The "e1kbox
-// bridge + 100 ws clients" path keeps 100 authenticated WebSocket
-// clients reading the dashboard's /api/stream; its ratio is against
-// "e1kbox bridge" (whose dashboard runs with no clients).
+// bridge + 100 ws clients" paths (fast path on and off) keep 100
+// authenticated WebSocket clients reading the dashboard's /api/stream;
+// their ratios are against the same bridge whose dashboard runs with no
+// clients.
 // Every path is measured in the same sitting, repetitions interleaved,
 // and the table shows medians with the ratio to the kernel bridge (or
 // the path's own baseline, named in the cell).

@@ -47,6 +47,7 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox nat, fast path off, blocks ring",
 		"e1kbox nat, fast path xdp",
 		"e1kbox bridge + 100 ws clients",
+		"e1kbox bridge, fast path off + 100 ws clients",
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("paths (-want +got):\n%s", diff)
@@ -72,6 +73,9 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox bridge same":             func(p Path) bool { return !p.Latency },
 		"kernel NAT":                     func(p Path) bool { return p.Latency && p.ConnRate },
 		"e1kbox bridge + 100 ws clients": func(p Path) bool { return p.WSClients == 100 && p.Baseline == e1kboxName && !p.NAT },
+		"e1kbox bridge, fast path off + 100 ws clients": func(p Path) bool {
+			return p.WSClients == 100 && p.FastPath == "off" && p.Baseline == e1kboxName+fastPathOffSuffix && !p.NAT
+		},
 	} {
 		if !ok(byName[name]) {
 			t.Errorf("path %q: %+v", name, byName[name])
@@ -248,11 +252,11 @@ func TestSelectPaths(t *testing.T) {
 		want []string
 	}{
 		{"", nil}, // all
-		{"(?i)nat|ws", []string{"e1kbox bridge", "kernel NAT", "kernel NAT + 10k rules", "kernel NAT + fw4 rules", "e1kbox nat", "e1kbox nat + services", "e1kbox nat + 10k rules",
+		{"(?i)nat|ws", []string{"e1kbox bridge", "e1kbox bridge, fast path off", "kernel NAT", "kernel NAT + 10k rules", "kernel NAT + fw4 rules", "e1kbox nat", "e1kbox nat + services", "e1kbox nat + 10k rules",
 			"e1kbox nat + fw4 rules", "e1kbox nat, fast path off", "e1kbox nat, fast path off, blocks ring", "e1kbox nat, fast path xdp",
-			"e1kbox bridge + 100 ws clients"}},
+			"e1kbox bridge + 100 ws clients", "e1kbox bridge, fast path off + 100 ws clients"}},
 		{"^e1kbox nat$", []string{"kernel NAT", "e1kbox nat"}},
-		{"ws", []string{"e1kbox bridge", "e1kbox bridge + 100 ws clients"}},
+		{"ws", []string{"e1kbox bridge", "e1kbox bridge, fast path off", "e1kbox bridge + 100 ws clients", "e1kbox bridge, fast path off + 100 ws clients"}},
 		{"^direct", []string{"direct veth (no box)"}},
 		{"nothing", nil},
 	} {
@@ -276,16 +280,17 @@ func TestSelectPaths(t *testing.T) {
 		})
 	}
 	want := map[string]string{
-		"kernel NAT + 10k rules":                 "kernel NAT",
-		"kernel NAT + fw4 rules":                 "kernel NAT",
-		"e1kbox nat":                             "kernel NAT",
-		"e1kbox nat + services":                  "e1kbox nat",
-		"e1kbox nat + 10k rules":                 "kernel NAT",
-		"e1kbox nat + fw4 rules":                 "kernel NAT + fw4 rules",
-		"e1kbox nat, fast path off":              "kernel NAT",
-		"e1kbox nat, fast path off, blocks ring": "kernel NAT",
-		"e1kbox nat, fast path xdp":              "kernel NAT",
-		"e1kbox bridge + 100 ws clients":         "e1kbox bridge",
+		"kernel NAT + 10k rules":                        "kernel NAT",
+		"kernel NAT + fw4 rules":                        "kernel NAT",
+		"e1kbox nat":                                    "kernel NAT",
+		"e1kbox nat + services":                         "e1kbox nat",
+		"e1kbox nat + 10k rules":                        "kernel NAT",
+		"e1kbox nat + fw4 rules":                        "kernel NAT + fw4 rules",
+		"e1kbox nat, fast path off":                     "kernel NAT",
+		"e1kbox nat, fast path off, blocks ring":        "kernel NAT",
+		"e1kbox nat, fast path xdp":                     "kernel NAT",
+		"e1kbox bridge + 100 ws clients":                "e1kbox bridge",
+		"e1kbox bridge, fast path off + 100 ws clients": "e1kbox bridge, fast path off",
 	}
 	if diff := cmp.Diff(want, baselines(all)); diff != "" {
 		t.Errorf("baselines (-want +got):\n%s", diff)

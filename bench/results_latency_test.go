@@ -80,11 +80,13 @@ func TestEvalTargets(t *testing.T) {
 	r := &Report{Settings: Settings{Sizes: []int{64}},
 		CPURows: []CPURow{
 			{Path: kernelNATName, Size: 64, Runs: 3, BoxNsPerPkt: 1000}, {Path: "e1kbox nat", Size: 64, Runs: 3, BoxNsPerPkt: 600},
-			{Path: kernelName, Size: 64, Runs: 3, BoxNsPerPkt: 1000}, {Path: e1kboxName, Size: 64, Runs: 3, BoxNsPerPkt: 800},
+			{Path: kernelName, Size: 64, Runs: 3, BoxNsPerPkt: 1000}, {Path: e1kboxName, Size: 64, Runs: 3, BoxNsPerPkt: 800, NsPerPkt: 5000},
+			{Path: e1kboxName + " + 100 ws clients", Size: 64, Runs: 3, NsPerPkt: 5500},
 		},
 		Rows: []Row{
 			{Path: kernelName, Size: 64, Runs: 3, PPS: 1e6}, {Path: "e1kbox bridge same", Size: 64, Runs: 3, PPS: 0.6e6},
 			{Path: "e1kbox nat", Size: 64, Runs: 3, PPS: 1e6}, {Path: "e1kbox nat + 10k rules", Size: 64, Runs: 3, PPS: 0.95e6},
+			{Path: e1kboxName, Size: 64, Runs: 3, PPS: 1e6}, {Path: e1kboxName + " + 100 ws clients", Size: 64, Runs: 3, PPS: 0.97e6, Baseline: e1kboxName},
 		},
 		LatencyRows: []LatencyRow{{Path: "e1kbox nat", Kind: KindLatency, Load: 0.1, P99: 70, Baseline: kernelNATName, AddedP99: 40}},
 		ConnRows:    []ConnRow{{Path: kernelNATName, Rate: 1e5, Ratio: 1}, {Path: "e1kbox nat", Rate: 1.5e5, Ratio: 1.5}},
@@ -94,14 +96,16 @@ func TestEvalTargets(t *testing.T) {
 		met[tg.Name] = tg.Met
 	}
 	want := map[string]bool{
-		"box CPU per packet, NAT":                  true,
-		"box CPU per packet, bridge":               false,
-		"box CPU per packet, fw4-like rules":       false, // not measured
-		"10k rules, e1kbox nat":                    true,
-		"10k rules, e1kbox nat, CPU":               false, // not measured
-		"p99 latency at 10%, e1kbox nat":           true,
-		"new connections/s, e1kbox nat":            false,
-		"worker on the RX CPU, e1kbox bridge same": true,
+		"box CPU per packet, NAT":                                true,
+		"box CPU per packet, bridge":                             false,
+		"box CPU per packet, fw4-like rules":                     false, // not measured
+		"10k rules, e1kbox nat":                                  true,
+		"10k rules, e1kbox nat, CPU":                             false, // not measured
+		"p99 latency at 10%, e1kbox nat":                         true,
+		"new connections/s, e1kbox nat":                          false,
+		"worker on the RX CPU, e1kbox bridge same":               true,
+		"dashboard clients, e1kbox bridge + 100 ws clients":      true,
+		"dashboard clients, e1kbox bridge + 100 ws clients, CPU": false, // 5000/5500 = 0.91
 	}
 	if diff := cmp.Diff(want, met); diff != "" {
 		t.Errorf("targets met (-want +got):\n%s", diff)

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// Target is one of the fast path issue's goals, measured in this run.
+// Target is one of the fast path or dashboard issue's goals, measured in
+// this run.
 type Target struct {
 	Name  string `json:"name"`
 	Goal  string `json:"goal"`
@@ -85,6 +86,21 @@ func EvalTargets(r *Report) []Target {
 				Value: fmt.Sprintf("%s (%.0f/s)", FormatRatio(c.Ratio), c.Rate), Met: c.Ratio >= 2})
 		}
 	}
+	// The dashboard issue's: WebSocket clients cost at most 5 % of the
+	// rate (and, where the generator sets the rate, of the CPU).
+	all := map[string]float64{}
+	for _, c := range r.CPURows {
+		if c.Size == size && c.Runs > 0 {
+			all[c.Path] = c.NsPerPkt
+		}
+	}
+	for _, row := range r.Rows {
+		if row.Size == size && row.Baseline != "" && strings.HasSuffix(row.Path, " ws clients") {
+			ratio("dashboard clients, "+row.Path, "≥ 0.95x of "+row.Baseline, 0.95, false, pps, row.Path, row.Baseline, "pps")
+			ratio("dashboard clients, "+row.Path+", CPU", "all CPUs per packet of "+row.Baseline+" ≥ 0.95x of "+row.Path+"'s", 0.95, false, all,
+				row.Baseline, row.Path, "ns")
+		}
+	}
 	for _, p := range []string{"e1kbox bridge same", "e1kbox bridge same" + fastPathOffSuffix} {
 		if _, ok := pps[p]; ok {
 			ratio("worker on the RX CPU, "+p, "≥ 0.5x kernel bridge", 0.5, false, pps, p, kernelName, "pps")
@@ -98,7 +114,7 @@ func writeTargets(b *strings.Builder, r *Report) {
 	if len(r.Targets) == 0 {
 		return
 	}
-	b.WriteString("\nThe fast path issue's targets, measured in this run:\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
+	b.WriteString("\nThe fast path and dashboard issues' targets, measured in this run:\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "no"
 		if t.Met {
