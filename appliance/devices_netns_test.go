@@ -70,14 +70,14 @@ func TestRouterDashboard(t *testing.T) {
 
 	t.Run("the leased host on /api/devices", func(t *testing.T) {
 		d := device(t, l, mac1)
-		if d == nil || d.Address.String() != ev1["ip"] || d.State != webui.DeviceBound || d.Hostname != "h1-dhclient" || d.Static {
+		if d == nil || d.Address.String() != ev1["ip"] || d.State != webui.DeviceBound || d.Hostname != "h1-dhclient" || d.Static || d.InConfig {
 			t.Fatalf("h1: %+v, want its lease %s bound, hostname h1-dhclient", d, ev1["ip"])
 		}
 		// Three 528-byte pings each way.
 		if d.BytesOut < 3*528 || d.BytesIn < 3*528 {
 			t.Errorf("h1 sent %d and received %d bytes, want 3×528 at least each way", d.BytesOut, d.BytesIn)
 		}
-		if p := device(t, l, "02:77:00:00:00:02"); p == nil || !p.Static || p.State != webui.DeviceReserved {
+		if p := device(t, l, "02:77:00:00:00:02"); p == nil || !p.Static || !p.InConfig || p.State != webui.DeviceReserved {
 			t.Errorf("printer (the config's static lease, not taken): %+v", p)
 		}
 	})

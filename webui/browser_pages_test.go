@@ -10,6 +10,7 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,9 +135,15 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		}
 		click(t, ctx, `#dev-body tr[data-mac="52:54:00:aa:00:02"] button[data-action="forget"]`)
 		waitFor(t, ctx, "forgotten", `!document.querySelector('#dev-body tr[data-mac="52:54:00:aa:00:02"]')`, 10*time.Second)
-		// A static lease of the config cannot be forgotten here: 409.
-		click(t, ctx, `#dev-body tr[data-mac="52:54:00:aa:00:03"] button[data-action="forget"]`)
-		waitFor(t, ctx, "refusal", `[...document.querySelectorAll('.toast.bad')].some(e => e.textContent.includes('static lease in the config'))`, 10*time.Second)
+		// A static lease of the config is the config's: no Forget (the API
+		// answers 409, TestRouterAndDevicesAPI), a way to the Config page.
+		printer := `#dev-body tr[data-mac="52:54:00:aa:00:03"]`
+		if got := eval[[]string](t, ctx, `[...document.querySelectorAll('`+printer+` [data-action]')].map(e => e.dataset.action + ' ' + (e.getAttribute('href') || ''))`); !slices.Equal(got, []string{"config #/config"}) {
+			t.Errorf("actions of a config static lease: %q, want only a link to #/config", got)
+		}
+		if got := eval[string](t, ctx, `document.querySelector('`+printer+`').cells[3].textContent`); !strings.Contains(got, "static · config") {
+			t.Errorf("state of a config static lease %q", got)
+		}
 	})
 
 	t.Run("logs: filters, rule records, live tail", func(t *testing.T) {

@@ -188,8 +188,11 @@ type Device struct {
 	Expiry   time.Time `json:"expiry,omitzero"`
 	LastSeen time.Time `json:"last_seen,omitzero"`
 	// Static: the device always gets Address (config or made static).
-	Static bool   `json:"static"`
-	State  string `json:"state"`
+	Static bool `json:"static"`
+	// InConfig: Static from a static lease of the config, which only a
+	// config change drops (Forget answers ErrStaticInConfig).
+	InConfig bool   `json:"in_config,omitempty"`
+	State    string `json:"state"`
 	// BytesIn and BytesOut are what the device received and sent through
 	// the router's live connections (conntrack).
 	BytesIn  uint64 `json:"bytes_in"`

@@ -297,7 +297,7 @@ func TestHandle(t *testing.T) {
 				{req: initReboot(t, macB, "10.70.0.100"), want: "NAK"},
 				{req: renew(t, macB, "10.70.0.100"), want: "NAK"},
 			},
-			wantLeases: []string{macA + " 10.70.0.2 offered", macS + " 10.70.0.100 bound static printer"},
+			wantLeases: []string{macA + " 10.70.0.2 offered", macS + " 10.70.0.100 bound static config printer"},
 		},
 		{
 			name: "a static lease is reserved before its device comes",
@@ -306,7 +306,7 @@ func TestHandle(t *testing.T) {
 				{req: initReboot(t, macA, "10.70.0.100"), want: "NAK"},
 				{req: discover(t, macA, requested("10.70.0.100")), want: "OFFER 10.70.0.2"},
 			},
-			wantLeases: []string{macA + " 10.70.0.2 offered", macS + " 10.70.0.100 reserved static printer"},
+			wantLeases: []string{macA + " 10.70.0.2 offered", macS + " 10.70.0.100 reserved static config printer"},
 		},
 		{
 			name: "a device with a static lease gets no other address",
@@ -380,7 +380,7 @@ func TestHandle(t *testing.T) {
 				{req: selecting(t, macA, "10.70.0.2"), want: "ACK 10.70.0.2"},
 				{req: discover(t, macS, hostname("whatever")), want: "OFFER 10.70.0.100"},
 			},
-			wantLeases: []string{macA + " 10.70.0.2 bound john-s-iphone", macS + " 10.70.0.100 offered static printer"},
+			wantLeases: []string{macA + " 10.70.0.2 bound john-s-iphone", macS + " 10.70.0.100 offered static config printer"},
 		},
 		{
 			name: "malformed requests are ignored",

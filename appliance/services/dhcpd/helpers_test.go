@@ -167,13 +167,17 @@ func summary(r *dhcpv4.DHCPv4) string {
 	return s
 }
 
-// leaseLines is Leases in one line per lease: "mac ip state[ static][ hostname]".
+// leaseLines is Leases in one line per lease: "mac ip state[ static[
+// config]][ hostname]".
 func leaseLines(s *Server) []string {
 	var out []string
 	for _, l := range s.Leases() {
 		line := fmt.Sprintf("%s %s %s", l.MAC, l.IP, l.State)
 		if l.Static {
 			line += " static"
+		}
+		if l.InConfig {
+			line += " config"
 		}
 		if l.Hostname != "" {
 			line += " " + l.Hostname

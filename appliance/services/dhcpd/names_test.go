@@ -100,7 +100,7 @@ func TestMakeStaticForget(t *testing.T) {
 	if got, _ := s.Lookup("tv"); got != aIP {
 		t.Errorf("tv is %v, want %v", got, aIP)
 	}
-	wantLeases := []string{macA + " 10.70.0.2 offered static tv", macB + " 10.70.0.3 offered", macS + " 10.70.0.100 reserved static"}
+	wantLeases := []string{macA + " 10.70.0.2 offered static tv", macB + " 10.70.0.3 offered", macS + " 10.70.0.100 reserved static config"}
 	if diff := cmp.Diff(wantLeases, leaseLines(s)); diff != "" {
 		t.Errorf("Leases (-want +got):\n%s", diff)
 	}

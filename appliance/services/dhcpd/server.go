@@ -43,6 +43,9 @@ type Lease struct {
 	Expiry   time.Time // end of the lease or of the offer; zero for a reserved static
 	LastSeen time.Time
 	Static   bool
+	// InConfig: Static and from the config, which Forget refuses to
+	// drop; false for a static lease MakeStatic made.
+	InConfig bool
 	State    State
 }
 
@@ -290,14 +293,17 @@ func (s *Server) Leases() []Lease {
 			continue
 		}
 		held[e.ip] = true
+		static := s.holdsStatic(e)
+		_, pinned := s.pins[e.mac]
 		out = append(out, Lease{
 			MAC: slices.Clone(net.HardwareAddr(e.mac[:])), ClientID: e.cid, IP: e.ip, Hostname: e.hostname,
-			Expiry: e.expiry, LastSeen: e.lastSeen, Static: s.holdsStatic(e), State: e.stateAt(now),
+			Expiry: e.expiry, LastSeen: e.lastSeen, Static: static, InConfig: static && !pinned, State: e.stateAt(now),
 		})
 	}
-	for _, st := range s.static {
+	for m, st := range s.static {
 		if !held[st.IP] {
-			out = append(out, Lease{MAC: slices.Clone(st.MAC), IP: st.IP, Hostname: st.Hostname, Static: true, State: StateReserved})
+			_, pinned := s.pins[m]
+			out = append(out, Lease{MAC: slices.Clone(st.MAC), IP: st.IP, Hostname: st.Hostname, Static: true, InConfig: !pinned, State: StateReserved})
 		}
 	}
 	slices.SortFunc(out, func(a, b Lease) int {

@@ -62,10 +62,10 @@ func TestUpdate(t *testing.T) {
 	}
 	want := []string{
 		macA + " 10.70.0.2 bound",
-		macS + " 10.70.0.3 bound static",
-		"02:00:00:00:00:0f 10.70.0.4 reserved static",
+		macS + " 10.70.0.3 bound static config",
+		"02:00:00:00:00:0f 10.70.0.4 reserved static config",
 		macB + " 10.70.0.6 offered",
-		macD + " 10.70.0.60 bound static",
+		macD + " 10.70.0.60 bound static config",
 	}
 	if diff := cmp.Diff(want, leaseLines(s)); diff != "" {
 		t.Errorf("Leases (-want +got):\n%s", diff)

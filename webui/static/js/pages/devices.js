@@ -19,7 +19,7 @@ export default function devices(el) {
         h('th', {}, 'Name'), h('th', {}, 'MAC address'), h('th', {}, 'Address'), h('th', {}, 'State'),
         h('th', {}, 'Lease ends'), h('th', {}, 'Last seen'), h('th', { class: 'num' }, 'Received'), h('th', { class: 'num' }, 'Sent'), h('th', {}))),
       tbody)),
-    h('p', { class: 'muted' }, '"Make static" keeps the address for the device for good; "Forget" drops its lease, so its address is free again. Static leases of the configuration are changed on the Config page.'),
+    h('p', { class: 'muted' }, '"Make static" keeps the address for the device for good; "Forget" drops its lease (and a static lease made here), so its address is free again. Static leases of the configuration ("static · config") are changed on the Config page.'),
   );
 
   function render() {
@@ -29,14 +29,17 @@ export default function devices(el) {
       h('td', { class: 'name' }, d.hostname || h('span', { class: 'muted' }, '(no name)')),
       h('td', { class: 'mono' }, d.mac),
       h('td', { class: 'mono' }, d.address),
-      h('td', {}, h('span', { class: `pill ${STATE[d.state] || ''}` }, d.state), d.static ? [' ', h('span', { class: 'pill' }, 'static')] : null),
+      h('td', {}, h('span', { class: `pill ${STATE[d.state] || ''}` }, d.state),
+        d.static ? [' ', h('span', { class: 'pill', title: d.in_config ? 'a static lease of the configuration' : 'made static here' }, d.in_config ? 'static · config' : 'static')] : null),
       h('td', { class: 'nowrap' }, d.expiry ? (Date.parse(d.expiry) > Date.now() ? `in ${duration((Date.parse(d.expiry) - Date.now()) / 1000)}` : 'ended') : '–'),
       h('td', { class: 'nowrap' }, ago(d.last_seen)),
       h('td', { class: 'num' }, bytes(d.bytes_in)),
       h('td', { class: 'num' }, bytes(d.bytes_out)),
       h('td', { class: 'actions' },
         d.static ? null : h('button', { class: 'btn small', type: 'button', 'data-action': 'static', onclick: () => act(d, 'static') }, 'Make static'),
-        h('button', { class: 'btn small danger', type: 'button', 'data-action': 'forget', onclick: () => act(d, 'forget') }, 'Forget')),
+        // A static lease of the config is the config's to drop.
+        d.in_config ? h('a', { class: 'btn small', href: '#/config', 'data-action': 'config' }, 'Edit in Config')
+          : h('button', { class: 'btn small danger', type: 'button', 'data-action': 'forget', onclick: () => act(d, 'forget') }, 'Forget')),
     )) : h('tr', {}, h('td', { colspan: 9, class: 'empty' }, list.length ? 'No device matches.' : 'No device has asked for an address yet.')));
   }
 
