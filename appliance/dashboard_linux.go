@@ -17,8 +17,11 @@ import (
 	"e1kbox/appliance/capture"
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/diag"
+	"e1kbox/appliance/mgmtnet"
 	"e1kbox/rules"
 	"e1kbox/webui"
+
+	"github.com/vishvananda/netlink"
 )
 
 // This file adapts the dashboard's own features to webui's interfaces:
@@ -292,3 +295,30 @@ func logRule(ctx context.Context, log *slog.Logger, r *rules.LogRecord, t *rules
 	rec.AddAttrs(attrs...)
 	log.Handler().Handle(ctx, rec)
 }
+
+// mgmtWatcher keeps the management ports' routes (mgmtnet): every 5 s,
+// in the box's network namespace; under gokrazy it has gokrazy's DHCP
+// client apply its lease again after a repair.
+func mgmtWatcher(log *slog.Logger, d *dashParts) *mgmtnet.Watcher {
+	w := &mgmtnet.Watcher{Interval: 5 * time.Second, Log: log,
+		Links: func() []string {
+			var out []string
+			for _, n := range d.NICs() {
+				if n.Use == "management" {
+					out = append(out, n.Name)
+				}
+			}
+			return out
+		},
+		Check: func(name string) (mgmtnet.Repair, error) { return mgmtnet.CheckLink(netlinkHandle, name) },
+	}
+	if _, err := os.Stat("/gokrazy/init"); err == nil {
+		w.Reapply = func(ctx context.Context) error {
+			return mgmtnet.RestartGokrazyDHCP(ctx, d.gokrazy, d.gokrazyPassword())
+		}
+	}
+	return w
+}
+
+// netlinkHandle is netlink in the process's network namespace.
+var netlinkHandle = &netlink.Handle{}

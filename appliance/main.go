@@ -128,7 +128,8 @@ func run() error {
 	})
 	view := &boxView{dp: dp, source: source, build: id.Build, identity: id, started: time.Now(), hostname: hostname(),
 		procRoot: "/", perm: perm, boots: boots}
-	opts := dashboardOptions(f, log, store, cfg, book, rt, dp)
+	opts, parts := dashboardOptions(f, log, store, cfg, book, rt, dp)
+	go mgmtWatcher(log, parts).Run(ctx)
 	opts.Stats, opts.Config, opts.Rules, opts.Conntrack, opts.FDB, opts.Tuning = view, adapter, view, view, view, view
 	opts.System, opts.Health, opts.Dataplane, opts.Neighbours = view, view, view, view
 	opts.Updater = newUpdater(log, f.state, store, id)
@@ -138,7 +139,7 @@ func run() error {
 
 // dashboardOptions are the dashboard's parts beyond the box's view: logs,
 // diagnostics, the router's services, password and history files.
-func dashboardOptions(f flags, log *slog.Logger, store *config.Store, cfg *config.Config, book *webui.LogBook, rt *router, dp *plane) webui.Options {
+func dashboardOptions(f flags, log *slog.Logger, store *config.Store, cfg *config.Config, book *webui.LogBook, rt *router, dp *plane) (webui.Options, *dashParts) {
 	parts := &dashParts{cfg: func() *config.Config { c, _ := store.Current(); return c },
 		sysNet: "/sys/class/net", gokrazy: system.GokrazySocket, pwFiles: strings.Split(f.passwordFiles, ","),
 		bootPW: "/run/e1kbox/gokrazy-boot-pw"}
@@ -155,7 +156,7 @@ func dashboardOptions(f flags, log *slog.Logger, store *config.Store, cfg *confi
 	if _, err := os.Stat("/gokrazy/init"); err == nil {
 		opts.Power = parts // only under gokrazy (its socket comes up after the services start)
 	}
-	return opts
+	return opts, parts
 }
 
 // loadConfig loads the running config from the store; -interfaces

@@ -242,9 +242,9 @@ func bootForAny(t, owner testing.TB, builds []*build.Manifest, opts vm.Options) 
 			continue
 		}
 		if attempt == 1 {
-			// Seen once in CI: gokrazy's UI accepted connections but never
-			// answered for 4 minutes after a clean boot. Power-cycled
-			// once, said loudly; a second hang fails.
+			// gokrazy's UI accepting connections and never answering
+			// was the management port without routes (see powerCycle).
+			// Power-cycled once, said loudly; a second hang fails.
 			t.Logf("BOOT HANG: box not healthy within %v (%v; appliance /healthz: %+v, %v); power-cycling once. Console tail:\n%s\nboot timeline:\n%s\n%s",
 				bootTimeout, err, h, herr, tail(console, 30), v.Timeline(), hang)
 			continue
@@ -279,9 +279,10 @@ func (b *box) saveConsole(name string) {
 // must hold then is that it boots, healthy, on build m, the one it ran
 // before (an unconfirmed test boot of the new build, if the cut came before
 // the init consumed the test-boot flag, reverts by itself within bootTimeout).
-// Under TCG a test boot very rarely goes silent (once in CI: the console
-// stopped mid-boot for minutes; never in 5 local update runs and 25 kexec
-// reboots); callers then retry the update once.
+// Boxes went silent after about one boot in seven, until the supervisor
+// learnt to repair the management port's routes that gokrazy's DHCP
+// client can lose at boot (appliance/mgmtnet); a silent box is still
+// power-cycled once, loudly, and callers retry what it was doing once.
 // unplug, if set, runs while the box is off (e.g. moving its taps back to
 // where the new QEMU opens them).
 func (b *box) powerCycle(t, owner testing.TB, m *build.Manifest, rep fmt.Stringer, err error, unplug func()) *box {
@@ -351,12 +352,19 @@ func (b *box) updateOrRecover(t *testing.T, owner testing.TB, from, to *build.Ma
 	}
 	last := b.waitLast(t, func(r *boxupdate.Record) bool { return r.To.Timestamp == to.BuildTimestamp }, 2*time.Minute)
 	t.Logf("the guard had committed the update before the box went silent: %s (%s)", last.Outcome, last.ID)
-	rep = &ota.Report{OldBuild: from.BuildTimestamp, NewBuild: to.BuildTimestamp, Outcome: last.Outcome,
-		Reason: last.Reason, BootWritten: last.BootWritten, BoxSteps: last.Steps}
+	rep = recordReport(from, to, last)
 	if last.Outcome != boxupdate.Committed {
 		return b, rep, fmt.Errorf("the box runs the new build but its record says %q", last.Outcome)
 	}
 	return b, rep, nil
+}
+
+// recordReport is the box's record of an update from one build to
+// another, as the client's report of it: what stands for the report when
+// the client lost the box and a power cycle brought it back.
+func recordReport(from, to *build.Manifest, last *boxupdate.Record) *ota.Report {
+	return &ota.Report{OldBuild: from.BuildTimestamp, NewBuild: to.BuildTimestamp, Outcome: last.Outcome,
+		Reason: last.Reason, BootWritten: last.BootWritten, BoxSteps: last.Steps}
 }
 
 // panics counts the kernel panics in the retained console.
