@@ -45,11 +45,10 @@ bpf-check: deps
 	git diff --exit-code -- appliance/dataplane/fastpath || (echo "fastpath: the committed BPF objects are stale; run go generate ./appliance/dataplane/fastpath and commit"; exit 1)
 
 qemu-test:
-	$(GO) test -timeout 60m -v -count=1 -skip '^(TestFailedUpdates|TestDashboardUpdate)$$' ./qemu-test/
+	$(GO) test -timeout 60m -v -count=1 ./qemu-test/
 
-# qemu-test-updates runs the interrupted-update, panicking-kernel and
-# dashboard-upload tests, kept out of make test while boxes coming back from
-# a revert sometimes go silent under TCG (README: Updates that cannot brick).
+# qemu-test-updates runs only the interrupted-update, panicking-kernel and
+# dashboard-upload tests (part of qemu-test).
 qemu-test-updates:
 	$(GO) test -timeout 60m -v -count=1 -run '^(TestFailedUpdates|TestDashboardUpdate)$$' ./qemu-test/
 

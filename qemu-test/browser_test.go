@@ -134,8 +134,8 @@ func routerShows(t *testing.T, ctx context.Context, b *box) {
 		t.Fatalf("devices page: %v", err)
 	}
 	row, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#dev-body tr[data-mac]')].map(r => [...r.cells].slice(0, 4).map(c => c.textContent).join(' | ')).join('\n')`))
-	if err != nil || !strings.Contains(row, " | 192.168.50.10 | bound static") {
-		t.Errorf("the Devices page lists:\n%s (%v)\nwant A at 192.168.50.10, bound, static", row, err)
+	if err != nil || !strings.Contains(row, " | 192.168.50.10 | bound static · config") {
+		t.Errorf("the Devices page lists:\n%s (%v)\nwant A at 192.168.50.10, bound, static from the config", row, err)
 	}
 	t.Logf("the Devices page lists:\n%s", row)
 	saveShot(t, ctx, "devices.png")

@@ -135,11 +135,13 @@ func TestFailedUpdates(t *testing.T) {
 			}) {
 				return
 			}
-			if !t.Run("kernel that panics", func(t *testing.T) { panicReverts(t, b, bs) }) || !tc.uefi {
+			if !t.Run("kernel that panics", func(t *testing.T) { b = panicReverts(t, outer, b, bs) }) || !tc.uefi {
 				return
 			}
 			t.Run("whole update, then a power cycle", func(t *testing.T) {
-				rep, err := b.update(bs.changed)
+				var rep *ota.Report
+				var err error
+				b, rep, err = b.updateOrRecover(t, outer, bs.good, bs.changed, nil, nil)
 				if err != nil || !rep.BootWritten {
 					t.Fatalf("%s\nupdate after the tear: %v (boot written %v)", b.diagnosis(rep), err, rep.BootWritten)
 				}
@@ -152,11 +154,24 @@ func TestFailedUpdates(t *testing.T) {
 }
 
 // panicReverts updates b to bs.panics and checks that the box comes back
-// on the build it ran, with the test boot's panic on the console.
-func panicReverts(t *testing.T, b *box, bs *builds) {
+// on the build it ran, with the test boot's panic on the console. A box
+// that panicked as it must and then went silent booting the previous
+// build (the TCG silence of powerCycle) is power-cycled, and its own
+// record of the update stands for the client's report. It returns the box
+// that runs.
+func panicReverts(t *testing.T, owner testing.TB, b *box, bs *builds) *box {
 	panics := b.panics()
 	start := time.Now()
 	rep, err := b.update(bs.panics)
+	panicked := b.panics() > panics
+	if errors.Is(err, ota.ErrNoAnswer) && panicked {
+		b = b.powerCycle(t, owner, bs.good, rep, err, nil)
+		last := b.waitLast(t, func(r *boxupdate.Record) bool { return r.To.Timestamp == bs.panics.BuildTimestamp }, 2*time.Minute)
+		rep = recordReport(bs.good, bs.panics, last)
+		if err = nil; last.Outcome != boxupdate.Committed {
+			err = fmt.Errorf("%w: %s", ota.ErrReverted, last.Reason)
+		}
+	}
 	if !errors.Is(err, ota.ErrReverted) {
 		t.Fatalf("%s\nupdate to a kernel that panics: %v, want ErrReverted", b.diagnosis(rep), err)
 	}
@@ -164,13 +179,14 @@ func panicReverts(t *testing.T, b *box, bs *builds) {
 	if !strings.Contains(rep.Reason, "did not come up") {
 		t.Errorf("reason %q", rep.Reason)
 	}
-	if b.panics() <= panics {
+	if !panicked {
 		t.Errorf("%s\nthe console shows no kernel panic of the test boot", b.diagnosis(rep))
 	}
 	if err := b.healthyOn(bs.good.BuildTimestamp); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("panicking kernel reverted by itself in %.0fs", time.Since(start).Seconds())
+	return b
 }
 
 // uploadHalf starts uploading an archive to the dashboard and drops the
@@ -267,7 +283,7 @@ func TestDashboardUpdate(t *testing.T) {
 	t.Logf("unsigned .gaf refused: %s", res.Error)
 
 	start := time.Now()
-	res = uploadInUI(t, ctx, b, bs.changed.GAF, sign(t, priv, bs.changed.GAF))
+	b, ctx, res = b.uploadOrRecover(t, ctx, bs.good, bs.changed, true, bs.changed.GAF, sign(t, priv, bs.changed.GAF))
 	if res.Outcome != boxupdate.Committed || res.MaxProgress < 100 || !res.SawUploading {
 		t.Fatalf("%s\nsigned upload: %+v", b.diagnosis(&ota.Report{}), res)
 	}
@@ -277,7 +293,7 @@ func TestDashboardUpdate(t *testing.T) {
 	t.Logf("dashboard upload to healthy: %.1fs; steps shown: %s", time.Since(start).Seconds(), res.Steps)
 
 	start = time.Now()
-	res = uploadInUI(t, ctx, b, bs.broke.GAF, sign(t, priv, bs.broke.GAF))
+	b, _, res = b.uploadOrRecover(t, ctx, bs.changed, bs.broke, false, bs.broke.GAF, sign(t, priv, bs.broke.GAF))
 	if res.Outcome != boxupdate.Reverted {
 		t.Fatalf("%s\nbroken build: %+v", b.diagnosis(&ota.Report{}), res)
 	}
@@ -334,13 +350,17 @@ type uiResult struct {
 	Outcome, Reason, Error, Steps string
 	MaxProgress                   float64
 	SawUploading                  bool
+	// Silent: the page says the box stopped answering in its test boot
+	// (Phase: what it says).
+	Silent bool
+	Phase  string
 }
 
 // uploadInUI picks files in the System page's update form, starts the
 // upload and waits for the page to show a refusal or the outcome.
 func uploadInUI(t testing.TB, ctx context.Context, b *box, files ...string) uiResult {
 	t.Helper()
-	tctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
+	tctx, cancel := context.WithTimeout(ctx, 12*time.Minute) // beyond the page's 8 minutes of silence
 	defer cancel()
 	if err := chromedp.Do(tctx,
 		chromedp.WaitVisible(chromedp.CSS(`#update-file`)),
@@ -379,6 +399,48 @@ func uploadInUI(t testing.TB, ctx context.Context, b *box, files ...string) uiRe
 			res.Outcome, res.Reason, res.Steps = s.Outcome, s.Reason, s.Steps
 			return res
 		}
+		if s.State == "silent" {
+			res.Silent, res.Phase = true, s.Phase
+			return res
+		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// uploadOrRecover is uploadInUI through TCG's flakes, as updateOrRecover
+// is for the update client. An upload of a good build (keep) whose test
+// boot panicked reverted by itself, as it must, and is made once more. A
+// box the page says went silent is power-cycled, as its owner would: back
+// on from with a good build, the upload is made once more; else (on to,
+// committed by its guard just before the silence, or on from after a
+// broken build) the box's own record of the update stands for the
+// outcome the page did not see. It returns the box and the page in use.
+func (b *box) uploadOrRecover(t *testing.T, ctx context.Context, from, to *build.Manifest, keep bool, files ...string) (*box, context.Context, uiResult) {
+	t.Helper()
+	panics := b.panics()
+	res := uploadInUI(t, ctx, b, files...)
+	if keep && res.Outcome == boxupdate.Reverted && b.panics() > panics {
+		t.Logf("TCG FLAKE: the test boot of a good build panicked and the box reverted by itself (%s); uploading once more. Console tail:\n%s",
+			res.Reason, tail(b.Console(), 30))
+		res = uploadInUI(t, ctx, b, files...)
+	}
+	if !res.Silent {
+		return b, ctx, res
+	}
+	builds := []*build.Manifest{from}
+	if keep {
+		builds = append(builds, to)
+	}
+	b, on := b.powerCycleAny(t, t, builds, reason("a dashboard upload of "+to.BuildTimestamp), fmt.Errorf("the System page says: %s", res.Phase), nil)
+	ctx = browse(t, b, "/#/system")
+	if on == from && keep {
+		return b, ctx, uploadInUI(t, ctx, b, files...)
+	}
+	last := b.waitLast(t, func(r *boxupdate.Record) bool { return r.To.Timestamp == to.BuildTimestamp }, 2*time.Minute)
+	t.Logf("the box's record of the update the page lost: %s (%s): %s", last.Outcome, last.ID, last.Reason)
+	var steps []string
+	for _, s := range last.Steps {
+		steps = append(steps, fmt.Sprintf("%s %.1f", s.Name, s.Seconds))
+	}
+	return b, ctx, uiResult{Outcome: last.Outcome, Reason: last.Reason, Steps: strings.Join(steps, " "), MaxProgress: res.MaxProgress, SawUploading: res.SawUploading}
 }

@@ -123,6 +123,12 @@ export default function system(el, { info, banner }) {
   return () => { clearInterval(timer); window.removeEventListener('config-changed', onChange); if (update) update.stop(); };
 }
 
+// SILENT_MS is how long the update card waits for a box in its test boot
+// before it says to power-cycle it: longer than a broken build's way back
+// (the kexec test boot, the guard's deadline of 2 minutes, a reboot; under
+// 5 minutes even under QEMU's TCG).
+const SILENT_MS = 8 * 60 * 1000;
+
 // updateCard uploads a .gaf (and its .sig) with a progress bar, then
 // follows the box through the test boot and shows the outcome and timings.
 function updateCard() {
@@ -138,6 +144,7 @@ function updateCard() {
     progress, phase, error, outcome);
   let poll = null;
   let waiting = null; // the update ID the page waits for
+  let answered = 0; // when the box last answered while the page waits
 
   function showPhase(text) { replace(phase, text); }
 
@@ -158,12 +165,21 @@ function updateCard() {
   }
 
   async function refresh() {
+    if (waiting && Date.now() - answered > SILENT_MS) {
+      // What the update client says of a box silent in its test boot.
+      showPhase(`The box has not answered for ${Math.round((Date.now() - answered) / 60000)} minutes. Power-cycle it: an unconfirmed test boot never becomes permanent, so it boots the previous build (or the new one, if it was confirmed healthy just before).`);
+      el.dataset.state = 'silent';
+    }
     let st;
     try {
       st = await api('/api/system/update');
     } catch {
-      if (waiting) showPhase('The box is restarting into the new build…');
+      if (waiting && el.dataset.state !== 'silent') showPhase('The box is restarting into the new build…');
       return;
+    }
+    if (waiting) {
+      answered = Date.now();
+      if (el.dataset.state === 'silent') el.dataset.state = 'running';
     }
     if (st.phase) showPhase(`On the box: ${st.phase}…`);
     if (waiting && st.pending && st.pending.id === waiting) {
@@ -213,6 +229,7 @@ function updateCard() {
         return;
       }
       waiting = ans.id;
+      answered = Date.now();
       showRecord(ans);
       showPhase('Installed beside the running build; the box test-boots it now…');
       if (!poll) poll = setInterval(refresh, 2000);
