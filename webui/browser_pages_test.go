@@ -103,7 +103,8 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		click(t, ctx, `#unit-pps`)
 		waitFor(t, ctx, "pps axis", `(document.querySelector('#chart-rx').dataset.xticks || '').length > 0 && [...document.querySelectorAll('#chart-rx .u-legend .u-series td')].some(td => td.textContent.endsWith('pps'))`, 5*time.Second)
 		click(t, ctx, `#range-24h`)
-		waitFor(t, ctx, "24 h chart", `Number(document.querySelector('#chart-rx').dataset.points) >= 5`, 10*time.Second)
+		// The 24 h chart, not the live one still drawn until its answer came.
+		waitFor(t, ctx, "24 h chart", `document.querySelector('#chart-rx').dataset.range === '86400' && Number(document.querySelector('#chart-rx').dataset.points) >= 5`, 10*time.Second)
 		checkAxis(t, ctx, "#chart-rx")
 		// Five minutes of history still get an hour of axis (else it has
 		// one label or two, by the time of day).

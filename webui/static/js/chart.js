@@ -43,6 +43,7 @@ export class TimeChart {
     this.unit = unit;
     this.windowS = windowS;
     this.rangeS = rangeS;
+    el.dataset.range = String(rangeS); // for tests and tools: which chart this box shows
     this.h = height;
     this.series = []; // [{label, color}]
     this.data = [[]];
