@@ -312,7 +312,7 @@ func mgmtWatcher(log *slog.Logger, d *dashParts) *mgmtnet.Watcher {
 		},
 		Check: func(name string) (mgmtnet.Repair, error) { return mgmtnet.CheckLink(netlinkHandle, name) },
 	}
-	if _, err := os.Stat("/gokrazy/init"); err == nil {
+	if underGokrazy() {
 		w.Reapply = func(ctx context.Context) error {
 			return mgmtnet.RestartGokrazyDHCP(ctx, d.gokrazy, d.gokrazyPassword())
 		}

@@ -63,7 +63,7 @@ func run() error {
 	log := slog.New(book.Handler(slog.NewTextHandler(os.Stderr, nil)))
 	slog.SetDefault(log)
 	wait := time.Duration(0)
-	if _, err := os.Stat("/gokrazy/init"); err == nil {
+	if underGokrazy() {
 		wait = 10 * time.Second // gokrazy's socket is up before services start; this is a margin
 	}
 	id := system.ReadIdentity(buildTimestamp, system.GokrazySocket, system.SBOMFile, strings.Split(f.passwordFiles, ","), wait)
@@ -153,7 +153,7 @@ func dashboardOptions(f flags, log *slog.Logger, store *config.Store, cfg *confi
 		GokrazyPort:     gokrazyPort(),
 		Logger:          log,
 	}
-	if _, err := os.Stat("/gokrazy/init"); err == nil {
+	if underGokrazy() {
 		opts.Power = parts // only under gokrazy (its socket comes up after the services start)
 	}
 	return opts, parts
@@ -277,4 +277,11 @@ func goVersion() string {
 
 func newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+}
+
+// underGokrazy says whether the appliance runs on a gokrazy box (its init
+// is there): its socket, boot disk and DHCP client.
+func underGokrazy() bool {
+	_, err := os.Stat("/gokrazy/init")
+	return err == nil
 }

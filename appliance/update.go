@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -25,7 +24,7 @@ type updater struct{ e *boxupdate.Engine }
 // newUpdater returns the dashboard's updater, or nil off gokrazy (no boot
 // disk to update).
 func newUpdater(log *slog.Logger, stateDir string, store *config.Store, id system.Identity) webui.Updater {
-	if _, err := os.Stat("/gokrazy/init"); err != nil {
+	if !underGokrazy() {
 		return nil
 	}
 	dev, err := boxupdate.FindDevices()

@@ -9,8 +9,9 @@
 // replace the kernel's prefix route with the metric-1 copy and then
 // both delete "the route with metric 0", a request the kernel reads as
 // any metric: the copy goes too. The port keeps its address and answers
-// nothing — every reply finds "network is unreachable" — and the client
-// cannot add its default route until the next boot. Under QEMU's TCG, where
+// nothing — every reply finds "network is unreachable" — and the client,
+// its default route gone too, does not look again before its renewal
+// (which, by its code, then fails the same way). Under QEMU's TCG, where
 // the link comes up right before the lease, that happened in about one boot
 // in seven.
 package mgmtnet
