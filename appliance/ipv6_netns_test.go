@@ -74,7 +74,7 @@ func newV6Lab(t *testing.T) *v6Lab {
 	mac, _ := net.ParseMAC(strings.Fields(l.box.IP(t, "-br", "link", "show", "p1"))[2])
 	l.wanLL = dataplane.LinkLocal([6]byte(mac))
 	l.kea = keatest.Start(t, l.isp, filepath.Join(l.dir, "kea"), ispKea("2001:db8:6600::/48"))
-	startRadvd(t, l.isp)
+	keatest.StartRadvd(t, l.isp, "eth0", netip.MustParsePrefix("2001:db8:64::/64"))
 	serveHTTP(t, l.isp, "[2001:db8:64::1]:8080")
 	serveHTTP(t, h, "[::]:9000")
 	serveHTTP(t, h, "[::]:9001")
@@ -189,18 +189,6 @@ func (l *v6Lab) reach(t *testing.T, addr netip.Addr) {
 	if err != nil || !strings.HasPrefix(out, "from ["+addr.String()+"]:") {
 		t.Errorf("h1 curl -6 to the server: %v %q, want it seen from %v", err, out, addr)
 	}
-}
-
-// startRadvd runs radvd on ns's eth0 as the ISP's router (RAs every 3-4 s).
-func startRadvd(t *testing.T, ns *netnstest.Namespace) {
-	t.Helper()
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "radvd.conf")
-	if err := os.WriteFile(conf, []byte("interface eth0 {\n\tAdvSendAdvert on;\n\tMinRtrAdvInterval 3;\n\tMaxRtrAdvInterval 4;\n"+
-		"\tAdvDefaultLifetime 600;\n\tprefix 2001:db8:64::/64 { AdvAutonomous off; };\n};\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	netnstest.Start(t, ns.Command("radvd", "-n", "-C", conf, "-p", filepath.Join(dir, "radvd.pid"), "-m", "stderr", "-u", "root"))
 }
 
 // serveHTTP answers with the client's address on addr inside ns.

@@ -28,13 +28,6 @@ func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan, lease *wanclient.Leas
 	d := &dataplane.Config{Mode: dataplane.ModeBridge, CPU: cpu, FastPath: dataplane.FastPathMode(c.FastPath)}
 	switch c.Mode {
 	case config.ModeBridge:
-		if d.FastPath == dataplane.FastPathAuto || d.FastPath == "" {
-			// auto is NAT mode's only, for now: bridge-mode boxes in the
-			// QEMU tests (two QEMU user networks sharing one MAC on
-			// the two data ports) went silent with it; tcx or xdp
-			// still ask for it. See docs/dataplane.md, Fast path.
-			d.FastPath = dataplane.FastPathOff
-		}
 	case config.ModeNAT:
 		d.Mode = dataplane.ModeNAT
 	default:

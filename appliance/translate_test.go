@@ -41,7 +41,7 @@ func TestDataplaneConfig(t *testing.T) {
 		}
 		want := &dataplane.Config{
 			Mode:     dataplane.ModeBridge,
-			FastPath: dataplane.FastPathOff, // auto is NAT mode only
+			FastPath: dataplane.FastPathAuto,
 			Ports:    []dataplane.Port{{Name: "lan", Interface: "eth1", MTU: 9000}, {Name: "dmz", Interface: "eth3", MTU: 1500}},
 			HostPort: &dataplane.HostPort{Name: "host", Interface: "e1khost0", Addresses: []netip.Prefix{netip.MustParsePrefix("192.168.1.2/24")}},
 			Bridge: dataplane.Bridge{AgingTime: 10 * time.Second, FDBSize: 1024,

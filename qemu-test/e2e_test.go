@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"e1kbox/firmware/ota"
 	"e1kbox/firmware/vm"
 	"e1kbox/internal/dhcptest"
+	"e1kbox/internal/keatest"
 )
 
 // TestEndToEnd boots the image with its data ports on tap devices joined to
@@ -188,13 +190,18 @@ func TestEndToEnd(t *testing.T) {
 		if len(st.Ports) < 3 {
 			t.Errorf("stats list %d ports, want eth1, eth2 and the host port", len(st.Ports))
 		}
+		// The default fastPath (auto) runs on a bridge too: the pings'
+		// MAC pair moves into the kernel.
+		fastPathForwards(t, b, a, bb.ip())
 	})
 
 	step("nat mode with commit-confirm", func(t *testing.T) {
 		// A becomes a LAN host behind the box, by DHCP from the box; B the
 		// ISP: dnsmasq gives the box its WAN address and serves DNS.
-		a.must("ip", "addr", "flush", "dev", a.dev)
-		bb.must("ip", "addr", "flush", "dev", bb.dev)
+		// IPv4 only: the link-local IPv6 addresses stay (SLAAC and
+		// DHCPv6 need them).
+		a.must("ip", "-4", "addr", "flush", "dev", a.dev)
+		bb.must("ip", "-4", "addr", "flush", "dev", bb.dev)
 		bb.must("ip", "addr", "add", "198.51.100.1/24", "dev", bb.dev)
 		bb.start("dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--interface="+bb.dev, "--bind-interfaces",
 			"--dhcp-range=198.51.100.100,198.51.100.150,255.255.255.0,2m", "--dhcp-option=option:router,198.51.100.1",
@@ -217,6 +224,8 @@ func TestEndToEnd(t *testing.T) {
 			"forwards": []any{map[string]any{"proto": "tcp", "wanPorts": "9000", "lanHost": "192.168.50.10", "lanPort": 9000}}}
 		cfg["dhcp"] = map[string]any{"enabled": true, "static": []any{map[string]any{"mac": aMAC, "address": "192.168.50.10", "hostname": "host-a"}}}
 		cfg["dns"] = map[string]any{"enabled": true}
+		cfg["ipv6"] = map[string]any{"enabled": true}
+		isp6 := startISP6(t, bb)
 		natCfg, _ := json.Marshal(cfg)
 		id := b.applyConfig(t, natCfg, 120)
 		b.confirm(t, id)
@@ -276,7 +285,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
-		fastPathForwards(t, b, a)
+		fastPathForwards(t, b, a, "198.51.100.1")
 		var fwdOut string
 		var fwdErr error
 		for i := 0; i < 10; i++ {
@@ -288,6 +297,8 @@ func TestEndToEnd(t *testing.T) {
 		if fwdErr != nil || fwdOut != "200" {
 			t.Errorf("port forward %s:9000 → A: %v %s", wan, fwdErr, fwdOut)
 		}
+
+		isp6.routesLAN(t, b, a)
 
 		// An unconfirmed change rolls back by itself: try bridge mode again
 		// with a 15 s window and do not confirm.
@@ -541,10 +552,11 @@ func digAnswer(t *testing.T, out string) string {
 }
 
 // fastPathForwards checks that the fast path runs on the image's kernel,
-// on the e1000e ports, and forwards: a LAN host pings through the NAT
-// (echo requests after the first reply go through the kernel) and the
-// fast path's counters grow. It logs what the kernel offers.
-func fastPathForwards(t *testing.T, b *box, a *host) {
+// on the e1000e ports, and forwards: host a pings dst through the box
+// (bridged or NATed; echo requests after the first replies go through the
+// kernel) and the fast path's counters grow. It logs what the kernel
+// offers.
+func fastPathForwards(t *testing.T, b *box, a *host, dst string) {
 	t.Helper()
 	type state struct {
 		FastPath struct {
@@ -552,6 +564,7 @@ func fastPathForwards(t *testing.T, b *box, a *host) {
 			Reason   string            `json:"reason"`
 			Packets  uint64            `json:"packets"`
 			NATFlows int               `json:"natFlows"`
+			Pairs    int               `json:"pairs"`
 			Punts    map[string]uint64 `json:"punts"`
 			Kernel   struct {
 				Release string            `json:"release"`
@@ -564,19 +577,119 @@ func fastPathForwards(t *testing.T, b *box, a *host) {
 	if err := b.api(http.MethodGet, "/api/dataplane", nil, &before); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := a.exec("ping", "-c", "30", "-i", "0.1", "-W", "2", "198.51.100.1"); err != nil {
-		t.Errorf("ping through the NAT: %v\n%s", err, out)
+	if out, err := a.exec("ping", "-c", "30", "-i", "0.1", "-W", "2", dst); err != nil {
+		t.Errorf("ping %s through the box: %v\n%s", dst, err, out)
 	}
 	if err := b.api(http.MethodGet, "/api/dataplane", nil, &after); err != nil {
 		t.Fatal(err)
 	}
 	fp := after.FastPath
-	t.Logf("fast path on the image's kernel %s: mode %s (reason %q), BPF JIT %s, config %v; ping added %d frames to it, %d NAT flows; punts %v",
-		fp.Kernel.Release, fp.Mode, fp.Reason, fp.Kernel.JIT, fp.Kernel.Config, fp.Packets-before.FastPath.Packets, fp.NATFlows, fp.Punts)
+	t.Logf("fast path on the image's kernel %s: mode %s (reason %q), BPF JIT %s, config %v; ping added %d frames to it, %d NAT flows, %d MAC pairs; punts %v",
+		fp.Kernel.Release, fp.Mode, fp.Reason, fp.Kernel.JIT, fp.Kernel.Config, fp.Packets-before.FastPath.Packets, fp.NATFlows, fp.Pairs, fp.Punts)
 	if fp.Mode != "tcx" {
 		t.Errorf("the fast path does not run on the image's kernel: mode %q, %s", fp.Mode, fp.Reason)
 	}
 	if fp.Packets <= before.FastPath.Packets {
 		t.Errorf("the fast path forwarded none of the pings (%d frames before, %d after)", before.FastPath.Packets, fp.Packets)
 	}
+}
+
+// isp6 is the ISP's IPv6 side in B's namespace: kea delegating /56s from
+// its pool to the box's WAN, radvd as the WAN's default router, and a web
+// server on the ISP's link address.
+type isp6 struct {
+	bb  *host
+	log *lockedBuffer // the web server's log
+}
+
+const (
+	isp6Link = "2001:db8:64::1"
+	isp6Pool = "2001:db8:6600::/48"
+	// boxWANLinkLocal is eth2's link-local address (EUI-64 of the MAC
+	// firmware/vm gives the second data port, 52:54:00:e1:00:02).
+	boxWANLinkLocal = "fe80::5054:ff:fee1:2"
+)
+
+func startISP6(t *testing.T, bb *host) *isp6 {
+	t.Helper()
+	bb.must("ip", "addr", "add", isp6Link+"/64", "dev", bb.dev)
+	keatest.Start(t, bb.ns, t.TempDir(), keatest.Config{Iface: bb.dev, Subnet: netip.MustParsePrefix("2001:db8:64::/64"),
+		PDPool: netip.MustParsePrefix(isp6Pool), DelegatedLen: 56, T1: 600, T2: 900, Preferred: 3600, Valid: 7200})
+	keatest.StartRadvd(t, bb.ns, bb.dev, netip.MustParsePrefix("2001:db8:64::/64"))
+	i := &isp6{bb: bb, log: &lockedBuffer{}}
+	srv := bb.cmd("python3", "-m", "http.server", "8001", "--bind", isp6Link)
+	srv.Stdout, srv.Stderr = i.log, i.log
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	return i
+}
+
+// routesLAN checks IPv6 through the booted image: the box gets a /56 from
+// the ISP's kea, LAN host a autoconfigures in its first /64 from the box's
+// router advertisements and reaches the ISP's server with its own address
+// (routed, no NAT66), and the box's IPv6 counters show it.
+func (i *isp6) routesLAN(t *testing.T, b *box, a *host) {
+	t.Helper()
+	type v6 struct {
+		IPv6 *struct {
+			LAN       []string          `json:"lan"`
+			Delegated []string          `json:"delegated"`
+			Gateway   string            `json:"gateway"`
+			Actions   map[string]uint64 `json:"actions"`
+		} `json:"ipv6"`
+	}
+	var st v6
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		st = v6{}
+		if err := b.api(http.MethodGet, "/api/dataplane", nil, &st); err == nil && st.IPv6 != nil && len(st.IPv6.LAN) > 0 && len(st.IPv6.Delegated) > 0 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if st.IPv6 == nil || len(st.IPv6.LAN) == 0 || len(st.IPv6.Delegated) == 0 {
+		t.Errorf("the box has no IPv6 delegation from the ISP's kea after 90 s: %+v", st.IPv6)
+		return
+	}
+	d, err := netip.ParsePrefix(st.IPv6.Delegated[0])
+	if err != nil || d.Bits() != 56 || !netip.MustParsePrefix(isp6Pool).Contains(d.Addr()) {
+		t.Errorf("delegation %q, want a /56 of %s", st.IPv6.Delegated[0], isp6Pool)
+		return
+	}
+	lan := netip.MustParsePrefix(st.IPv6.LAN[0])
+	t.Logf("IPv6: delegated %s, LAN %s, WAN gateway %q", d, lan, st.IPv6.Gateway)
+	// kea installs no routes: the ISP routes the delegation to the box.
+	i.bb.must("ip", "-6", "route", "replace", d.String(), "via", boxWANLinkLocal, "dev", i.bb.dev)
+
+	var addr netip.Addr
+	deadline = time.Now().Add(60 * time.Second)
+	for !addr.IsValid() && time.Now().Before(deadline) {
+		out, _ := a.exec("ip", "-6", "-o", "addr", "show", "dev", a.dev, "scope", "global")
+		for _, f := range strings.Fields(out) {
+			if p, err := netip.ParsePrefix(f); err == nil && lan.Contains(p.Addr()) && !strings.Contains(out, "tentative") {
+				addr = p.Addr()
+			}
+		}
+		if !addr.IsValid() {
+			time.Sleep(time.Second)
+		}
+	}
+	if !addr.IsValid() {
+		out, _ := a.exec("ip", "-6", "addr", "show", "dev", a.dev)
+		t.Errorf("LAN host A has no SLAAC address in %s after 60 s:\n%s", lan, out)
+		return
+	}
+	if err := a.waitPing(isp6Link, 30*time.Second); err != nil {
+		t.Errorf("LAN host A (%s) → the ISP's server over IPv6: %v", addr, err)
+		return
+	}
+	if out, err := a.exec("curl", "-6", "-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "http://["+isp6Link+"]:8001/"); err != nil || out != "200" {
+		t.Errorf("curl -6 A → the ISP's server: %v %s", err, out)
+	}
+	if !strings.Contains(i.log.String(), addr.String()) {
+		t.Errorf("the ISP's server did not see A's own address %s (routed, no NAT66); its log:\n%s", addr, i.log.String())
+	}
+	t.Logf("IPv6 through the box: A %s reached [%s]:8001", addr, isp6Link)
 }

@@ -101,13 +101,17 @@ func (h *host) start(args ...string) *exec.Cmd {
 	return c
 }
 
-// waitPing pings dst until it answers or timeout passes.
+// waitPing pings dst (IPv4 or IPv6) until it answers or timeout passes.
 func (h *host) waitPing(dst string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	family := "-4"
+	if strings.Contains(dst, ":") {
+		family = "-6"
+	}
 	var out string
 	var err error
 	for time.Now().Before(deadline) {
-		if out, err = h.exec("ping", "-c", "1", "-W", "1", dst); err == nil {
+		if out, err = h.exec("ping", family, "-c", "1", "-W", "1", dst); err == nil {
 			return nil
 		}
 	}

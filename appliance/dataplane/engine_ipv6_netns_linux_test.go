@@ -6,14 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/appliance/services/ra"
+	"e1kbox/internal/keatest"
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 	"e1kbox/rules"
@@ -70,7 +69,7 @@ func newIPv6Lab(t *testing.T) *ipv6Lab {
 	l.h2.IP(t, "addr", "add", "2001:db8:43::1/64", "dev", "eth0", "nodad")
 	wanMAC, _ := net.ParseMAC(strings.Fields(tp.box.IP(t, "-br", "link", "show", "p2"))[2])
 	l.h2.IP(t, "-6", "route", "add", "2001:db8:42::/56", "via", LinkLocal([6]byte(wanMAC)).String(), "dev", "eth0")
-	startRadvd(t, l.h2)
+	keatest.StartRadvd(t, l.h2, "eth0", netip.MustParsePrefix("2001:db8:43::/64"))
 	l.cfg = &Config{
 		Mode:     ModeNAT,
 		Ports:    []Port{{Interface: "p1", Role: RoleLAN}, {Interface: "p2", Role: RoleWAN}},
@@ -150,30 +149,6 @@ func (l *ipv6Lab) renumber(t *testing.T) {
 	if out := l.h1.IP(t, "-6", "addr", "show", "dev", "eth0"); !strings.Contains(out, l.addr.String()+"/64 scope global deprecated") {
 		t.Errorf("h1's old address not deprecated:\n%s", out)
 	}
-}
-
-// startRadvd runs radvd on ns's eth0 as the ISP's router: RAs every 3-4 s,
-// router lifetime 600 s.
-func startRadvd(t *testing.T, ns *netnstest.Namespace) {
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "radvd.conf")
-	os.WriteFile(conf, []byte(`interface eth0 {
-	AdvSendAdvert on;
-	MinRtrAdvInterval 3;
-	MaxRtrAdvInterval 4;
-	AdvDefaultLifetime 600;
-	prefix 2001:db8:43::/64 { AdvOnLink on; AdvAutonomous off; };
-};
-`), 0o644)
-	cmd := ns.Command("radvd", "-n", "-C", conf, "-p", filepath.Join(dir, "radvd.pid"), "-m", "stderr", "-u", "root")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	netnstest.Start(t, cmd)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("radvd:\n%s", out.String())
-		}
-	})
 }
 
 // startRA runs the box's RA daemon on the host port with prefix p.
