@@ -614,7 +614,8 @@ func startISP6(t *testing.T, bb *host) *isp6 {
 	t.Helper()
 	bb.must("ip", "addr", "add", isp6Link+"/64", "dev", bb.dev)
 	keatest.Start(t, bb.ns, t.TempDir(), keatest.Config{Iface: bb.dev, Subnet: netip.MustParsePrefix("2001:db8:64::/64"),
-		PDPool: netip.MustParsePrefix(isp6Pool), DelegatedLen: 56, T1: 600, T2: 900, Preferred: 3600, Valid: 7200})
+		PDPool: netip.MustParsePrefix(isp6Pool), DelegatedLen: 56, T1: 600, T2: 900, Preferred: 3600, Valid: 7200,
+		DNS: []netip.Addr{netip.MustParseAddr("2001:db8:64::53")}})
 	keatest.StartRadvd(t, bb.ns, bb.dev, netip.MustParsePrefix("2001:db8:64::/64"))
 	i := &isp6{bb: bb, log: &lockedBuffer{}}
 	srv := bb.cmd("python3", "-m", "http.server", "8001", "--bind", isp6Link)

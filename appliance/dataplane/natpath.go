@@ -36,7 +36,9 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 	switch res.Action {
 	case nat.Forward:
 		w.natSend(res.Port, res.Frame)
-		w.fpAfter(pre, res.Port, res.Frame)
+		if w.nw.Offerable() {
+			w.fpAfter(pre, res.Port, res.Frame)
+		}
 	case nat.Reply:
 		// An answer to the frame: its source is on the ingress port.
 		w.natEmit(w.in.id, res.Frame)

@@ -88,7 +88,7 @@ func keaConfig(cfg Config, dir string) map[string]any {
 	if cfg.Addrs != "" {
 		subnet["pools"] = []any{map[string]any{"pool": cfg.Addrs}}
 	}
-	var opts []any
+	opts := []any{} // never null: kea wants a list
 	if len(cfg.DNS) > 0 {
 		var s []string
 		for _, a := range cfg.DNS {

@@ -329,6 +329,7 @@ func (w *Worker) established(now int64, s *snapshot, k key, pkt []byte, f *frame
 	}
 	e.count(&t.cold[idx], dir, uint64(f.L3End-f.L3Off))
 	st.mu.Unlock()
+	w.offerable = s.offloadable(f.Proto, next)
 	return w.emit(now, s, out, pkt, f, xlate{src: other.dst(), dst: other.src(), sport: other.dport(), dport: other.sport()}, true), true
 }
 

@@ -28,12 +28,21 @@ func TestOffloadable(t *testing.T) {
 	if _, ok := e.r.Offloadable(lanT, e.now); ok {
 		t.Error("offloadable in SYN_SENT")
 	}
+	if e.lan.Offerable() {
+		t.Error("the worker calls a new connection's SYN offerable")
+	}
 	e.forward(WAN, fromWAN(seg(wanIP, 443, natPort, 5000, 1001, frame.TCPSyn|frame.TCPAck)), lanPort)
+	if e.wan.Offerable() {
+		t.Error("the worker calls the SYN-ACK offerable")
+	}
 	wanT := Tuple{Side: WAN, Src: a4(remote), Dst: a4(wanAddr), SrcPort: 443, DstPort: natPort, Proto: frame.ProtoTCP}
 	if _, ok := e.r.Offloadable(wanT, e.now); ok {
 		t.Error("offloadable in SYN_RECV")
 	}
 	out, of := e.forward(LAN, fromLAN(hostA, seg(lanIP, 40000, 443, 1001, 5001, frame.TCPAck)), wanPort)
+	if !e.lan.Offerable() {
+		t.Error("the worker does not offer the established connection's ACK")
+	}
 	o, ok := e.r.Offloadable(lanT, e.now)
 	if !ok {
 		t.Fatal("established LAN direction not offloadable")

@@ -23,6 +23,9 @@ type Worker struct {
 	sec      uint32 // now in seconds, per call
 	fwdIn    Side   // side of the frame being processed
 	fromHost bool   // it came from the box's own stack (Config.Host)
+	// offerable says whether the last Process forwarded a packet of a
+	// connection in a state the fast path takes (Offerable).
+	offerable bool
 
 	scratch []byte
 	bufs    [][]byte
@@ -77,6 +80,7 @@ func (w *Worker) Handle(now int64, inPort int, pkt []byte) Result {
 // what the engine does with the Result and with Output.
 func (w *Worker) Process(now int64, inPort int, pkt []byte, f *frame.Frame) Result {
 	w.begin(now)
+	w.offerable = false
 	s := w.r.cfg.Load()
 	if len(w.pend) != 0 && w.r.neigh.resolved.Load() != w.pendGen {
 		w.flushPending(now, s)
@@ -85,6 +89,15 @@ func (w *Worker) Process(now int64, inPort int, pkt []byte, f *frame.Frame) Resu
 	w.c.count(&res, len(pkt))
 	return res
 }
+
+// Offerable reports whether the frame of the last Process call was
+// forwarded as a packet of a known connection in a state the fast path
+// takes (TCP established and assured, UDP assured, ICMP echo replied,
+// with a timeout of at least MinOffloadTimeout): only then is offering it
+// to Offloadable worth its lock. A new connection's first packet never
+// is, so a flood of new connections costs the fast path's manager
+// nothing.
+func (w *Worker) Offerable() bool { return w.offerable }
 
 // Tick does the worker's housekeeping: frames whose next hop got resolved
 // go to the outbox, ARP requests are retried, frames whose resolution
