@@ -595,8 +595,8 @@ func fastPathForwards(t *testing.T, b *box, a *host, dst string) {
 }
 
 // isp6 is the ISP's IPv6 side in B's namespace: kea delegating /56s from
-// its pool to the box's WAN, radvd as the WAN's default router, and a web
-// server on the ISP's link address.
+// its pool to the box's WAN, a web server on the ISP's link address, and
+// (from routesLAN on) radvd as the WAN's default router.
 type isp6 struct {
 	bb  *host
 	log *lockedBuffer // the web server's log
@@ -616,7 +616,6 @@ func startISP6(t *testing.T, bb *host) *isp6 {
 	keatest.Start(t, bb.ns, t.TempDir(), keatest.Config{Iface: bb.dev, Subnet: netip.MustParsePrefix("2001:db8:64::/64"),
 		PDPool: netip.MustParsePrefix(isp6Pool), DelegatedLen: 56, T1: 600, T2: 900, Preferred: 3600, Valid: 7200,
 		DNS: []netip.Addr{netip.MustParseAddr("2001:db8:64::53")}})
-	keatest.StartRadvd(t, bb.ns, bb.dev, netip.MustParsePrefix("2001:db8:64::/64"))
 	i := &isp6{bb: bb, log: &lockedBuffer{}}
 	srv := bb.cmd("python3", "-m", "http.server", "8001", "--bind", isp6Link)
 	srv.Stdout, srv.Stderr = i.log, i.log
@@ -633,12 +632,16 @@ func startISP6(t *testing.T, bb *host) *isp6 {
 // (routed, no NAT66), and the box's IPv6 counters show it.
 func (i *isp6) routesLAN(t *testing.T, b *box, a *host) {
 	t.Helper()
+	// The ISP's RAs start only now: sent while the box was still a
+	// bridge, they would reach A and put the ISP's link on A's.
+	keatest.StartRadvd(t, i.bb.ns, i.bb.dev, netip.MustParsePrefix("2001:db8:64::/64"))
 	type v6 struct {
 		IPv6 *struct {
 			LAN       []string          `json:"lan"`
 			Delegated []string          `json:"delegated"`
 			Gateway   string            `json:"gateway"`
 			Actions   map[string]uint64 `json:"actions"`
+			Drops     map[string]uint64 `json:"drops"`
 		} `json:"ipv6"`
 	}
 	var st v6
@@ -683,7 +686,11 @@ func (i *isp6) routesLAN(t *testing.T, b *box, a *host) {
 		return
 	}
 	if err := a.waitPing(isp6Link, 30*time.Second); err != nil {
-		t.Errorf("LAN host A (%s) → the ISP's server over IPv6: %v", addr, err)
+		var after v6
+		b.api(http.MethodGet, "/api/dataplane", nil, &after)
+		aState, _ := a.exec("sh", "-c", "ip -6 route; ip -6 neigh")
+		ispState, _ := i.bb.exec("sh", "-c", "ip -6 route; ip -6 neigh")
+		t.Errorf("LAN host A (%s) → the ISP's server over IPv6: %v\nbox: %+v\nA:\n%s\nISP:\n%s", addr, err, after.IPv6, aState, ispState)
 		return
 	}
 	if out, err := a.exec("curl", "-6", "-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "http://["+isp6Link+"]:8001/"); err != nil || out != "200" {
