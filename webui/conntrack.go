@@ -168,6 +168,13 @@ func (q *ConnQuery) compare(a, b *Conn) int {
 	case SortPackets:
 		c = cmp.Compare(b.Packets, a.Packets)
 	case SortAge:
+		// An unknown age (IPv6) ranks after every known one.
+		if az, bz := a.Created.IsZero(), b.Created.IsZero(); az != bz {
+			if az {
+				return 1
+			}
+			return -1
+		}
 		c = a.Created.Compare(b.Created)
 	default:
 		c = cmp.Compare(b.Bytes, a.Bytes)
