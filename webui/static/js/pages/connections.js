@@ -59,12 +59,12 @@ export default function connections(el) {
     try {
       page = await api('/api/conntrack', { query: q });
     } catch (e) {
-      if (mine !== seq || !el.isConnected) return;
+      if (mine !== seq || !tbody.isConnected) return;
       errBox.hidden = false;
       errBox.textContent = e.message;
       return;
     }
-    if (mine !== seq || !el.isConnected) return; // a newer query is on its way, or the page is gone
+    if (mine !== seq || !tbody.isConnected) return; // a newer query is on its way, or the page is gone
     errBox.hidden = true;
     total = page.total;
     if (q.offset >= total && total > 0) { q.offset = Math.floor((total - 1) / q.limit) * q.limit; load(); return; }
@@ -76,7 +76,7 @@ export default function connections(el) {
         h('td', {}, h('span', { class: `pill ${c.state === 'established' ? 'ok' : ''}` }, c.state)),
         h('td', { class: 'mono addr' }, c.src),
         h('td', { class: 'mono addr' }, c.dst),
-        h('td', { class: 'mono muted addr' }, routed ? 'IPv6, not translated' : c.nat_src || c.nat_dst ? `${c.nat_src || '·'} → ${c.nat_dst || '·'}` : ''),
+        h('td', { class: 'mono muted addr' }, routed ? 'routed (IPv6)' : c.nat_src || c.nat_dst ? `${c.nat_src || '·'} → ${c.nat_dst || '·'}` : ''),
         h('td', { class: 'num' }, count(c.packets)),
         h('td', { class: 'num' }, routed && !c.bytes ? '–' : bytes(c.bytes)),
         // The IPv6 table keeps no creation time: its idle time left instead.
