@@ -12,6 +12,7 @@ const DROP_NAMES = {
   rules: 'Dropped by rules',
   nat_table_full: 'NAT table full',
   malformed: 'Malformed frames',
+  nat_ipv6: 'Dropped by the IPv6 router',
 };
 
 function tile(label, id, href) {
