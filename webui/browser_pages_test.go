@@ -136,10 +136,10 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		waitFor(t, ctx, "IPv6 only", `document.querySelector('#ct-info').textContent === '1–3 of 3'`, 5*time.Second)
 		// The cells but the age (a countdown): "expires in 59m 59s".
 		rows := eval[[][]string](t, ctx, `[...document.querySelectorAll('#ct-body tr[data-kind="routed"]')].map(r => [...r.cells].map(c => c.textContent).map((s, i) => i === 7 ? s.replace(/ in .*/, ' in …') : s))`)
-		want := [][]string{ // by bytes (none kept): as listed
+		want := [][]string{ // by bytes (none kept): by source
+			{"TCP", "established", "[2001:db8:64::1]:40000", "[2001:db8:6600::100]:22", "routed (IPv6)", "12", "–", "expires in …", ""},
 			{"TCP", "established", "[2001:db8:6600::100]:51000", "[2001:db8:64::1]:443", "routed (IPv6)", "10", "–", "expires in …", ""},
 			{"TCP", "established", "[2001:db8:6600::200]:51001", "[2001:db8:64::1]:443", "routed (IPv6)", "11", "–", "expires in …", ""},
-			{"TCP", "established", "[2001:db8:64::1]:40000", "[2001:db8:6600::100]:22", "routed (IPv6)", "12", "–", "expires in …", ""},
 		}
 		if diff := cmp.Diff(want, rows); diff != "" {
 			t.Errorf("IPv6 connections (-want +got):\n%s", diff)
