@@ -189,9 +189,10 @@ func connFilter(q webui.ConnQuery) dataplane.ConnFilter {
 
 // DeleteMatching deletes the connections matching q: in the router's
 // table directly, or (for an address prefix) by the IDs a listing finds.
+// IPv6 connections are not deleted: a query only they match deletes none.
 func (v *boxView) DeleteMatching(q webui.ConnQuery) (int, error) {
 	e := v.engine()
-	if e == nil || e.NAT() == nil {
+	if e == nil || e.NAT() == nil || !wantsV4(&q) {
 		return 0, nil
 	}
 	defer e.SyncFastPath() // the deleted connections' flows leave the kernel

@@ -92,8 +92,9 @@ type Neighbour struct {
 	// State is an IPv6 entry's: incomplete, reachable or stale (still
 	// used while solicited again); empty for ARP entries.
 	State string `json:"state,omitempty"`
-	// Confirmed is when the neighbour last answered (or the entry was made).
-	Confirmed time.Time `json:"confirmed"`
+	// Confirmed is when the neighbour last answered (or the entry was
+	// made); zero (absent) for an incomplete IPv6 entry.
+	Confirmed time.Time `json:"confirmed,omitzero"`
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) { serveHealth(w, s.opts.Health) }
