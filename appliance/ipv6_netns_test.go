@@ -8,6 +8,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"e1kbox/internal/keatest"
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
+	"e1kbox/webui"
 )
 
 // The IPv6 suite runs the appliance in NAT mode with IPv6 left at its
@@ -137,6 +141,7 @@ func TestIPv6(t *testing.T) {
 	}
 	h1 := l.slaac(t, d)
 	l.reach(t, h1)
+	l.dashboard6(t, d, h1)
 	before, _ := os.ReadFile(filepath.Join(l.dir, "dhcp6-duid"))
 
 	// Inbound: only the allowed service.
@@ -205,4 +210,91 @@ func serveHTTP(t *testing.T, ns *netnstest.Namespace, addr string) {
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
+}
+
+// dashboard6 checks the dashboard's IPv6 parts after h1 (at h1) reached
+// the ISP's server: /api/router has the delegation d, its first /64 on
+// the LAN, the DHCPv6 state and the gateway; /api/conntrack lists h1's
+// connections to the server (routed, untranslated); /api/neighbours has
+// h1; /metrics the prefix's lifetime and the forwarded packets.
+func (l *v6Lab) dashboard6(t *testing.T, d netip.Prefix, h1 netip.Addr) {
+	t.Helper()
+	lan := netip.PrefixFrom(d.Addr(), 64)
+	var st webui.RouterStatus
+	eventually(t, 10*time.Second, "/api/router's ipv6 with the delegation and the LAN /64", func() (bool, string) {
+		code, body := l.boxGet("/api/router")
+		st = webui.RouterStatus{}
+		if code != 200 || json.Unmarshal([]byte(body), &st) != nil || st.IPv6 == nil {
+			return false, body
+		}
+		v6 := st.IPv6
+		return v6.DHCPv6 == webui.DHCPv6Bound && len(v6.Delegated) == 1 && v6.Delegated[0].Prefix == d &&
+			len(v6.LAN) >= 1 && v6.LAN[0].Prefix == lan && !v6.LAN[0].Deprecated && v6.Gateway.IsValid(), body
+	})
+	v6 := st.IPv6
+	now := time.Now()
+	if p := v6.Delegated[0]; !p.Valid.After(now) || p.Valid.After(now.Add(7200*time.Second)) || p.Preferred.After(p.Valid) {
+		t.Errorf("delegated %v: preferred %v, valid %v; want kea's 3600 s / 7200 s from now", p.Prefix, p.Preferred, p.Valid)
+	}
+	if !slices.Contains(v6.WANAddresses, l.wanLL) || v6.ClientState == "" || !slices.Contains(v6.DNS, netip.MustParseAddr("2001:db8:64::53")) {
+		t.Errorf("ipv6 %+v: want the WAN link-local %v, the client's state and kea's DNS server", v6, l.wanLL)
+	}
+
+	// h1's connections: the TCP one of curl (closing by now) and the
+	// echo, both outbound, listed with their own addresses.
+	q := "addr=" + h1.String() + "&kind=routed"
+	code, body := l.boxGet("/api/conntrack?" + q)
+	var page webui.ConnPage
+	if code != 200 || json.Unmarshal([]byte(body), &page) != nil {
+		t.Fatalf("/api/conntrack?%s: %d %s", q, code, body)
+	}
+	server := netip.MustParseAddr("2001:db8:64::1")
+	var got []string
+	for _, c := range page.Entries {
+		if c.Src.Addr() != h1 || c.Dst.Addr() != server || c.Kind != webui.ConnKindRouted || c.NATSrc.IsValid() || c.Packets == 0 || !c.Expires.After(now) {
+			t.Errorf("connection %+v: want h1 to the server, routed, untranslated, with packets and an expiry", c)
+		}
+		if c.Proto == "tcp" {
+			got = append(got, "tcp "+c.Dst.String())
+		} else {
+			got = append(got, c.Proto)
+		}
+	}
+	slices.Sort(got)
+	got = slices.Compact(got) // reach may have pinged more than once
+	if want := []string{"icmpv6", "tcp [2001:db8:64::1]:8080"}; !slices.Equal(got, want) || page.Total != len(page.Entries) {
+		t.Errorf("/api/conntrack?%s: %v (total %d), want %v\n%s", q, got, page.Total, want, body)
+	}
+	// The address filter keeps IPv4 filters working: none of h1's by IPv4.
+	if p := l.conntrack(t, "kind=masquerade&addr="+h1.String()); p.Total != 0 {
+		t.Errorf("masquerade connections of h1's IPv6 address: %+v", p)
+	}
+
+	if n, ok := l.neighbour(t, h1.String()); !ok || n.Side != "lan" || n.Port != "lan" || n.MAC != "02:78:00:00:00:01" || !n.Resolved || n.State == "" {
+		t.Errorf("h1 in /api/neighbours: %+v (found %v), want it on the lan port with its MAC", n, ok)
+	}
+
+	code, body = l.boxGet("/metrics")
+	valid := regexp.MustCompile(`(?m)^e1kbox_ipv6_delegated_prefix_valid_seconds\{prefix="` + regexp.QuoteMeta(d.String()) + `"\} ([0-9.e+]+)$`).FindStringSubmatch(body)
+	fwd := regexp.MustCompile(`(?m)^e1kbox_ipv6_forwarded_packets_total ([0-9.e+]+)$`).FindStringSubmatch(body)
+	if code != 200 || valid == nil || fwd == nil {
+		t.Fatalf("/metrics: %d, no valid seconds of %v or forwarded packets:\n%s", code, d, grepLines(body, "e1kbox_ipv6_"))
+	}
+	if v, _ := strconv.ParseFloat(valid[1], 64); v <= 0 || v > 7200 {
+		t.Errorf("valid seconds of %v: %v, want (0, 7200]", d, v)
+	}
+	if v, _ := strconv.ParseFloat(fwd[1], 64); v < 4 {
+		t.Errorf("IPv6 forwarded packets %v, want at least h1's ping and curl", v)
+	}
+}
+
+// grepLines are the lines of s that start with prefix.
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

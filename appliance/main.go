@@ -143,7 +143,7 @@ func dashboardOptions(f flags, log *slog.Logger, store *config.Store, cfg *confi
 	parts := &dashParts{cfg: func() *config.Config { c, _ := store.Current(); return c },
 		sysNet: "/sys/class/net", gokrazy: system.GokrazySocket, pwFiles: strings.Split(f.passwordFiles, ","),
 		bootPW: "/run/e1kbox/gokrazy-boot-pw"}
-	rv := &routerView{rt: rt, conns: connsOf(dp)}
+	rv := &routerView{rt: rt, conns: connsOf(dp), v6: ipv6Of(dp)}
 	opts := webui.Options{
 		Logs: book, Diagnostics: parts, Capture: parts, NICs: parts, Router: rv, Devices: rv,
 		PasswordFiles:   strings.Split(f.passwordFiles, ","),

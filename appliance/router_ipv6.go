@@ -185,3 +185,17 @@ func (r *router) stopClient6() {
 
 // ipv6On says whether cfg routes IPv6.
 func ipv6On(cfg *config.Config) bool { return cfg.Mode == config.ModeNAT && cfg.IPv6.IsEnabled() }
+
+// running returns the DHCPv6 client and the RA daemon that run (nil: not
+// running), for the dashboard's view; under router.mu.
+func (v *ipv6Services) running() (*dhcp6c.Client, *ra.Server) {
+	var c *dhcp6c.Client
+	var s *ra.Server
+	if v.client.on {
+		c = v.client.s
+	}
+	if v.ra.on {
+		s = v.ra.s
+	}
+	return c, s
+}

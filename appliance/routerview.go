@@ -5,11 +5,15 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"time"
 
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/dataplane"
+	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/appliance/services/dhcp6c"
 	"e1kbox/appliance/services/dhcpd"
 	"e1kbox/appliance/services/dnsd"
+	"e1kbox/appliance/services/ra"
 	"e1kbox/appliance/services/timesync"
 	"e1kbox/appliance/services/wanclient"
 	"e1kbox/webui"
@@ -25,6 +29,9 @@ type routerLive struct {
 	ntp  *timesync.Client
 	// probe is the Internet probe (nil: none).
 	probe *internetProbe
+	// dhcp6 and ra are the IPv6 services (nil: not running).
+	dhcp6 *dhcp6c.Client
+	ra    *ra.Server
 }
 
 // publish records what runs now for the dashboard; under r.mu.
@@ -45,6 +52,7 @@ func (r *router) publish() {
 	if r.probe.on {
 		l.probe = r.probe.s
 	}
+	l.dhcp6, l.ra = r.v6.running()
 	r.live.Store(l)
 }
 
@@ -54,6 +62,19 @@ type routerView struct {
 	rt *router
 	// conns walks the router's connection table (nil: none).
 	conns func(fn func(*dataplane.Conn) bool) error
+	// v6 is the running IPv6 router (nil func or result: none).
+	v6 func() *route6.Router
+}
+
+// ipv6Of is the IPv6 router of the plane's running engine.
+func ipv6Of(dp *plane) func() *route6.Router {
+	return func() *route6.Router {
+		e, _ := dp.Engine()
+		if e == nil {
+			return nil
+		}
+		return e.IPv6()
+	}
 }
 
 // connsOf walks the NAT table of the plane's running engine.
@@ -73,7 +94,70 @@ func (v *routerView) RouterStatus() (webui.RouterStatus, bool) {
 	if l == nil || l.cfg == nil || l.cfg.Mode != config.ModeNAT {
 		return webui.RouterStatus{}, false
 	}
-	return webui.RouterStatus{WAN: wanStatus(l), DHCP: dhcpStatus(l.dhcp), DNS: dnsStatus(l), Time: timeStatus(l.ntp)}, true
+	st := webui.RouterStatus{WAN: wanStatus(l), DHCP: dhcpStatus(l.dhcp), DNS: dnsStatus(l), Time: timeStatus(l.ntp)}
+	if ipv6On(l.cfg) {
+		var r6 *route6.Router
+		if v.v6 != nil {
+			r6 = v.v6()
+		}
+		st.IPv6 = ipv6Status(l, r6, time.Now())
+	}
+	return st, true
+}
+
+// dhcpv6States maps the DHCPv6 client's RFC 8415 states to the
+// dashboard's, for a client without a delegation (with one it is bound).
+var dhcpv6States = map[string]string{"soliciting": webui.DHCPv6Requesting, "requesting": webui.DHCPv6Requesting,
+	"bound": webui.DHCPv6Requesting, "renewing": webui.DHCPv6Requesting, "rebinding": webui.DHCPv6Requesting}
+
+// ipv6Status is the IPv6 side: the DHCPv6 client's delegation, the RA
+// daemon's /64s (those still valid at now), the IPv6 router's addresses
+// and next hop (r6 nil: none runs).
+func ipv6Status(l *routerLive, r6 *route6.Router, now time.Time) *webui.IPv6Status {
+	st := &webui.IPv6Status{DHCPv6: webui.DHCPv6None}
+	var wanAddrs []netip.Addr
+	if c := l.dhcp6; c != nil {
+		st.ClientState = c.Stats().State
+		if s, ok := dhcpv6States[st.ClientState]; ok {
+			st.DHCPv6 = s
+		}
+		if lease := c.Current(); lease != nil {
+			for _, p := range lease.Prefixes {
+				st.Delegated = append(st.Delegated, webui.IPv6Prefix{Prefix: p.Prefix, Preferred: p.Preferred, Valid: p.Valid})
+			}
+			for _, a := range lease.Addrs {
+				if now.Before(a.Valid) {
+					wanAddrs = append(wanAddrs, a.Addr)
+				}
+			}
+			if len(lease.Prefixes) > 0 {
+				st.DHCPv6 = webui.DHCPv6Bound
+			}
+			st.Server, st.T1, st.T2, st.DNS = lease.Server, lease.T1, lease.T2, lease.DNS
+		}
+	}
+	if s := l.ra; s != nil {
+		cur, dep := s.Prefixes()
+		for i, p := range slices.Concat(cur, dep) {
+			if now.Before(p.Valid) {
+				st.LAN = append(st.LAN, webui.IPv6Prefix{Prefix: p.Prefix, Preferred: p.Preferred, Valid: p.Valid, Deprecated: i >= len(cur)})
+			}
+		}
+	}
+	if r6 != nil {
+		c := r6.Config()
+		st.LANAddresses = slices.Clone(c.LAN.Addrs)
+		st.WANAddresses = slices.Clone(c.WAN.Addrs)
+		if gw, ok := r6.Gateway(now.UnixNano()); ok {
+			st.Gateway = gw
+		}
+	}
+	for _, a := range wanAddrs {
+		if !slices.Contains(st.WANAddresses, a) {
+			st.WANAddresses = append(st.WANAddresses, a)
+		}
+	}
+	return st
 }
 
 // wanStates maps the WAN client's RFC 2131 states to the dashboard's.

@@ -85,6 +85,7 @@ func (v *boxView) Snapshot() webui.Snapshot {
 	for _, w := range snap.Workers {
 		s.WorkerRestarts += w.Restarts
 	}
+	s.IPv6 = ipv6Counters(snap.IPv6)
 	return s
 }
 
@@ -128,9 +129,9 @@ func (v *boxView) Info() webui.SystemInfo {
 	return info
 }
 
-// Query lists connections for the web UI: the router's table streamed in
-// chunks through a selector that keeps only the page and the entries
-// ranked before it, never a copy of the table.
+// Query lists connections for the web UI: the router's table, then the
+// IPv6 router's, streamed in chunks through a selector that keeps only
+// the page and the entries ranked before it, never a copy of a table.
 func (v *boxView) Query(q webui.ConnQuery) ([]webui.Conn, int) {
 	e := v.engine()
 	if e == nil {
@@ -139,6 +140,10 @@ func (v *boxView) Query(q webui.ConnQuery) ([]webui.Conn, int) {
 	e.SyncFastPath() // the counters and deadlines of what the fast path forwarded
 	sel := webui.NewConnSelector(q)
 	now := time.Now()
+	eachV6Conn(e.IPv6(), &q, sel, now)
+	if !wantsV4(&q) {
+		return sel.Page()
+	}
 	var wc webui.Conn
 	err := dataplane.EachConn(e.NAT(), connFilter(q), func(c *dataplane.Conn) bool {
 		wc = webui.Conn{ID: c.ID, Proto: c.Proto, State: c.State, Kind: c.Kind, Src: c.Orig.Src, Dst: c.Orig.Dst,
@@ -159,9 +164,10 @@ func (v *boxView) Query(q webui.ConnQuery) ([]webui.Conn, int) {
 	return sel.Page()
 }
 
+// Delete deletes a NAT connection; IPv6 ones (ID 0) are not deleted.
 func (v *boxView) Delete(id uint64) error {
 	e := v.engine()
-	if e == nil {
+	if e == nil || id == 0 {
 		return webui.ErrNotFound
 	}
 	if e.NAT() == nil || !e.NAT().DeleteConn(nat.ConnID(id)) {
@@ -183,9 +189,10 @@ func connFilter(q webui.ConnQuery) dataplane.ConnFilter {
 
 // DeleteMatching deletes the connections matching q: in the router's
 // table directly, or (for an address prefix) by the IDs a listing finds.
+// IPv6 connections are not deleted: a query only they match deletes none.
 func (v *boxView) DeleteMatching(q webui.ConnQuery) (int, error) {
 	e := v.engine()
-	if e == nil || e.NAT() == nil {
+	if e == nil || e.NAT() == nil || !wantsV4(&q) {
 		return 0, nil
 	}
 	defer e.SyncFastPath() // the deleted connections' flows leave the kernel
@@ -209,7 +216,8 @@ func (v *boxView) DeleteMatching(q webui.ConnQuery) (int, error) {
 	return n, err
 }
 
-// Neighbours lists the router's ARP cache.
+// Neighbours lists the router's ARP cache, then the IPv6 router's
+// neighbour cache.
 func (v *boxView) Neighbours() ([]webui.Neighbour, error) {
 	e, err := v.dp.Engine()
 	if err != nil {
@@ -223,7 +231,7 @@ func (v *boxView) Neighbours() ([]webui.Neighbour, error) {
 	for i, n := range ns {
 		out[i] = webui.Neighbour{Side: n.Side, IP: n.IP, MAC: n.MAC, Resolved: n.Resolved, Confirmed: n.Confirmed}
 	}
-	return out, nil
+	return append(out, v6Neighbours(e.IPv6(), portNames(e), time.Now())...), nil
 }
 
 // detail is the answer of GET /api/dataplane: the engine's own snapshot

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 )
 
 // pageFakes are the fakes the pages of browserPages drive.
@@ -84,6 +85,19 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		if got := eval[string](t, ctx, `document.querySelector('#wan-internet').textContent`); !strings.HasPrefix(got, "reachable · 11.3 ms (ping 1.1.1.1)") {
 			t.Errorf("Internet %q", got)
 		}
+		// IPv6: the delegation on the WAN card, its first /64 (and the old
+		// one, deprecated) on the LAN card.
+		for _, c := range []struct{ sel, prefix, rest string }{
+			{"#wan-dhcpv6", "bound", ""},
+			{"#wan-ipv6-prefix", "2001:db8:6600::/56", "valid 1h 59m · preferred 59m "},
+			{"#wan-ipv6-gateway", "fe80::1", ""},
+			{"#lan-ipv6-prefix", "2001:db8:6600::/64", "valid 1h 59m · preferred 59m "},
+			{"#lan-ipv6-deprecated", "2001:db8:5500::/64", "valid 1h 29m · deprecated"},
+			{"#lan-ipv6-tables", "5 connections · 2 neighbours", ""},
+		} {
+			// Lifetimes count down while the test runs: 1h 59m, 59m 58s.
+			waitFor(t, ctx, c.sel, `((document.querySelector('`+c.sel+`') || {}).textContent || '').startsWith('`+c.prefix+c.rest+`')`, 5*time.Second)
+		}
 		waitFor(t, ctx, "devices online", `document.querySelector('#devices-online').dataset.value === '3'`, 5*time.Second)
 		waitFor(t, ctx, "WAN download", `Number(document.querySelector('#wan-down').dataset.value) > 0 && Number(document.querySelector('#wan-down').dataset.value) === Number(document.querySelector('.card.port[data-port="port1"] [data-metric="rx_pps"]').dataset.value) * 8 * 600`, 5*time.Second)
 		// An alarm for a lost WAN lease, gone when it is back.
@@ -113,6 +127,41 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		}
 		click(t, ctx, `#unit-bps`)
 		docShot(t, ctx, "overview-24h")
+	})
+
+	t.Run("connections: IPv6", func(t *testing.T) {
+		f.ct.addIPv6(3)
+		step(t, ctx, "connections", 15*time.Second, chromedp.Navigate(url+"#/connections"), chromedp.WaitVisible(chromedp.CSS(`#ct-body tr[data-id]`)))
+		setInput(t, ctx, `#ct-addr`, "2001:db8:6600::/56")
+		waitFor(t, ctx, "IPv6 only", `document.querySelector('#ct-info').textContent === '1–3 of 3'`, 5*time.Second)
+		// The cells but the age (a countdown): "expires in 59m 59s".
+		rows := eval[[][]string](t, ctx, `[...document.querySelectorAll('#ct-body tr[data-kind="routed"]')].map(r => [...r.cells].map(c => c.textContent).map((s, i) => i === 7 ? s.replace(/ in .*/, ' in …') : s))`)
+		want := [][]string{ // by bytes (none kept): by source
+			{"TCP", "established", "[2001:db8:64::1]:40000", "[2001:db8:6600::100]:22", "routed (IPv6)", "12", "–", "expires in …", ""},
+			{"TCP", "established", "[2001:db8:6600::100]:51000", "[2001:db8:64::1]:443", "routed (IPv6)", "10", "–", "expires in …", ""},
+			{"TCP", "established", "[2001:db8:6600::200]:51001", "[2001:db8:64::1]:443", "routed (IPv6)", "11", "–", "expires in …", ""},
+		}
+		if diff := cmp.Diff(want, rows); diff != "" {
+			t.Errorf("IPv6 connections (-want +got):\n%s", diff)
+		}
+		// The kind filter with the address cleared: the same three.
+		setInput(t, ctx, `#ct-addr`, "")
+		setInput(t, ctx, `#ct-kind`, "routed")
+		waitFor(t, ctx, "kind routed", `document.querySelector('#ct-info').textContent === '1–3 of 3' && document.querySelectorAll('#ct-body tr[data-kind="routed"]').length === 3`, 5*time.Second)
+		docShot(t, ctx, "connections-ipv6")
+		setInput(t, ctx, `#ct-kind`, "")
+	})
+
+	t.Run("devices: IPv6 neighbours", func(t *testing.T) {
+		step(t, ctx, "devices", 15*time.Second, chromedp.Navigate(url+"#/devices"), chromedp.WaitVisible(chromedp.CSS(`#nb6-body tr[data-ip]`)))
+		rows := eval[[][]string](t, ctx, `[...document.querySelectorAll('#nb6-body tr[data-ip]')].map(r => [...r.cells].slice(0, 5).map(c => c.textContent))`)
+		want := [][]string{
+			{"2001:db8:6600::100", "52:54:00:aa:00:01", "laptop", "lan · port2", "reachable"},
+			{"fe80::1", "02:00:00:00:0b:99", "(the ISP)", "wan · port1", "stale"},
+		}
+		if diff := cmp.Diff(want, rows); diff != "" {
+			t.Errorf("IPv6 neighbours (-want +got):\n%s", diff)
+		}
 	})
 
 	t.Run("devices: make static and forget", func(t *testing.T) {

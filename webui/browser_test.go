@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,12 +213,18 @@ func TestBrowser(t *testing.T) {
 	stats.accel, stats.wave = 150, 0.1
 	stats.start = now.Add(-5 * time.Minute)
 	stats.ports = append(stats.ports, PortStats{Name: "host", Interface: "e1khost0", Kind: PortHost, Up: true, SpeedMbps: 10000})
+	stats.ipv6 = &IPv6Counters{Forwarded: 5000, Conns: 5, Neighbours: 2, Drops: []DropStat{{Reason: "firewall", Packets: 9}}}
 	router, devs, diag, book := newFakeRouter(), newFakeDevices(), &fakeDiag{}, NewLogBook(0)
 	f := startFixture(t, func(o *Options) {
 		o.Stats = stats
 		o.Conntrack = newFakeConntrack(100000)
 		o.ConfirmTimeout = 4 * time.Second // the page's default; the tests confirm within it or watch it roll back
 		o.Router, o.Devices, o.Diagnostics, o.Capture, o.Power, o.NICs, o.Logs = router, devs, diag, diag, diag, testNICs, book
+		o.Neighbours = fakeNeighbours{
+			{Side: "wan", Port: "port1", IP: netip.MustParseAddr("203.0.113.1"), MAC: "02:00:00:00:0b:99", Resolved: true, Confirmed: now},
+			{Side: "lan", Port: "port2", IP: netip.MustParseAddr("2001:db8:6600::100"), MAC: "52:54:00:aa:00:01", Resolved: true, State: "reachable", Confirmed: now},
+			{Side: "wan", Port: "port1", IP: netip.MustParseAddr("fe80::1"), MAC: "02:00:00:00:0b:99", Resolved: true, State: "stale", Confirmed: now.Add(-time.Minute)},
+		}
 		o.SyslogTargetFile = filepath.Join(t.TempDir(), "remote_syslog", "target")
 		o.PasswordFiles = []string{filepath.Join(t.TempDir(), "gokr-pw.txt"), writePassword(t, testPassword)}
 		o.Logger = slog.New(book.Handler(slog.NewTextHandler(io.Discard, nil)))

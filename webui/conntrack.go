@@ -161,13 +161,21 @@ func (q *ConnQuery) Match(c *Conn) bool {
 }
 
 // compare orders connections by q's key, largest (or oldest) first unless
-// Asc, ties broken by ID so pages do not overlap.
+// Asc, ties broken by ID (and, for IPv6 ones, by endpoints) so pages do
+// not overlap.
 func (q *ConnQuery) compare(a, b *Conn) int {
 	var c int
 	switch q.Sort {
 	case SortPackets:
 		c = cmp.Compare(b.Packets, a.Packets)
 	case SortAge:
+		// An unknown age (IPv6) ranks after every known one.
+		if az, bz := a.Created.IsZero(), b.Created.IsZero(); az != bz {
+			if az {
+				return 1
+			}
+			return -1
+		}
 		c = a.Created.Compare(b.Created)
 	default:
 		c = cmp.Compare(b.Bytes, a.Bytes)
@@ -177,6 +185,11 @@ func (q *ConnQuery) compare(a, b *Conn) int {
 	}
 	if c == 0 {
 		c = cmp.Compare(a.ID, b.ID)
+	}
+	// IPv6 connections all have ID 0: their endpoints and protocol name
+	// them, so that pages still do not overlap.
+	if c == 0 && a.ID == 0 {
+		c = cmp.Or(a.Src.Compare(b.Src), a.Dst.Compare(b.Dst), strings.Compare(a.Proto, b.Proto))
 	}
 	return c
 }

@@ -35,7 +35,23 @@ func newFakeRouter() *fakeRouter {
 			Queries: 12840, CacheHits: 9310, CacheEntries: 812, UpstreamFailures: 3,
 			LatencyP50: Duration(5 * time.Millisecond), LatencyP99: Duration(50 * time.Millisecond)},
 		Time: TimeStatus{Synced: true, Server: "0.gokrazy.pool.ntp.org", Offset: Duration(-1200 * time.Microsecond), LastSync: now.Add(-3 * time.Minute)},
+		IPv6: fakeIPv6(now),
 	}}
+}
+
+// fakeIPv6 is a /56 delegated by the ISP, its first /64 on the LAN and
+// the /64 of the delegation before, deprecated.
+func fakeIPv6(now time.Time) *IPv6Status {
+	a, p := netip.MustParseAddr, netip.MustParsePrefix
+	return &IPv6Status{DHCPv6: DHCPv6Bound, ClientState: "bound", Server: a("fe80::1"), T1: now.Add(30 * time.Minute), T2: now.Add(48 * time.Minute),
+		Delegated: []IPv6Prefix{{Prefix: p("2001:db8:6600::/56"), Preferred: now.Add(time.Hour), Valid: now.Add(2 * time.Hour)}},
+		LAN: []IPv6Prefix{{Prefix: p("2001:db8:6600::/64"), Preferred: now.Add(time.Hour), Valid: now.Add(2 * time.Hour)},
+			{Prefix: p("2001:db8:5500::/64"), Preferred: now.Add(-time.Minute), Valid: now.Add(90 * time.Minute), Deprecated: true}},
+		WANAddresses: []netip.Addr{a("fe80::5054:ff:fe00:11")},
+		LANAddresses: []netip.Addr{a("fe80::5054:ff:fe00:12")},
+		Gateway:      a("fe80::1"),
+		DNS:          []netip.Addr{a("2001:db8:64::53")},
+	}
 }
 
 func (f *fakeRouter) RouterStatus() (RouterStatus, bool) {

@@ -38,6 +38,7 @@ type fakeStats struct {
 	// fastPath is the fast path's state (its packets grow at 40 kpps
 	// while it runs); nil: none.
 	fastPath *FastPathSummary
+	ipv6     *IPv6Counters // nil: no IPv6 router
 	calls    int
 }
 
@@ -104,6 +105,10 @@ func (f *fakeStats) Snapshot() Snapshot {
 	}
 	if f.nat {
 		s.Conntrack = &ConntrackSummary{Entries: 100000, Capacity: 262144}
+	}
+	if f.ipv6 != nil {
+		v6 := *f.ipv6
+		s.IPv6 = &v6
 	}
 	if f.fastPath != nil {
 		fp := *f.fastPath
@@ -409,6 +414,27 @@ func newFakeConntrack(n int) *fakeConntrack {
 	return &fakeConntrack{conns: cs}
 }
 
+// addIPv6 adds n routed IPv6 connections (ID 0, no creation time, no
+// bytes) of h1 (2001:db8:6600::100) and h2 to the Internet, the last
+// one opened from it (inbound).
+func (f *fakeConntrack) addIPv6(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	for i := range n {
+		lan := netip.AddrPortFrom(netip.MustParseAddr("2001:db8:6600::100"), uint16(51000+i))
+		if i%2 == 1 {
+			lan = netip.AddrPortFrom(netip.MustParseAddr("2001:db8:6600::200"), uint16(51000+i))
+		}
+		wan := netip.AddrPortFrom(netip.MustParseAddr("2001:db8:64::1"), 443)
+		c := Conn{Proto: "tcp", State: "established", Kind: ConnKindRouted, Src: lan, Dst: wan, Packets: uint64(10 + i), Expires: exp}
+		if i == n-1 {
+			c.Src, c.Dst = netip.AddrPortFrom(wan.Addr(), 40000), netip.AddrPortFrom(lan.Addr(), 22)
+		}
+		f.conns = append(f.conns, c)
+	}
+}
+
 func (f *fakeConntrack) Query(q ConnQuery) ([]Conn, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -419,7 +445,7 @@ func (f *fakeConntrack) DeleteMatching(q ConnQuery) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := len(f.conns)
-	f.conns = slices.DeleteFunc(f.conns, func(c Conn) bool { return q.Match(&c) })
+	f.conns = slices.DeleteFunc(f.conns, func(c Conn) bool { return c.Kind != ConnKindRouted && q.Match(&c) })
 	return n - len(f.conns), nil
 }
 
@@ -427,7 +453,7 @@ func (f *fakeConntrack) Delete(id uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, c := range f.conns {
-		if c.ID == id {
+		if c.ID == id && id != 0 {
 			f.conns = append(f.conns[:i], f.conns[i+1:]...)
 			return nil
 		}

@@ -73,21 +73,28 @@ type Dataplane interface {
 	Detail() (any, error)
 }
 
-// Neighbours is the router's ARP cache (GET /api/neighbours, NAT mode).
+// Neighbours is the router's ARP cache and IPv6 neighbour cache (GET
+// /api/neighbours, NAT mode).
 type Neighbours interface {
 	// Neighbours lists the entries; an error (not in NAT mode, not
 	// running) answers 409.
 	Neighbours() ([]Neighbour, error)
 }
 
-// Neighbour is one ARP cache entry.
+// Neighbour is one ARP or IPv6 neighbour cache entry.
 type Neighbour struct {
-	Side     string     `json:"side"` // "lan" or "wan"
+	Side string `json:"side"` // "lan" or "wan"
+	// Port is the name of the side's port, where known.
+	Port     string     `json:"port,omitempty"`
 	IP       netip.Addr `json:"ip"`
 	MAC      string     `json:"mac,omitempty"` // empty while unresolved
 	Resolved bool       `json:"resolved"`
-	// Confirmed is when the neighbour last answered (or the entry was made).
-	Confirmed time.Time `json:"confirmed"`
+	// State is an IPv6 entry's: incomplete, reachable or stale (still
+	// used while solicited again); empty for ARP entries.
+	State string `json:"state,omitempty"`
+	// Confirmed is when the neighbour last answered (or the entry was
+	// made); zero (absent) for an incomplete IPv6 entry.
+	Confirmed time.Time `json:"confirmed,omitzero"`
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) { serveHealth(w, s.opts.Health) }

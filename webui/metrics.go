@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -71,12 +72,20 @@ var (
 	descTimeOffset    = desc("time_offset_seconds", "The clock's offset from the NTP server at the last sync.")
 	descTimeLastSync  = desc("time_last_sync_timestamp_seconds", "When the clock was last synchronized.")
 	descDevicesOnline = desc("devices_online", "LAN devices with a bound DHCP lease.")
+
+	descV6Forwarded  = desc("ipv6_forwarded_packets_total", "IPv6 frames routed between the LAN and the WAN.")
+	descV6Drops      = desc("ipv6_drops_total", "IPv6 frames the IPv6 router dropped, by reason.", "reason")
+	descV6Conns      = desc("ipv6_connections", "Connections in the IPv6 firewall's table.")
+	descV6Neighbours = desc("ipv6_neighbours", "Entries of the IPv6 neighbour cache.")
+	descV6DHCPv6     = desc("ipv6_dhcpv6_bound", "Whether the WAN's DHCPv6 client holds a prefix delegation.")
+	descV6Valid      = desc("ipv6_delegated_prefix_valid_seconds", "Seconds until a delegated prefix's valid lifetime ends (0: ended).", "prefix")
+	descV6Preferred  = desc("ipv6_delegated_prefix_preferred_seconds", "Seconds until a delegated prefix's preferred lifetime ends (0: ended).", "prefix")
 )
 
 var routerDescs = []*prometheus.Desc{descWANInfo, descWANUp, descWANExpiry, descWANT1, descWANMTU, descWANReachable,
 	descWANRTT, descWANChecked, descDHCPEnabled, descDHCPInUse, descDHCPPool, descDHCPMessages, descDNSEnabled,
 	descDNSQueries, descDNSHits, descDNSEntries, descDNSFailures, descDNSLatency, descTimeSynced, descTimeOffset,
-	descTimeLastSync, descDevicesOnline}
+	descTimeLastSync, descDevicesOnline, descV6DHCPv6, descV6Valid, descV6Preferred}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
@@ -84,6 +93,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descPortRingDrops, descPortBlocked, descDrops, descCPU, descIRQ, descRestarts, descCtEntries, descCtCapacity,
 		descRulePackets, descRuleBytes, descRuleLastHit, descPolicyPackets, descPolicyBytes,
 		descSubtables, descRules, descTuning, descConfigPending, descWSClients, descWSDropped, descFailedLogins, descAlarms,
+		descV6Forwarded, descV6Drops, descV6Conns, descV6Neighbours,
 	} {
 		ch <- d
 	}
@@ -212,6 +222,19 @@ func (c *collector) router(st *RouterStatus, gauge, counter emit) {
 	if !t.LastSync.IsZero() {
 		gauge(descTimeLastSync, unix(t.LastSync))
 	}
+	if v6 := st.IPv6; v6 != nil {
+		gauge(descV6DHCPv6, b2f(v6.DHCPv6 == DHCPv6Bound))
+		now := time.Now()
+		left := func(at time.Time) float64 { return max(0, at.Sub(now).Seconds()) }
+		seen := map[netip.Prefix]bool{}
+		for _, p := range v6.Delegated {
+			if !seen[p.Prefix] && !p.Valid.IsZero() {
+				seen[p.Prefix] = true
+				gauge(descV6Valid, left(p.Valid), p.Prefix.String())
+				gauge(descV6Preferred, left(p.Preferred), p.Prefix.String())
+			}
+		}
+	}
 }
 
 // alarms counts the alarms of the newest published message.
@@ -274,5 +297,17 @@ func (c *collector) snapshot(snap Snapshot, gauge, counter emit) {
 	if ct := snap.Conntrack; ct != nil {
 		gauge(descCtEntries, float64(ct.Entries))
 		gauge(descCtCapacity, float64(ct.Capacity))
+	}
+	if v6 := snap.IPv6; v6 != nil {
+		counter(descV6Forwarded, float64(v6.Forwarded))
+		gauge(descV6Conns, float64(v6.Conns))
+		gauge(descV6Neighbours, float64(v6.Neighbours))
+		clear(seen)
+		for _, d := range v6.Drops {
+			if !seen[d.Reason] {
+				seen[d.Reason] = true
+				counter(descV6Drops, float64(d.Packets), d.Reason)
+			}
+		}
 	}
 }

@@ -29,6 +29,8 @@ type RouterStatus struct {
 	DHCP DHCPStatus `json:"dhcp"`
 	DNS  DNSStatus  `json:"dns"`
 	Time TimeStatus `json:"time"`
+	// IPv6 is nil while the router routes no IPv6 (ipv6.enabled off).
+	IPv6 *IPv6Status `json:"ipv6,omitempty"`
 }
 
 // WAN address modes and lease states.
@@ -224,6 +226,11 @@ func fillNil(st *RouterStatus) {
 	}
 	if st.DNS.Upstreams == nil {
 		st.DNS.Upstreams = []netip.AddrPort{}
+	}
+	if st.IPv6 != nil {
+		v6 := *st.IPv6 // the implementation's may be shared
+		fillNilIPv6(&v6)
+		st.IPv6 = &v6
 	}
 }
 

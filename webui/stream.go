@@ -30,6 +30,8 @@ type StatsMessage struct {
 	// Router is the router's status, refreshed every few seconds; null
 	// without a router (bridge mode).
 	Router *RouterStatus `json:"router"`
+	// IPv6 is the IPv6 router's counters; absent without one.
+	IPv6 *IPv6Counters `json:"ipv6,omitempty"`
 }
 
 // FastPathRates are the fast path's state and the frames it forwards per
@@ -95,6 +97,7 @@ func buildMessage(seq uint64, prev, cur *Snapshot) StatsMessage {
 		IRQs:           make([]IRQRates, len(cur.IRQs)),
 		WorkerRestarts: cur.WorkerRestarts,
 		Conntrack:      cur.Conntrack,
+		IPv6:           cur.IPv6,
 	}
 	var dt float64
 	if prev != nil {

@@ -34,6 +34,8 @@ type Snapshot struct {
 	Conntrack *ConntrackSummary
 	// FastPath is nil when the box has no dataplane running.
 	FastPath *FastPathSummary
+	// IPv6 is nil without an IPv6 router (bridge mode, ipv6.enabled off).
+	IPv6 *IPv6Counters
 }
 
 // PortStats are one data port's link state and cumulative counters.
@@ -266,15 +268,16 @@ type Conn struct {
 	ID      uint64         `json:"id,string"`
 	Proto   string         `json:"proto"`
 	State   string         `json:"state"`
-	Kind    string         `json:"kind,omitempty"` // masquerade, forward, hairpin
+	Kind    string         `json:"kind,omitempty"` // masquerade, forward, hairpin; routed (IPv6)
 	Src     netip.AddrPort `json:"src"`
 	Dst     netip.AddrPort `json:"dst"`
 	NATSrc  netip.AddrPort `json:"nat_src,omitzero"`
 	NATDst  netip.AddrPort `json:"nat_dst,omitzero"`
 	Packets uint64         `json:"packets"`
 	Bytes   uint64         `json:"bytes"`
-	Created time.Time      `json:"created"`
-	Expires time.Time      `json:"expires,omitzero"`
+	// Created is zero where the table does not keep it (IPv6).
+	Created time.Time `json:"created,omitzero"`
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // FDB is the bridge's forwarding database.

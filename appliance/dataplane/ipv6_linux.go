@@ -14,9 +14,13 @@ func (e *Engine) IPv6() *route6.Router { return e.natp.v6 }
 // and counters (frames by action, drops and the errors it answered by
 // reason, see package route6).
 type IPv6Stats struct {
-	LAN        []netip.Prefix    `json:"lan"`
-	Delegated  []netip.Prefix    `json:"delegated"`
-	Gateway    string            `json:"gateway,omitempty"`
+	LAN       []netip.Prefix `json:"lan"`
+	Delegated []netip.Prefix `json:"delegated"`
+	Gateway   string         `json:"gateway,omitempty"`
+	// LANAddrs and WANAddrs are the box's addresses on each side (the
+	// link-local one first).
+	LANAddrs   []netip.Addr      `json:"lanAddrs"`
+	WANAddrs   []netip.Addr      `json:"wanAddrs"`
 	Conns      int               `json:"conns"`
 	Neighbours int               `json:"neighbours"`
 	Actions    map[string]uint64 `json:"actions"`
@@ -32,7 +36,7 @@ func (e *Engine) ipv6Stats(now time.Time) *IPv6Stats {
 		return nil
 	}
 	c, st := v6.Config(), v6.Stats()
-	s := &IPv6Stats{LAN: c.LANPrefixes, Delegated: c.Delegated, Conns: v6.ConnCount(now.UnixNano()),
+	s := &IPv6Stats{LAN: c.LANPrefixes, Delegated: c.Delegated, LANAddrs: c.LAN.Addrs, WANAddrs: c.WAN.Addrs, Conns: v6.ConnCount(now.UnixNano()),
 		Neighbours: len(v6.Neighbours(now.UnixNano())), Actions: map[string]uint64{}, Drops: map[string]uint64{},
 		Errors: st.Errors, NS: st.NS, NA: st.NA}
 	if gw, ok := v6.Gateway(now.UnixNano()); ok {

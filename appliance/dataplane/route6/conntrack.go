@@ -245,19 +245,45 @@ func (t *conntrack) count(now uint32) int {
 	return n
 }
 
+// connOf is e as Conns lists it.
+func connOf(e *conn) Conn {
+	return Conn{LAN: e.key.lan, WAN: e.key.wan, LANPort: e.key.lanPort, WANPort: e.key.wanPort,
+		Proto: e.key.proto, State: stateNames[e.state], Inbound: e.inbound, Replied: e.replied,
+		Expires: e.deadline, Packets: e.packets}
+}
+
 // list appends the live connections to out, at most max.
 func (t *conntrack) list(out []Conn, max int, now uint32) []Conn {
+	t.each(now, func(c *Conn) bool {
+		if len(out) >= max {
+			return false
+		}
+		out = append(out, *c)
+		return true
+	})
+	return out
+}
+
+// each calls fn with the live connections, bucket by bucket: a bucket's
+// entries are copied under its lock and fn runs without it. fn returning
+// false stops the walk.
+func (t *conntrack) each(now uint32, fn func(*Conn) bool) {
+	var buf [bucketWays]Conn
 	for i := range t.b {
 		b := &t.b[i]
+		n := 0
 		b.mu.Lock()
-		for _, e := range b.e {
-			if e.state != stFree && now < e.deadline && len(out) < max {
-				out = append(out, Conn{LAN: e.key.lan, WAN: e.key.wan, LANPort: e.key.lanPort, WANPort: e.key.wanPort,
-					Proto: e.key.proto, State: stateNames[e.state], Inbound: e.inbound, Replied: e.replied,
-					Expires: e.deadline, Packets: e.packets})
+		for j := range b.e {
+			if e := &b.e[j]; e.state != stFree && now < e.deadline {
+				buf[n] = connOf(e)
+				n++
 			}
 		}
 		b.mu.Unlock()
+		for j := range n {
+			if !fn(&buf[j]) {
+				return
+			}
+		}
 	}
-	return out
 }

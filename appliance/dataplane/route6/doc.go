@@ -79,4 +79,11 @@
 // that run off the end, bad fragments) never get here: the NAT worker
 // counts them as malformed. Counters: Stats.Drops by Reason (the errors
 // the box answered included), Stats.Actions.
+//
+// # Listing
+//
+// EachConn, Conns and Neighbours are for the dashboard, not the hot path:
+// they walk the tables a bucket at a time, each bucket's lock held only
+// to copy its four entries. Neighbours are incomplete (solicited), reachable
+// (confirmed in the last 30 s) or stale (still used while re-solicited).
 package route6

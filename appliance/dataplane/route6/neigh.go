@@ -152,20 +152,39 @@ func (n *neighbours) learn(side Side, a *[16]byte, mac [6]byte, confirm, create 
 type Neighbour struct {
 	Side      Side
 	Addr      [16]byte
-	MAC       [6]byte
-	Reachable bool
-	Confirmed uint32 // Unix seconds
+	MAC       [6]byte // zero while incomplete
+	Reachable bool    // State is NeighReachable
+	State     string  // NeighIncomplete, NeighReachable or NeighStale
+	Confirmed uint32  // Unix seconds; 0 while incomplete
 }
+
+// Neighbour states as Neighbours lists them: incomplete (solicited, no
+// answer yet), reachable (confirmed less than 30 s ago), stale (confirmed
+// before: still used while it is solicited again, given up after 3
+// unanswered NS).
+const (
+	NeighIncomplete = "incomplete"
+	NeighReachable  = "reachable"
+	NeighStale      = "stale"
+)
 
 func (n *neighbours) list(out []Neighbour, now uint32) []Neighbour {
 	for i := range n.b {
 		b := &n.b[i]
 		b.mu.Lock()
 		for _, e := range b.e {
-			if e.state != nFree {
-				out = append(out, Neighbour{Side: e.side, Addr: e.addr, MAC: e.mac,
-					Reachable: e.state == nReachable && now-e.confirmed < reachableTime, Confirmed: e.confirmed})
+			if e.state == nFree {
+				continue
 			}
+			st := NeighIncomplete
+			switch {
+			case e.state == nReachable && now-e.confirmed < reachableTime:
+				st = NeighReachable
+			case e.state == nReachable:
+				st = NeighStale
+			}
+			out = append(out, Neighbour{Side: e.side, Addr: e.addr, MAC: e.mac, Reachable: st == NeighReachable,
+				State: st, Confirmed: e.confirmed})
 		}
 		b.mu.Unlock()
 	}

@@ -135,6 +135,14 @@ func (r *Router) Stats() Stats {
 // Conns lists up to max live connections at now (Unix nanoseconds).
 func (r *Router) Conns(max int, now int64) []Conn { return r.ct.list(nil, max, uint32(now/1e9)) }
 
+// EachConn calls fn with every live connection at now (Unix
+// nanoseconds) until fn returns false. It walks the table a bucket at a
+// time, copying a bucket's few entries under its lock and calling fn
+// without it, so a slow fn (a web page being built) never holds up a
+// worker; a connection opened or closed during the walk may be missed.
+// c is valid only during the call.
+func (r *Router) EachConn(now int64, fn func(c *Conn) bool) { r.ct.each(uint32(now/1e9), fn) }
+
 // ConnCount is the number of live connections at now.
 func (r *Router) ConnCount(now int64) int { return r.ct.count(uint32(now / 1e9)) }
 

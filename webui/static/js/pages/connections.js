@@ -1,13 +1,16 @@
-// Connections: the NAT connection table, filtered, sorted and paged on the
-// server (it may hold 100k entries); a connection can be killed.
+// Connections: the NAT connection table and the IPv6 firewall's (kind
+// "routed": untranslated, listed but not killed), filtered, sorted and
+// paged on the server (it may hold 100k entries); a NAT connection can be
+// killed.
 
 import { api } from '../api.js';
 import { h, replace, count, bytes, duration, debounce, toast } from '../dom.js';
 
-const STATES = ['', 'new', 'syn_sent', 'syn_recv', 'established', 'fin_wait', 'close_wait', 'time_wait', 'closed'];
+// The tables' state names (IPv6 connections use the same ones).
+const STATES = ['', 'unreplied', 'replied', 'syn_sent', 'syn_recv', 'established', 'fin_wait', 'close_wait', 'last_ack', 'time_wait', 'close'];
 
 export default function connections(el) {
-  const q = { addr: '', port: '', proto: '', state: '', sort: 'bytes', order: 'desc', offset: 0, limit: 100 };
+  const q = { addr: '', port: '', proto: '', state: '', kind: '', sort: 'bytes', order: 'desc', offset: 0, limit: 100 };
   let total = 0;
 
   const input = (name, attrs) => {
@@ -30,9 +33,10 @@ export default function connections(el) {
     h('div', { class: 'page-head' }, h('h1', {}, 'Connections'), h('span', { class: 'muted', id: 'ct-total' }),
       h('span', { class: 'spacer' }), h('label', { class: 'row muted' }, auto, 'Auto-refresh')),
     h('div', { class: 'filters' },
-      h('label', {}, 'Address or prefix', input('addr', { placeholder: '192.168.1.0/24' })),
+      h('label', {}, 'Address or prefix', input('addr', { placeholder: '192.168.1.0/24 or 2001:db8::/48' })),
       h('label', {}, 'Port', input('port', { placeholder: '443', inputmode: 'numeric' })),
-      h('label', {}, 'Protocol', select('proto', [['', 'any'], ['tcp', 'TCP'], ['udp', 'UDP'], ['icmp', 'ICMP']])),
+      h('label', {}, 'Protocol', select('proto', [['', 'any'], ['tcp', 'TCP'], ['udp', 'UDP'], ['icmp', 'ICMP'], ['icmpv6', 'ICMPv6']])),
+      h('label', {}, 'Kind', select('kind', [['', 'any'], ['masquerade', 'masquerade'], ['forward', 'port forward'], ['hairpin', 'hairpin'], ['routed', 'IPv6 (routed)']])),
       h('label', {}, 'State', select('state', STATES.map((s) => [s, s || 'any']))),
       h('label', {}, 'Sort by', select('sort', [['bytes', 'bytes'], ['packets', 'packets'], ['age', 'age']])),
       h('label', {}, 'Order', select('order', [['desc', 'largest / oldest first'], ['asc', 'smallest / newest first']])),
@@ -55,27 +59,32 @@ export default function connections(el) {
     try {
       page = await api('/api/conntrack', { query: q });
     } catch (e) {
-      if (mine !== seq || !el.isConnected) return;
+      if (mine !== seq || !tbody.isConnected) return;
       errBox.hidden = false;
       errBox.textContent = e.message;
       return;
     }
-    if (mine !== seq || !el.isConnected) return; // a newer query is on its way, or the page is gone
+    if (mine !== seq || !tbody.isConnected) return; // a newer query is on its way, or the page is gone
     errBox.hidden = true;
     total = page.total;
     if (q.offset >= total && total > 0) { q.offset = Math.floor((total - 1) / q.limit) * q.limit; load(); return; }
     const now = Date.now();
-    replace(tbody, page.entries.length ? page.entries.map((c) => h('tr', { 'data-id': c.id },
-      h('td', {}, c.proto.toUpperCase()),
-      h('td', {}, h('span', { class: `pill ${c.state === 'established' ? 'ok' : ''}` }, c.state)),
-      h('td', { class: 'mono' }, c.src),
-      h('td', { class: 'mono' }, c.dst),
-      h('td', { class: 'mono muted' }, c.nat_src || c.nat_dst ? `${c.nat_src || '·'} → ${c.nat_dst || '·'}` : ''),
-      h('td', { class: 'num' }, count(c.packets)),
-      h('td', { class: 'num' }, bytes(c.bytes)),
-      h('td', { class: 'num' }, duration((now - Date.parse(c.created)) / 1000)),
-      h('td', { class: 'actions' }, h('button', { class: 'btn small danger', type: 'button', onclick: () => kill(c) }, 'Kill')),
-    )) : h('tr', {}, h('td', { colspan: 9, class: 'empty' }, 'No connections match.')));
+    replace(tbody, page.entries.length ? page.entries.map((c) => {
+      const routed = c.kind === 'routed';
+      return h('tr', { 'data-id': c.id, 'data-kind': c.kind || null },
+        h('td', {}, c.proto === 'icmpv6' ? 'ICMPv6' : c.proto.toUpperCase()),
+        h('td', {}, h('span', { class: `pill ${c.state === 'established' ? 'ok' : ''}` }, c.state)),
+        h('td', { class: 'mono addr' }, c.src),
+        h('td', { class: 'mono addr' }, c.dst),
+        h('td', { class: 'mono muted addr' }, routed ? 'routed (IPv6)' : c.nat_src || c.nat_dst ? `${c.nat_src || '·'} → ${c.nat_dst || '·'}` : ''),
+        h('td', { class: 'num' }, count(c.packets)),
+        h('td', { class: 'num' }, routed && !c.bytes ? '–' : bytes(c.bytes)),
+        // The IPv6 table keeps no creation time: its idle time left instead.
+        h('td', { class: 'num', title: c.expires ? `expires ${new Date(c.expires).toLocaleString()}` : null },
+          c.created ? duration((now - Date.parse(c.created)) / 1000) : c.expires ? `expires in ${duration((Date.parse(c.expires) - now) / 1000)}` : '–'),
+        h('td', { class: 'actions' }, routed ? null : h('button', { class: 'btn small danger', type: 'button', onclick: () => kill(c) }, 'Kill')),
+      );
+    }) : h('tr', {}, h('td', { colspan: 9, class: 'empty' }, 'No connections match.')));
     const first = total ? page.offset + 1 : 0;
     const last = page.offset + page.entries.length;
     info.textContent = `${count(first)}–${count(last)} of ${count(total)}`;

@@ -1,16 +1,23 @@
 // Devices: the LAN's devices from the DHCP server's leases, with what they
-// sent and received through the router, and "make static" / "forget".
+// sent and received through the router, and "make static" / "forget"; the
+// IPv6 neighbours (the IPv6 router's neighbour cache), named by the lease
+// of their MAC.
 
 import { api } from '../api.js';
 import { h, replace, bytes, ago, duration, toast, count } from '../dom.js';
 
 const STATE = { bound: 'ok', offered: 'warn', reserved: '', expired: 'bad', released: '' };
+const NEIGH = { reachable: 'ok', stale: '', incomplete: 'warn' };
 
 export default function devices(el) {
   const filter = h('input', { id: 'dev-filter', placeholder: 'filter by name, MAC or address', 'aria-label': 'filter devices', oninput: () => render() });
   const tbody = h('tbody', { id: 'dev-body' });
   const summary = h('span', { class: 'muted', id: 'dev-summary' });
+  const nbody = h('tbody', { id: 'nb6-body' });
+  const nsummary = h('span', { class: 'muted', id: 'nb6-summary' });
   let list = [];
+  let neigh = null; // IPv6 neighbours, null while unknown
+  let neighErr = '';
 
   replace(el,
     h('div', { class: 'page-head' }, h('h1', {}, 'Devices'), summary, h('span', { class: 'spacer' }), filter),
@@ -20,6 +27,11 @@ export default function devices(el) {
         h('th', {}, 'Lease ends'), h('th', {}, 'Last seen'), h('th', { class: 'num' }, 'Received'), h('th', { class: 'num' }, 'Sent'), h('th', {}))),
       tbody)),
     h('p', { class: 'muted' }, '"Make static" keeps the address for the device for good; "Forget" drops its lease (and a static lease made here), so its address is free again. Static leases of the configuration ("static · config") are changed on the Config page.'),
+    h('div', { class: 'page-head' }, h('h2', {}, 'IPv6 neighbours'), nsummary),
+    h('div', { class: 'table-wrap' }, h('table', { id: 'nb6' },
+      h('thead', {}, h('tr', {},
+        h('th', {}, 'Address'), h('th', {}, 'MAC address'), h('th', {}, 'Device'), h('th', {}, 'Side'), h('th', {}, 'State'), h('th', {}, 'Confirmed'))),
+      nbody)),
   );
 
   function render() {
@@ -41,6 +53,23 @@ export default function devices(el) {
         d.in_config ? h('a', { class: 'btn small', href: '#/config', 'data-action': 'config' }, 'Edit in Config')
           : h('button', { class: 'btn small danger', type: 'button', 'data-action': 'forget', onclick: () => act(d, 'forget') }, 'Forget')),
     )) : h('tr', {}, h('td', { colspan: 9, class: 'empty' }, list.length ? 'No device matches.' : 'No device has asked for an address yet.')));
+    renderNeigh(f);
+  }
+
+  function renderNeigh(f) {
+    if (neigh === null) return;
+    const byMAC = new Map(list.map((d) => [d.mac, d.hostname]));
+    const v6 = neigh.filter((n) => n.ip.includes(':'));
+    const shown = f ? v6.filter((n) => `${n.ip} ${n.mac || ''} ${byMAC.get(n.mac) || ''}`.toLowerCase().includes(f)) : v6;
+    nsummary.textContent = neighErr || `${count(v6.filter((n) => n.side === 'lan').length)} on the LAN · ${count(v6.filter((n) => n.side === 'wan').length)} on the WAN`;
+    replace(nbody, shown.length ? shown.map((n) => h('tr', { 'data-ip': n.ip, 'data-side': n.side },
+      h('td', { class: 'mono addr' }, n.ip),
+      h('td', { class: 'mono' }, n.mac || '–'),
+      h('td', { class: 'name' }, byMAC.get(n.mac) || h('span', { class: 'muted' }, n.side === 'wan' ? '(the ISP)' : '–')),
+      h('td', {}, n.port ? `${n.side} · ${n.port}` : n.side),
+      h('td', {}, h('span', { class: `pill ${NEIGH[n.state] || ''}` }, n.state || (n.resolved ? 'resolved' : 'incomplete'))),
+      h('td', { class: 'nowrap' }, n.resolved ? ago(n.confirmed) : '–'),
+    )) : h('tr', {}, h('td', { colspan: 6, class: 'empty' }, v6.length ? 'No neighbour matches.' : 'No IPv6 neighbour known.')));
   }
 
   async function act(d, what) {
@@ -61,6 +90,13 @@ export default function devices(el) {
       const a = await api('/api/devices');
       list = a.devices;
       summary.textContent = `${count(a.online)} online · ${count(list.length)} known`;
+      try {
+        neigh = (await api('/api/neighbours')).neighbours;
+        neighErr = '';
+      } catch (e) {
+        neigh = [];
+        neighErr = `Cannot load the neighbours: ${e.message}`;
+      }
       render();
     } catch (e) {
       replace(tbody, h('tr', {}, h('td', { colspan: 9, class: 'empty' }, `Cannot load the devices: ${e.message}`)));

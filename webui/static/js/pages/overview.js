@@ -12,6 +12,7 @@ const DROP_NAMES = {
   rules: 'Dropped by rules',
   nat_table_full: 'NAT table full',
   malformed: 'Malformed frames',
+  nat_ipv6: 'Dropped by the IPv6 router',
 };
 
 function tile(label, id, href) {
@@ -32,6 +33,56 @@ function set(id, text, value, sub) {
 
 const until = (t) => (t ? duration((Date.parse(t) - Date.now()) / 1000) : '–');
 
+// Global (not link-local) IPv6 addresses.
+const globals = (addrs) => (addrs || []).filter((a) => !a.toLowerCase().startsWith('fe80:'));
+
+// lifetimes is "valid 1h 59m · preferred 59m" of an IPv6 prefix, or "deprecated" past its preferred lifetime.
+function lifetimes(p) {
+  if (!p.valid) return '';
+  const pref = p.preferred && Date.parse(p.preferred) > Date.now() ? `preferred ${until(p.preferred)}` : 'deprecated';
+  return `valid ${until(p.valid)} · ${pref}`;
+}
+
+const DHCPV6 = { bound: 'ok', requesting: 'warn', none: 'bad' };
+
+// ipv6WANRows are the WAN card's IPv6 rows: the DHCPv6 state, the delegated prefixes with their lifetimes, the
+// box's WAN address and the IPv6 gateway.
+function ipv6WANRows(v6) {
+  if (!v6) return [];
+  const state = v6.dhcpv6_client && v6.dhcpv6_client !== v6.dhcpv6 ? `${v6.dhcpv6} (${v6.dhcpv6_client})` : v6.dhcpv6;
+  const del = v6.delegated || [];
+  const wan = globals(v6.wan_addresses);
+  return [
+    ['DHCPv6', h('span', { class: `pill ${DHCPV6[v6.dhcpv6] || ''}` }, state), 'wan-dhcpv6'],
+    ['IPv6 prefix', del.length ? del.map((p) => h('div', { 'data-prefix': p.prefix }, h('span', { class: 'mono' }, p.prefix),
+      h('div', { class: 'muted' }, lifetimes(p)))) : 'none delegated', 'wan-ipv6-prefix'],
+    wan.length ? ['IPv6 address', h('span', { class: 'mono' }, wan.join(', ')), 'wan-ipv6-address'] : null,
+    ['IPv6 gateway', v6.gateway ? h('span', { class: 'mono' }, v6.gateway) : '–', 'wan-ipv6-gateway'],
+  ];
+}
+
+// lanCard renders the LAN side: the DHCP pool, the LAN's IPv6 /64 (and deprecated ones still valid), the box's
+// IPv6 addresses and the IPv6 router's tables.
+function lanCard(el, r, counters) {
+  const d = r.dhcp;
+  const v6 = r.ipv6;
+  const lan = v6 ? v6.lan || [] : [];
+  const cur = lan.filter((p) => !p.deprecated);
+  const dep = lan.filter((p) => p.deprecated);
+  const addrs = v6 ? globals(v6.lan_addresses) : [];
+  const prefixRows = (ps) => ps.map((p) => h('div', { 'data-prefix': p.prefix }, h('span', { class: 'mono' }, p.prefix), h('div', { class: 'muted' }, lifetimes(p))));
+  const rows = [
+    ['DHCP pool', d.enabled ? `${d.pool_start} – ${d.pool_end} · ${count(d.leases_in_use)} of ${count(d.pool_size)} in use` : 'DHCP server off', 'lan-dhcp'],
+    v6 ? ['IPv6 prefix', cur.length ? prefixRows(cur) : 'none (no delegation)', 'lan-ipv6-prefix'] : ['IPv6', 'off', 'lan-ipv6-prefix'],
+    dep.length ? ['Deprecated', prefixRows(dep), 'lan-ipv6-deprecated'] : null,
+    addrs.length ? ['IPv6 address', h('span', { class: 'mono' }, addrs.join(', ')), 'lan-ipv6-address'] : null,
+    v6 && counters ? ['IPv6 tables', `${count(counters.conns)} connections · ${count(counters.neighbours)} neighbours`, 'lan-ipv6-tables'] : null,
+  ].filter(Boolean);
+  replace(el,
+    h('div', { class: 'port-head' }, h('span', { class: 'name' }, 'LAN'), h('span', { class: 'iface' }, v6 ? 'IPv4 · IPv6' : 'IPv4')),
+    h('dl', { class: 'kv' }, rows.map(([k, v, id]) => [h('dt', {}, k), h('dd', { id }, v)])));
+}
+
 // wanCard renders the router's WAN, Internet, DHCP, DNS and time status.
 function wanCard(el, r) {
   const w = r.wan;
@@ -46,6 +97,7 @@ function wanCard(el, r) {
     ['Internet', inet.probe ? (inet.reachable ? `reachable · ${(1000 * inet.rtt_s).toFixed(1)} ms (${inet.probe})` : `not reachable (${inet.probe})`) : 'not probed', 'wan-internet'],
     ['Clock', r.time.synced ? `synced with ${r.time.server || 'NTP'}, offset ${(1000 * r.time.offset_s).toFixed(1)} ms` : 'not synced'],
     ['DNS server', r.dns.enabled ? `${count(r.dns.queries)} queries · ${r.dns.queries ? Math.round((100 * r.dns.cache_hits) / r.dns.queries) : 0}% from cache` : 'off'],
+    ...ipv6WANRows(r.ipv6),
   ].filter(Boolean);
   replace(el,
     h('div', { class: 'port-head' }, h('span', { class: 'name' }, 'WAN'), h('span', { class: 'iface' }, `${w.port || ''} · ${w.mode}`),
@@ -58,6 +110,7 @@ export default function overview(el, { info, stream }) {
   const alarm = h('div', { class: 'alarm', id: 'loop-alarm', role: 'alert', hidden: true });
   const alarms = h('ul', { class: 'alarms', id: 'alarms', 'aria-label': 'alarms', hidden: true });
   const wan = h('div', { class: 'card', id: 'wan', hidden: true });
+  const lan = h('div', { class: 'card', id: 'lan', hidden: true });
   const drops = h('div', { class: 'bars', id: 'drops' });
   const cpus = h('div', { class: 'bars', id: 'cpus' });
   const irqs = h('div', { class: 'bars', id: 'irqs' });
@@ -87,7 +140,7 @@ export default function overview(el, { info, stream }) {
         tile('Fast path', 'fast-path'),
         tile('Worker restarts', 'restarts'),
       ),
-      wan,
+      h('div', { class: 'grid wide', id: 'sides' }, wan, lan),
       ports,
       h('div', { class: 'row chart-controls' }, h('h2', {}, 'History'), h('span', { class: 'spacer' }),
         h('div', { class: 'tabs', role: 'group', 'aria-label': 'time range' }, rangeBtns),
@@ -256,6 +309,8 @@ export default function overview(el, { info, stream }) {
     if (msg.router) {
       wan.hidden = false;
       wanCard(wan, msg.router);
+      lan.hidden = false;
+      lanCard(lan, msg.router, msg.ipv6);
       const wp = msg.ports.find((p) => p.name === msg.router.wan.port);
       set('wan-down', wp ? fmtBPS(wp.rx_bps) : '–', wp ? wp.rx_bps : 0, wp ? fmtPPS(wp.rx_pps) : '');
       set('wan-up', wp ? fmtBPS(wp.tx_bps) : '–', wp ? wp.tx_bps : 0, wp ? fmtPPS(wp.tx_pps) : '');

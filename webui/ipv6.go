@@ -1,0 +1,97 @@
+package webui
+
+import (
+	"net/netip"
+	"time"
+)
+
+// DHCPv6 states of IPv6Status.DHCPv6.
+const (
+	DHCPv6Bound      = "bound"      // a delegation is held (renewing and rebinding it included)
+	DHCPv6Requesting = "requesting" // soliciting or requesting a delegation, none held
+	DHCPv6None       = "none"       // no DHCPv6 client runs
+)
+
+// ConnKindRouted is the Kind of an IPv6 connection: routed, not
+// translated (its Src and Dst are the addresses on the wire, NATSrc and
+// NATDst are unset). Such connections have ID 0: they are listed, not
+// deleted.
+const ConnKindRouted = "routed"
+
+// IPv6Status is the router's IPv6 side (RouterStatus.IPv6, nil while the
+// router routes no IPv6): the WAN's DHCPv6 prefix delegation, the LAN's
+// /64s, the box's own addresses and the WAN's next hop.
+type IPv6Status struct {
+	// DHCPv6 is DHCPv6Bound, DHCPv6Requesting or DHCPv6None; ClientState
+	// is the client's RFC 8415 state (soliciting, requesting, bound,
+	// renewing, rebinding), empty without a client.
+	DHCPv6      string `json:"dhcpv6"`
+	ClientState string `json:"dhcpv6_client,omitempty"`
+	// Server is the DHCPv6 server of the lease (its link-local address).
+	Server netip.Addr `json:"server,omitzero"`
+	// T1 and T2 are when the lease is renewed and rebound.
+	T1 time.Time `json:"t1,omitzero"`
+	T2 time.Time `json:"t2,omitzero"`
+	// Delegated are the prefixes the ISP delegated, with their lifetimes.
+	Delegated []IPv6Prefix `json:"delegated"`
+	// LAN are the LAN's /64s: the one announced now first, then the
+	// deprecated ones of earlier delegations that are still valid.
+	LAN []IPv6Prefix `json:"lan"`
+	// WANAddresses and LANAddresses are the box's own addresses on each
+	// side, link-local first.
+	WANAddresses []netip.Addr `json:"wan_addresses"`
+	LANAddresses []netip.Addr `json:"lan_addresses"`
+	// Gateway is the WAN next hop in use (configured, or learnt from the
+	// ISP's router advertisements); invalid while there is none.
+	Gateway netip.Addr `json:"gateway,omitzero"`
+	// DNS are the lease's name servers (option 23).
+	DNS []netip.Addr `json:"dns"`
+}
+
+// IPv6Prefix is a prefix and until when it may be used: after Preferred
+// it is deprecated (no new addresses or connections), after Valid gone.
+type IPv6Prefix struct {
+	Prefix    netip.Prefix `json:"prefix"`
+	Preferred time.Time    `json:"preferred,omitzero"`
+	Valid     time.Time    `json:"valid,omitzero"`
+	// Deprecated: a LAN /64 of an earlier delegation, no longer
+	// announced as preferred.
+	Deprecated bool `json:"deprecated,omitempty"`
+}
+
+// IPv6Counters are the IPv6 router's tables and counters (Snapshot.IPv6,
+// nil without an IPv6 router).
+type IPv6Counters struct {
+	// Forwarded counts the frames routed between the LAN and the WAN.
+	Forwarded uint64 `json:"forwarded"`
+	// Drops are the IPv6 router's drops by reason (package route6's
+	// names: firewall, martian, no_route, ...), the ICMPv6 errors the box
+	// answered included.
+	Drops []DropStat `json:"drops"`
+	// Conns are the live connections of the IPv6 firewall, Neighbours the
+	// entries of its neighbour cache.
+	Conns      int `json:"conns"`
+	Neighbours int `json:"neighbours"`
+}
+
+// fillNilIPv6 makes the lists of st empty rather than null in JSON.
+func fillNilIPv6(st *IPv6Status) {
+	if st == nil {
+		return
+	}
+	if st.Delegated == nil {
+		st.Delegated = []IPv6Prefix{}
+	}
+	if st.LAN == nil {
+		st.LAN = []IPv6Prefix{}
+	}
+	if st.WANAddresses == nil {
+		st.WANAddresses = []netip.Addr{}
+	}
+	if st.LANAddresses == nil {
+		st.LANAddresses = []netip.Addr{}
+	}
+	if st.DNS == nil {
+		st.DNS = []netip.Addr{}
+	}
+}
