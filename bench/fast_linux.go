@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"e1kbox/appliance/dataplane/afpacket"
@@ -35,6 +37,16 @@ func (h *harness) establish(ctx context.Context, p Path, pl cpuPlace) error {
 	}
 	replies := make([][]byte, h.flows)
 	for i := range replies {
+		if p.IPv6 {
+			// From the server's discard port to the flow's, untranslated.
+			f, err := udpFrame6(minFrame, macS0, macB1, ipv6ServerIP, ipv6GenIP, udpDport, firstSport)
+			if err != nil {
+				return err
+			}
+			setDport6(f, i)
+			replies[i] = f
+			continue
+		}
 		f, err := udpFrame(minFrame, macS0, macB1, natServerIP, natWAN.Addr())
 		if err != nil {
 			return err
@@ -143,7 +155,7 @@ func (h *harness) fastFlows(p Path) int {
 // off returns at once.
 func (h *harness) warmFast(ctx context.Context, p Path, pl cpuPlace) (fastState, error) {
 	var st fastState
-	if p.Kind != kindE1kbox || p.FastPath == "off" {
+	if p.Kind != kindE1kbox || p.workerForwards() {
 		return st, nil
 	}
 	spec, err := h.genFor(p, pl, minFrame, 100000)
@@ -181,4 +193,35 @@ func (h *harness) warmFast(ctx context.Context, p Path, pl cpuPlace) (fastState,
 				p.Name, fs.NATFlows, fs.Pairs, fs.Microflows, want, fs.Punts)
 		}
 	}
+}
+
+// ipv6State is the part of /api/dataplane the IPv6 paths read: the
+// appliance's IPv6 router.
+type ipv6State struct {
+	IPv6 *struct {
+		LAN     []string          `json:"lan"`
+		Gateway string            `json:"gateway"`
+		Conns   int               `json:"conns"`
+		Actions map[string]uint64 `json:"actions"`
+		Drops   map[string]uint64 `json:"drops"`
+	} `json:"ipv6"`
+}
+
+// check says whether the appliance routed the IPv6 path as the harness
+// set it up: the static prefix's first /64 on the LAN, the sink as the
+// next hop and a connection for (nearly) every flow.
+func (s ipv6State) check(flows int) error {
+	v := s.IPv6
+	lan := netip.PrefixFrom(ipv6Prefix.Addr(), 64).String()
+	switch {
+	case v == nil:
+		return errors.New("the appliance routes no IPv6")
+	case len(v.LAN) != 1 || v.LAN[0] != lan:
+		return fmt.Errorf("the appliance's IPv6 LAN prefixes are %v, want %s", v.LAN, lan)
+	case v.Gateway != ipv6Gateway.String():
+		return fmt.Errorf("the appliance's IPv6 next hop is %q, want %s", v.Gateway, ipv6Gateway)
+	case v.Conns < flows*99/100:
+		return fmt.Errorf("the appliance's IPv6 router tracks %d connections, want %d (drops %v)", v.Conns, flows, v.Drops)
+	}
+	return nil
 }
