@@ -262,4 +262,24 @@ func TestIPv6StaticPrefix(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(l.dir, "dhcp6-lease.json")); !os.IsNotExist(err) {
 		t.Errorf("a DHCPv6 lease file with a static prefix: %v", err)
 	}
+
+	// Live: another prefix and a global next hop. The IPv6 router keeps
+	// its connections (no restart), h1 moves to the new /64 and its old
+	// address is deprecated.
+	static2 := netip.MustParsePrefix("2001:db8:7800::/48")
+	gw2 := netip.MustParseAddr("2001:db8:64::1")
+	isp.IP(t, "-6", "route", "replace", static2.String(), "via", dataplane.LinkLocal([6]byte(mac)).String(), "dev", "eth0")
+	l.apply(t, strings.Replace(cfg, `"`+static.String()+`", "gateway": "`+gw.String()+`"`, `"`+static2.String()+`", "gateway": "`+gw2.String()+`"`, 1), true)
+	eventually(t, 5*time.Second, "the new prefix and gateway in the snapshot", func() (bool, string) {
+		st := l.stats(t).IPv6
+		return st != nil && st.Gateway == gw2.String() && len(st.Delegated) == 1 && st.Delegated[0] == static2, fmt.Sprintf("%+v", st)
+	})
+	if st := l.stats(t).IPv6; st.Conns == 0 {
+		t.Errorf("no IPv6 connections after the live change: the router restarted (%+v)", st)
+	}
+	h1b := v.slaac(t, static2)
+	v.reach(t, h1b)
+	if out := l.mustHost(t, 1, "ip", "-6", "addr", "show", "dev", "eth0"); !strings.Contains(out, h1.String()+"/64 scope global deprecated") {
+		t.Errorf("h1's address in the old prefix is not deprecated:\n%s", out)
+	}
 }
