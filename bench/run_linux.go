@@ -328,7 +328,7 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 		return nil, err
 	}
 	if p.NAT {
-		if err := h.establish(ctx, p, pl); err != nil {
+		if err := h.establishChecked(ctx, p, pl, fmt.Sprintf("rep %d/%d %s", r, o.reps, p.Name), progress); err != nil {
 			return nil, err
 		}
 	}
