@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"e1kbox/appliance/dataplane"
 	"e1kbox/internal/keatest"
 	"e1kbox/internal/netnstest"
@@ -297,4 +300,78 @@ func grepLines(s, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestIPv6StaticPrefix runs the box with a static prefix and gateway
+// (ipv6.prefix, ipv6.gateway) behind an ISP with neither a DHCPv6 server
+// nor router advertisements: h1 autoconfigures from the box's RAs in the
+// prefix's first /64 and reaches the ISP's server with its own address
+// through the configured link-local next hop; no DHCPv6 client runs.
+func TestIPv6StaticPrefix(t *testing.T) {
+	requireNetns(t)
+	testenv.Require(t, "curl")
+	const ispMAC = "02:64:00:00:00:01"
+	static := netip.MustParsePrefix("2001:db8:7700::/48")
+	gw := netip.MustParseAddr("fe80::64:ff:fe00:1") // EUI-64 of ispMAC
+	l := &lab{t: t, dir: t.TempDir()}
+	l.box = netnstest.New(t, "ip6s-b")
+	isp := netnstest.New(t, "ip6s-i")
+	h := netnstest.New(t, "ip6s-h")
+	for _, ns := range []*netnstest.Namespace{l.box, isp, h} {
+		ns.IP(t, "link", "set", "lo", "up")
+		ns.Sysctl(t, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
+	}
+	isp.Sysctl(t, "net.ipv6.conf.all.forwarding=1")
+	noOff := []string{"gro", "gso", "tso", "tx", "rx"}
+	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p1", Off: noOff, Up: true},
+		netnstest.End{NS: isp, Name: "eth0", Off: noOff, MAC: ispMAC, Addrs: []string{"100.64.0.1/24", "2001:db8:64::1/64"}, Up: true})
+	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p2", Off: noOff, Up: true},
+		netnstest.End{NS: h, Name: "eth0", Off: noOff, MAC: "02:78:00:00:00:01", Up: true})
+	l.hosts = []*netnstest.Namespace{h}
+	mac, _ := net.ParseMAC(strings.Fields(l.box.IP(t, "-br", "link", "show", "p1"))[2])
+	isp.IP(t, "-6", "route", "replace", static.String(), "via", dataplane.LinkLocal([6]byte(mac)).String(), "dev", "eth0")
+	serveHTTP(t, isp, "[2001:db8:64::1]:8080")
+	cfg := strings.Replace(v6Config, `"time":`, `"ipv6": {"prefix": "`+static.String()+`", "gateway": "`+gw.String()+`"},
+  "time":`, 1)
+	cfgPath := filepath.Join(l.dir, "config.json")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.start("-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
+
+	v := &v6Lab{lab: l}
+	h1 := v.slaac(t, static)
+	v.reach(t, h1)
+	st := l.stats(t).IPv6
+	want := &dataplane.IPv6Stats{LAN: []netip.Prefix{netip.PrefixFrom(static.Addr(), 64)}, Delegated: []netip.Prefix{static}, Gateway: gw.String()}
+	if st == nil {
+		t.Fatal("the snapshot has no ipv6 section")
+	}
+	got := &dataplane.IPv6Stats{LAN: st.LAN, Delegated: st.Delegated, Gateway: st.Gateway}
+	if diff := cmp.Diff(want, got, cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+		t.Errorf("the snapshot's ipv6 prefixes and gateway (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(l.dir, "dhcp6-lease.json")); !os.IsNotExist(err) {
+		t.Errorf("a DHCPv6 lease file with a static prefix: %v", err)
+	}
+
+	// Live: another prefix and a global next hop. The IPv6 router keeps
+	// its connections (no restart), h1 moves to the new /64 and its old
+	// address is deprecated.
+	static2 := netip.MustParsePrefix("2001:db8:7800::/48")
+	gw2 := netip.MustParseAddr("2001:db8:64::1")
+	isp.IP(t, "-6", "route", "replace", static2.String(), "via", dataplane.LinkLocal([6]byte(mac)).String(), "dev", "eth0")
+	l.apply(t, strings.Replace(cfg, `"`+static.String()+`", "gateway": "`+gw.String()+`"`, `"`+static2.String()+`", "gateway": "`+gw2.String()+`"`, 1), true)
+	eventually(t, 5*time.Second, "the new prefix and gateway in the snapshot", func() (bool, string) {
+		st := l.stats(t).IPv6
+		return st != nil && st.Gateway == gw2.String() && len(st.Delegated) == 1 && st.Delegated[0] == static2, fmt.Sprintf("%+v", st)
+	})
+	if st := l.stats(t).IPv6; st.Conns == 0 {
+		t.Errorf("no IPv6 connections after the live change: the router restarted (%+v)", st)
+	}
+	h1b := v.slaac(t, static2)
+	v.reach(t, h1b)
+	if out := l.mustHost(t, 1, "ip", "-6", "addr", "show", "dev", "eth0"); !strings.Contains(out, h1.String()+"/64 scope global deprecated") {
+		t.Errorf("h1's address in the old prefix is not deprecated:\n%s", out)
+	}
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // ipv6Services are the router's IPv6 services in NAT mode (ipv6.enabled):
-// the WAN's DHCPv6 client asking for a delegated prefix and the LAN's
+// the WAN's DHCPv6 client asking for a delegated prefix (none with a
+// static ipv6.prefix, which stands for a delegation) and the LAN's
 // router advertisement daemon on the box's stack (the host port). A
 // delegation gives the LAN its first /64: the IPv6 router (through
 // onPrefixes, the plane's SetIPv6) routes it and the daemon announces it,
@@ -49,6 +50,9 @@ func (r *router) v6Loop() {
 			if r.v6.client.on && r.v6.lease != nil {
 				r.v6.lease = r.v6.client.s.Current()
 				r.applyDelegation()
+			} else if ipv6On(r.cfg) && r.cfg.IPv6.HasStaticPrefix() {
+				r.v6.lease = staticLease(r.cfg.IPv6.Prefix, time.Now())
+				r.applyDelegation()
 			}
 			r.mu.Unlock()
 			continue
@@ -76,8 +80,13 @@ func (r *router) applyIPv6() error {
 	}
 	v := &r.v6
 	at := p.Interface + " " + mac.String() + " " + strconv.Itoa(r.cfg.IPv6.PrefixLength)
-	if !v.client.on || v.clientAt != at {
+	if r.cfg.IPv6.HasStaticPrefix() {
+		// A static prefix: no client, the prefix is the lease.
 		r.stopClient6()
+		v.lease = staticLease(r.cfg.IPv6.Prefix, time.Now())
+	} else if !v.client.on || v.clientAt != at {
+		r.stopClient6()
+		v.lease = nil // the static prefix's, if it had one
 		c, err := dhcp6c.New(dhcp6c.Config{Interface: p.Interface, MAC: mac, StateDir: r.state,
 			PrefixLength: r.cfg.IPv6.PrefixLength}, r.log.With("service", "wan-dhcpv6"))
 		if err != nil {
@@ -161,6 +170,18 @@ func (r *router) applyDelegation() {
 	if v.onPrefixes != nil {
 		v.onPrefixes(routed, delegated)
 	}
+}
+
+// staticLifetime is the valid lifetime of a static prefix, renewed every
+// v6Refresh (preferred: half of it), so that a prefix changed in the
+// config is routed and deprecated no longer than a delegation's would be.
+const staticLifetime = 2 * time.Hour
+
+// staticLease is the delegation a static prefix (ipv6.prefix) stands for
+// at now.
+func staticLease(p netip.Prefix, now time.Time) *dhcp6c.Lease {
+	return &dhcp6c.Lease{Prefixes: []dhcp6c.Prefix{{Prefix: p.Masked(),
+		Preferred: now.Add(staticLifetime / 2), Valid: now.Add(staticLifetime)}}, Obtained: now}
 }
 
 // stopIPv6 stops the IPv6 services; nothing is routed or announced.

@@ -58,6 +58,17 @@ func (h *harness) setup(ctx context.Context, p Path, pl cpuPlace) (*box, error) 
 		defer cancel()
 		return h.t.natSink(ctx, false)
 	}
+	if p.IPv6 {
+		undo4 := undo
+		undo = func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			return errors.Join(h.t.ipv6Ends(ctx, p, false), undo4())
+		}
+		if err := h.t.ipv6Ends(ctx, p, true); err != nil {
+			return nil, errors.Join(err, undo())
+		}
+	}
 	b, err := h.setupPath(ctx, p)
 	if err != nil {
 		return nil, errors.Join(err, undo())
@@ -78,6 +89,9 @@ func (h *harness) setupPath(ctx context.Context, p Path) (*box, error) {
 	case kindDirect:
 		return &box{}, nil
 	case kindKernel:
+		if p.IPv6 {
+			return h.kernelIPv6(ctx, p)
+		}
 		if p.NAT {
 			return h.kernelNAT(ctx, p)
 		}
@@ -177,6 +191,90 @@ func (h *harness) kernelNAT(ctx context.Context, p Path) (*box, error) {
 		return nil, fmt.Errorf("%s: %w", p.Name, err)
 	}
 	return b, nil
+}
+
+// kernelIPv6 makes the box namespace an IPv6 router between b0 (LAN,
+// ipv6RouterIP) and b1 (WAN, its link-local address; the default route
+// via the sink's link-local address) with the stateful nftables ruleset.
+// The neighbours (the sink as the gateway, the generator for the
+// replies) are static, as the IPv4 kernel NAT's gateway is.
+func (h *harness) kernelIPv6(ctx context.Context, p Path) (*box, error) {
+	ns := h.t.box
+	b := &box{close: func() error {
+		var errs []error
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for _, s := range [][]string{
+			{"nft", "flush", "ruleset"},
+			// Turning IPv6 off drops the ports' addresses, routes and
+			// neighbours.
+			{"sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=0", "net.ipv6.conf." + natLANPort + ".disable_ipv6=1",
+				"net.ipv6.conf." + natWANPort + ".disable_ipv6=1"},
+		} {
+			if _, err := nsRun(ctx, ns, s...); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}}
+	steps := [][]string{
+		{"sysctl", "-q", "-w", "net.ipv6.conf." + natLANPort + ".accept_dad=0", "net.ipv6.conf." + natWANPort + ".accept_dad=0",
+			"net.ipv6.conf." + natLANPort + ".disable_ipv6=0", "net.ipv6.conf." + natWANPort + ".disable_ipv6=0",
+			"net.ipv6.conf.all.forwarding=1"},
+		{"ip", "-6", "addr", "add", ipv6RouterIP.String(), "dev", natLANPort, "nodad"},
+		{"ip", "-6", "neigh", "replace", ipv6Gateway.String(), "lladdr", macS0.String(), "dev", natWANPort, "nud", "permanent"},
+		{"ip", "-6", "neigh", "replace", ipv6GenIP.String(), "lladdr", macG0.String(), "dev", natLANPort, "nud", "permanent"},
+		{"ip", "-6", "route", "add", "default", "via", ipv6Gateway.String(), "dev", natWANPort},
+	}
+	for _, s := range steps {
+		if _, err := nsRun(ctx, ns, s...); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
+		}
+	}
+	if err := nftLoad(ctx, ns, nftRules(p)); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	return b, nil
+}
+
+// ipv6Ends turns IPv6 on (off: off again) where the IPv6 paths need the
+// kernel's: on the generator's g0 with ipv6GenIP (it answers the
+// appliance's neighbour solicitations for the replies of establish), on
+// the sink's s0 (its link-local address is the WAN next hop, and its
+// counting chain lets neighbour discovery through to the stack so that
+// it answers the appliance's), and, for the appliance, for the box
+// namespace's new interfaces: the host port's TAP, where its router
+// advertisement daemon runs (b0 and b1 keep IPv6 off: the appliance
+// answers on them).
+func (t *topo) ipv6Ends(ctx context.Context, p Path, on bool) error {
+	v := map[bool]string{true: "0", false: "1"}[on]
+	var errs []error
+	runs := [][]string{
+		{t.gen, "sysctl", "-q", "-w", "net.ipv6.conf.g0.accept_dad=0", "net.ipv6.conf.g0.disable_ipv6=" + v},
+		{t.sink, "sysctl", "-q", "-w", "net.ipv6.conf.s0.accept_dad=0", "net.ipv6.conf.s0.disable_ipv6=" + v},
+	}
+	if p.Kind == kindE1kbox {
+		runs = append(runs, []string{t.box, "sysctl", "-q", "-w", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.default.disable_ipv6=" + v})
+	}
+	if on {
+		runs = append(runs, []string{t.gen, "ip", "-6", "addr", "add", netip.PrefixFrom(ipv6GenIP, 64).String(), "dev", "g0", "nodad"})
+	}
+	for _, r := range runs {
+		if _, err := nsRun(ctx, r[0], r[1:]...); err != nil {
+			errs = append(errs, fmt.Errorf("ipv6: %w", err))
+		}
+	}
+	script := "flush chain netdev sink in0\nadd rule netdev sink in0 ether type arp accept\n"
+	if on {
+		script += "add rule netdev sink in0 meta protocol ip6 icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n"
+	}
+	script += "add rule netdev sink in0 counter name \"rx\" drop\n"
+	if err := nftLoad(ctx, t.sink, script); err != nil {
+		errs = append(errs, fmt.Errorf("ipv6 sink: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // natSink makes the sink the NAT paths' gateway: s0 gets the gateway

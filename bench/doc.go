@@ -27,6 +27,18 @@
 // authenticated WebSocket clients reading the dashboard's /api/stream;
 // their ratios are against the same bridge whose dashboard runs with no
 // clients.
+// The IPv6 paths send UDP/IPv6 (frames of at least 66 B, the smallest
+// such frame) from the LAN side to a server beyond the WAN next hop, the
+// sink's link-local address: the kernel routing IPv6 (forwarding on, the
+// neighbours static) with an nftables inet forward chain that accepts
+// established and related packets, drops invalid ones, accepts new
+// connections from the LAN to the WAN and drops the rest; and the
+// appliance in NAT mode with a static ipv6.prefix and ipv6.gateway, bare
+// (ratio against the kernel's IPv6 row) and with N non-matching ip6
+// rules (ratio against itself bare). As on the NAT paths, the sink
+// answers every flow once before the measurement, so both see them
+// established; the sink's counting chain lets neighbour discovery
+// through so that the appliance resolves its next hop.
 // Every path is measured in the same sitting, repetitions interleaved,
 // and the table shows medians with the ratio to the kernel bridge (or
 // the path's own baseline, named in the cell).

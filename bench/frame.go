@@ -107,6 +107,69 @@ func learnFrame(src net.HardwareAddr) []byte {
 	return frametest.Pad(frametest.Eth([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, [6]byte(src), 0x88b5))
 }
 
+// Frame layout of the generated UDP/IPv6 frames.
+const (
+	ipv6Len     = 40
+	sportOff6   = ethLen + ipv6Len
+	udpSumOff6  = sportOff6 + 6
+	minFrame6   = ethLen + ipv6Len + udpLen + fcsLen // 66: the IPv6 paths send it for smaller sizes
+	defaultHops = 64
+)
+
+// udpFrame6 returns a UDP/IPv6 frame like udpFrame, of size bytes
+// including the FCS but at least minFrame6, with its UDP checksum (IPv6
+// requires one, RFC 8200 8.1).
+func udpFrame6(size int, src, dst net.HardwareAddr, sip, dip netip.Addr, sport, dport uint16) ([]byte, error) {
+	size = max(size, minFrame6)
+	if size > maxFrame {
+		return nil, fmt.Errorf("frame size %d outside %d..%d", size, minFrame6, maxFrame)
+	}
+	if len(src) != 6 || len(dst) != 6 || !sip.Is6() || !dip.Is6() || sip.Is4In6() || dip.Is4In6() {
+		return nil, fmt.Errorf("frame addresses %v %v %v %v: want MACs and IPv6", src, dst, sip, dip)
+	}
+	payload := make([]byte, size-fcsLen-sportOff6-udpLen)
+	for i := range payload {
+		payload[i] = byte(sportOff6 + udpLen + i)
+	}
+	ip := frametest.IPv6{Src: sip.As16(), Dst: dip.As16(), HopLimit: defaultHops}
+	return frametest.Frame([6]byte(dst), [6]byte(src), frametest.EtherTypeIPv6, ip.UDPPacket(sport, dport, payload)), nil
+}
+
+// setFlow6 rewrites the UDP source port of a udpFrame6 for flow n (0-based,
+// below maxFlows) and updates its checksum.
+func setFlow6(f []byte, n int) { setPort6(f, sportOff6, uint16(firstSport+n)) }
+
+// setDport6 is setFlow6 for the destination port: a reply to flow n.
+func setDport6(f []byte, n int) { setPort6(f, sportOff6+2, uint16(firstSport+n)) }
+
+// setPort6 writes port at off of a udpFrame6 and updates the UDP
+// checksum (RFC 1624).
+func setPort6(f []byte, off int, port uint16) {
+	old := binary.BigEndian.Uint16(f[off:])
+	binary.BigEndian.PutUint16(f[off:], port)
+	sum := frame.Update16(binary.BigEndian.Uint16(f[udpSumOff6:]), old, port)
+	if sum == 0 {
+		sum = 0xffff // 0 is "no checksum", which IPv6 forbids; the same sum in one's complement
+	}
+	binary.BigEndian.PutUint16(f[udpSumOff6:], sum)
+}
+
+// linkLocal is the link-local address of mac by modified EUI-64, as the
+// kernel gives an interface with that MAC.
+func linkLocal(mac net.HardwareAddr) netip.Addr {
+	a := [16]byte{0: 0xfe, 1: 0x80, 8: mac[0] ^ 0x02, 9: mac[1], 10: mac[2], 11: 0xff, 12: 0xfe, 13: mac[3], 14: mac[4], 15: mac[5]}
+	return netip.AddrFrom16(a)
+}
+
+// ruleAddr6 is the address of the i-th non-matching ip6 rule:
+// 2001:db8:8000::1 on, never in ipv6Prefix.
+func ruleAddr6(i int) netip.Addr {
+	a := netip.MustParseAddr("2001:db8:8000::").As16()
+	n := uint32(i) + 1
+	a[12], a[13], a[14], a[15] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	return netip.AddrFrom16(a)
+}
+
 // ruleAddr is the address of the i-th non-matching rule: 10.128.0.1 on.
 func ruleAddr(i int) netip.Addr {
 	n := uint32(10)<<24 | uint32(128)<<16 + uint32(i) + 1

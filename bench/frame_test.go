@@ -129,3 +129,92 @@ func TestStamp(t *testing.T) {
 		t.Error("a short frame has a stamp")
 	}
 }
+
+// udp6Verifies reports whether the UDP checksum of a udpFrame6 verifies.
+func udp6Verifies(f []byte) bool {
+	udp := f[sportOff6:]
+	return frametest.Checksum(frametest.Pseudo6([16]byte(f[22:38]), [16]byte(f[38:54]), frametest.ProtoUDP, len(udp)), udp) == 0 &&
+		binary.BigEndian.Uint16(f[udpSumOff6:]) != 0
+}
+
+func TestUDPFrame6(t *testing.T) {
+	for _, tc := range []struct{ size, want int }{{64, 62}, {66, 62}, {67, 63}, {512, 508}, {1518, 1514}} {
+		f, err := udpFrame6(tc.size, macG0, macB0, ipv6GenIP, ipv6ServerIP, firstSport, udpDport)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f) != tc.want {
+			t.Errorf("size %d: frame of %d bytes, want %d", tc.size, len(f), tc.want)
+		}
+		var pf frame.Frame
+		if err := frame.Parse(f, &pf); err != nil {
+			t.Fatalf("size %d: %v", tc.size, err)
+		}
+		got := fmt.Sprintf("%x %x %v %v %v>%v hops %d", pf.Dst, pf.Src, pf.IsIPv6(), pf.Proto == frame.ProtoUDP,
+			netip.AddrFrom16(pf.IPv6.Src), netip.AddrFrom16(pf.IPv6.Dst), f[21])
+		want := fmt.Sprintf("%x %x true true %v>%v hops 64", [6]byte(macB0), [6]byte(macG0), ipv6GenIP, ipv6ServerIP)
+		if got != want {
+			t.Errorf("size %d: parsed %s, want %s", tc.size, got, want)
+		}
+		if pl := int(binary.BigEndian.Uint16(f[18:])); pl != tc.want-54 {
+			t.Errorf("size %d: payload length %d, want %d", tc.size, pl, tc.want-54)
+		}
+		if !udp6Verifies(f) {
+			t.Errorf("size %d: the UDP checksum does not verify", tc.size)
+		}
+		for _, n := range []int{0, 1, 1000, maxFlows - 1} {
+			setFlow6(f, n)
+			if sp := binary.BigEndian.Uint16(f[sportOff6:]); sp != uint16(firstSport+n) || !udp6Verifies(f) {
+				t.Errorf("size %d, setFlow6(%d): source port %d, checksum verifies %v", tc.size, n, sp, udp6Verifies(f))
+			}
+			setDport6(f, n)
+			if dp := binary.BigEndian.Uint16(f[sportOff6+2:]); dp != uint16(firstSport+n) || !udp6Verifies(f) {
+				t.Errorf("size %d, setDport6(%d): destination port %d, checksum verifies %v", tc.size, n, dp, udp6Verifies(f))
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		size     int
+		sip, dip netip.Addr
+	}{
+		{"too big", 1519, ipv6GenIP, ipv6ServerIP},
+		{"IPv4 source", 64, genIP, ipv6ServerIP},
+		{"IPv4-mapped destination", 64, ipv6GenIP, netip.MustParseAddr("::ffff:10.0.0.1")},
+	} {
+		if _, err := udpFrame6(tc.size, macG0, macB0, tc.sip, tc.dip, firstSport, udpDport); err == nil {
+			t.Errorf("%s: udpFrame6 succeeded", tc.name)
+		}
+	}
+}
+
+// FuzzSetFlow6 checks that the port rewrites keep any frame's UDP
+// checksum valid, whatever its payload and ports.
+func FuzzSetFlow6(f *testing.F) {
+	f.Add(0, 0, 100, byte(0))
+	f.Add(maxFlows-1, 12345, 0, byte(0xff))
+	f.Add(7, 1, 1400, byte(0x5a))
+	f.Fuzz(func(t *testing.T, n, m, payload int, fill byte) {
+		n, m = int(uint(n)%maxFlows), int(uint(m)%maxFlows)
+		size := minFrame6 + int(uint(payload)%(maxFrame-minFrame6+1))
+		fr, err := udpFrame6(size, macG0, macB0, ipv6GenIP, ipv6ServerIP, firstSport, udpDport)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := sportOff6 + udpLen; i < len(fr); i++ {
+			fr[i] = fill ^ byte(i)
+		}
+		// A fresh checksum over the new payload, then the rewrites.
+		binary.BigEndian.PutUint16(fr[udpSumOff6:], 0)
+		sum := frametest.Checksum(frametest.Pseudo6(ipv6GenIP.As16(), ipv6ServerIP.As16(), frametest.ProtoUDP, len(fr)-sportOff6), fr[sportOff6:])
+		if sum == 0 {
+			sum = 0xffff
+		}
+		binary.BigEndian.PutUint16(fr[udpSumOff6:], sum)
+		setFlow6(fr, n)
+		setDport6(fr, m)
+		if !udp6Verifies(fr) {
+			t.Fatalf("setFlow6(%d), setDport6(%d) on %d bytes: the checksum does not verify", n, m, size)
+		}
+	})
+}

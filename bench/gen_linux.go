@@ -34,6 +34,8 @@ type genSpec struct {
 	Fresh bool
 	// FreshBase is the first Fresh tuple's number.
 	FreshBase uint64
+	// IPv6: Frame is a udpFrame6 (flows by setFlow6; no Fresh or Stamp).
+	IPv6 bool
 	// Tick is a paced generator's sleep (0: genTick); shorter ticks send
 	// smaller bursts.
 	Tick time.Duration
@@ -121,7 +123,9 @@ func (g *generator) loop(s *afpacket.Socket, spec genSpec) error {
 				break // ring full: flush first
 			}
 			copy(b, spec.Frame)
-			if spec.Fresh {
+			if spec.IPv6 {
+				setFlow6(b, flow)
+			} else if spec.Fresh {
 				setFresh(b, spec.FreshBase+queued)
 			} else {
 				setFlow(b, flow)

@@ -79,6 +79,12 @@ func (h *harness) genFor(p Path, pl cpuPlace, size int, rate float64) (genSpec, 
 	switch {
 	case p.Kind == kindDirect:
 		iface, dst, src = "g1", macS1, macG1
+	case p.IPv6:
+		f, err := udpFrame6(size, src, macB0, ipv6GenIP, ipv6ServerIP, firstSport, udpDport)
+		if err != nil {
+			return genSpec{}, err
+		}
+		return genSpec{NS: h.t.gen, Iface: iface, CPU: pl.Gen, Frame: f, Flows: h.flows, Rate: rate, Ring: h.genRing, IPv6: true}, nil
 	case p.NAT:
 		// To the router's LAN MAC: b0's, which both the kernel and the
 		// appliance (its LAN port's MAC) answer on.

@@ -55,6 +55,11 @@ type Path struct {
 	// FW4 loads the OpenWrt-like ruleset (fw4Rules) instead of NftRules,
 	// or, for e1kbox, its e1kbox equivalent.
 	FW4 bool
+	// IPv6 (with NAT) routes UDP/IPv6 from the LAN side to the WAN side
+	// instead of masquerading IPv4: the kernel forwarding IPv6 with the
+	// stateful nftables ruleset (nftRules6), or the appliance in NAT mode
+	// with the static prefix ipv6Prefix; Rules are then ip6 rules.
+	IPv6 bool
 	// Latency measures one-way latency at fractions of the path's
 	// capacity (latencyLoads); ConnRate the new NAT connections per
 	// second it carries and the latency of new flows' first packets.
@@ -67,6 +72,8 @@ const (
 	kernelName    = "kernel bridge"
 	kernelNATName = "kernel NAT"
 	e1kboxName    = "e1kbox bridge"
+	kernel6Name   = "kernel IPv6 routing + nft stateful"
+	e1kbox6Name   = "e1kbox ipv6"
 )
 
 // wsClients is the number of dashboard clients of the WebSocket row.
@@ -94,7 +101,11 @@ func countName(n int) string {
 // the same bridge without them; with the fast path off every frame
 // crosses the worker, so the clients' cost shows in its rate). Latency is measured on the bare kernel and default-placement
 // e1kbox paths (fast path on, off, and off with the old block rings), the
-// connection rate on the bare NAT paths.
+// connection rate on the bare NAT paths. Last the IPv6 paths: the kernel
+// routing IPv6 with the stateful nftables ruleset, and the appliance in
+// NAT mode with a static prefix at the first placement, bare (ratio
+// against the kernel's) and with the largest count of ip6 rules (ratio
+// against itself bare).
 func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 	paths := []Path{{Name: directName, Kind: kindDirect}, {Name: kernelName, Kind: kindKernel, Latency: true}}
 	most := 0
@@ -159,8 +170,27 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 		paths = append(paths, Path{Name: e1kboxName + fastPathOffSuffix + ws, Kind: kindE1kbox, FastPath: "off",
 			Placement: tuning.DefaultPlacement, WSClients: wsClients, Baseline: e1kboxName + fastPathOffSuffix})
 	}
+	paths = append(paths, Path{Name: kernel6Name, Kind: kindKernel, NAT: true, IPv6: true})
+	if len(placements) > 0 {
+		pl := placements[0]
+		name := e1kbox6Name
+		if pl != tuning.DefaultPlacement {
+			name += " " + string(pl)
+		}
+		paths = append(paths, Path{Name: name, Kind: kindE1kbox, NAT: true, IPv6: true, Placement: pl, Baseline: kernel6Name})
+		if most > 0 {
+			paths = append(paths, Path{Name: name + " + " + countName(most) + " rules", Kind: kindE1kbox, NAT: true, IPv6: true,
+				Placement: pl, Rules: most, Baseline: name})
+		}
+	}
 	return paths
 }
+
+// workerForwards reports whether an e1kbox path's frames are the worker's
+// rather than the fast path's: with the fast path off, and for IPv6 (the
+// fast path takes IPv4 NAT flows and bridged pairs; routed IPv6 goes to
+// the rings).
+func (p Path) workerForwards() bool { return p.FastPath == "off" || p.IPv6 }
 
 // Suffixes of the path variants.
 const (
@@ -269,7 +299,7 @@ func placeFor(p Path, cpus tuning.CPUSet) (cpuPlace, error) {
 		// With the fast path the box's work is the receive CPU's (the
 		// worker sees only new flows and exceptions): the generator
 		// takes the worker's CPU, as it takes the kernel paths' spare one.
-		if p.Kind == kindE1kbox && p.FastPath != "off" && pl.Worker >= 0 && pl.Worker != pl.RX {
+		if p.Kind == kindE1kbox && !p.workerForwards() && pl.Worker >= 0 && pl.Worker != pl.RX {
 			pl.Gen = pl.Worker
 		}
 	}
@@ -295,6 +325,8 @@ const applianceListen = "127.0.0.1:8080"
 func nftRules(p Path) string {
 	var b strings.Builder
 	switch {
+	case p.IPv6:
+		return nftRules6(natLANPort, natWANPort)
 	case p.FW4:
 		return fw4Rules(natLANPort, natWANPort)
 	case p.NAT:
@@ -448,12 +480,40 @@ oif %[2]s accept
 `, lan, wan)
 }
 
+// nftRules6 is the IPv6 kernel path's ruleset, the stateful firewall
+// e1kbox's IPv6 router implements: in an inet-family forward chain,
+// established and related packets accepted, invalid ones dropped, new
+// connections from the LAN (lan) to the WAN (wan) accepted, the rest
+// dropped.
+func nftRules6(lan, wan string) string {
+	return fmt.Sprintf(`table inet e1kbench6 {
+	chain benchfwd {
+		type filter hook forward priority filter; policy drop;
+		ct state established,related accept
+		ct state invalid drop
+		iifname %q oifname %q ct state new accept
+		drop
+	}
+}
+`, lan, wan)
+}
+
 // e1kboxRules is the e1kbox rule text of a path: Rules non-matching
 // forward rules, the same addresses as the nftables rows.
 func e1kboxRules(n int) string {
 	var b strings.Builder
 	for i := range n {
 		fmt.Fprintf(&b, "ip saddr %s drop\n", ruleAddr(i))
+	}
+	return b.String()
+}
+
+// e1kboxRules6 is e1kboxRules for the IPv6 paths: n non-matching
+// "ip6 saddr" forward rules (ruleAddr6).
+func e1kboxRules6(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "ip6 saddr %s drop\n", ruleAddr6(i))
 	}
 	return b.String()
 }
@@ -470,6 +530,17 @@ var (
 	natServerIP            = netip.MustParseAddr("198.51.100.9")      // the destination, routed via the gateway
 )
 
+// The IPv6 paths' addressing: the LAN is the first /64 of the static
+// prefix, the generator a host in it; the sink is the WAN next hop (its
+// link-local address), the server beyond it.
+var (
+	ipv6Prefix   = netip.MustParsePrefix("2001:db8:60::/48")  // the appliance's ipv6.prefix
+	ipv6RouterIP = netip.MustParsePrefix("2001:db8:60::1/64") // the kernel router's LAN address
+	ipv6GenIP    = netip.MustParseAddr("2001:db8:60::2")
+	ipv6ServerIP = netip.MustParseAddr("2001:db8:99::9")
+	ipv6Gateway  = linkLocal(macS0)
+)
+
 // natConntrackSize is the appliance's connection table in the NAT paths:
 // the kernel's default nf_conntrack_max on a machine with this much
 // memory (262144).
@@ -481,6 +552,9 @@ const natConntrackSize = 262144
 // appliance's own config package.
 func applianceConfig(p Path) ([]byte, error) {
 	text := e1kboxRules(p.Rules)
+	if p.IPv6 {
+		text = e1kboxRules6(p.Rules)
+	}
 	if p.FW4 {
 		text = e1kboxFW4Rules(natLANPort, natWANPort)
 	}
@@ -513,6 +587,12 @@ func applianceConfig(p Path) ([]byte, error) {
 		// As big as the kernel's nf_conntrack_max on the build host, for
 		// the connection-rate rows.
 		c.NAT.Conntrack.Size = natConntrackSize
+	}
+	if p.IPv6 {
+		// The static prefix and the sink as the next hop: no DHCPv6, no
+		// RAs from the WAN.
+		c.IPv6.Enabled = &p.IPv6
+		c.IPv6.Prefix, c.IPv6.Gateway = ipv6Prefix, ipv6Gateway
 	}
 	c.Dashboard.Listen = applianceListen
 	c.ApplyDefaults()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
@@ -48,6 +50,9 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox nat, fast path xdp",
 		"e1kbox bridge + 100 ws clients",
 		"e1kbox bridge, fast path off + 100 ws clients",
+		"kernel IPv6 routing + nft stateful",
+		"e1kbox ipv6",
+		"e1kbox ipv6 + 10k rules",
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("paths (-want +got):\n%s", diff)
@@ -73,6 +78,16 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox bridge same":             func(p Path) bool { return !p.Latency },
 		"kernel NAT":                     func(p Path) bool { return p.Latency && p.ConnRate },
 		"e1kbox bridge + 100 ws clients": func(p Path) bool { return p.WSClients == 100 && p.Baseline == e1kboxName && !p.NAT },
+		"kernel IPv6 routing + nft stateful": func(p Path) bool {
+			return p.Kind == kindKernel && p.NAT && p.IPv6 && p.Baseline == "" && p.NftRules == 0 && !p.Latency && !p.ConnRate
+		},
+		"e1kbox ipv6": func(p Path) bool {
+			return p.Kind == kindE1kbox && p.NAT && p.IPv6 && p.Baseline == kernel6Name && p.Rules == 0 && p.FastPath == "" &&
+				p.Placement == tuning.PlacementSplit && !p.Latency && !p.ConnRate
+		},
+		"e1kbox ipv6 + 10k rules": func(p Path) bool {
+			return p.Kind == kindE1kbox && p.NAT && p.IPv6 && p.Baseline == e1kbox6Name && p.Rules == 10000
+		},
 		"e1kbox bridge, fast path off + 100 ws clients": func(p Path) bool {
 			return p.WSClients == 100 && p.FastPath == "off" && p.Baseline == e1kboxName+fastPathOffSuffix && !p.NAT
 		},
@@ -81,8 +96,8 @@ func TestBuildPaths(t *testing.T) {
 			t.Errorf("path %q: %+v", name, byName[name])
 		}
 	}
-	if got := buildPaths(nil, nil); len(got) != 4 || got[2].Name != kernelNATName || got[3].Name != kernelNATName+fw4Suffix {
-		t.Errorf("no rules, no placements: %d paths, want direct, kernel bridge, kernel NAT and kernel NAT + fw4 rules", len(got))
+	if got := buildPaths(nil, nil); len(got) != 5 || got[2].Name != kernelNATName || got[3].Name != kernelNATName+fw4Suffix || got[4].Name != kernel6Name {
+		t.Errorf("no rules, no placements: %d paths, want direct, kernel bridge, kernel NAT, kernel NAT + fw4 rules and the kernel's IPv6", len(got))
 	}
 	same := buildPaths([]int{10}, []tuning.Placement{tuning.PlacementSame})
 	var sameNames []string
@@ -92,7 +107,8 @@ func TestBuildPaths(t *testing.T) {
 		}
 	}
 	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "kernel NAT + fw4 rules", "e1kbox nat same", "e1kbox nat same + services", "e1kbox nat same + 10 rules",
-		"e1kbox nat same + fw4 rules", "e1kbox nat same, fast path off", "e1kbox nat same, fast path off, blocks ring", "e1kbox nat same, fast path xdp"}
+		"e1kbox nat same + fw4 rules", "e1kbox nat same, fast path off", "e1kbox nat same, fast path off, blocks ring", "e1kbox nat same, fast path xdp",
+		"kernel IPv6 routing + nft stateful", "e1kbox ipv6 same", "e1kbox ipv6 same + 10 rules"}
 	if diff := cmp.Diff(wantSame, sameNames); diff != "" {
 		t.Errorf("same placement only: NAT paths (-want +got):\n%s", diff)
 	}
@@ -119,6 +135,10 @@ func TestPlaceFor(t *testing.T) {
 		// The fast path does the box's work on the receive CPU.
 		{"e1kbox split, fast path", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, two,
 			cpuPlace{Gen: 1, RX: 0, Worker: 1, Sink: 1}, "gen cpu1, box rx cpu0, worker cpu1, sink cpu1"},
+		// Routed IPv6 is the worker's, fast path or not: placed as with it off.
+		{"e1kbox split, IPv6", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit, NAT: true, IPv6: true}, two,
+			cpuPlace{Gen: 0, RX: 0, Worker: 1, Sink: 1}, "gen cpu0, box rx cpu0, worker cpu1, sink cpu1"},
+		{"kernel IPv6", Path{Kind: kindKernel, NAT: true, IPv6: true}, two, cpuPlace{Gen: 1, RX: 0, Worker: -1, Sink: 1}, ""},
 		{"e1kbox split, 4 CPUs", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, tuning.CPUSet{0, 1, 2, 3},
 			cpuPlace{Gen: 1, RX: 0, Worker: 2, Sink: 1}, ""},
 		{"kernel, 1 CPU", Path{Kind: kindKernel}, tuning.CPUSet{3}, cpuPlace{Gen: 3, RX: 3, Worker: -1, Sink: 3}, ""},
@@ -258,6 +278,8 @@ func TestSelectPaths(t *testing.T) {
 		{"^e1kbox nat$", []string{"kernel NAT", "e1kbox nat"}},
 		{"ws", []string{"e1kbox bridge", "e1kbox bridge, fast path off", "e1kbox bridge + 100 ws clients", "e1kbox bridge, fast path off + 100 ws clients"}},
 		{"^direct", []string{"direct veth (no box)"}},
+		// bench -paths ipv6 (case-insensitive there): the kernel's row comes as the baseline.
+		{"ipv6", []string{"kernel IPv6 routing + nft stateful", "e1kbox ipv6", "e1kbox ipv6 + 10k rules"}},
 		{"nothing", nil},
 	} {
 		t.Run(tc.re, func(t *testing.T) {
@@ -291,6 +313,8 @@ func TestSelectPaths(t *testing.T) {
 		"e1kbox nat, fast path xdp":                     "kernel NAT",
 		"e1kbox bridge + 100 ws clients":                "e1kbox bridge",
 		"e1kbox bridge, fast path off + 100 ws clients": "e1kbox bridge, fast path off",
+		"e1kbox ipv6":                                   "kernel IPv6 routing + nft stateful",
+		"e1kbox ipv6 + 10k rules":                       "e1kbox ipv6",
 	}
 	if diff := cmp.Diff(want, baselines(all)); diff != "" {
 		t.Errorf("baselines (-want +got):\n%s", diff)
@@ -364,5 +388,77 @@ func TestApplianceConfigServices(t *testing.T) {
 		if c.DHCP.IsEnabled() != on || c.DNS.IsEnabled() != on || on && c.HostPort == nil {
 			t.Errorf("services %v: DHCP %v, DNS %v, host port %v", on, c.DHCP.IsEnabled(), c.DNS.IsEnabled(), c.HostPort)
 		}
+	}
+}
+
+func TestNftRulesIPv6(t *testing.T) {
+	for _, p := range []Path{{NAT: true, IPv6: true}, {NAT: true, IPv6: true, NftRules: 5}} {
+		got := nftRules(p)
+		// The chain's rules in order, then nothing else.
+		want := []string{
+			"table inet e1kbench6 {",
+			"type filter hook forward priority filter; policy drop;",
+			"ct state established,related accept",
+			"ct state invalid drop",
+			`iifname "b0" oifname "b1" ct state new accept`,
+			"drop",
+		}
+		var lines []string
+		for l := range strings.SplitSeq(got, "\n") {
+			if l = strings.TrimSpace(l); l != "" && l != "}" && !strings.HasPrefix(l, "chain ") {
+				lines = append(lines, l)
+			}
+		}
+		if diff := cmp.Diff(want, lines); diff != "" {
+			t.Errorf("%+v: IPv6 ruleset (-want +got):\n%s", p, diff)
+		}
+		if strings.Contains(got, "masquerade") || strings.Contains(got, "table ip ") {
+			t.Errorf("%+v: the IPv6 ruleset translates or is IPv4-only:\n%s", p, got)
+		}
+	}
+}
+
+func TestApplianceConfigIPv6(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rules int
+	}{{"bare", 0}, {"rules", 10}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := applianceConfig(Path{Kind: kindE1kbox, NAT: true, IPv6: true, Rules: tc.rules, Placement: tuning.PlacementSplit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := config.Parse(b)
+			if err != nil {
+				t.Fatalf("the appliance does not parse it: %v\n%s", err, b)
+			}
+			if err := c.Validate(config.Env{Interfaces: []string{"b0", "b1"}}); err != nil {
+				t.Fatalf("the appliance does not accept it: %v\n%s", err, b)
+			}
+			got := fmt.Sprintf("mode %s ipv6 %v prefix %v gateway %v host port %v fast path %s", c.Mode, c.IPv6.IsEnabled(), c.IPv6.Prefix,
+				c.IPv6.Gateway, c.HostPort != nil, c.FastPath)
+			want := fmt.Sprintf("mode nat ipv6 true prefix %v gateway %v host port true fast path auto", ipv6Prefix, ipv6Gateway)
+			if got != want {
+				t.Errorf("got %s\nwant %s", got, want)
+			}
+			if len(c.Rules.Rules) != tc.rules {
+				t.Fatalf("%d rules, want %d", len(c.Rules.Rules), tc.rules)
+			}
+			for i, r := range c.Rules.Rules {
+				want := netip.PrefixFrom(ruleAddr6(i), 128)
+				if r.SrcIP != want || r.Action != rules.Drop || r.Chain != rules.Forward {
+					t.Errorf("rule %d: %+v, want a forward drop from %v", i, r, want)
+				}
+				if r.SrcIP.Contains(ipv6GenIP) {
+					t.Errorf("rule %d matches the generator", i)
+				}
+			}
+		})
+	}
+	lan := netip.PrefixFrom(ipv6Prefix.Addr(), 64)
+	if !lan.Contains(ipv6GenIP) || ipv6RouterIP.Masked() != lan || ipv6Prefix.Contains(ipv6ServerIP) || ipv6Prefix.Contains(ruleAddr6(0)) ||
+		ipv6Gateway != netip.MustParseAddr("fe80::e1:b0ff:fe00:4") {
+		t.Errorf("addressing: LAN %v, generator %v, router %v, server %v, rules from %v, gateway %v", lan, ipv6GenIP, ipv6RouterIP,
+			ipv6ServerIP, ruleAddr6(0), ipv6Gateway)
 	}
 }

@@ -106,8 +106,52 @@ func TestEvalTargets(t *testing.T) {
 		"worker on the RX CPU, e1kbox bridge same":               true,
 		"dashboard clients, e1kbox bridge + 100 ws clients":      true,
 		"dashboard clients, e1kbox bridge + 100 ws clients, CPU": false, // 5000/5500 = 0.91
+		"IPv6 vs kernel IPv6+nft":                                false, // not measured
 	}
 	if diff := cmp.Diff(want, met); diff != "" {
 		t.Errorf("targets met (-want +got):\n%s", diff)
+	}
+}
+
+func TestEvalTargetsIPv6(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		kernel, e1k, e1k10k      float64           // pps
+		ns, ns10k                float64           // box ns per packet
+		want                     map[string]string // target name: measured value
+		met, metRules, metRules2 bool
+	}{
+		{"met", 1e6, 1.05e6, 0.95e6, 500, 520, map[string]string{
+			"IPv6 vs kernel IPv6+nft":     "1.05x (1050000 / 1000000 pps)",
+			"10k rules, e1kbox ipv6":      "0.90x (950000 / 1050000 pps)",
+			"10k rules, e1kbox ipv6, CPU": "0.96x (500 / 520 ns)",
+		}, true, true, true},
+		{"missed", 1e6, 0.8e6, 0.6e6, 500, 800, map[string]string{
+			"IPv6 vs kernel IPv6+nft":     "0.80x (800000 / 1000000 pps)",
+			"10k rules, e1kbox ipv6":      "0.75x (600000 / 800000 pps)",
+			"10k rules, e1kbox ipv6, CPU": "0.62x (500 / 800 ns)",
+		}, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Settings: Settings{Sizes: []int{64}},
+				Rows: []Row{{Path: kernel6Name, Size: 64, Runs: 1, PPS: tc.kernel}, {Path: e1kbox6Name, Size: 64, Runs: 1, PPS: tc.e1k},
+					{Path: e1kbox6Name + " + 10k rules", Size: 64, Runs: 1, PPS: tc.e1k10k}},
+				CPURows: []CPURow{{Path: e1kbox6Name, Size: 64, Runs: 1, BoxNsPerPkt: tc.ns}, {Path: e1kbox6Name + " + 10k rules", Size: 64, Runs: 1, BoxNsPerPkt: tc.ns10k}},
+			}
+			got := map[string]string{}
+			met := map[string]bool{}
+			for _, tg := range EvalTargets(r) {
+				if _, ok := tc.want[tg.Name]; ok {
+					got[tg.Name], met[tg.Name] = tg.Value, tg.Met
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("targets (-want +got):\n%s", diff)
+			}
+			wantMet := map[string]bool{"IPv6 vs kernel IPv6+nft": tc.met, "10k rules, e1kbox ipv6": tc.metRules, "10k rules, e1kbox ipv6, CPU": tc.metRules2}
+			if diff := cmp.Diff(wantMet, met); diff != "" {
+				t.Errorf("met (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"e1kbox/tuning"
 )
 
 func TestMedian(t *testing.T) {
@@ -296,6 +299,49 @@ func TestRebase(t *testing.T) {
 	} {
 		if got := ratioCell(tc.r, tc.baseline); got != tc.want {
 			t.Errorf("ratioCell(%v, %q) = %q, want %q", tc.r, tc.baseline, got, tc.want)
+		}
+	}
+}
+
+// TestIPv6Ratios runs the IPv6 rows' samples through Summarize and Rebase
+// with buildPaths' baselines: e1kbox ipv6 against the kernel's IPv6 row,
+// the 10k rules row against e1kbox ipv6, in throughput and CPU, and the
+// markdown names the baselines.
+func TestIPv6Ratios(t *testing.T) {
+	paths := selectPaths(buildPaths([]int{10000}, []tuning.Placement{tuning.PlacementSplit}), regexp.MustCompile("ipv6"))
+	var names []string
+	for _, p := range paths {
+		names = append(names, p.Name)
+	}
+	var samples []Sample
+	for name, v := range map[string][2]float64{ // pps, ns per packet
+		kernel6Name: {4e5, 2000}, e1kbox6Name: {5e5, 1500}, e1kbox6Name + " + 10k rules": {4.6e5, 1650}, directName: {9e5, 500},
+	} {
+		samples = append(samples, Sample{Path: name, Size: 64, Kind: KindThroughput, PPS: v[0], Offered: 1e6},
+			Sample{Path: name, Size: 64, Kind: KindCPU, PPS: 2e5, Rate: 2e5, NsPerPacket: v[1]})
+	}
+	rows, cpuRows := Summarize(samples, names, []int{64}, kernelName, directName, nil, nil)
+	Rebase(rows, cpuRows, baselines(paths))
+	type ratio struct{ Path, Ratio, CPURatio, Baseline string }
+	var got []ratio
+	for i := range rows {
+		got = append(got, ratio{rows[i].Path, FormatRatio(rows[i].Ratio), FormatRatio(cpuRows[i].Ratio), rows[i].Baseline})
+	}
+	want := []ratio{
+		{kernel6Name, "n/a", "n/a", ""}, // no kernel bridge in this run
+		{e1kbox6Name, "1.25x", "0.75x", kernel6Name},
+		{e1kbox6Name + " + 10k rules", "0.92x", "1.10x", e1kbox6Name},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ratios (-want +got):\n%s", diff)
+	}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, &Report{Rows: rows, CPURows: cpuRows, Settings: Settings{Sizes: []int{64}, Rate: 2e5}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| e1kbox ipv6 64B |", "| 1.25x vs kernel IPv6 routing + nft stateful |", "| 0.92x vs e1kbox ipv6 |", "| 1.10x vs e1kbox ipv6 |"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("markdown lacks %q:\n%s", s, b.String())
 		}
 	}
 }

@@ -259,6 +259,13 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 			"(the tick-sampled column) are sampled at the scheduler tick and miss short bursts between idle periods",
 			o.sizes[0], 1000/userHZ, o.cpuWindow, 1e9/userHZ/(o.rate*o.cpuWindow.Seconds())))
 	}
+	if slices.ContainsFunc(paths, func(p Path) bool { return p.IPv6 }) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("IPv6 rows: UDP/IPv6 from the LAN (%v) to a server beyond the WAN next hop (the sink, %v); frames of at least %d B "+
+			"(the smallest UDP/IPv6 frame: Ethernet, IPv6 and UDP headers and the FCS), so their 64 B rows send %d B frames. "+
+			"Every flow is answered once by the sink before the measurement, as on the NAT rows, so the kernel's conntrack and e1kbox's IPv6 firewall "+
+			"both see them established; the e1kbox fast path takes no routed IPv6, its worker forwards it",
+			ipv6GenIP, ipv6Gateway, minFrame6, minFrame6))
+	}
 	tune := "run with -tune=false so that the harness owns the steering"
 	if o.applianceTune {
 		tune = "run with -tune=true, the harness restoring its steering after the appliance's tuning"
@@ -321,7 +328,7 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 		return nil, err
 	}
 	if p.NAT {
-		if err := h.establish(ctx, p, pl); err != nil {
+		if err := h.establishChecked(ctx, p, pl, fmt.Sprintf("rep %d/%d %s", r, o.reps, p.Name), progress); err != nil {
 			return nil, err
 		}
 	}
@@ -370,11 +377,24 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 			FormatPPS(s.PPS), FormatPPS(o.rate), s.NsPerPacket, s.TickNsPerPacket, busyText(s.CPUBusy))
 	}
 	if p.Kind == kindE1kbox && p.FastPath != "off" {
+		// Also for IPv6, whose frames the fast path leaves to the rings
+		// (the punts say so).
 		var st fastState
 		if err := h.applianceGet(ctx, "/api/dataplane", &st); err == nil && st.FastPath != nil {
 			fmt.Fprintf(progress, "rep %d/%d %s: the fast path forwarded %d frames; left to the rings: %v\n", r, o.reps, p.Name,
 				st.FastPath.Packets, st.FastPath.Punts)
 		}
+	}
+	if p.Kind == kindE1kbox && p.IPv6 {
+		var st ipv6State
+		if err := h.applianceGet(ctx, "/api/dataplane", &st); err != nil {
+			return samples, fmt.Errorf("%s: %w", p.Name, err)
+		}
+		if err := st.check(h.flows); err != nil {
+			return samples, fmt.Errorf("%s: %w", p.Name, err)
+		}
+		fmt.Fprintf(progress, "rep %d/%d %s: IPv6 router: %d connections, gateway %s, actions %v, drops %v\n", r, o.reps, p.Name,
+			st.IPv6.Conns, st.IPv6.Gateway, st.IPv6.Actions, st.IPv6.Drops)
 	}
 	lat, err := h.latencyRuns(ctx, p, pl, o, r, capacity, progress)
 	samples = append(samples, lat...)

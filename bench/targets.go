@@ -56,7 +56,8 @@ func EvalTargets(r *Report) []Target {
 	ratio("box CPU per packet, bridge", "e1kbox bridge ≤ 0.7x kernel bridge", 0.7, true, box, e1kboxName, kernelName, "ns")
 	ratio("box CPU per packet, fw4-like rules", "e1kbox nat + fw4 rules ≤ 0.5x kernel NAT + fw4 rules", 0.5, true, box,
 		"e1kbox nat"+fw4Suffix, kernelNATName+fw4Suffix, "ns")
-	for _, base := range []string{"e1kbox nat", e1kboxName} {
+	ratio("IPv6 vs kernel IPv6+nft", e1kbox6Name+" ≥ 1.0x "+kernel6Name, 1.0, false, pps, e1kbox6Name, kernel6Name, "pps")
+	for _, base := range []string{"e1kbox nat", e1kboxName, e1kbox6Name} {
 		for _, p := range r.Rows {
 			if p.Size == size && strings.HasPrefix(p.Path, base+" + ") && strings.HasSuffix(p.Path, "k rules") {
 				ratio("10k rules, "+base, p.Path+" ≥ 0.9x of its 0-rule rate", 0.9, false, pps, p.Path, base, "pps")

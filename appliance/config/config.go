@@ -74,7 +74,7 @@ const (
 )
 
 // IPv6 routes IPv6 in NAT mode without translation: the WAN asks the ISP
-// for a prefix by DHCPv6 prefix delegation, the LAN gets its first /64 by
+// for a prefix by DHCPv6 prefix delegation (or has a static one), the LAN gets its first /64 by
 // router advertisements (SLAAC) from the box's stack on the host port, and
 // a stateful firewall admits from the WAN only replies and what forward
 // rules accept. Without a delegation nothing is announced or routed.
@@ -84,7 +84,19 @@ type IPv6 struct {
 	// PrefixLength is the delegation size asked for (a hint: the ISP may
 	// delegate another), 48 to 64. Default: 56.
 	PrefixLength int `json:"prefixLength,omitempty"`
+	// Prefix is a static delegated prefix, /48 to /64, for an ISP that
+	// routes a fixed one to the box: set, the DHCPv6 client does not run
+	// and the LAN gets its first /64 as from a delegation. Default: none
+	// (the prefix comes by DHCPv6).
+	Prefix netip.Prefix `json:"prefix,omitzero"`
+	// Gateway is the WAN next hop, link-local or global. Default: none
+	// (the source of the WAN's router advertisements).
+	Gateway netip.Addr `json:"gateway,omitzero"`
 }
+
+// HasStaticPrefix reports whether the prefix is static (ipv6.prefix)
+// rather than delegated by DHCPv6.
+func (s *IPv6) HasStaticPrefix() bool { return s.Prefix.IsValid() }
 
 // IsEnabled reports whether IPv6 is routed.
 func (s *IPv6) IsEnabled() bool { return s.Enabled != nil && *s.Enabled }

@@ -62,6 +62,10 @@ func TestDiff(t *testing.T) {
 		{"roles", func(c *Config) { c.Ports[0].Role, c.Ports[1].Role = RoleLAN, RoleWAN }, Changes{Ports: []string{"lan1", "wan"}, Retune: true,
 			Effect: Restart, Why: []string{"ports[0].role: the router's sides are fixed when it starts", "ports[1].role: the router's sides are fixed when it starts",
 				"the router's LAN address: the box's own stack on the host port has it"}}},
+		{"a static IPv6 prefix is live", func(c *Config) { c.IPv6.Prefix = netip.MustParsePrefix("2001:db8:7::/48") },
+			Changes{Services: true, Effect: Live}},
+		{"an IPv6 gateway is live", func(c *Config) { c.IPv6.Gateway = netip.MustParseAddr("fe80::1") },
+			Changes{Services: true, Effect: Live}},
 		{"a disabled port", func(c *Config) { c.Ports[2].MTU = 9000 }, Changes{Ports: []string{"lan2"}, Retune: true}},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,6 +156,14 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "bad static IPv6 prefix and gateway",
+			json: `{"version": 3, "mode": "nat", "ipv6": {"prefix": "2001:db8::", "gateway": "fe80::1::2"}}`,
+			want: Errors{
+				{Path: "ipv6.prefix", Message: `bad prefix "2001:db8::": want an address with a prefix length like "192.168.1.1/24"`},
+				{Path: "ipv6.gateway", Message: `bad address "fe80::1::2": want an IP address like "192.168.1.1"`},
+			},
+		},
+		{
 			name: "duplicate fields",
 			json: `{"version": 2, "mode": "nat", "mode": "bridge", "tuning": {"ports": [{"name": "eth1", "offloads": {"rx-gro": false, "rx-gro": true}}]}}`,
 			want: Errors{
@@ -254,4 +263,45 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Marshal is not a fixed point (%v):\n%s\n%s", err, b, b2)
 		}
 	})
+}
+
+func TestIPv6StaticRoundTrip(t *testing.T) {
+	tests := []struct {
+		name, json string
+		want       IPv6
+	}{
+		{"none", `{}`, IPv6{Enabled: ptr(true), PrefixLength: DefaultIPv6PrefixLength}},
+		{"prefix", `{"prefix": "2001:db8:7::/48"}`,
+			IPv6{Enabled: ptr(true), PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7::/48")}},
+		{"prefix and gateway", `{"prefix": "2001:db8:7:1::/64", "gateway": "fe80::1"}`,
+			IPv6{Enabled: ptr(true), PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7:1::/64"),
+				Gateway: netip.MustParseAddr("fe80::1")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `{"version": 3, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan"},
+				{"name": "lan", "interface": "eth2", "role": "lan"}], "ipv6": ` + tt.json + `}`
+			c, err := Parse([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, c.IPv6, cmpConfig); diff != "" {
+				t.Errorf("Parse (-want +got):\n%s", diff)
+			}
+			b, err := Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := Parse(b)
+			if err != nil {
+				t.Fatalf("Parse(Marshal): %v\n%s", err, b)
+			}
+			if diff := cmp.Diff(c.IPv6, again.IPv6, cmpConfig); diff != "" {
+				t.Errorf("Parse(Marshal) (-want +got):\n%s", diff)
+			}
+			if got := strings.Contains(string(b), `"prefix"`); got != tt.want.Prefix.IsValid() {
+				t.Errorf("Marshal has a prefix field: %v, want %v\n%s", got, tt.want.Prefix.IsValid(), b)
+			}
+		})
+	}
 }

@@ -672,6 +672,7 @@ func (v *validator) services() {
 	if n := c.IPv6.PrefixLength; n != 0 && (n < 48 || n > 64) {
 		v.add("ipv6.prefixLength", "%d is not a delegated prefix length of 48 to 64", n)
 	}
+	v.ipv6Static()
 	lan, router := v.lanPrefix()
 	d := &c.DHCP
 	if t := d.LeaseTime.D(); t != 0 && (t < minLeaseTime || t > maxLeaseTime) {
@@ -805,4 +806,36 @@ func isDomain(s string) bool {
 		}
 	}
 	return true
+}
+
+// ipv6Static checks the static IPv6 prefix and the WAN's IPv6 next hop.
+func (v *validator) ipv6Static() {
+	s := &v.c.IPv6
+	if p := s.Prefix; p.IsValid() {
+		a := p.Addr()
+		switch {
+		case !a.Is6() || a.Is4In6():
+			v.add("ipv6.prefix", "%s is not an IPv6 prefix", p)
+		case p.Bits() < 48 || p.Bits() > 64:
+			v.add("ipv6.prefix", "%s: /%d is not a delegated prefix length of 48 to 64", p, p.Bits())
+		case !a.IsGlobalUnicast():
+			v.add("ipv6.prefix", "%s is not a global unicast prefix", p)
+		case p != p.Masked():
+			v.add("ipv6.prefix", "%s has bits set after its /%d; want %s", p, p.Bits(), p.Masked())
+		}
+	}
+	if g := s.Gateway; g.IsValid() {
+		switch {
+		case !g.Is6() || g.Is4In6():
+			v.add("ipv6.gateway", "%s is not an IPv6 address", g)
+		case g.Zone() != "":
+			v.add("ipv6.gateway", "%s: no zone; the next hop is on the WAN port", g)
+		case g.IsMulticast():
+			v.add("ipv6.gateway", "%s is a multicast address; want the ISP router's link-local or global address", g)
+		case !g.IsLinkLocalUnicast() && !g.IsGlobalUnicast():
+			v.add("ipv6.gateway", "%s is not a unicast address; want the ISP router's link-local or global address", g)
+		case s.Prefix.IsValid() && s.Prefix.Masked().Contains(g):
+			v.add("ipv6.gateway", "%s is inside ipv6.prefix %s, which is routed to the LAN; the next hop is on the WAN", g, s.Prefix.Masked())
+		}
+	}
 }

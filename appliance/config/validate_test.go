@@ -521,6 +521,96 @@ func TestValidate(t *testing.T) {
 			want: map[string]string{"ipv6.prefixLength": "40 is not a delegated prefix length of 48 to 64"},
 		},
 		{
+			name: "IPv6 static prefix and gateway",
+			edit: func(c *Config) {
+				c.IPv6.Prefix = netip.MustParsePrefix("2001:db8:7::/48")
+				c.IPv6.Gateway = netip.MustParseAddr("fe80::1")
+			},
+		},
+		{
+			name: "IPv6 static /64 and a global gateway",
+			edit: func(c *Config) {
+				c.IPv6.Prefix = netip.MustParsePrefix("2001:db8:7:9::/64")
+				c.IPv6.Gateway = netip.MustParseAddr("2001:db8:ffff::1")
+			},
+		},
+		{
+			name: "IPv6 static prefix longer than /64",
+			edit: func(c *Config) { c.IPv6.Prefix = netip.MustParsePrefix("2001:db8:7:9::/80") },
+			want: map[string]string{"ipv6.prefix": "2001:db8:7:9::/80: /80 is not a delegated prefix length of 48 to 64"},
+		},
+		{
+			name: "IPv6 static prefix shorter than /48",
+			edit: func(c *Config) { c.IPv6.Prefix = netip.MustParsePrefix("2001:db8::/32") },
+			want: map[string]string{"ipv6.prefix": "/32 is not a delegated prefix length of 48 to 64"},
+		},
+		{
+			name: "IPv4 static prefix",
+			edit: func(c *Config) { c.IPv6.Prefix = netip.MustParsePrefix("10.0.0.0/8") },
+			want: map[string]string{"ipv6.prefix": "10.0.0.0/8 is not an IPv6 prefix"},
+		},
+		{
+			name: "IPv4-mapped static prefix",
+			edit: func(c *Config) { c.IPv6.Prefix = netip.MustParsePrefix("::ffff:10.0.0.0/56") },
+			want: map[string]string{"ipv6.prefix": "is not an IPv6 prefix"},
+		},
+		{
+			name: "link-local static prefix",
+			edit: func(c *Config) { c.IPv6.Prefix = netip.MustParsePrefix("fe80::/64") },
+			want: map[string]string{"ipv6.prefix": "fe80::/64 is not a global unicast prefix"},
+		},
+		{
+			name: "multicast static prefix",
+			edit: func(c *Config) { c.IPv6.Prefix = netip.MustParsePrefix("ff02::/64") },
+			want: map[string]string{"ipv6.prefix": "is not a global unicast prefix"},
+		},
+		{
+			name: "static prefix with host bits",
+			edit: func(c *Config) { c.IPv6.Prefix = netip.MustParsePrefix("2001:db8:7:1::/48") },
+			want: map[string]string{"ipv6.prefix": "2001:db8:7:1::/48 has bits set after its /48; want 2001:db8:7::/48"},
+		},
+		{
+			name: "multicast gateway",
+			edit: func(c *Config) { c.IPv6.Gateway = netip.MustParseAddr("ff02::2") },
+			want: map[string]string{"ipv6.gateway": "ff02::2 is a multicast address"},
+		},
+		{
+			name: "IPv4 gateway",
+			edit: func(c *Config) { c.IPv6.Gateway = netip.MustParseAddr("192.0.2.1") },
+			want: map[string]string{"ipv6.gateway": "192.0.2.1 is not an IPv6 address"},
+		},
+		{
+			name: "unspecified gateway",
+			edit: func(c *Config) { c.IPv6.Gateway = netip.MustParseAddr("::") },
+			want: map[string]string{"ipv6.gateway": ":: is not a unicast address"},
+		},
+		{
+			name: "loopback gateway",
+			edit: func(c *Config) { c.IPv6.Gateway = netip.MustParseAddr("::1") },
+			want: map[string]string{"ipv6.gateway": "::1 is not a unicast address"},
+		},
+		{
+			name: "gateway with a zone",
+			edit: func(c *Config) { c.IPv6.Gateway = netip.MustParseAddr("fe80::1%eth0") },
+			want: map[string]string{"ipv6.gateway": "fe80::1%eth0: no zone"},
+		},
+		{
+			name: "gateway inside the static prefix",
+			edit: func(c *Config) {
+				c.IPv6.Prefix = netip.MustParsePrefix("2001:db8:7::/48")
+				c.IPv6.Gateway = netip.MustParseAddr("2001:db8:7:5::1")
+			},
+			want: map[string]string{"ipv6.gateway": "2001:db8:7:5::1 is inside ipv6.prefix 2001:db8:7::/48"},
+		},
+		{
+			name: "both wrong at once",
+			edit: func(c *Config) {
+				c.IPv6.Prefix = netip.MustParsePrefix("2001:db8:7::/96")
+				c.IPv6.Gateway = netip.MustParseAddr("ff05::1")
+			},
+			want: map[string]string{"ipv6.prefix": "/96", "ipv6.gateway": "multicast"},
+		},
+		{
 			name:   "bridge mode ignores the router services",
 			bridge: true,
 			edit: func(c *Config) {

@@ -143,7 +143,7 @@ func (b *builder) openNAT(cfg *Config, ports []*portInfo) error {
 		p.wanMAC = m
 	}
 	if cfg.NAT.IPv6 {
-		v6, err := newRoute6(p, cfg.NAT.WANMTU)
+		v6, err := newRoute6(p, cfg.NAT.WANMTU, cfg.NAT.IPv6Gateway)
 		if err != nil {
 			return fmt.Errorf("dataplane: %w", err)
 		}

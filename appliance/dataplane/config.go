@@ -133,6 +133,10 @@ type NAT struct {
 	// LANMAC and WANMAC); the prefixes come later through
 	// Engine.IPv6().SetPrefixes. It needs a new engine to change.
 	IPv6 bool
+	// IPv6Gateway is the IPv6 router's WAN next hop (route6.Config.Gateway),
+	// link-local or global; invalid: learnt from the WAN's router
+	// advertisements. It is applied live.
+	IPv6Gateway netip.Addr
 }
 
 // Port is one data port.
@@ -368,6 +372,9 @@ func (c *Config) checkNAT() error {
 		} else {
 			p.lanMTU = min(p.lanMTU, port.MTU)
 		}
+	}
+	if g := c.NAT.IPv6Gateway; g.IsValid() && (!g.Is6() || g.Is4In6() || !(g.IsLinkLocalUnicast() || g.IsGlobalUnicast())) {
+		return fmt.Errorf("IPv6 gateway %v is not a unicast IPv6 address", g)
 	}
 	return c.natConfig(p).Validate()
 }

@@ -188,8 +188,8 @@ func (e *Engine) release() error {
 
 // Apply replaces the configuration without stopping forwarding: aging
 // time, static entries, rules, per-port learning, flooding and VLANs, and
-// in NAT mode the router's addresses, gateway, port forwards, timeouts,
-// masquerade ports and MSS clamp (nat.Router.Update: connections stay,
+// in NAT mode the router's addresses, gateways (IPv4 and IPv6), port
+// forwards, timeouts, masquerade ports and MSS clamp (nat.Router.Update: connections stay,
 // except those through an address that changed). The ports named in
 // restart (by Port.Name) restart their own workers with their new
 // interface, MTU, worker count and CPUs while the others keep forwarding;
@@ -223,6 +223,11 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 		// The connections, mappings and neighbours stay.
 		if err := e.natr.Update(cfg.natConfig(e.natp)); err != nil {
 			return fmt.Errorf("dataplane: %w", err)
+		}
+		if v6 := e.natp.v6; v6 != nil {
+			if err := setRoute6Gateway(v6, cfg.NAT.IPv6Gateway); err != nil {
+				return fmt.Errorf("dataplane: %w", err)
+			}
 		}
 	}
 	if err := e.setStatics(old, cfg); err != nil {

@@ -8,13 +8,26 @@ import (
 )
 
 // newRoute6 builds the IPv6 router for the NAT ports p, without prefixes
-// yet: the box's link-local addresses on both sides, the host port.
-func newRoute6(p natPorts, wanLease int) (*route6.Router, error) {
+// yet: the box's link-local addresses on both sides, the host port, the
+// WAN next hop gw (invalid: learnt).
+func newRoute6(p natPorts, wanLease int, gw netip.Addr) (*route6.Router, error) {
 	return route6.New(route6.Config{
-		LAN:  route6.Port{ID: p.lanID, MAC: p.lanMAC, MTU: max(min(p.lanMTU, maxNATMTU), 1280), Addrs: []netip.Addr{LinkLocal(p.lanMAC)}},
-		WAN:  route6.Port{ID: p.wanID, MAC: p.wanMAC, MTU: max(wanMTU(p.wanMTU, wanLease), 1280), Addrs: []netip.Addr{LinkLocal(p.wanMAC)}},
-		Host: p.hostID,
+		LAN:     route6.Port{ID: p.lanID, MAC: p.lanMAC, MTU: max(min(p.lanMTU, maxNATMTU), 1280), Addrs: []netip.Addr{LinkLocal(p.lanMAC)}},
+		WAN:     route6.Port{ID: p.wanID, MAC: p.wanMAC, MTU: max(wanMTU(p.wanMTU, wanLease), 1280), Addrs: []netip.Addr{LinkLocal(p.wanMAC)}},
+		Host:    p.hostID,
+		Gateway: gw,
 	}, route6.Limits{})
+}
+
+// setRoute6Gateway gives the running IPv6 router another WAN next hop
+// (invalid: learnt), keeping everything else.
+func setRoute6Gateway(r *route6.Router, gw netip.Addr) error {
+	c := r.Config()
+	if c.Gateway == gw {
+		return nil
+	}
+	c.Gateway = gw
+	return r.SetConfig(c)
 }
 
 // LinkLocal is the link-local address of mac by modified EUI-64 (RFC 4291
