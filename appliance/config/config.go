@@ -84,10 +84,19 @@ type IPv6 struct {
 	// PrefixLength is the delegation size asked for (a hint: the ISP may
 	// delegate another), 48 to 64. Default: 56.
 	PrefixLength int `json:"prefixLength,omitempty"`
+	// DHCPServer runs the LAN's stateless DHCPv6 server (RFC 8415 6.1:
+	// DNS servers and search domains to hosts that ask, no addresses) and
+	// sets the O flag in the RAs. Ignored while IPv6 is off. Default: as
+	// Enabled.
+	DHCPServer *bool `json:"dhcpServer"`
 }
 
 // IsEnabled reports whether IPv6 is routed.
 func (s *IPv6) IsEnabled() bool { return s.Enabled != nil && *s.Enabled }
+
+// DHCPServerOn reports whether the stateless DHCPv6 server runs: IPv6 is
+// routed and dhcpServer is not false.
+func (s *IPv6) DHCPServerOn() bool { return s.IsEnabled() && (s.DHCPServer == nil || *s.DHCPServer) }
 
 // DHCPServer is the LAN's DHCPv4 server. It answers on the router's LAN
 // address and hands out the router as gateway and DNS server.
