@@ -82,12 +82,11 @@ func (p *plane) hostAddrs6(name string) {
 	}
 	// The stack hears its own RAs (multicast loopback) and would
 	// autoconfigure from them: it is the LAN's router, not a host there.
-	if len(p.v6.box) > 0 {
-		for _, knob := range []string{"accept_ra", "autoconf"} {
-			f := "/proc/sys/net/ipv6/conf/" + name + "/" + knob
-			if err := os.WriteFile(f, []byte("0\n"), 0o644); err != nil {
-				p.log.Warn("host port: IPv6 autoconfiguration not turned off", "knob", f, "err", err)
-			}
+	// Set before any prefix is announced (the first call has none).
+	for _, knob := range []string{"accept_ra", "autoconf"} {
+		f := "/proc/sys/net/ipv6/conf/" + name + "/" + knob
+		if err := os.WriteFile(f, []byte("0\n"), 0o644); err != nil {
+			p.log.Warn("host port: IPv6 autoconfiguration not turned off", "knob", f, "err", err)
 		}
 	}
 	var keep []netip.Prefix
