@@ -28,9 +28,11 @@ import (
 // The IPv6 suite runs the appliance in NAT mode with IPv6 left at its
 // default (on) behind an ISP that delegates prefixes:
 //
-//	isp (2001:db8:64::1/64, MTU 1400): kea-dhcp6 delegating /56s, radvd (the WAN's default router), a web server
-//	  └─ p1 [box: wan 100.64.0.2/24 | lan 192.168.8.1/24, RAs for the delegation's first /64] p2
-//	                                                                                   └─ h1, kernel SLAAC
+//	isp (2001:db8:64::1/64, MTU 1400): kea-dhcp6 delegating /56s, radvd (the WAN's default router), a web server,
+//	  │   dnsmasq on 100.64.0.1:53 (the box's upstream DNS: www.isp.test has an AAAA)
+//	  └─ p1 [box: wan 100.64.0.2/24 | lan 192.168.8.1/24, RAs for the delegation's first /64, DNS and
+//	         stateless DHCPv6 on the box's ::1 there] p2
+//	                                                   └─ h1, kernel SLAAC
 
 const v6Config = `{
   "version": 3,
@@ -40,6 +42,7 @@ const v6Config = `{
     {"name": "lan", "interface": "p2", "role": "lan", "addresses": ["192.168.8.1/24"]}
   ],
   "nat": {"gateway": "100.64.0.1"},
+  "dns": {"upstreams": ["100.64.0.1"]},
   "rules": {"rules": [{"iif": "wan", "l4proto": "tcp", "dport": "9000", "action": "accept", "comment": "h1's service"}]},
   "time": {"servers": ["100.64.0.1"]}
 }
@@ -53,6 +56,9 @@ type v6Lab struct {
 	wanLL   netip.Addr
 }
 
+// ispName6 is www.isp.test's AAAA at the ISP's DNS server.
+const ispName6 = "2001:db8:64::80"
+
 func ispKea(pool string) keatest.Config {
 	return keatest.Config{Iface: "eth0", Subnet: netip.MustParsePrefix("2001:db8:64::/64"),
 		PDPool: netip.MustParsePrefix(pool), DelegatedLen: 56, T1: 3, T2: 5, Preferred: 3600, Valid: 7200,
@@ -62,7 +68,7 @@ func ispKea(pool string) keatest.Config {
 func newV6Lab(t *testing.T) *v6Lab {
 	t.Helper()
 	requireNetns(t)
-	testenv.Require(t, "kea-dhcp6", "radvd", "curl")
+	testenv.Require(t, "kea-dhcp6", "radvd", "curl", "dnsmasq", "dig", "rdisc6", "dhclient")
 	l := &v6Lab{lab: &lab{t: t, dir: t.TempDir()}}
 	l.box = netnstest.New(t, "ipv6-b")
 	l.isp = netnstest.New(t, "ipv6-i")
@@ -82,6 +88,9 @@ func newV6Lab(t *testing.T) *v6Lab {
 	l.wanLL = dataplane.LinkLocal([6]byte(mac))
 	l.kea = keatest.Start(t, l.isp, filepath.Join(l.dir, "kea"), ispKea("2001:db8:6600::/48"))
 	keatest.StartRadvd(t, l.isp, "eth0", netip.MustParsePrefix("2001:db8:64::/64"))
+	netnstest.StartLogged(t, "the ISP's dnsmasq", l.isp.Command("dnsmasq", "--no-daemon", "--conf-file=/dev/null",
+		"--listen-address=100.64.0.1", "--bind-interfaces", "--no-resolv", "--no-hosts", "--log-queries",
+		"--address=/www.isp.test/"+ispName6, "--address=/www.isp.test/100.64.0.80"))
 	serveHTTP(t, l.isp, "[2001:db8:64::1]:8080")
 	serveHTTP(t, h, "[::]:9000")
 	serveHTTP(t, h, "[::]:9001")
@@ -146,6 +155,7 @@ func TestIPv6(t *testing.T) {
 	l.reach(t, h1)
 	l.dashboard6(t, d, h1)
 	before, _ := os.ReadFile(filepath.Join(l.dir, "dhcp6-duid"))
+	box := l.boxDNS6(t, d)
 
 	// Inbound: only the allowed service.
 	if out, err := l.isp.Output("curl", "-s", "--max-time", "2", "http://["+h1.String()+"]:9001/"); err == nil {
@@ -173,6 +183,18 @@ func TestIPv6(t *testing.T) {
 	l.reach(t, h1b)
 	if out := l.mustHost(t, 1, "ip", "-6", "addr", "show", "dev", "eth0"); !strings.Contains(out, h1.String()+"/64 scope global deprecated") {
 		t.Errorf("h1's old address is not deprecated:\n%s", out)
+	}
+	// The box's DNS follows: the new /64's address is announced and
+	// answers; the old one stays, deprecated, while its /64 is routed.
+	box2 := l.boxDNS6(t, d2)
+	if out := l.box.IP(t, "-6", "-o", "addr", "show", "dev", "e1khost0", "scope", "global"); !regexp.MustCompile(
+		`inet6 `+regexp.QuoteMeta(box2.String())+`/64 scope global nodad *\\ *valid_lft forever preferred_lft forever\n`).MatchString(out) ||
+		!regexp.MustCompile(`inet6 `+regexp.QuoteMeta(box.String())+`/64 scope global nodad deprecated`).MatchString(out) ||
+		strings.Count(out, "inet6 ") != 2 {
+		t.Errorf("the host port's addresses after renumbering, want only %v and %v deprecated:\n%s", box2, box, out)
+	}
+	if got := l.dig(t, 1, box, "www.isp.test"); got != ispName6 {
+		t.Errorf("dig @%v (the old /64's box address) = %q, want %s", box, got, ispName6)
 	}
 
 	// Restart with the ISP's DHCPv6 server gone: the kept delegation is
@@ -374,4 +396,90 @@ func TestIPv6StaticPrefix(t *testing.T) {
 	if out := l.mustHost(t, 1, "ip", "-6", "addr", "show", "dev", "eth0"); !strings.Contains(out, h1.String()+"/64 scope global deprecated") {
 		t.Errorf("h1's address in the old prefix is not deprecated:\n%s", out)
 	}
+}
+
+// boxDNS6 checks the box's IPv6 DNS in the LAN /64 of the delegation d
+// and returns the box's address there: h1's rdisc6 sees it as RDNSS, the
+// local domain as DNSSL and the O flag; dig AAAA through it resolves the
+// ISP's name over UDP and TCP; dhclient -6 -S is told the same server and
+// domain; from the WAN it does not answer.
+func (l *v6Lab) boxDNS6(t *testing.T, d netip.Prefix) netip.Addr {
+	t.Helper()
+	box := boxLANAddr(netip.PrefixFrom(d.Addr(), 64)).Addr()
+	var out string
+	eventually(t, 15*time.Second, "h1's rdisc6 shows the box's DNS "+box.String(), func() (bool, string) {
+		out, _ = l.host(1, "rdisc6", "-1", "-w", "2000", "eth0")
+		return regexp.MustCompile(`Recursive DNS server\s*:\s*` + regexp.QuoteMeta(box.String()) + `\n`).MatchString(out), out
+	})
+	for _, want := range []string{`DNS search list\s*:\s*lan\.?\s*\n`, `Stateful other conf\.\s*:\s*Yes`, `Stateful address conf\.\s*:\s*No`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("rdisc6 output lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "2001:db8:64::53") {
+		t.Errorf("rdisc6 still shows the ISP's DNS server while the box's runs:\n%s", out)
+	}
+	eventually(t, 10*time.Second, "dig AAAA @"+box.String(), func() (bool, string) {
+		got := l.dig(t, 1, box, "www.isp.test")
+		return got == ispName6, got
+	})
+	if got := l.dig(t, 1, box, "www.isp.test", "+tcp"); got != ispName6 {
+		t.Errorf("dig +tcp AAAA @%v = %q, want %s", box, got, ispName6)
+	}
+	if got := l.dhcp6Inform(t); got != "dns="+box.String()+"|search=lan." {
+		t.Errorf("dhclient -6 -S was told %q, want the box %v and the domain lan", got, box)
+	}
+	if got := l.dig(t, 0, box, "www.isp.test"); got != "" {
+		t.Errorf("from the WAN, dig @%v answered %q, want no answer", box, got)
+	}
+	return box
+}
+
+// dig asks the DNS server at server for name's AAAA from h1 (ns 1) or the
+// ISP (ns 0) and returns the answers ("" for none or no answer).
+func (l *v6Lab) dig(t *testing.T, ns int, server netip.Addr, name string, args ...string) string {
+	t.Helper()
+	cmd := append([]string{"dig", "+short", "+time=2", "+tries=1", "AAAA", name, "@" + server.String()}, args...)
+	var out string
+	if ns == 0 {
+		out, _ = l.isp.Output(cmd...)
+	} else {
+		out, _ = l.host(ns, cmd...)
+	}
+	if strings.Contains(out, ";;") { // a timeout or error, not an answer
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// dhcp6Inform runs dhclient -6 -S (an Information-request) in h1 until
+// its script is called and returns the DNS servers and search list it was
+// given.
+func (l *v6Lab) dhcp6Inform(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	events := filepath.Join(dir, "events")
+	script := "#!/bin/sh\necho \"dns=$new_dhcp6_name_servers|search=$new_dhcp6_domain_search\" >>" + events + "\n"
+	conf := filepath.Join(dir, "dhclient.conf")
+	if err := os.WriteFile(filepath.Join(dir, "script"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("request dhcp6.name-servers, dhcp6.domain-search;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := l.hosts[0].Command("dhclient", "-6", "-S", "-d", "-v", "-cf", conf, "-sf", filepath.Join(dir, "script"),
+		"-lf", filepath.Join(dir, "leases"), "-pf", filepath.Join(dir, "pid"), "eth0")
+	out := &netnstest.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var got string
+	eventually(t, 20*time.Second, "dhclient -6 -S answered", func() (bool, string) {
+		b, _ := os.ReadFile(events)
+		got, _, _ = strings.Cut(string(b), "\n")
+		return got != "", out.String()
+	})
+	return got
 }

@@ -1,20 +1,50 @@
 package main
 
-import "net/netip"
+import (
+	"errors"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
 
 // ipv6Prefixes is what a delegation gives the IPv6 router: the LAN's
-// prefixes (the current /64 first, then the deprecated ones still in use)
-// and the delegated prefixes.
+// prefixes (the current /64 first, then the deprecated ones still in use),
+// the delegated prefixes and the box's own LAN addresses; and the
+// addresses hostAddrs6 put on the host port.
 type ipv6Prefixes struct {
 	lan, delegated []netip.Prefix
+	box            []boxAddr6
+	onHost         []netip.Prefix
 }
 
-// SetIPv6 gives the running IPv6 router the delegation's prefixes (none:
-// nothing is routed); a new engine gets them too.
-func (p *plane) SetIPv6(lan, delegated []netip.Prefix) {
+// boxAddr6 is one of the box's own IPv6 addresses on the LAN, boxLANAddr
+// of a routed /64 (with its prefix length): preferred in the current /64,
+// deprecated in one being renumbered away (kept while the /64 is routed,
+// so hosts that still use it reach the box's DNS there).
+type boxAddr6 struct {
+	Prefix     netip.Prefix
+	Deprecated bool
+}
+
+// boxLANAddr is the box's address in a LAN /64: its ::1.
+func boxLANAddr(lan netip.Prefix) netip.Prefix {
+	a := lan.Masked().Addr().As16()
+	a[15] = 1
+	return netip.PrefixFrom(netip.AddrFrom16(a), lan.Bits())
+}
+
+// SetIPv6 gives the running IPv6 router the delegation's prefixes and the
+// box's LAN addresses (none: nothing is routed), and puts the addresses on
+// the host port's kernel interface; a new engine gets them too.
+func (p *plane) SetIPv6(lan, delegated []netip.Prefix, box []boxAddr6) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.v6 = ipv6Prefixes{lan: lan, delegated: delegated}
+	p.v6 = ipv6Prefixes{lan: lan, delegated: delegated, box: box, onHost: p.v6.onHost}
 	p.applyIPv6Locked()
 }
 
@@ -22,9 +52,65 @@ func (p *plane) applyIPv6Locked() {
 	if p.engine == nil || p.engine.IPv6() == nil {
 		return
 	}
-	if err := p.engine.IPv6().SetPrefixes(p.v6.lan, p.v6.delegated, nil, nil); err != nil {
+	var addrs []netip.Addr
+	for _, b := range p.v6.box {
+		addrs = append(addrs, b.Prefix.Addr())
+	}
+	if err := p.engine.IPv6().SetPrefixes(p.v6.lan, p.v6.delegated, addrs, nil); err != nil {
 		p.log.Error("dataplane: IPv6 prefixes not applied", "err", err)
 		return
 	}
-	p.log.Info("dataplane: IPv6 prefixes", "lan", p.v6.lan, "delegated", p.v6.delegated)
+	p.log.Info("dataplane: IPv6 prefixes", "lan", p.v6.lan, "delegated", p.v6.delegated, "box", addrs)
+	if p.applied != nil {
+		p.hostAddrs6(hostInterface(p.applied))
+	}
+}
+
+// hostAddrs6 makes the box's LAN IPv6 addresses the host port's (name),
+// so its stack answers on them: added without duplicate address detection
+// (the router answers neighbour solicitations for them, and the DNS
+// forwarder binds at once), deprecated ones with preferred lifetime 0 (the
+// stack answers on them but picks them for nothing new); the ones it added
+// before and no longer wants are removed. Other addresses (hostPort's own)
+// are left alone. The host port stops autoconfiguring (accept_ra and
+// autoconf 0).
+func (p *plane) hostAddrs6(name string) {
+	link, err := netlink.LinkByName(name)
+	if err != nil {
+		p.log.Warn("host port: IPv6 addresses not set", "interface", name, "err", err)
+		return
+	}
+	// The stack hears its own RAs (multicast loopback) and would
+	// autoconfigure from them: it is the LAN's router, not a host there.
+	// Set before any prefix is announced (the first call has none).
+	for _, knob := range []string{"accept_ra", "autoconf"} {
+		f := "/proc/sys/net/ipv6/conf/" + name + "/" + knob
+		if err := os.WriteFile(f, []byte("0\n"), 0o644); err != nil {
+			p.log.Warn("host port: IPv6 autoconfiguration not turned off", "knob", f, "err", err)
+		}
+	}
+	var keep []netip.Prefix
+	for _, b := range p.v6.box {
+		a := &netlink.Addr{IPNet: &net.IPNet{IP: b.Prefix.Addr().AsSlice(), Mask: net.CIDRMask(b.Prefix.Bits(), 128)},
+			Flags: unix.IFA_F_NODAD, PreferedLft: math.MaxUint32, ValidLft: math.MaxUint32}
+		if b.Deprecated {
+			a.PreferedLft = 0
+		}
+		if err := netlink.AddrReplace(link, a); err != nil {
+			p.log.Warn("host port: IPv6 address not set", "interface", name, "address", b.Prefix, "err", err)
+			continue
+		}
+		keep = append(keep, b.Prefix)
+	}
+	for _, old := range p.v6.onHost {
+		if slices.Contains(keep, old) {
+			continue
+		}
+		a := &netlink.Addr{IPNet: &net.IPNet{IP: old.Addr().AsSlice(), Mask: net.CIDRMask(old.Bits(), 128)}}
+		if err := netlink.AddrDel(link, a); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+			p.log.Warn("host port: old IPv6 address not removed", "interface", name, "address", old, "err", err)
+			keep = append(keep, old) // try again next time
+		}
+	}
+	p.v6.onHost = keep
 }

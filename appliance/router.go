@@ -360,10 +360,16 @@ func (r *router) upstreams() []netip.Addr {
 	return nil
 }
 
-// applyDNS starts or updates the DNS forwarder on the router's LAN address.
+// applyDNS starts or updates the DNS forwarder on the router's LAN
+// address and the box's LAN IPv6 addresses (r.v6.box; dnsd rebinds live,
+// keeping its cache).
 func (r *router) applyDNS() error {
 	lan := r.lanAddr()
-	cfg := dnsd.Config{Listen: []netip.AddrPort{netip.AddrPortFrom(lan.Addr(), 53)}, Source: lan.Addr(),
+	listen := []netip.AddrPort{netip.AddrPortFrom(lan.Addr(), 53)}
+	for _, b := range r.v6.box {
+		listen = append(listen, netip.AddrPortFrom(b.Prefix.Addr(), 53))
+	}
+	cfg := dnsd.Config{Listen: listen, Source: lan.Addr(),
 		Domain: r.cfg.DNS.Domain, Hostname: r.hostname, Subnets: []netip.Prefix{lan.Masked()}, CacheSize: r.cfg.DNS.CacheSize,
 		Local: dnsd.LocalFunc(r.localNames)}
 	for _, a := range r.upstreams() {

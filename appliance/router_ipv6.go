@@ -9,26 +9,35 @@ import (
 
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/services/dhcp6c"
+	"e1kbox/appliance/services/dhcp6s"
 	"e1kbox/appliance/services/ra"
 )
 
 // ipv6Services are the router's IPv6 services in NAT mode (ipv6.enabled):
 // the WAN's DHCPv6 client asking for a delegated prefix (none with a
-// static ipv6.prefix, which stands for a delegation) and the LAN's
-// router advertisement daemon on the box's stack (the host port). A
-// delegation gives the LAN its first /64: the IPv6 router (through
-// onPrefixes, the plane's SetIPv6) routes it and the daemon announces it,
-// with the ISP's DNS servers and domains; a new delegation deprecates the
-// old /64. Guarded by router.mu; the client's changes come through slot.
+// static ipv6.prefix, which stands for a delegation), and on the box's
+// stack (the host port) the LAN's router advertisement daemon and the
+// stateless DHCPv6 server (ipv6.dhcpServer). A delegation gives the LAN
+// its first /64 and the box its ::1 there: the IPv6 router (through
+// onPrefixes, the plane's SetIPv6) routes the /64 and answers for the
+// address, the host port's kernel interface gets the address, the DNS
+// forwarder listens on it, and the daemon announces the /64 with the
+// box's address as DNS server (the ISP's servers and domains while the
+// box's DNS is off); a new delegation deprecates the old /64, whose box
+// address stays (deprecated) while it is routed. Guarded by router.mu;
+// the client's changes come through slot.
 type ipv6Services struct {
-	onPrefixes func(lan, delegated []netip.Prefix)
+	onPrefixes func(lan, delegated []netip.Prefix, box []boxAddr6)
 
 	client   running[*dhcp6c.Client]
 	clientAt string // interface, MAC, prefix length
 	gen      uint64 // counts client starts: a stopped client's changes are stale
 	ra       running[*ra.Server]
 	raAt     string // interface and MTU
+	dhcp     running[*dhcp6s.Server]
+	dhcpAt   string // interface
 	lease    *dhcp6c.Lease
+	box      []boxAddr6 // the box's LAN addresses, the current /64's first
 	slot     leaseSlot[*dhcp6c.Lease]
 }
 
@@ -110,8 +119,54 @@ func (r *router) applyIPv6() error {
 		v.raAt = raAt
 		v.ra.start(s, s.Serve, r.log, "ra")
 	}
+	if err := r.applyDHCP6(); err != nil {
+		return err
+	}
 	r.applyDelegation()
 	return nil
+}
+
+// applyDHCP6 starts the stateless DHCPv6 server on the host port when
+// ipv6.dhcpServer is on (restarted when the interface changes) or stops
+// it, and sets the RAs' O flag to match.
+func (r *router) applyDHCP6() error {
+	v := &r.v6
+	at := hostInterface(r.cfg)
+	switch {
+	case !r.cfg.IPv6.DHCPServerOn():
+		v.dhcp.stop()
+		v.dhcpAt = ""
+	case !v.dhcp.on || v.dhcpAt != at:
+		v.dhcp.stop()
+		dns, domains := r.v6DNS()
+		s, err := dhcp6s.New(dhcp6s.Config{Interface: at, DNS: dns, Domains: domains}, r.log.With("service", "dhcpv6"))
+		if err != nil {
+			v.ra.s.SetOtherConfig(false)
+			return err
+		}
+		v.dhcpAt = at
+		v.dhcp.start(s, s.Serve, r.log, "dhcpv6")
+	}
+	v.ra.s.SetOtherConfig(v.dhcp.on)
+	return nil
+}
+
+// v6DNS is what the LAN is told about DNS over IPv6 (RDNSS/DNSSL, DHCPv6):
+// while the box's DNS forwarder runs, the box's preferred LAN address and
+// the local domain; otherwise the ISP's servers and domains from DHCPv6.
+func (r *router) v6DNS() ([]netip.Addr, []string) {
+	if r.dns.on {
+		for _, b := range r.v6.box {
+			if !b.Deprecated {
+				return []netip.Addr{b.Prefix.Addr()}, []string{r.cfg.DNS.Domain}
+			}
+		}
+		return nil, []string{r.cfg.DNS.Domain}
+	}
+	if l := r.v6.lease; l != nil {
+		return l.DNS, l.Domains
+	}
+	return nil, nil
 }
 
 // lanMTU is the smallest configured LAN port MTU, 0 when none is set.
@@ -149,26 +204,39 @@ func (r *router) applyDelegation() {
 	if err := s.SetPrefixes(lan); err != nil {
 		r.log.Warn("IPv6: prefixes not announced", "err", err)
 	}
-	var dns []netip.Addr
-	var domains []string
-	if v.lease != nil {
-		dns, domains = v.lease.DNS, v.lease.Domains
-	}
-	if err := s.SetDNS(dns, domains); err != nil {
-		r.log.Warn("IPv6: DNS not announced", "err", err)
-	}
 	// Routed: the current /64 and the deprecated ones while hosts still
-	// have addresses in them.
+	// have addresses in them; the box has its ::1 in each.
 	cur, dep := s.Prefixes()
 	var routed []netip.Prefix
+	var box []boxAddr6
 	now := time.Now()
 	for _, p := range slices.Concat(cur, dep) {
 		if now.Before(p.Valid) && !slices.Contains(routed, p.Prefix) {
 			routed = append(routed, p.Prefix)
+			current := slices.ContainsFunc(cur, func(c ra.Prefix) bool { return c.Prefix == p.Prefix })
+			box = append(box, boxAddr6{Prefix: boxLANAddr(p.Prefix), Deprecated: !current})
 		}
 	}
+	changed := !slices.Equal(v.box, box)
+	v.box = box
+	// The address first (route6, the host port), then the DNS forwarder
+	// on it, then the announcements.
 	if v.onPrefixes != nil {
-		v.onPrefixes(routed, delegated)
+		v.onPrefixes(routed, delegated, box)
+	}
+	if changed && r.dns.on {
+		if err := r.applyDNS(); err != nil {
+			r.log.Warn("IPv6: the DNS forwarder does not follow the box's addresses", "box", box, "err", err)
+		}
+	}
+	dns, domains := r.v6DNS()
+	if err := s.SetDNS(dns, domains); err != nil {
+		r.log.Warn("IPv6: DNS not announced", "err", err)
+	}
+	if v.dhcp.on {
+		if err := v.dhcp.s.SetDNS(dns, domains); err != nil {
+			r.log.Warn("IPv6: DNS not served by DHCPv6", "err", err)
+		}
 	}
 }
 
@@ -184,13 +252,23 @@ func staticLease(p netip.Prefix, now time.Time) *dhcp6c.Lease {
 		Preferred: now.Add(staticLifetime / 2), Valid: now.Add(staticLifetime)}}, Obtained: now}
 }
 
-// stopIPv6 stops the IPv6 services; nothing is routed or announced.
+// stopIPv6 stops the IPv6 services; nothing is routed or announced, and
+// the box has no LAN IPv6 address.
 func (r *router) stopIPv6() {
 	r.stopClient6()
+	r.v6.dhcp.stop()
+	r.v6.dhcpAt = ""
 	r.v6.ra.stop()
 	r.v6.raAt = ""
+	had := len(r.v6.box) > 0
+	r.v6.box = nil
 	if r.v6.onPrefixes != nil {
-		r.v6.onPrefixes(nil, nil)
+		r.v6.onPrefixes(nil, nil, nil)
+	}
+	if had && r.dns.on {
+		if err := r.applyDNS(); err != nil {
+			r.log.Warn("IPv6 off: the DNS forwarder keeps its IPv6 addresses", "err", err)
+		}
 	}
 }
 

@@ -92,6 +92,11 @@ type IPv6 struct {
 	// Gateway is the WAN next hop, link-local or global. Default: none
 	// (the source of the WAN's router advertisements).
 	Gateway netip.Addr `json:"gateway,omitzero"`
+	// DHCPServer runs the LAN's stateless DHCPv6 server (RFC 8415 6.1:
+	// DNS servers and search domains to hosts that ask, no addresses) and
+	// sets the O flag in the RAs. Ignored while IPv6 is off. Default: as
+	// Enabled.
+	DHCPServer *bool `json:"dhcpServer"`
 }
 
 // HasStaticPrefix reports whether the prefix is static (ipv6.prefix)
@@ -100,6 +105,10 @@ func (s *IPv6) HasStaticPrefix() bool { return s.Prefix.IsValid() }
 
 // IsEnabled reports whether IPv6 is routed.
 func (s *IPv6) IsEnabled() bool { return s.Enabled != nil && *s.Enabled }
+
+// DHCPServerOn reports whether the stateless DHCPv6 server runs: IPv6 is
+// routed and dhcpServer is not false.
+func (s *IPv6) DHCPServerOn() bool { return s.IsEnabled() && (s.DHCPServer == nil || *s.DHCPServer) }
 
 // DHCPServer is the LAN's DHCPv4 server. It answers on the router's LAN
 // address and hands out the router as gateway and DNS server.

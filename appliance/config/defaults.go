@@ -100,6 +100,9 @@ func (c *Config) applyServiceDefaults() {
 	if c.IPv6.Enabled == nil {
 		c.IPv6.Enabled = ptr(on)
 	}
+	if c.IPv6.DHCPServer == nil {
+		c.IPv6.DHCPServer = ptr(*c.IPv6.Enabled)
+	}
 	if c.IPv6.PrefixLength == 0 {
 		c.IPv6.PrefixLength = DefaultIPv6PrefixLength
 	}

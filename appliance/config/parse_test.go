@@ -56,7 +56,7 @@ func TestDefaults(t *testing.T) {
 		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
 		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
 		FastPath:  FastPathAuto,
-		IPv6:      IPv6{Enabled: ptr(false), PrefixLength: DefaultIPv6PrefixLength},
+		IPv6:      IPv6{Enabled: ptr(false), PrefixLength: DefaultIPv6PrefixLength, DHCPServer: ptr(false)},
 	}
 	if diff := cmp.Diff(want, c, cmpConfig); diff != "" {
 		t.Errorf("Parse with defaults (-want +got):\n%s", diff)
@@ -270,11 +270,11 @@ func TestIPv6StaticRoundTrip(t *testing.T) {
 		name, json string
 		want       IPv6
 	}{
-		{"none", `{}`, IPv6{Enabled: ptr(true), PrefixLength: DefaultIPv6PrefixLength}},
+		{"none", `{}`, IPv6{Enabled: ptr(true), DHCPServer: ptr(true), PrefixLength: DefaultIPv6PrefixLength}},
 		{"prefix", `{"prefix": "2001:db8:7::/48"}`,
-			IPv6{Enabled: ptr(true), PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7::/48")}},
+			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7::/48")}},
 		{"prefix and gateway", `{"prefix": "2001:db8:7:1::/64", "gateway": "fe80::1"}`,
-			IPv6{Enabled: ptr(true), PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7:1::/64"),
+			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7:1::/64"),
 				Gateway: netip.MustParseAddr("fe80::1")}},
 	}
 	for _, tt := range tests {
@@ -301,6 +301,41 @@ func TestIPv6StaticRoundTrip(t *testing.T) {
 			}
 			if got := strings.Contains(string(b), `"prefix"`); got != tt.want.Prefix.IsValid() {
 				t.Errorf("Marshal has a prefix field: %v, want %v\n%s", got, tt.want.Prefix.IsValid(), b)
+			}
+		})
+	}
+}
+
+// TestIPv6DHCPServerDefault: ipv6.dhcpServer defaults to ipv6.enabled (so
+// on in NAT mode), an explicit value survives, and the server runs only
+// while IPv6 does.
+func TestIPv6DHCPServerDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ipv6      string
+		stored    bool
+		serverOn  bool
+		ipv6Route bool
+	}{
+		{"NAT defaults", `{}`, true, true, true},
+		{"IPv6 off", `{"enabled": false}`, false, false, false},
+		{"server off", `{"dhcpServer": false}`, false, false, true},
+		{"server on, IPv6 off", `{"enabled": false, "dhcpServer": true}`, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(`{"version": 3, "mode": "nat", "ports": [
+				{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["192.0.2.2/24"]},
+				{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"]}],
+				"nat": {"gateway": "192.0.2.1"}, "ipv6": ` + tc.ipv6 + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Validate(testEnv); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			got := [3]bool{c.IPv6.DHCPServer != nil && *c.IPv6.DHCPServer, c.IPv6.DHCPServerOn(), c.IPv6.IsEnabled()}
+			if want := [3]bool{tc.stored, tc.serverOn, tc.ipv6Route}; got != want {
+				t.Errorf("dhcpServer stored, DHCPServerOn, IsEnabled = %v, want %v", got, want)
 			}
 		})
 	}

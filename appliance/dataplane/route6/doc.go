@@ -13,7 +13,9 @@
 // globals) are answered by the dataplane: neighbour solicitations with a
 // solicited advertisement (router flag on the LAN; a DAD probe is answered
 // to all nodes), echo requests with replies. Other packets to them go to
-// the host from the LAN (the box's stack: DNS, the RA daemon's RS), from
+// the host from the LAN (the box's stack: DNS, DHCPv6, the RA daemon's RS,
+// and unicast NAs, which the router learns from and delivers: the stack
+// shares the router's MAC and addresses and resolves LAN hosts too), from
 // the WAN only DHCPv6 to port 546 (the client reads its own packet socket);
 // the rest of the WAN's is dropped. Multicast (RS, MLD, DHCPv6) goes to the
 // host. NDP messages are checked as RFC 4861 7.1 says (hop limit 255, code

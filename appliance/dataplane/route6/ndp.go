@@ -148,8 +148,14 @@ func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Fram
 		solicited := pkt[f.L4Off+4]&0x40 != 0
 		w.r.neigh.learn(side, &target, lla, solicited, false, w.sec)
 	}
+	if side == LAN && s.host != 0 && f.Dst[0]&1 == 0 {
+		// The box's stack resolves too (it shares the router's MAC and
+		// addresses): a unicast NA reached only the router, so it is
+		// delivered (a multicast one was bridged to the host port).
+		return Result{Action: Deliver, Port: s.host, Frame: pkt}
+	}
 	if side == LAN && s.host != 0 {
-		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt} // the box's stack resolves too
+		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
 	}
 	return Result{Action: Consumed}
 }

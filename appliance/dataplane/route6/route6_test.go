@@ -342,8 +342,8 @@ func TestHostPort(t *testing.T) {
 		t.Errorf("the box's DNS answer to an unresolved host: %v/%v, want queued", res.Action, res.Reason)
 	}
 	e.outputs()
-	if res := e.handle(lanPort, fromLAN(na(host, lanLL, host, hostMAC))); res.Action != ToHost {
-		t.Errorf("an NA on the LAN: %v/%v, want it to the box's stack too", res.Action, res.Reason)
+	if res := e.handle(lanPort, fromLAN(na(host, lanLL, host, hostMAC))); res.Action != Deliver || res.Port != 3 {
+		t.Errorf("an NA on the LAN: %v/%v port %d, want it delivered to the box's stack (port 3) too", res.Action, res.Reason, res.Port)
 	}
 	if out := e.outputs(); len(out) != 1 || out[0].port != lanPort {
 		t.Errorf("after the NA: %v, want the DNS answer released", out)

@@ -31,6 +31,9 @@ type Config struct {
 	// DNS servers (RDNSS) and search domains (DNSSL); empty leaves them out.
 	DNS     []netip.Addr
 	Domains []string
+	// OtherConfig sets the O flag (RFC 4861 4.2): a stateless DHCPv6
+	// server on the link answers Information-requests (RFC 8415 6.1).
+	OtherConfig bool
 	// MaxInterval between unsolicited RAs: 4 s to 1800 s, 0 means 600 s.
 	// MinInterval is a third of it.
 	MaxInterval time.Duration

@@ -17,5 +17,8 @@
 // ends: hosts deprecate its addresses at once (and keep them at most two
 // hours, RFC 4862 5.5.3 e). The router lifetime is 0 while no prefix is
 // valid, so hosts do not route through a box without IPv6 upstream; with
-// neither current nor deprecated prefixes no RA is sent at all.
+// neither current nor deprecated prefixes no RA is sent at all. The O
+// flag (other configuration, Config.OtherConfig and SetOtherConfig) tells
+// hosts that a stateless DHCPv6 server answers on the link; the M flag is
+// never set (addresses come from SLAAC only).
 package ra

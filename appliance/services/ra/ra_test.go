@@ -183,3 +183,44 @@ func TestSetDNS(t *testing.T) {
 		t.Errorf("DNS options (-want +got):\n%s", diff)
 	}
 }
+
+// TestOtherConfig: the O flag follows Config.OtherConfig and
+// SetOtherConfig; only a change is announced at once.
+func TestOtherConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		initial  bool
+		set      bool
+		wantFlag bool
+		wantKick bool
+	}{
+		{"off, set on", false, true, true, true},
+		{"on, set off", true, false, false, true},
+		{"on, set on again", true, true, true, false},
+		{"off, set off again", false, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(Config{Interface: "lan", OtherConfig: tc.initial}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.SetPrefixes([]Prefix{{netip.MustParsePrefix("2001:db8:1::/64"), t0.Add(time.Hour), t0.Add(2 * time.Hour)}})
+			<-s.kick // SetPrefixes' announcement
+			if got := s.advertisement(t0, nil).OtherConfiguration; got != tc.initial {
+				t.Errorf("O flag before %v", got)
+			}
+			s.SetOtherConfig(tc.set)
+			kicked := false
+			select {
+			case <-s.kick:
+				kicked = true
+			default:
+			}
+			ra := s.advertisement(t0, nil)
+			if ra.OtherConfiguration != tc.wantFlag || ra.ManagedConfiguration || kicked != tc.wantKick {
+				t.Errorf("O %v, M %v, announced at once %v; want O %v, M false, at once %v",
+					ra.OtherConfiguration, ra.ManagedConfiguration, kicked, tc.wantFlag, tc.wantKick)
+			}
+		})
+	}
+}

@@ -93,7 +93,9 @@ func (s *Server) SetPrefixes(ps []Prefix) error {
 // SetDNS replaces the announced DNS servers and search domains (checked as
 // in Config); a change is announced at once.
 func (s *Server) SetDNS(dns []netip.Addr, domains []string) error {
+	s.mu.Lock()
 	c := s.cfg
+	s.mu.Unlock()
 	c.DNS, c.Domains = slices.Clone(dns), slices.Clone(domains)
 	if err := c.check(); err != nil {
 		return fmt.Errorf("ra: %w", err)
@@ -109,6 +111,21 @@ func (s *Server) SetDNS(dns []netip.Addr, domains []string) error {
 		}
 	}
 	return nil
+}
+
+// SetOtherConfig sets or clears the O flag (Config.OtherConfig); a change
+// is announced at once.
+func (s *Server) SetOtherConfig(on bool) {
+	s.mu.Lock()
+	same := s.cfg.OtherConfig == on
+	s.cfg.OtherConfig = on
+	s.mu.Unlock()
+	if !same {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Prefixes returns the announced and the deprecated prefixes.
@@ -133,7 +150,7 @@ func (s *Server) advertisement(now time.Time, mac net.HardwareAddr) *ndp.RouterA
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deprecated = slices.DeleteFunc(s.deprecated, func(p Prefix) bool { return !now.Before(p.Valid) })
-	ra := &ndp.RouterAdvertisement{CurrentHopLimit: 64}
+	ra := &ndp.RouterAdvertisement{CurrentHopLimit: 64, OtherConfiguration: s.cfg.OtherConfig}
 	valid := false
 	for _, p := range s.current {
 		if !now.Before(p.Valid) {
