@@ -31,8 +31,8 @@ type Options struct {
 const (
 	DefaultNATFlows  = 65536
 	DefaultIPv6Flows = 16384
-	DefaultPairs    = 4096
-	DefaultMicro    = 32768
+	DefaultPairs     = 4096
+	DefaultMicro     = 32768
 )
 
 // Program is the loaded fast path: its programs, maps and attachments.
