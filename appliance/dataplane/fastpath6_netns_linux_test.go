@@ -76,6 +76,35 @@ type v6Conn struct {
 // (fe80::99), which also plays the server beyond it.
 func v6Run(t *testing.T, mode FastPathMode) fpRun {
 	t.Helper()
+	e, c := v6Setup(t, mode)
+	v6, h1, h2 := e.IPv6(), c.h1, c.h2
+	most := 0
+	if fs := e.Snapshot().FastPath; fs != nil {
+		most = fs.IPv6Flows
+	}
+	c.exchange(60)
+	c.exceptions()
+	c.blast(300)
+	c.close()
+	h2.Wait(300*time.Millisecond, 5*time.Second)
+	run := collect(t, e, h1, h2)
+	run.v6flows = most
+	now := time.Now().Unix()
+	for _, cn := range v6.Conns(100, time.Now().UnixNano()) {
+		run.v6conns = append(run.v6conns, v6Conn{Conn: cn, ExpiresIn: int64(cn.Expires) - now})
+		run.v6conns[len(run.v6conns)-1].Conn.Expires = 0
+	}
+	slices.SortFunc(run.v6conns, func(a, b v6Conn) int { // a total order: the table lists by hash
+		return cmp.Compare(fmt.Sprint(a.Proto, a.LANPort, a.WANPort, a.LAN, a.WAN), fmt.Sprint(b.Proto, b.LANPort, b.WANPort, b.LAN, b.WAN))
+	})
+	run.v6stats = v6.Stats()
+	return run
+}
+
+// v6Setup starts the engine of the IPv6 conversations, opens them and
+// waits for their six flows in the fast path (when it runs).
+func v6Setup(t *testing.T, mode FastPathMode) (*Engine, *v6Conv) {
+	t.Helper()
 	tp := quietTopo(t)
 	cfg := &Config{
 		Mode:     ModeNAT,
@@ -103,27 +132,61 @@ func v6Run(t *testing.T, mode FastPathMode) fpRun {
 	time.Sleep(fpReoffer + 100*time.Millisecond)
 	c.exchange(1)
 	waitFast(t, e, 6)
-	most := 0
-	if fs := e.Snapshot().FastPath; fs != nil {
-		most = fs.IPv6Flows
+	return e, c
+}
+
+// TestFastPathIPv6Evictions: a renumbering (SetPrefixes without the
+// LAN's prefix) takes the IPv6 flows out of the kernel before it returns,
+// and route6 drops the host's next frames (martian); a new MAC of the
+// gateway takes its flows out within a harvest, and the frames follow it.
+func TestFastPathIPv6Evictions(t *testing.T) {
+	e, c := v6Setup(t, FastPathTCX)
+	v6 := e.IPv6()
+	udp := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = c.out(fp6Out.UDPPacket(5353, 53, c.payload(100)))
+		}
+		return out
 	}
-	c.exchange(60)
-	c.exceptions()
-	c.blast(300)
-	c.close()
-	h2.Wait(300*time.Millisecond, 5*time.Second)
-	run := collect(t, e, h1, h2)
-	run.v6flows = most
-	now := time.Now().Unix()
-	for _, cn := range v6.Conns(100, time.Now().UnixNano()) {
-		run.v6conns = append(run.v6conns, v6Conn{Conn: cn, ExpiresIn: int64(cn.Expires) - now})
-		run.v6conns[len(run.v6conns)-1].Conn.Expires = 0
+	if fs := e.Snapshot().FastPath; fs.IPv6Flows != 6 {
+		t.Fatalf("%d IPv6 flows in the kernel, want 6", fs.IPv6Flows)
 	}
-	slices.SortFunc(run.v6conns, func(a, b v6Conn) int { // a total order: the table lists by hash
-		return cmp.Compare(fmt.Sprint(a.Proto, a.LANPort, a.WANPort, a.LAN, a.WAN), fmt.Sprint(b.Proto, b.LANPort, b.WANPort, b.LAN, b.WAN))
-	})
-	run.v6stats = v6.Stats()
-	return run
+	// The gateway answers from a new MAC (an override NA): its flows
+	// leave, the next frames go to the new MAC.
+	newGw := [6]byte{0x02, 0xfa, 0, 0, 0, 0x98}
+	na := frametest.IPv6{Src: fp6GwLL.As16(), Dst: LinkLocal(c.wanMAC).As16(), HopLimit: 255}.ICMPPacket(136, 0, 0x20000000,
+		append(slices.Clone(fp6GwLL.AsSlice()), append([]byte{2, 1}, newGw[:]...)...))
+	c.step(nil, [][]byte{frametest.Frame(c.wanMAC, newGw, frame.EtherTypeIPv6, na)})
+	waitFor(t, 2*time.Second, "the gateway's flows out of the kernel", func() bool { return e.Snapshot().FastPath.IPv6Flows <= 3 })
+	c.h2.Reset()
+	c.step(udp(20), nil)
+	got := c.h2.Wait(200*time.Millisecond, 2*time.Second)
+	to := 0
+	for _, b := range got {
+		if [6]byte(b[0:6]) == newGw {
+			to++
+		}
+	}
+	if to != 20 {
+		t.Errorf("%d of 20 frames went to the gateway's new MAC (%d frames in all)", to, len(got))
+	}
+	// Renumbered away from the host's prefix.
+	if err := v6.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:42:1::/64")}, []netip.Prefix{fp6Deleg}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if fs := e.Snapshot().FastPath; fs.IPv6Flows != 0 {
+		t.Errorf("%d IPv6 flows in the kernel after SetPrefixes returned, want 0", fs.IPv6Flows)
+	}
+	before := v6.Stats().Drops[route6.ReasonMartian]
+	c.h2.Reset()
+	c.step(udp(20), nil)
+	if n := len(c.h2.Wait(200*time.Millisecond, time.Second)); n != 0 {
+		t.Errorf("%d frames from the old prefix reached the WAN after the renumbering", n)
+	}
+	if d := v6.Stats().Drops[route6.ReasonMartian] - before; d != 20 {
+		t.Errorf("route6 dropped %d frames as martian, want the 20 of the old prefix", d)
+	}
 }
 
 // ns is a neighbour solicitation from mac and src for target (the box's
