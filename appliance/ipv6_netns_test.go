@@ -483,3 +483,30 @@ func (l *v6Lab) dhcp6Inform(t *testing.T) string {
 	})
 	return got
 }
+
+// TestIPv6FastPath: with the fast path on (the default), h1's pings to
+// the ISP's server go through the kernel's fast path once their echo
+// connection is established: /api/dataplane's fastPath counts them, and
+// holds both directions as IPv6 flows.
+func TestIPv6FastPath(t *testing.T) {
+	l := newV6Lab(t)
+	h1 := l.slaac(t, l.delegation(t, netip.Prefix{}))
+	l.reach(t, h1)
+	before := l.stats(t).FastPath
+	if before == nil || before.Mode == "off" {
+		t.Fatalf("the fast path is off: %+v", before)
+	}
+	const n = 300
+	if out, err := l.host(1, "ping", "-6", "-c", fmt.Sprint(n), "-i", "0.005", "-s", "1000", "-I", h1.String(), "2001:db8:64::1"); err != nil ||
+		!strings.Contains(out, fmt.Sprintf("%d received", n)) {
+		t.Fatalf("h1's %d pings to the ISP's server: %v\n%s", n, err, out)
+	}
+	after := l.stats(t).FastPath
+	if got := after.Packets - before.Packets; got < n {
+		t.Errorf("the fast path forwarded %d frames during %d pings and their replies, want most of %d", got, n, 2*n)
+	}
+	if after.IPv6Flows < 2 {
+		t.Errorf("%d IPv6 flows in the fast path after the pings, want the echo's two directions: %+v", after.IPv6Flows, after)
+	}
+	t.Logf("fast path: %d frames during the pings, %d IPv6 flows, punts %v", after.Packets-before.Packets, after.IPv6Flows, after.Punts)
+}

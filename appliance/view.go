@@ -71,7 +71,7 @@ func (v *boxView) Snapshot() webui.Snapshot {
 		webui.DropStat{Reason: webui.DropMalformed, Packets: malformed},
 	)
 	if fp := snap.FastPath; fp != nil {
-		s.FastPath = &webui.FastPathSummary{Mode: fp.Mode, Reason: fp.Reason, Flows: fp.NATFlows + fp.Pairs + fp.Microflows, Packets: fp.Packets}
+		s.FastPath = &webui.FastPathSummary{Mode: fp.Mode, Reason: fp.Reason, Flows: fp.NATFlows + fp.IPv6Flows + fp.Pairs + fp.Microflows, Packets: fp.Packets}
 	}
 	if snap.NAT != nil {
 		s.Drops = append(s.Drops, webui.DropStat{Reason: webui.DropNATFull, Packets: natFull})

@@ -9,6 +9,7 @@ import (
 
 	"e1kbox/appliance/dataplane/fastpath"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/rules"
 )
 
@@ -54,6 +55,12 @@ type fastPath struct {
 	ifindex           []int      // by port id; 0 where the program is not attached
 	nat               map[nat.Tuple]*fpNAT
 	natRev            map[nat.Tuple]*fpNAT // by the other direction's tuple
+	r6                map[route6.Flow]*fpR6
+	r6Rev             map[route6.Flow]*fpR6 // by the other direction's flow
+	hops6             map[fpHop6]bool       // a harvest's IPv6 next hops found fresh (or not)
+	gw6               [16]byte              // a harvest's route6 gateway, when gw6ok
+	gw6ok             bool
+	closed            bool
 	pairs             map[fastpath.PairKey]*fpPair
 	micros            map[fastpath.MicroKey]*fpMicro
 	free              []uint32 // free stats slots, the lowest last
@@ -68,9 +75,10 @@ type fastPath struct {
 	gen               uint64         // the rule table the flows were judged by
 	flagsOK           bool           // the table's forward chain does not match TCP flags
 
-	// mark counts, by tuple hash, the NAT flows installed for either
-	// direction of a connection: a worker that sees a TCP SYN, FIN or
-	// RST of a marked tuple takes the connection out of the kernel first.
+	// mark counts, by tuple hash, the NAT and IPv6 flows installed for
+	// either direction of a connection: a worker that sees a TCP SYN, FIN
+	// or RST of a marked tuple takes the connection out of the kernel
+	// first.
 	mark [fpMarks]atomic.Int32
 
 	c fpCounters
@@ -98,8 +106,10 @@ type FastPathStats struct {
 	Reason string `json:"reason,omitempty"`
 	// Kernel is what the kernel offers (config options, BPF JIT).
 	Kernel fastpath.KernelReport `json:"kernel"`
-	// NATFlows, Pairs and Microflows are the flows in the kernel now.
+	// NATFlows, IPv6Flows (routed IPv6 connection directions), Pairs and
+	// Microflows are the flows in the kernel now.
 	NATFlows   int `json:"natFlows"`
+	IPv6Flows  int `json:"ipv6Flows"`
 	Pairs      int `json:"pairs"`
 	Microflows int `json:"microflows"`
 	// Packets and Bytes the kernel forwarded (also in the ports' counters).
@@ -124,7 +134,8 @@ type FastPathStats struct {
 // Failing that, it records why and the engine runs without it.
 func (e *Engine) openFastPath(cfg *Config) {
 	fp := &fastPath{e: e, kernel: fastpath.ReadKernel(), offers: make(chan fpOffer, fpOffers),
-		nat: map[nat.Tuple]*fpNAT{}, natRev: map[nat.Tuple]*fpNAT{}, hops: map[fpHop]bool{}, pairs: map[fastpath.PairKey]*fpPair{}, micros: map[fastpath.MicroKey]*fpMicro{}}
+		nat: map[nat.Tuple]*fpNAT{}, natRev: map[nat.Tuple]*fpNAT{}, hops: map[fpHop]bool{},
+		r6: map[route6.Flow]*fpR6{}, r6Rev: map[route6.Flow]*fpR6{}, hops6: map[fpHop6]bool{}, pairs: map[fastpath.PairKey]*fpPair{}, micros: map[fastpath.MicroKey]*fpMicro{}}
 	e.fp = fp
 	mode := fastpath.ModeTCX
 	switch cfg.FastPath {
@@ -138,7 +149,13 @@ func (e *Engine) openFastPath(cfg *Config) {
 	if cfg.NAT != nil {
 		natFlows = min(2*orDefault(cfg.NAT.MaxConns, nat.DefaultMaxConns), 1<<17)
 	}
-	prog, err := fastpath.Load(fastpath.Options{Mode: mode, NATFlows: natFlows})
+	r6Flows := 64 // no IPv6 router: the map stays empty
+	if e.IPv6() != nil {
+		// The maps hold the active flows (idle ones leave); a flow
+		// beyond them stays on the rings.
+		r6Flows = fastpath.DefaultIPv6Flows
+	}
+	prog, err := fastpath.Load(fastpath.Options{Mode: mode, NATFlows: natFlows, IPv6Flows: r6Flows})
 	if err != nil {
 		fp.reason = err.Error()
 		e.log.Warn("dataplane: no fast path; the rings carry every frame", "err", err)
@@ -171,6 +188,9 @@ func (e *Engine) openFastPath(cfg *Config) {
 	fp.free = make([]uint32, prog.Slots())
 	for i := range fp.free {
 		fp.free[i] = uint32(len(fp.free) - 1 - i)
+	}
+	if v6 := e.IPv6(); v6 != nil {
+		v6.OnChange(fp.v6Changed)
 	}
 	e.log.Info("dataplane fast path", "mode", mode, "jit", fp.kernel.JIT)
 }
@@ -209,6 +229,12 @@ func (fp *fastPath) close() error {
 	if !fp.on() {
 		return nil
 	}
+	if v6 := fp.e.IPv6(); v6 != nil {
+		v6.OnChange(nil)
+	}
+	fp.mu.Lock()
+	fp.closed = true
+	fp.mu.Unlock()
 	return fp.prog.Close()
 }
 
@@ -285,7 +311,7 @@ func (fp *fastPath) snapshot(s *Snapshot) {
 		st.Bytes += rb
 	}
 	fp.mu.Lock()
-	st.NATFlows, st.Pairs, st.Microflows = len(fp.nat), len(fp.pairs), len(fp.micros)
+	st.NATFlows, st.IPv6Flows, st.Pairs, st.Microflows = len(fp.nat), len(fp.r6), len(fp.pairs), len(fp.micros)
 	fp.mu.Unlock()
 	st.Installed, st.Evicted = fp.c.installed.Load(), fp.c.evicted.Load()
 	st.Refused, st.Dropped = fp.c.refused.Load(), fp.c.dropped.Load()

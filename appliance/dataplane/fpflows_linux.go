@@ -8,6 +8,7 @@ import (
 	"e1kbox/appliance/dataplane/fastpath"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/rules"
 )
 
@@ -68,7 +69,7 @@ type fpHop struct {
 // harvest, when no program run can still be counting into its slot.
 type fpDying struct {
 	slot uint32
-	rec  any // *fpNAT, *fpPair or *fpMicro
+	rec  any // *fpNAT, *fpR6, *fpPair or *fpMicro
 }
 
 // fpClock is one reading of the clocks the counters are converted with.
@@ -127,7 +128,9 @@ func (fp *fastPath) install(o *fpOffer) {
 		return
 	}
 	var ok bool
-	if o.nat {
+	if o.v6 {
+		ok = fp.installR6(o)
+	} else if o.nat {
 		ok = fp.installNAT(o)
 	} else {
 		ok = fp.installPair(o)
@@ -313,7 +316,7 @@ func (fp *fastPath) delta(slot uint32) fastpath.Stats {
 // the FDB, the rules and the port counters; it finishes the flows evicted
 // at the last harvest and evicts those the slow path must see again.
 func (fp *fastPath) harvest() {
-	if !fp.on() || len(fp.nat)+len(fp.pairs)+len(fp.micros)+len(fp.dying) == 0 {
+	if !fp.on() || len(fp.nat)+len(fp.r6)+len(fp.pairs)+len(fp.micros)+len(fp.dying) == 0 {
 		return
 	}
 	fp.c.harvests.Add(1)
@@ -324,6 +327,8 @@ func (fp *fastPath) harvest() {
 	clk := fp.clock()
 	set := fp.e.cur.Load()
 	clear(fp.hops)
+	clear(fp.hops6)
+	fp.gw6ok = false
 	fp.natPkts, fp.natBytes = 0, 0
 	defer func() {
 		if fp.natPkts > 0 {
@@ -338,6 +343,11 @@ func (fp *fastPath) harvest() {
 	for _, r := range fp.nat {
 		if !fp.apply(r, fp.delta(r.flow.Slot), clk, set) || !fp.natValid(r, clk) {
 			fp.evictNAT(r)
+		}
+	}
+	for _, r := range fp.r6 {
+		if !fp.apply(r, fp.delta(r.flow.Slot), clk, set) || !fp.r6Valid(r, clk) {
+			fp.evictR6(r)
 		}
 	}
 	for _, m := range fp.micros {
@@ -373,6 +383,8 @@ func (fp *fastPath) apply(rec any, d fastpath.Stats, clk fpClock, set *settings)
 		}
 		r.active = clk.engine(d.Last)
 		return alive
+	case *fpR6:
+		return fp.applyR6(r, d, clk, set)
 	case *fpPair:
 		if d.Packets == 0 {
 			return true
@@ -567,6 +579,11 @@ func (fp *fastPath) macMoved(mac [6]byte, vid uint16) {
 			fp.evictNAT(r)
 		}
 	}
+	for _, r := range fp.r6 {
+		if r.outSide == route6.LAN && r.flow.DstMAC == mac && vid == 0 {
+			fp.evictR6(r)
+		}
+	}
 }
 
 // fdbFlushed follows a flush of the whole FDB (loop protection blocked
@@ -586,6 +603,9 @@ func (fp *fastPath) fdbFlushed() {
 		if r.outSide == nat.LAN || r.tuple.Side == nat.LAN {
 			fp.evictNAT(r)
 		}
+	}
+	for _, r := range fp.r6 {
+		fp.evictR6(r) // every one is to or from the LAN
 	}
 }
 
@@ -608,6 +628,11 @@ func (fp *fastPath) evictPort(id uint16) {
 	for _, r := range fp.nat {
 		if r.in == id || r.out == id {
 			fp.evictNAT(r)
+		}
+	}
+	for _, r := range fp.r6 {
+		if r.in == id || r.out == id {
+			fp.evictR6(r)
 		}
 	}
 }
@@ -685,6 +710,7 @@ func (fp *fastPath) revalidate() {
 			fp.evictNAT(r)
 		}
 	}
+	fp.revalidate6(clk)
 	for _, p := range fp.pairs {
 		if !fp.pairValid(p, clk, set) {
 			fp.evictPair(p)

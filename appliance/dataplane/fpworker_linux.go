@@ -6,6 +6,7 @@ import (
 	"e1kbox/appliance/dataplane/fastpath"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/rules"
 )
 
@@ -18,6 +19,9 @@ import (
 // fpOffer is a flow offered to the manager.
 type fpOffer struct {
 	nat bool
+	// v6 (with nat): a routed IPv6 flow, flow6 instead of tuple.
+	v6    bool
+	flow6 route6.Flow
 	// NAT: the frame's tuple as it arrived (before the router rewrote
 	// it), its ingress port and source MAC, its ICMP type, the port the
 	// slow path sent it to and its next hop's MAC.
@@ -52,7 +56,9 @@ type fpWorker struct {
 // fpPre is a NAT frame's tuple, taken before the router rewrites it.
 type fpPre struct {
 	ok     bool
+	v6     bool // flow6, not tuple
 	tuple  nat.Tuple
+	flow6  route6.Flow
 	srcMAC [6]byte
 	icmp   uint8
 }
@@ -90,7 +96,13 @@ func tupleHash(t *nat.Tuple) uint64 {
 // fast path forwarded counted.
 func (w *fwd) fpBefore(side int) fpPre {
 	f := &w.f
-	if w.fp == nil || w.in.host || !f.IsIPv4() || f.NTags != 0 || f.Fragment || f.L4Off == 0 || f.IPv4.IHL != 5 {
+	if w.fp == nil || w.in.host {
+		return fpPre{}
+	}
+	if f.IsIPv6() {
+		return w.fpBefore6(side)
+	}
+	if !f.IsIPv4() || f.NTags != 0 || f.Fragment || f.L4Off == 0 || f.IPv4.IHL != 5 {
 		return fpPre{}
 	}
 	p := fpPre{ok: true, tuple: nat.Tuple{Side: nat.LAN, Src: f.IPv4.Src, Dst: f.IPv4.Dst, Proto: f.Proto}, srcMAC: f.Src}
@@ -140,6 +152,11 @@ func (w *fwd) fpAfter(p fpPre, port int, b []byte) {
 		out = o
 	}
 	o := fpOffer{nat: true, tuple: p.tuple, in: w.in.id, vid: w.vid, srcMAC: p.srcMAC, icmp: p.icmp, out: out, nhMAC: dst}
+	if p.v6 {
+		o.v6, o.flow6 = true, p.flow6
+		w.fp.offer(&o, flow6Hash(&p.flow6), w.mono)
+		return
+	}
 	w.fp.offer(&o, tupleHash(&p.tuple), w.mono)
 }
 

@@ -36,7 +36,9 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 	switch res.Action {
 	case nat.Forward:
 		w.natSend(res.Port, res.Frame)
-		if w.nw.Offerable() {
+		// IPv4: only a packet of a connection the fast path takes
+		// (nat.Worker.Offerable); routed IPv6: the manager judges.
+		if pre.v6 || w.nw.Offerable() {
 			w.fpAfter(pre, res.Port, res.Frame)
 		}
 	case nat.Reply:

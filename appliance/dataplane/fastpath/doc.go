@@ -2,11 +2,12 @@
 //
 // The pattern is MikroTik's FastTrack and the kernel's flowtable: the
 // userspace dataplane decides every new flow on its AF_PACKET path (rules,
-// conntrack, FDB, neighbours) and, once a NAT connection is established or
-// a bridged unicast MAC pair (or, under rules that look past the MACs, a
-// bridged 5-tuple) has an accept verdict, installs it here: PutNAT,
-// PutPair, PutMicro. A BPF program then rewrites such frames (Ethernet
-// addresses, IPv4 addresses, ports or echo identifier, TTL, checksums,
+// conntrack, FDB, neighbours) and, once a NAT connection or a routed IPv6
+// connection (package route6) is established or a bridged unicast MAC
+// pair (or, under rules that look past the MACs, a bridged 5-tuple) has
+// an accept verdict, installs it here: PutNAT, PutIPv6, PutPair,
+// PutMicro. A BPF program then rewrites such frames (Ethernet addresses,
+// IPv4 addresses, ports or echo identifier, TTL or hop limit, checksums,
 // VLAN tag) and redirects them to the egress port inside the kernel, with
 // no ring, copy or syscall. Everything else goes to the rings, as before:
 // TCP SYN, FIN and RST, fragments, IP options, TTL 1, bad IPv4 header
@@ -16,6 +17,17 @@
 // parses, and its checksum updates repeat package frame's incremental
 // ones step by step, so the fast path and the slow path write the same
 // bytes (TestRewriteMatchesSlowPath runs both on the same frames).
+//
+// A routed IPv6 flow (IPv6Key: ingress port, addresses, protocol, ports
+// or echo identifier) is one direction of a route6 connection: its frames
+// get the next hop's and the router's MACs and one hop less, which no
+// checksum covers (TestRewriteMatchesRoute6). Left to route6: any next
+// header but TCP, UDP and ICMPv6, so every extension header
+// (PuntExtHeader), link-local, multicast and unspecified addresses
+// (PuntScope), hop limit 1 or 0, frames longer than the IPv6 packet
+// (route6 trims them) and the NAT flows' other reasons. An IPv6 frame of
+// no routed flow is looked up as a bridged pair, so link-local and other
+// bridged IPv6 traffic is unaffected.
 //
 // Two hooks, chosen at Load (Mode):
 //

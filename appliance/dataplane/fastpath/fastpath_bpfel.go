@@ -93,6 +93,32 @@ type fastpathNatVal struct {
 	Win        uint32
 }
 
+type fastpathR6Key struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Saddr   [16]uint8
+	Daddr   [16]uint8
+	Sport   uint16
+	Dport   uint16
+	Proto   uint8
+	Pad     [3]uint8
+}
+
+type fastpathR6Val struct {
+	_          structs.HostLayout
+	Dmac       [6]uint8
+	Smac       [6]uint8
+	InDmac     [6]uint8
+	InSmac     [6]uint8
+	OutIfindex uint32
+	Slot       uint32
+	MaxFrame   uint16
+	MaxIp      uint16
+	Flags      uint8
+	IcmpType   uint8
+	Pad        [2]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -102,6 +128,7 @@ const (
 	fastpathMapHs        = "hs"
 	fastpathMapNatFlows  = "nat_flows"
 	fastpathMapPunts     = "punts"
+	fastpathMapR6Flows   = "r6_flows"
 	fastpathMapStats     = "stats"
 	fastpathProgFpFilter = "fp_filter"
 	fastpathProgFpTcx    = "fp_tcx"
@@ -164,6 +191,7 @@ type fastpathMapSpecs struct {
 	Hs       *ebpf.MapSpec `ebpf:"hs"`
 	NatFlows *ebpf.MapSpec `ebpf:"nat_flows"`
 	Punts    *ebpf.MapSpec `ebpf:"punts"`
+	R6Flows  *ebpf.MapSpec `ebpf:"r6_flows"`
 	Stats    *ebpf.MapSpec `ebpf:"stats"`
 }
 
@@ -198,6 +226,7 @@ type fastpathMaps struct {
 	Hs       *ebpf.Map `ebpf:"hs"`
 	NatFlows *ebpf.Map `ebpf:"nat_flows"`
 	Punts    *ebpf.Map `ebpf:"punts"`
+	R6Flows  *ebpf.Map `ebpf:"r6_flows"`
 	Stats    *ebpf.Map `ebpf:"stats"`
 }
 
@@ -208,6 +237,7 @@ func (m *fastpathMaps) Close() error {
 		m.Hs,
 		m.NatFlows,
 		m.Punts,
+		m.R6Flows,
 		m.Stats,
 	)
 }

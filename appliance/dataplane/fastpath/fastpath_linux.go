@@ -22,16 +22,17 @@ const (
 // Options size the maps; zero fields take the defaults.
 type Options struct {
 	Mode Mode
-	// NATFlows, Pairs and Micro bound the flows of each kind; the stats
-	// array has a slot for each.
-	NATFlows, Pairs, Micro int
+	// NATFlows, IPv6Flows, Pairs and Micro bound the flows of each kind;
+	// the stats array has a slot for each.
+	NATFlows, IPv6Flows, Pairs, Micro int
 }
 
 // Default map sizes.
 const (
-	DefaultNATFlows = 65536
-	DefaultPairs    = 4096
-	DefaultMicro    = 32768
+	DefaultNATFlows  = 65536
+	DefaultIPv6Flows = 16384
+	DefaultPairs     = 4096
+	DefaultMicro     = 32768
 )
 
 // Program is the loaded fast path: its programs, maps and attachments.
@@ -67,10 +68,12 @@ func Load(opts Options) (*Program, error) {
 	n := orDefault(opts.NATFlows, DefaultNATFlows)
 	pairs := orDefault(opts.Pairs, DefaultPairs)
 	micro := orDefault(opts.Micro, DefaultMicro)
+	r6 := orDefault(opts.IPv6Flows, DefaultIPv6Flows)
 	spec.Maps[fastpathMapNatFlows].MaxEntries = uint32(n)
+	spec.Maps[fastpathMapR6Flows].MaxEntries = uint32(r6)
 	spec.Maps[fastpathMapBrPairs].MaxEntries = uint32(pairs)
 	spec.Maps[fastpathMapBrMicro].MaxEntries = uint32(micro)
-	p := &Program{mode: opts.Mode, slots: n + pairs + micro, links: map[int]link.Link{}}
+	p := &Program{mode: opts.Mode, slots: n + r6 + pairs + micro, links: map[int]link.Link{}}
 	spec.Maps[fastpathMapStats].MaxEntries = uint32(p.slots)
 	// Only the mode's programs are loaded (the verifier's time is the
 	// biggest part of Load).

@@ -80,25 +80,27 @@ type Punt int
 
 // The punt reasons, as bpf/fastpath.c counts them.
 const (
-	PuntMiss     Punt = iota // no flow
-	PuntEther                // not IPv4/IPv6, an inner VLAN tag, a group or zero source
-	PuntIP                   // IP options, bad version, length or L4 header
-	PuntFrag                 // a fragment
-	PuntTTL                  // TTL <= 1
-	PuntChecksum             // bad IPv4 header checksum, or an ICMP checksum the slow path must fix
-	PuntTCP                  // TCP flags other than ACK, PSH, URG, ECE, CWR (SYN, FIN, RST)
-	PuntMTU                  // too big for the ingress or egress MTU
-	PuntMAC                  // not the MAC the flow expects
-	PuntICMP                 // ICMP other than an echo of the flow's type
-	PuntVLAN                 // a VLAN change generic XDP cannot make
-	PuntReinject             // kept out of the ring, then the flow changed: sent back to ingress
-	PuntRing                 // reserved
-	PuntError                // a helper failed: the frame was dropped
+	PuntMiss      Punt = iota // no flow
+	PuntEther                 // not IPv4/IPv6, an inner VLAN tag, a group or zero source
+	PuntIP                    // IP options, bad version, length or L4 header; a padded routed IPv6 frame
+	PuntFrag                  // a fragment
+	PuntTTL                   // TTL (IPv6: hop limit) <= 1
+	PuntChecksum              // bad IPv4 header checksum, or an ICMP checksum the slow path must fix
+	PuntTCP                   // TCP flags other than ACK, PSH, URG, ECE, CWR (SYN, FIN, RST)
+	PuntMTU                   // too big for the ingress or egress MTU
+	PuntMAC                   // not the MAC the flow expects
+	PuntICMP                  // ICMP other than an echo of the flow's type
+	PuntVLAN                  // a VLAN change generic XDP cannot make
+	PuntReinject              // kept out of the ring, then the flow changed: sent back to ingress
+	PuntRing                  // reserved
+	PuntError                 // a helper failed: the frame was dropped
+	PuntExtHeader             // IPv6: a next header other than TCP, UDP and ICMPv6 (an extension header)
+	PuntScope                 // IPv6: a link-local, multicast or unspecified address
 	NumPunts
 )
 
 var puntNames = [NumPunts]string{"miss", "ether", "ip", "fragment", "ttl", "checksum", "tcp_flags", "mtu", "mac", "icmp", "vlan",
-	"reinject", "ring", "error"}
+	"reinject", "ring", "error", "ext_header", "scope"}
 
 func (p Punt) String() string {
 	if p >= 0 && p < NumPunts {

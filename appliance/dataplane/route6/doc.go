@@ -88,4 +88,18 @@
 // they walk the tables a bucket at a time, each bucket's lock held only
 // to copy its four entries. Neighbours are incomplete (solicited), reachable
 // (confirmed in the last 30 s) or stale (still used while re-solicited).
+//
+// # Fast path
+//
+// The dataplane's in-kernel fast path may take over a direction of an
+// established connection (offload.go): Offloadable says whether forward
+// would route its packets (addresses, prefixes, gateway), its connection
+// is TCP established or UDP or echo replied, with a timeout of at least
+// MinOffloadTimeout, and its next hop was confirmed within 30 s; it
+// returns the egress, the MACs and the MTU. The fast path leaves TCP
+// SYN, FIN and RST, hop limit 1, oversized packets and everything but
+// echo in ICMPv6 to Process. Offloaded carries what it forwarded into the
+// connection (packets, deadline), CountOffloaded into Stats.Actions;
+// NeighbourFresh tells it when a next hop needs the router's NS again,
+// and OnChange when SetConfig or SetPrefixes changed the routing.
 package route6

@@ -33,6 +33,7 @@ type Router struct {
 	conf     Config
 	workers  []*Worker
 	sweepPos atomic.Uint64
+	off      offloadState // the fast path's (offload.go)
 }
 
 // gateway is a default router learnt from an RA, until a time.
@@ -75,6 +76,7 @@ func (r *Router) SetConfig(cfg Config) error {
 	r.conf = cfg
 	r.cfg.Store(s)
 	r.mu.Unlock()
+	r.changed()
 	return nil
 }
 
@@ -129,6 +131,7 @@ func (r *Router) Stats() Stats {
 	for _, w := range r.workers {
 		w.c.add(&s)
 	}
+	s.Actions[Forward] += r.off.forwarded.Load()
 	return s
 }
 

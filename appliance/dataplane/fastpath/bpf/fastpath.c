@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // e1kbox fast path: forwards the frames of established flows that the
-// userspace dataplane installed in the flow maps (NAT connections and
-// bridged unicast MAC pairs), in the kernel, and leaves every other frame
+// userspace dataplane installed in the flow maps (NAT connections, routed
+// IPv6 connections and bridged unicast MAC pairs), in the kernel, and leaves every other frame
 // to the AF_PACKET rings. Three programs share one classifier:
 //
 //   fp_filter  socket filter on the dataplane's RX ring sockets: keeps the
@@ -18,7 +18,9 @@
 // unchanged in every respect the flow does not fix: anything else (TCP
 // SYN/FIN/RST, fragments, IP options, TTL <= 1, bad IPv4 header checksum,
 // too big for the egress MTU, ICMP other than echo, inner VLAN tags,
-// malformed lengths, unknown flows) is punted to the slow path. The
+// malformed lengths, unknown flows; for routed IPv6 also any extension
+// header, link-local and multicast addresses and padded frames) is punted
+// to the slow path. The
 // checksum arithmetic mirrors package frame's incremental updates step by
 // step, so both paths write the same bytes.
 //
@@ -76,6 +78,8 @@ enum punt {
 	PUNT_REINJECT,	// the filter kept it out of the ring, then the flow changed: sent back to ingress
 	PUNT_RING,	// the filter gave it to the ring, then a flow appeared: left to the ring
 	PUNT_ERR,	// a helper failed (frame dropped by the tcx program)
+	PUNT_EXT,	// IPv6: a next header other than TCP, UDP or ICMPv6 (extension headers)
+	PUNT_SCOPE,	// IPv6: a link-local, multicast or unspecified address
 	NUM_PUNTS,
 };
 
@@ -115,6 +119,35 @@ struct nat_val {
 };
 
 #define NAT_CHECK_SMAC 1
+
+// r6_key is a routed IPv6 flow as it arrives: one direction of a route6
+// connection (ICMPv6 echo requests carry the identifier as sport,
+// replies as dport).
+struct r6_key {
+	__u32 ifindex;
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+// r6_val is what a routed IPv6 flow's frames become: new Ethernet
+// addresses and one hop less (the hop limit is in no checksum).
+struct r6_val {
+	__u8 dmac[6];	 // next hop
+	__u8 smac[6];	 // the router's MAC on the egress side
+	__u8 in_dmac[6]; // the router's MAC on the ingress side
+	__u8 in_smac[6]; // the source's MAC, checked when flags & NAT_CHECK_SMAC
+	__u32 out_ifindex;
+	__u32 slot;	 // stats index
+	__u16 max_frame; // longest frame in and out (MTU + 14)
+	__u16 max_ip;	 // longest IP packet on the egress side
+	__u8 flags;	 // NAT_CHECK_SMAC
+	__u8 icmp_type;	 // the echo type of this direction
+	__u8 pad[2];
+};
 
 // br_key is a bridged MAC pair: ingress port, outer VLAN, destination and
 // source MAC.
@@ -187,6 +220,13 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct r6_key);
+	__type(value, struct r6_val);
+} r6_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct br_key);
 	__type(value, struct br_val);
@@ -237,12 +277,15 @@ struct cls {
 	int kind; // KIND_*
 	struct nat_val *nat;
 	struct br_val *br;
+	struct r6_val *r6;
 	__u32 slot2; // the microflow's stats slot (0: none)
+	int r6why;   // why no IPv6 flow was looked up (punt + 1), 0: looked up
 };
 
 #define KIND_SLOW 0
 #define KIND_NAT 1
 #define KIND_BRIDGE 2
+#define KIND_R6 3
 
 static __always_inline void count_punt(__u32 why)
 {
@@ -459,6 +502,80 @@ static __always_inline int classify_nat(struct pkt *p, struct cls *c)
 	return 0;
 }
 
+// v6_scoped: a link-local (fe80::/10), multicast (ff00::/8) or
+// unspecified address, which route6 never forwards.
+static __always_inline int v6_scoped(const __u8 *a)
+{
+	if (a[0] == 0xff || (a[0] == 0xfe && (a[1] & 0xc0) == 0x80))
+		return 1;
+	__u8 z = 0;
+#pragma unroll
+	for (int i = 0; i < 16; i++)
+		z |= a[i];
+	return z == 0;
+}
+
+// classify_r6 looks p up as a routed IPv6 flow (an untagged IPv6 frame to
+// a unicast MAC). A frame it cannot key (another next header, ICMPv6
+// other than echo, a scoped address) or whose key it does not know goes
+// on to the bridge's pairs; c->r6why keeps why, for the punt count when no
+// pair takes it either.
+static __always_inline int classify_r6(struct pkt *p, struct cls *c)
+{
+	__u8 *b = p->b;
+	if (p->len < L3 + 40 + 8 || b[L3] >> 4 != 6)
+		return PUNT_MISS + 1;
+	__u8 proto = b[L3 + 6];
+	struct r6_key k = {};
+	k.ifindex = p->ifindex;
+	k.proto = proto;
+	if (proto == IPPROTO_TCP_ || proto == IPPROTO_UDP_) {
+		__builtin_memcpy(&k.sport, &b[54], 2);
+		__builtin_memcpy(&k.dport, &b[56], 2);
+	} else if (proto == IPPROTO_ICMPV6_) {
+		if (b[54] == 128)
+			__builtin_memcpy(&k.sport, &b[58], 2);
+		else if (b[54] == 129)
+			__builtin_memcpy(&k.dport, &b[58], 2);
+		else {
+			c->r6why = PUNT_ICMP + 1;
+			return PUNT_MISS + 1;
+		}
+	} else {
+		c->r6why = PUNT_EXT + 1;
+		return PUNT_MISS + 1;
+	}
+	if (v6_scoped(&b[L3 + 8]) || v6_scoped(&b[L3 + 24])) {
+		c->r6why = PUNT_SCOPE + 1;
+		return PUNT_MISS + 1;
+	}
+	__builtin_memcpy(k.saddr, &b[L3 + 8], 16);
+	__builtin_memcpy(k.daddr, &b[L3 + 24], 16);
+	struct r6_val *v = bpf_map_lookup_elem(&r6_flows, &k);
+	if (!v)
+		return PUNT_MISS + 1;
+	int r = ipv6_ok(p);
+	if (r)
+		return r;
+	// route6 forwards the IP packet without what follows it: a padded
+	// frame is the slow path's, which trims it.
+	if (p->len != L3 + p->iplen)
+		return PUNT_IP + 1;
+	if (!mac_eq(b, v->in_dmac) || (v->flags & NAT_CHECK_SMAC && !mac_eq(&b[6], v->in_smac)))
+		return PUNT_MAC + 1;
+	if (b[L3 + 7] <= 1)
+		return PUNT_TTL + 1;
+	if (proto == IPPROTO_TCP_ && !nat_tcp_ok(b[54 + 13]))
+		return PUNT_TCP + 1;
+	if (proto == IPPROTO_ICMPV6_ && b[54] != v->icmp_type)
+		return PUNT_ICMP + 1;
+	if (p->len > v->max_frame || p->iplen > v->max_ip)
+		return PUNT_MTU + 1;
+	c->kind = KIND_R6;
+	c->r6 = v;
+	return 0;
+}
+
 // classify_bridge looks p up as a bridged MAC pair (and microflow).
 static __always_inline int classify_bridge(struct pkt *p, struct cls *c)
 {
@@ -548,9 +665,18 @@ static __always_inline int classify(struct pkt *p, struct cls *c)
 		if (r != PUNT_MISS + 1)
 			return r;
 	}
+	c->r6why = 0;
+	if (!p->vlan_present && et == ETH_P_IPV6 && !(b[0] & 1)) {
+		int r = classify_r6(p, c);
+		if (r != PUNT_MISS + 1)
+			return r;
+	}
 	if (b[0] & 1)
-		return PUNT_MISS + 1;
-	return classify_bridge(p, c);
+		return c->r6why ? c->r6why : PUNT_MISS + 1;
+	int r = classify_bridge(p, c);
+	if (r == PUNT_MISS + 1 && c->r6why)
+		return c->r6why;
+	return r;
 }
 
 static __always_inline void count_flow(__u32 slot, __u32 bytes, __u32 l3)
@@ -647,6 +773,18 @@ static __always_inline int nat_rewrite(struct pkt *p, struct nat_val *v)
 	mac_cpy(b, v->dmac);
 	mac_cpy(&b[6], v->smac);
 	return hdr;
+}
+
+// r6_rewrite is route6's forwarding of a frame of an established
+// connection: the hop limit decremented (frame.DecTTL), the next hop's
+// and the router's MACs. It returns the number of bytes to store back.
+static __always_inline int r6_rewrite(struct pkt *p, struct r6_val *v)
+{
+	__u8 *b = p->b;
+	b[L3 + 7] -= 1;
+	mac_cpy(b, v->dmac);
+	mac_cpy(&b[6], v->smac);
+	return L3 + 8;
 }
 
 // nat_track records a TCP packet's acknowledgment and window (package
@@ -778,6 +916,16 @@ int fp_tcx(struct __sk_buff *skb)
 		count_flow(v->slot, w, p.iplen);
 		return bpf_redirect(v->out_ifindex, 0);
 	}
+	if (c.kind == KIND_R6) {
+		struct r6_val *v = c.r6;
+		int n = r6_rewrite(&p, v);
+		if (bpf_skb_store_bytes(skb, 0, p.b, n, 0) < 0) {
+			count_punt(PUNT_ERR);
+			return 2; // TC_ACT_SHOT
+		}
+		count_flow(v->slot, w, p.iplen);
+		return bpf_redirect(v->out_ifindex, 0);
+	}
 	struct br_val *v = c.br;
 	if (bridge_egress(skb, &p, v) < 0) {
 		count_punt(PUNT_ERR);
@@ -824,6 +972,16 @@ int fp_xdp(struct xdp_md *ctx)
 			return XDP_PASS_;
 		}
 		nat_track(&p, v);
+		count_flow(v->slot, p.len, p.iplen);
+		return bpf_redirect(v->out_ifindex, 0);
+	}
+	if (c.kind == KIND_R6) {
+		struct r6_val *v = c.r6;
+		int m = r6_rewrite(&p, v);
+		if (bpf_xdp_store_bytes(ctx, 0, p.b, m) < 0) {
+			count_punt(PUNT_ERR);
+			return XDP_PASS_;
+		}
 		count_flow(v->slot, p.len, p.iplen);
 		return bpf_redirect(v->out_ifindex, 0);
 	}
