@@ -14,7 +14,6 @@ import (
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/route6"
-	"e1kbox/internal/netnstest"
 )
 
 // The differential test of the fast path's routed IPv6 flows: the same
@@ -103,7 +102,7 @@ func v6Run(t *testing.T, mode FastPathMode) fpRun {
 
 // v6Setup starts the engine of the IPv6 conversations, opens them and
 // waits for their six flows in the fast path (when it runs).
-func v6Setup(t *testing.T, mode FastPathMode) (*Engine, *v6Conv) {
+func v6Setup(t *testing.T, mode FastPathMode) (*Engine, v6Conv) {
 	t.Helper()
 	tp := quietTopo(t)
 	cfg := &Config{
@@ -124,7 +123,8 @@ func v6Setup(t *testing.T, mode FastPathMode) (*Engine, *v6Conv) {
 	lanMAC, wanMAC := linkMAC(t, tp.box, "p1"), linkMAC(t, tp.box, "p2")
 	h1 := tp.hosts[0].OpenPackets(t, "eth0", true)
 	h2 := tp.hosts[1].OpenPackets(t, "eth0", true)
-	c := &v6Conv{t: t, r: rand.New(rand.NewPCG(10, 10)), lanMAC: lanMAC, wanMAC: wanMAC, h1: h1, h2: h2}
+	c := v6Conv{&conv{t: t, r: rand.New(rand.NewPCG(10, 10)), lanMAC: lanMAC, wanMAC: wanMAC, h1: h1, h2: h2,
+		etherType: frame.EtherTypeIPv6, outIP: fp6Out, inIP: fp6In, echoReq: frame.ICMPv6EchoRequest, echoRe: frame.ICMPv6EchoReply}}
 	// route6 learns A and G from their solicitations of its addresses.
 	c.step([][]byte{ns(fpHostA, lanMAC, fp6Host.As16(), LinkLocal(lanMAC).As16())}, [][]byte{ns(fpGwMAC, wanMAC, fp6GwLL.As16(), LinkLocal(wanMAC).As16())})
 	c.open()
@@ -199,85 +199,23 @@ func ns(mac, to [6]byte, src, target [16]byte) []byte {
 	return frametest.Frame(to, mac, frame.EtherTypeIPv6, h.ICMPPacket(135, 0, 0, body))
 }
 
-// v6Conv is the IPv6 test's conversations: A's TCP, UDP and echo with
-// the server, seen from both sides.
-type v6Conv struct {
-	t              *testing.T
-	r              *rand.Rand
-	lanMAC, wanMAC [6]byte
-	h1, h2         *netnstest.Packets
-	seqA, seqS     uint32
-}
+// v6Conv is the IPv6 test's conversations (routed, unpadded frames).
+type v6Conv struct{ *conv }
 
 var (
 	fp6Out = frametest.IPv6{Src: fp6Host.As16(), Dst: fp6Server.As16(), HopLimit: 64}
 	fp6In  = frametest.IPv6{Src: fp6Server.As16(), Dst: fp6Host.As16(), HopLimit: 50}
 )
 
-func (c *v6Conv) payload(max int) []byte {
-	p := make([]byte, c.r.IntN(max))
-	for i := range p {
-		p[i] = byte(c.r.Uint32())
-	}
-	return p
-}
-
-func (c *v6Conv) out(ip []byte) []byte {
-	return frametest.Frame(c.lanMAC, fpHostA, frame.EtherTypeIPv6, ip)
-}
-func (c *v6Conv) in(ip []byte) []byte {
-	return frametest.Frame(c.wanMAC, fpGwMAC, frame.EtherTypeIPv6, ip)
-}
-
-func (c *v6Conv) tcpOut(flags uint8, payload []byte) []byte {
-	f := c.out(fp6Out.TCPPacket(frametest.TCP{SrcPort: 40000, DstPort: 443, Seq: c.seqA, Ack: c.seqS, Flags: flags, Window: 1000}, payload))
-	c.seqA += uint32(len(payload))
-	return f
-}
-
-func (c *v6Conv) tcpIn(flags uint8, payload []byte) []byte {
-	f := c.in(fp6In.TCPPacket(frametest.TCP{SrcPort: 443, DstPort: 40000, Seq: c.seqS, Ack: c.seqA, Flags: flags, Window: 1000}, payload))
-	c.seqS += uint32(len(payload))
-	return f
-}
-
-func (c *v6Conv) step(fromA, fromS [][]byte) {
-	c.h1.Send(c.t, fromA...)
-	c.h2.Send(c.t, fromS...)
-	time.Sleep(30 * time.Millisecond)
-}
-
-// open runs the TCP handshake and a first UDP and echo exchange.
-func (c *v6Conv) open() {
-	c.seqA, c.seqS = 1000, 5000
-	c.step([][]byte{c.tcpOut(frame.TCPSyn, nil)}, nil)
-	c.seqA++
-	c.step(nil, [][]byte{c.tcpIn(frame.TCPSyn|frame.TCPAck, nil)})
-	c.seqS++
-	c.step([][]byte{c.tcpOut(frame.TCPAck, nil),
-		c.out(fp6Out.UDPPacket(5353, 53, c.payload(100))),
-		c.out(fp6Out.ICMPPacket(frame.ICMPv6EchoRequest, 0, 77<<16|1, c.payload(56)))}, nil)
-	c.step(nil, [][]byte{c.in(fp6In.UDPPacket(53, 5353, c.payload(100))),
-		c.in(fp6In.ICMPPacket(frame.ICMPv6EchoReply, 0, 77<<16|1, c.payload(56)))})
-}
-
 // exchange sends n rounds of data of every flow both ways.
-func (c *v6Conv) exchange(n int) {
-	for i := range n {
-		var a, s [][]byte
-		for range 3 {
-			a = append(a, c.tcpOut(frame.TCPAck|frame.TCPPsh, c.payload(1200)), c.out(fp6Out.UDPPacket(5353, 53, c.payload(1300))))
-			s = append(s, c.tcpIn(frame.TCPAck|frame.TCPPsh, c.payload(1200)), c.in(fp6In.UDPPacket(53, 5353, c.payload(1300))))
-		}
-		a = append(a, c.out(fp6Out.ICMPPacket(frame.ICMPv6EchoRequest, 0, 77<<16|uint32(i+2), c.payload(56))))
-		s = append(s, c.in(fp6In.ICMPPacket(frame.ICMPv6EchoReply, 0, 77<<16|uint32(i+2), c.payload(56))))
-		c.step(a, s)
-	}
-}
+func (c v6Conv) exchange(n int) { c.conv.exchange(n, nil) }
+
+// blast sends n damaged frames of the flows both ways.
+func (c v6Conv) blast(n int) { c.conv.blast(n, blast6) }
 
 // exceptions sends frames of the established flows that the fast path
 // must leave to route6.
-func (c *v6Conv) exceptions() {
+func (c v6Conv) exceptions() {
 	hop1 := fp6Out
 	hop1.HopLimit = 1
 	opts := fp6Out
@@ -296,20 +234,6 @@ func (c *v6Conv) exceptions() {
 	}, [][]byte{unreach})
 }
 
-// blast sends n damaged frames of the flows both ways.
-func (c *v6Conv) blast(n int) {
-	seqA, seqS := c.seqA, c.seqS
-	out := [][]byte{c.tcpOut(frame.TCPAck, c.payload(40)), c.out(fp6Out.UDPPacket(5353, 53, c.payload(40))),
-		c.out(fp6Out.ICMPPacket(frame.ICMPv6EchoRequest, 0, 77<<16|1, c.payload(40)))}
-	in := [][]byte{c.tcpIn(frame.TCPAck, c.payload(40)), c.in(fp6In.UDPPacket(53, 5353, c.payload(40)))}
-	c.seqA, c.seqS = seqA, seqS
-	// One side after the other: a damaged frame from the LAN (a new
-	// connection, a state change) decides the fate of some from the WAN,
-	// whichever worker gets there first.
-	c.step(blast6(c.r, out, n), nil)
-	c.step(nil, blast6(c.r, in, n))
-}
-
 // blast6 is blast with damage where IPv6 keeps its lengths and hop limit.
 func blast6(r *rand.Rand, good [][]byte, n int) [][]byte {
 	out := blast(r, good, n/2)
@@ -320,12 +244,4 @@ func blast6(r *rand.Rand, good [][]byte, n int) [][]byte {
 		out = append(out, b)
 	}
 	return out
-}
-
-// close ends the TCP connection with FINs and a RST of the server.
-func (c *v6Conv) close() {
-	c.step([][]byte{c.tcpOut(frame.TCPFin|frame.TCPAck, nil)}, nil)
-	c.seqA++
-	c.step(nil, [][]byte{c.tcpIn(frame.TCPAck|frame.TCPPsh, c.payload(100))})
-	c.step(nil, [][]byte{c.tcpIn(frame.TCPRst, nil)})
 }

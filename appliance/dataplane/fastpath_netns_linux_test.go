@@ -362,7 +362,8 @@ func natRun(t *testing.T, mode FastPathMode) fpRun {
 	// The router learns A and G from their ARP requests for its addresses.
 	h1.Send(t, frametest.ARPFrame(bcast, fpHostA, 1, fpHostA, fpLANHost.As4(), [6]byte{}, [4]byte{10, 42, 0, 254}))
 	h2.Send(t, frametest.ARPFrame(bcast, fpGwMAC, 1, fpGwMAC, fpGateway.As4(), [6]byte{}, fpWANAddr.As4()))
-	c := &natConv{t: t, r: rand.New(rand.NewPCG(9, 9)), lanMAC: lanMAC, wanMAC: wanMAC, h1: h1, h2: h2}
+	c := natConv{&conv{t: t, r: rand.New(rand.NewPCG(9, 9)), lanMAC: lanMAC, wanMAC: wanMAC, h1: h1, h2: h2,
+		etherType: frame.EtherTypeIPv4, outIP: fpOutIP, inIP: fpInIP, echoReq: frame.ICMPEchoRequest, echoRe: frame.ICMPEchoReply, pad: true}}
 	c.open()
 	time.Sleep(2100 * time.Millisecond) // UDP becomes a stream (assured) with the next packets
 	c.exchange(1)
@@ -395,89 +396,26 @@ func natRun(t *testing.T, mode FastPathMode) fpRun {
 	return run
 }
 
-// natConv is the NAT test's conversations: A's TCP, UDP and ICMP echo
-// with the server, seen from both sides.
-type natConv struct {
-	t              *testing.T
-	r              *rand.Rand
-	lanMAC, wanMAC [6]byte
-	h1, h2         *netnstest.Packets
-	seqA, seqS     uint32
-}
-
-func (c *natConv) payload(max int) []byte {
-	p := make([]byte, c.r.IntN(max))
-	for i := range p {
-		p[i] = byte(c.r.Uint32())
-	}
-	return p
-}
-
-// out is a frame from A to the server, in is one from the server to A's
-// mapped address (the router keeps A's ports: none are taken).
-func (c *natConv) out(ip []byte) []byte {
-	return frametest.Pad(frametest.Frame(c.lanMAC, fpHostA, frame.EtherTypeIPv4, ip))
-}
-func (c *natConv) in(ip []byte) []byte {
-	return frametest.Pad(frametest.Frame(c.wanMAC, fpGwMAC, frame.EtherTypeIPv4, ip))
-}
+// natConv is the NAT test's conversations (IPv4, padded frames).
+type natConv struct{ *conv }
 
 var (
 	fpOutIP = frametest.IPv4{Src: fpLANHost.As4(), Dst: fpServer.As4(), TTL: 64}
 	fpInIP  = frametest.IPv4{Src: fpServer.As4(), Dst: fpWANAddr.As4(), TTL: 50}
 )
 
-func (c *natConv) tcpOut(flags uint8, payload []byte) []byte {
-	f := c.out(fpOutIP.TCPPacket(frametest.TCP{SrcPort: 40000, DstPort: 443, Seq: c.seqA, Ack: c.seqS, Flags: flags, Window: 1000}, payload))
-	c.seqA += uint32(len(payload))
-	return f
+// exchange sends n rounds of data of every flow both ways, with UDP
+// without a checksum among A's.
+func (c natConv) exchange(n int) {
+	c.conv.exchange(n, func() []byte { return c.out(fpOutIP.UDPPacketNoChecksum(5353, 53, c.payload(64))) })
 }
 
-func (c *natConv) tcpIn(flags uint8, payload []byte) []byte {
-	f := c.in(fpInIP.TCPPacket(frametest.TCP{SrcPort: 443, DstPort: 40000, Seq: c.seqS, Ack: c.seqA, Flags: flags, Window: 1000}, payload))
-	c.seqS += uint32(len(payload))
-	return f
-}
-
-// step sends frames from A and from the server and lets them through.
-func (c *natConv) step(fromA, fromS [][]byte) {
-	c.h1.Send(c.t, fromA...)
-	c.h2.Send(c.t, fromS...)
-	time.Sleep(30 * time.Millisecond)
-}
-
-// open runs the TCP handshake and a first UDP and ICMP exchange.
-func (c *natConv) open() {
-	c.seqA, c.seqS = 1000, 5000
-	c.step([][]byte{c.tcpOut(frame.TCPSyn, nil)}, nil)
-	c.seqA++
-	c.step(nil, [][]byte{c.tcpIn(frame.TCPSyn|frame.TCPAck, nil)})
-	c.seqS++
-	c.step([][]byte{c.tcpOut(frame.TCPAck, nil),
-		c.out(fpOutIP.UDPPacket(5353, 53, c.payload(100))),
-		c.out(fpOutIP.ICMPPacket(frame.ICMPEchoRequest, 0, 77<<16|1, c.payload(56)))}, nil)
-	c.step(nil, [][]byte{c.in(fpInIP.UDPPacket(53, 5353, c.payload(100))),
-		c.in(fpInIP.ICMPPacket(frame.ICMPEchoReply, 0, 77<<16|1, c.payload(56)))})
-}
-
-// exchange sends n rounds of data of every flow both ways.
-func (c *natConv) exchange(n int) {
-	for i := range n {
-		var a, s [][]byte
-		for range 3 {
-			a = append(a, c.tcpOut(frame.TCPAck|frame.TCPPsh, c.payload(1200)), c.out(fpOutIP.UDPPacket(5353, 53, c.payload(1300))),
-				c.out(fpOutIP.UDPPacketNoChecksum(5353, 53, c.payload(64))))
-			s = append(s, c.tcpIn(frame.TCPAck|frame.TCPPsh, c.payload(1200)), c.in(fpInIP.UDPPacket(53, 5353, c.payload(1300))))
-		}
-		a = append(a, c.out(fpOutIP.ICMPPacket(frame.ICMPEchoRequest, 0, 77<<16|uint32(i+2), c.payload(56))))
-		s = append(s, c.in(fpInIP.ICMPPacket(frame.ICMPEchoReply, 0, 77<<16|uint32(i+2), c.payload(56))))
-		c.step(a, s)
-	}
-}
+// blast sends n damaged frames of the flows both ways.
+func (c natConv) blast(n int) { c.conv.blast(n, blast) }
 
 // exceptions sends frames of the established flows that the fast path
 // must leave to the router.
-func (c *natConv) exceptions() {
+func (c natConv) exceptions() {
 	ttl1 := fpOutIP
 	ttl1.TTL = 1
 	opts := fpOutIP
@@ -498,30 +436,6 @@ func (c *natConv) exceptions() {
 		c.out(fpOutIP.UDPPacket(5353, 53, make([]byte, 1380))), // without DF: dropped (too big)
 		bad, other,
 	}, nil)
-}
-
-// blast sends n damaged frames of the flows both ways.
-func (c *natConv) blast(n int) {
-	seqA, seqS := c.seqA, c.seqS
-	out := [][]byte{c.tcpOut(frame.TCPAck, c.payload(40)), c.out(fpOutIP.UDPPacket(5353, 53, c.payload(40))),
-		c.out(fpOutIP.ICMPPacket(frame.ICMPEchoRequest, 0, 77<<16|1, c.payload(40)))}
-	in := [][]byte{c.tcpIn(frame.TCPAck, c.payload(40)), c.in(fpInIP.UDPPacket(53, 5353, c.payload(40)))}
-	c.seqA, c.seqS = seqA, seqS
-	// One side after the other: whether a damaged RST from the server
-	// is in A's window depends on the damaged ACKs from A that conntrack
-	// saw first, and the fast path forwards (and tracks) A's frames
-	// sooner than the rings do.
-	outs, ins := blast(c.r, out, n), blast(c.r, in, n)
-	c.step(outs, nil)
-	c.step(nil, ins)
-}
-
-// close ends the TCP connection with FINs and a RST of the server.
-func (c *natConv) close() {
-	c.step([][]byte{c.tcpOut(frame.TCPFin|frame.TCPAck, nil)}, nil)
-	c.seqA++
-	c.step(nil, [][]byte{c.tcpIn(frame.TCPAck|frame.TCPPsh, c.payload(100))})
-	c.step(nil, [][]byte{c.tcpIn(frame.TCPRst, nil)})
 }
 
 // blast returns n frames made from good by random damage: truncated,
