@@ -187,10 +187,9 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 }
 
 // workerForwards reports whether an e1kbox path's frames are the worker's
-// rather than the fast path's: with the fast path off, and for IPv6 (the
-// fast path takes IPv4 NAT flows and bridged pairs; routed IPv6 goes to
-// the rings).
-func (p Path) workerForwards() bool { return p.FastPath == "off" || p.IPv6 }
+// rather than the fast path's: with the fast path off (it takes IPv4 NAT
+// flows, bridged pairs and routed IPv6 flows).
+func (p Path) workerForwards() bool { return p.FastPath == "off" }
 
 // Suffixes of the path variants.
 const (

@@ -135,9 +135,9 @@ func TestPlaceFor(t *testing.T) {
 		// The fast path does the box's work on the receive CPU.
 		{"e1kbox split, fast path", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, two,
 			cpuPlace{Gen: 1, RX: 0, Worker: 1, Sink: 1}, "gen cpu1, box rx cpu0, worker cpu1, sink cpu1"},
-		// Routed IPv6 is the worker's, fast path or not: placed as with it off.
+		// Routed IPv6 is the fast path's too.
 		{"e1kbox split, IPv6", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit, NAT: true, IPv6: true}, two,
-			cpuPlace{Gen: 0, RX: 0, Worker: 1, Sink: 1}, "gen cpu0, box rx cpu0, worker cpu1, sink cpu1"},
+			cpuPlace{Gen: 1, RX: 0, Worker: 1, Sink: 1}, "gen cpu1, box rx cpu0, worker cpu1, sink cpu1"},
 		{"kernel IPv6", Path{Kind: kindKernel, NAT: true, IPv6: true}, two, cpuPlace{Gen: 1, RX: 0, Worker: -1, Sink: 1}, ""},
 		{"e1kbox split, 4 CPUs", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit}, tuning.CPUSet{0, 1, 2, 3},
 			cpuPlace{Gen: 1, RX: 0, Worker: 2, Sink: 1}, ""},

@@ -263,7 +263,7 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 		rep.Notes = append(rep.Notes, fmt.Sprintf("IPv6 rows: UDP/IPv6 from the LAN (%v) to a server beyond the WAN next hop (the sink, %v); frames of at least %d B "+
 			"(the smallest UDP/IPv6 frame: Ethernet, IPv6 and UDP headers and the FCS), so their 64 B rows send %d B frames. "+
 			"Every flow is answered once by the sink before the measurement, as on the NAT rows, so the kernel's conntrack and e1kbox's IPv6 firewall "+
-			"both see them established; the e1kbox fast path takes no routed IPv6, its worker forwards it",
+			"both see them established, and e1kbox's fast path then takes them",
 			ipv6GenIP, ipv6Gateway, minFrame6, minFrame6))
 	}
 	tune := "run with -tune=false so that the harness owns the steering"
@@ -335,8 +335,8 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 	if st, err := h.warmFast(ctx, p, pl); err != nil {
 		return nil, err
 	} else if fs := st.FastPath; fs != nil {
-		fmt.Fprintf(progress, "rep %d/%d %s: fast path %s holds %d NAT flows, %d pairs, %d microflows\n", r, o.reps, p.Name,
-			fs.Mode, fs.NATFlows, fs.Pairs, fs.Microflows)
+		fmt.Fprintf(progress, "rep %d/%d %s: fast path %s holds %d NAT flows, %d pairs, %d microflows, %d IPv6 flows\n", r, o.reps, p.Name,
+			fs.Mode, fs.NATFlows, fs.Pairs, fs.Microflows, fs.IPv6Flows)
 	}
 	if p.WSClients > 0 {
 		ws, err := startWSClients(ctx, h.t.box, applianceListen, p.WSClients, 15*time.Second)
