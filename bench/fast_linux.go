@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"e1kbox/appliance/dataplane/afpacket"
@@ -277,4 +279,41 @@ func (s ipv6State) check(flows int) error {
 		return fmt.Errorf("the appliance's IPv6 router tracks %d connections, want %d (drops %v)", v.Conns, flows, v.Drops)
 	}
 	return nil
+}
+
+// fastCount is what the fast path of an e1kbox path had forwarded and
+// left to the rings at one time (nil: the path has no fast path).
+type fastCount struct {
+	packets uint64
+	punts   map[string]uint64
+}
+
+// fastCounts reads p's fast path counters (nil for a path without one,
+// or when the appliance does not answer).
+func (h *harness) fastCounts(ctx context.Context, p Path) *fastCount {
+	if p.Kind != kindE1kbox || p.FastPath == "off" {
+		return nil
+	}
+	var st fastState
+	if err := h.applianceGet(ctx, "/api/dataplane", &st); err != nil || st.FastPath == nil {
+		return nil
+	}
+	return &fastCount{packets: st.FastPath.Packets, punts: st.FastPath.Punts}
+}
+
+// since says how many of sent frames the fast path forwarded between
+// before and c, and what it left to the rings meanwhile ("" without
+// both counts).
+func (c *fastCount) since(before *fastCount, sent uint64) string {
+	if c == nil || before == nil {
+		return ""
+	}
+	var punts []string
+	for k, v := range c.punts {
+		if d := v - before.punts[k]; d > 0 {
+			punts = append(punts, fmt.Sprintf("%s %d", k, d))
+		}
+	}
+	slices.Sort(punts)
+	return fmt.Sprintf("; fast path %d of %d sent, left to the rings: %s", c.packets-before.packets, sent, strings.Join(punts, ", "))
 }

@@ -411,14 +411,15 @@ func (h *harness) latencyRuns(ctx context.Context, p Path, pl cpuPlace, o *optio
 	size := o.sizes[0]
 	if p.Latency && o.latency && capacity > 0 {
 		for _, load := range latencyLoads {
+			before := h.fastCounts(ctx, p)
 			s, err := h.latency(ctx, p, pl, size, load*capacity, false)
 			if err != nil {
 				return out, err
 			}
 			s.Load = load
 			out = append(out, s)
-			fmt.Fprintf(progress, "rep %d/%d %-44s latency at %.0f%% (%s): p50 %.0f µs, p99 %.0f µs, p99.9 %.0f µs (%d samples)\n",
-				r, o.reps, RowName(p.Name, size), 100*load, FormatPPS(s.Rate), s.P50, s.P99, s.P999, s.Samples)
+			fmt.Fprintf(progress, "rep %d/%d %-44s latency at %.0f%% (%s): p50 %.0f µs, p99 %.0f µs, p99.9 %.0f µs (%d samples)%s\n",
+				r, o.reps, RowName(p.Name, size), 100*load, FormatPPS(s.Rate), s.P50, s.P99, s.P999, s.Samples, h.fastCounts(ctx, p).since(before, s.Sent))
 		}
 	}
 	if p.ConnRate && o.connRate {

@@ -261,3 +261,38 @@ func BenchmarkSYNPastInboundCap(b *testing.B) {
 	b.ReportMetric(float64(st.Evicted-ev0)/float64(i), "evicted/op")
 	b.ReportMetric(float64(st.SourceLimited-lim0)/float64(i), "refused/op")
 }
+
+// BenchmarkNewConnsFullTable is the cost of a new masqueraded UDP
+// connection once unreplied connections from the LAN (what a burst of new
+// flows leaves behind) fill the table: each insert evicts one.
+func BenchmarkNewConnsFullTable(b *testing.B) {
+	const n = 1 << 18
+	e := newEnv(b, func(c *Config) { c.MaxConns = n; c.PortMin, c.PortMax = 1024, 65535; c.MaxPerHost = n })
+	tmpl := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(1, 53, []byte("q")))
+	buf := make([]byte, len(tmpl))
+	var f frame.Frame
+	i := 0
+	next := func() Result {
+		copy(buf, tmpl)
+		frame.Parse(buf, &f)
+		frame.SetSrcPort(buf, &f, uint16(1024+i%60000))
+		frame.SetIPv4Dst(buf, &f, [4]byte{198, byte(i >> 24), byte(i >> 16), byte(i >> 8)})
+		frame.SetIPv4Src(buf, &f, [4]byte{192, 168, 1, byte(2 + i%200)})
+		i++
+		return e.lan.Process(e.now, lanPort, buf, &f)
+	}
+	for e.r.CountConns(Filter{}) < n {
+		if res := next(); res.Action != Forward {
+			b.Fatalf("filling, conn %d: %v %v", i, res.Action, res.Reason)
+		}
+	}
+	ev0 := e.r.Stats().Evicted
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if res := next(); res.Action != Forward {
+			b.Fatalf("conn %d: %v %v", i, res.Action, res.Reason)
+		}
+	}
+	b.ReportMetric(float64(e.r.Stats().Evicted-ev0)/float64(b.N), "evicted/op")
+}

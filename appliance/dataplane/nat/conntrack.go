@@ -328,7 +328,7 @@ func (t *table) insert(keys [2]key, kind uint8, state, sec, deadline uint32, byt
 	}
 	h := [2]uint64{t.hash(keys[0]), t.hash(keys[1])}
 	for range 4 {
-		if t.count.Load() >= int64(len(t.entries)) && !t.evict(sec, evictableTiers, 0, evictWindow, 0) {
+		if t.count.Load() >= int64(len(t.entries)) && !t.evictFull(sec) {
 			break
 		}
 		idx, err := t.tryInsert(keys, h, kind, state, sec, deadline, bytes)
