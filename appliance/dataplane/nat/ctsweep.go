@@ -82,9 +82,9 @@ const evictWindow = 1024
 // first. The live entries are spread over the slab at random (alloc), so
 // a small window holds a fair sample of them: when a burst of new flows
 // filled the table, nearly every slot is evictable and the insert costs
-// fullSample cache misses, not evictWindow (BenchmarkNewConnsFullTable:
-// 11 µs with 1024). Only when the sample holds nothing evictable is the
-// whole evictWindow scanned.
+// fullSample cache misses, not evictWindow (BenchmarkNewConnsFullTable
+// in docs/dataplane.md). Only when the sample holds nothing evictable is
+// the rest of evictWindow scanned.
 const fullSample = 16
 
 // evictFull frees an entry for an insert into a full table: the best of

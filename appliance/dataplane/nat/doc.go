@@ -152,8 +152,9 @@
 // per WAN address and MaxPerHost per LAN host (past those a source
 // recycles its own, else is refused: source_limit; the counts are kept in
 // buckets of a keyed hash per side). When the table is full, an insert
-// looks at the next 1024 slots from a rotating cursor and deletes the
-// first expired entry there, else the lowest of: unassured from the WAN,
+// looks at the next 16 slots from a rotating cursor (the next 1008 when
+// those hold nothing it may delete) and deletes the first expired entry
+// there, else the lowest of: unassured from the WAN,
 // unreplied from the LAN or TCP in TIME_WAIT or CLOSE, replied but not
 // assured; closest to expiry first. An assured connection that is not
 // closed is never evicted: when the window holds nothing else, the new
