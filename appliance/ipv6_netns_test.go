@@ -144,7 +144,8 @@ func (l *v6Lab) slaac(t *testing.T, d netip.Prefix) netip.Addr {
 // with its own address, unsolicited inbound is dropped but the allow
 // rule's service answers, packet too big comes through the 1400-byte WAN,
 // TCP through it finds its path MTU both ways with a server on a 1500-byte
-// link behind the ISP (pmtud), the ISP's renumbering moves h1, and the
+// link behind the ISP (pmtud), UDP crosses both ways (udp6), the ISP's
+// renumbering moves h1, and the
 // delegation survives a restart with the ISP's DHCPv6 server gone.
 func TestIPv6(t *testing.T) {
 	l := newV6Lab(t)
@@ -178,6 +179,7 @@ func TestIPv6(t *testing.T) {
 		t.Errorf("h1's route after a 1500-byte ping: %q, want mtu 1400", out)
 	}
 	l.pmtud(t, srv, h1)
+	l.udp6(t, h1)
 
 	// Renumbering: kea takes the prefix back at the next renewal (T1 3 s).
 	l.kea.Reconfigure(ispKea("2001:db8:6700::/48"))

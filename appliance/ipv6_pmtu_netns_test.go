@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -218,4 +219,43 @@ func mtuPunts(s dataplane.Snapshot) uint64 {
 		return 0
 	}
 	return s.FastPath.Punts["mtu"]
+}
+
+// udp6 sends iperf3 UDP from h1 (at addr) to the server behind the ISP
+// and back (-R: the server's datagrams come in from the WAN as replies of
+// the connection h1 opened) at 50 Mbit/s for 1 s each, in datagrams that
+// fit the 1400-byte WAN. iperf3 sizes them by its control connection's
+// MSS, 1428 bytes while the path is unknown: the first one gets the box's
+// packet too big and the next send fails with EMSGSIZE (a connected UDP
+// socket reports it), and a sender that fragmented instead would have its
+// fragments dropped (route6's fragment policy). At least half of what was
+// sent must arrive.
+func (l *v6Lab) udp6(t *testing.T, addr netip.Addr) {
+	t.Helper()
+	const (
+		mbits = 50   // Mbit/s
+		size  = 1200 // payload bytes: IPv6 packets of 1248
+		secs  = 1
+	)
+	want := float64(mbits * 1e6 * secs / 8 / size / 2)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"upload", nil},
+		{"-R download", []string{"-R"}},
+	} {
+		args := append([]string{"-6", "-c", srv6, "-B", addr.String(), "-u", "-b", strconv.Itoa(mbits) + "M", "-l", strconv.Itoa(size), "-t", strconv.Itoa(secs)}, tc.args...)
+		start := time.Now()
+		r, err := iperf3(l.hosts[0], args...)
+		if err != nil {
+			t.Errorf("iperf3 UDP %s: %v", tc.name, err)
+			continue
+		}
+		s := r.End.Sum
+		if got := s.Packets - s.LostPackets; got < want {
+			t.Errorf("iperf3 UDP %s: %.0f of %.0f datagrams arrived, want at least %.0f", tc.name, got, s.Packets, want)
+		}
+		t.Logf("iperf3 UDP %s in %.1f s: %.0f datagrams, %.2f%% lost", tc.name, time.Since(start).Seconds(), s.Packets, s.LostPercent)
+	}
 }
