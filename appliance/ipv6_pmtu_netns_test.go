@@ -25,7 +25,7 @@ import (
 // both sides and only path MTU discovery fits it through the box's
 // 1400-byte WAN. The same server answers at srv6Far too, which the ISP
 // routes with a locked MTU of 1280 (a narrower hop beyond the WAN: the
-// kernel forwards over a route's MTU only when it is locked):
+// forwarding kernel honours a route's MTU only when it is locked):
 //
 //	srv (srv6/64 and srv6Far, MTU 1500) ── isp (2001:db8:65::fe) ── (MTU 1400) ── box ── h1 (MTU 1500)
 const (
