@@ -143,10 +143,13 @@ func (l *v6Lab) slaac(t *testing.T, d netip.Prefix) netip.Addr {
 // kea, h1 autoconfigures in its first /64 and reaches the ISP's server
 // with its own address, unsolicited inbound is dropped but the allow
 // rule's service answers, packet too big comes through the 1400-byte WAN,
-// the ISP's renumbering moves h1, and the delegation survives a restart
-// with the ISP's DHCPv6 server gone.
+// TCP through it finds its path MTU both ways with a server on a 1500-byte
+// link behind the ISP (pmtud), UDP crosses both ways (udp6), the ISP's
+// renumbering moves h1, and the
+// delegation survives a restart with the ISP's DHCPv6 server gone.
 func TestIPv6(t *testing.T) {
 	l := newV6Lab(t)
+	srv := l.server(t)
 	d := l.delegation(t, netip.Prefix{})
 	if d.Bits() != 56 || !netip.MustParsePrefix("2001:db8:6600::/48").Contains(d.Addr()) {
 		t.Fatalf("delegation %v, want a /56 of kea's pool", d)
@@ -175,6 +178,8 @@ func TestIPv6(t *testing.T) {
 	if out := l.mustHost(t, 1, "ip", "-6", "route", "get", "2001:db8:64::1"); !strings.Contains(out, "mtu 1400") {
 		t.Errorf("h1's route after a 1500-byte ping: %q, want mtu 1400", out)
 	}
+	l.pmtud(t, srv, h1)
+	l.udp6(t, h1)
 
 	// Renumbering: kea takes the prefix back at the next renewal (T1 3 s).
 	l.kea.Reconfigure(ispKea("2001:db8:6700::/48"))

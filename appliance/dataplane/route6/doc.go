@@ -48,7 +48,8 @@
 //     on the LAN (unreachable, no route: no loop back to the ISP, RFC 7084
 //     WPD-5); WAN to LAN only for the LAN prefixes; no gateway: unreachable;
 //   - hop limit 1 or 0: time exceeded; larger than the egress MTU: packet
-//     too big with the MTU (IPv6 routers never fragment). The box's errors
+//     too big with the MTU (IPv6 routers never fragment; TCP's MSS is not
+//     clamped, hosts find the path MTU from these). The box's errors
 //     quote as much as fits in 1280 bytes, come from a global address of
 //     the side (else of the LAN, else link-local) and are limited to
 //     ICMPRate a second per worker;
