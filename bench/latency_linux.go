@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +43,7 @@ const (
 type stampReader struct {
 	mu   sync.Mutex
 	lat  []int64 // ns
+	recv []int64 // the receive times of lat's frames (Unix ns)
 	on   atomic.Bool
 	stop atomic.Bool
 	sock *afpacket.Socket
@@ -77,7 +81,7 @@ func startStampReader(ns, iface string, cpu int, rate float64) (*stampReader, er
 		return nil, err
 	}
 	defer filter.Close() // the socket holds its own reference
-	r := &stampReader{done: make(chan error, 1), lat: make([]int64, 0, 1<<18)}
+	r := &stampReader{done: make(chan error, 1), lat: make([]int64, 0, 1<<18), recv: make([]int64, 0, 1<<18)}
 	opened := make(chan error, 1)
 	go func() {
 		r.done <- inNetns(ns, func() error {
@@ -124,7 +128,9 @@ func (r *stampReader) loop(s *afpacket.Socket) error {
 			if !ok || !collect || len(r.lat) == cap(r.lat) {
 				continue
 			}
-			r.lat = append(r.lat, int64(p.Sec)*1e9+int64(p.Nsec)-sent)
+			at := int64(p.Sec)*1e9 + int64(p.Nsec)
+			r.lat = append(r.lat, at-sent)
+			r.recv = append(r.recv, at)
 		}
 		r.mu.Unlock()
 		s.ReleaseBlock()
@@ -135,19 +141,30 @@ func (r *stampReader) loop(s *afpacket.Socket) error {
 // collect starts (or restarts) collecting.
 func (r *stampReader) collect() {
 	r.mu.Lock()
-	r.lat = r.lat[:0]
+	r.lat, r.recv = r.lat[:0], r.recv[:0]
 	r.mu.Unlock()
 	r.on.Store(true)
 }
 
-// latencies stops collecting and returns what was collected, sorted.
-func (r *stampReader) latencies() []int64 {
+// latencies stops collecting and returns what was collected, sorted;
+// with dump != "" it also writes the samples to that file in the order
+// received, a line each: receive time and latency in ns.
+func (r *stampReader) latencies(dump string) ([]int64, error) {
 	r.on.Store(false)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if dump != "" {
+		var b strings.Builder
+		for i, l := range r.lat {
+			fmt.Fprintf(&b, "%d\t%d\n", r.recv[i], l)
+		}
+		if err := os.WriteFile(dump, []byte(b.String()), 0o644); err != nil {
+			return nil, fmt.Errorf("latency dump: %w", err)
+		}
+	}
 	out := slices.Clone(r.lat)
 	slices.Sort(out)
-	return out
+	return out, nil
 }
 
 // Stop ends the reader.
@@ -201,7 +218,15 @@ func (h *harness) latency(ctx context.Context, p Path, pl cpuPlace, size int, ra
 	rd.collect()
 	sent0, t0 := g.Sent(), time.Now()
 	sleep(ctx, latencyWindow)
-	lat := rd.latencies()
+	dump := ""
+	if h.latencyDump != "" {
+		h.dumps++
+		dump = filepath.Join(h.latencyDump, fmt.Sprintf("%03d-%s-%.0fpps.tsv", h.dumps, strings.ReplaceAll(p.Name, " ", "_"), rate))
+	}
+	lat, err := rd.latencies(dump)
+	if err != nil {
+		return s, err
+	}
 	s.Sent, s.Seconds = g.Sent()-sent0, time.Since(t0).Seconds()
 	if err := g.Stop(); err != nil {
 		return s, err

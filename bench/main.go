@@ -36,6 +36,8 @@ type options struct {
 	// latency and connRate run the latency and connection-rate
 	// measurements of the paths that have them.
 	latency, connRate bool
+	// latencyDump is a directory for the latency runs' raw samples.
+	latencyDump string
 }
 
 // parseFlags parses args (without the program name).
@@ -62,6 +64,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.genRing, "gen-ring", false, "generator sends from a mapped TX ring (tpacket_snd) instead of sendmmsg: its frames' ring destructor then runs on whichever CPU frees them")
 	fs.StringVar(&o.appliance, "appliance", "", "appliance binary (default: go build e1kbox/appliance)")
 	fs.BoolVar(&o.latency, "latency", true, "measure one-way latency at 10/50/90% of capacity (paths with latency rows)")
+	fs.StringVar(&o.latencyDump, "latency-dump", "", "write each latency run's samples (receive time and latency in ns, as received) to a file in this directory")
 	fs.BoolVar(&o.connRate, "connrate", true, "measure new NAT connections per second and the latency of new flows (NAT paths)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

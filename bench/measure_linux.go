@@ -24,6 +24,10 @@ type harness struct {
 	// freshBase numbers the new 5-tuples of the connection runs, so that
 	// no run reuses another's.
 	freshBase atomic.Uint64
+	// latencyDump is a directory for every latency run's samples ("":
+	// none); dumps numbers the files.
+	latencyDump string
+	dumps       int
 }
 
 // window is how long a measurement warms up and counts.

@@ -98,9 +98,16 @@ type CPURow struct {
 	// TickNsPerPkt is NsPerPkt from the tick-sampled busy fields.
 	TickNsPerPkt float64 `json:"-"`
 	// BoxNsPerPkt is NsPerPkt minus the direct path's (the generator's and
-	// the sink's share); NaN without a direct row. It is a difference of
-	// two noisy numbers and can come out negative for cheap paths.
-	BoxNsPerPkt float64 `json:"-"`
+	// the sink's share); NaN without a direct row. Each repetition's own
+	// difference is taken against the direct path's measurement of the
+	// same repetition (they run back to back), BoxNsPerPkt is their median
+	// and MinBoxNsPerPkt, MaxBoxNsPerPkt their spread; without paired
+	// repetitions it is the difference of the medians and the spread NaN.
+	// It is a difference of two noisy numbers and can come out negative
+	// for cheap paths.
+	BoxNsPerPkt    float64 `json:"-"`
+	MinBoxNsPerPkt float64 `json:"-"`
+	MaxBoxNsPerPkt float64 `json:"-"`
 	// Ratio is NsPerPkt over the kernel bridge's (Baseline's, if set); NaN
 	// without a baseline row.
 	Ratio float64 `json:"-"`
@@ -192,9 +199,11 @@ func (r CPURow) MarshalJSON() ([]byte, error) {
 		MaxNsPerPkt  jsonFloat `json:"max_ns_per_packet"`
 		TickNsPerPkt jsonFloat `json:"tick_ns_per_packet"`
 		BoxNsPerPkt  jsonFloat `json:"box_ns_per_packet"`
+		MinBox       jsonFloat `json:"min_box_ns_per_packet"`
+		MaxBox       jsonFloat `json:"max_box_ns_per_packet"`
 		Ratio        jsonFloat `json:"ratio"`
 	}{plain(r), jsonFloat(r.PPS), jsonFloat(r.NsPerPkt), jsonFloat(r.MinNsPerPkt), jsonFloat(r.MaxNsPerPkt),
-		jsonFloat(r.TickNsPerPkt), jsonFloat(r.BoxNsPerPkt), jsonFloat(r.Ratio)})
+		jsonFloat(r.TickNsPerPkt), jsonFloat(r.BoxNsPerPkt), jsonFloat(r.MinBoxNsPerPkt), jsonFloat(r.MaxBoxNsPerPkt), jsonFloat(r.Ratio)})
 }
 
 // Median returns the median of xs (the mean of the middle two for an even
@@ -312,7 +321,8 @@ func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct s
 		for _, p := range paths {
 			ss := cpu[key{p, size}]
 			r := CPURow{Name: RowName(p, size), Path: p, Size: size, Placement: placements[p], Runs: len(ss),
-				PPS: math.NaN(), NsPerPkt: math.NaN(), MinNsPerPkt: math.NaN(), MaxNsPerPkt: math.NaN(), TickNsPerPkt: math.NaN(), BoxNsPerPkt: math.NaN(), Ratio: math.NaN(), Error: errs[p]}
+				PPS: math.NaN(), NsPerPkt: math.NaN(), MinNsPerPkt: math.NaN(), MaxNsPerPkt: math.NaN(), TickNsPerPkt: math.NaN(),
+				BoxNsPerPkt: math.NaN(), MinBoxNsPerPkt: math.NaN(), MaxBoxNsPerPkt: math.NaN(), Ratio: math.NaN(), Error: errs[p]}
 			if len(ss) > 0 {
 				r.Rate = ss[0].Rate
 				r.PPS = median(ss, func(s Sample) float64 { return s.PPS })
@@ -322,6 +332,10 @@ func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct s
 				r.TickNsPerPkt = median(ss, func(s Sample) float64 { return s.TickNsPerPacket })
 				if p != direct {
 					r.BoxNsPerPkt = r.NsPerPkt - directNs
+					if box := pairedBox(ss, cpu[key{direct, size}]); box != nil {
+						r.BoxNsPerPkt = Median(box)
+						r.MinBoxNsPerPkt, r.MaxBoxNsPerPkt = slices.Min(box), slices.Max(box)
+					}
 				}
 				r.Ratio = Ratio(r.NsPerPkt, baseNs)
 				r.Overloaded = r.PPS < overloadedShare*r.Rate
@@ -330,6 +344,33 @@ func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct s
 		}
 	}
 	return rows, cpuRows
+}
+
+// pairedBox is each CPU sample of ss minus the direct path's sample of
+// the same repetition, nil unless every sample has one.
+func pairedBox(ss, direct []Sample) []float64 {
+	byRep := map[int]float64{}
+	for _, d := range direct {
+		byRep[d.Rep] = d.NsPerPacket
+	}
+	var out []float64
+	for _, s := range ss {
+		d, ok := byRep[s.Rep]
+		if !ok {
+			return nil
+		}
+		out = append(out, s.NsPerPacket-d)
+	}
+	return out
+}
+
+// BoxSpread is the spread of a row's box CPU per packet over its
+// repetitions, (max − min) / median; NaN without paired repetitions.
+func (r *CPURow) BoxSpread() float64 {
+	if r.Runs < 2 || math.IsNaN(r.MinBoxNsPerPkt) || r.BoxNsPerPkt <= 0 {
+		return math.NaN()
+	}
+	return (r.MaxBoxNsPerPkt - r.MinBoxNsPerPkt) / r.BoxNsPerPkt
 }
 
 // Rebase takes the ratios of the rows of the paths in bases against the
@@ -419,23 +460,28 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	if len(r.CPURows) > 0 {
 		fmt.Fprintf(&b, "\nCPU cost per packet at a fixed offered rate of %s: busy time of all CPUs over %s (wall time minus "+
-			"idle from /proc/stat) per packet received, generator and sink included; \"box\" subtracts the direct path's cost:\n\n",
+			"idle from /proc/stat) per packet received, generator and sink included; \"box\" subtracts the direct path's cost in the same repetition "+
+			"(the median of the repetitions' differences; spread: (max − min) / median):\n\n",
 			FormatPPS(r.Settings.Rate), r.Settings.CPUWindow)
-		b.WriteString("| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | tick-sampled ns/pkt |\n")
-		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | box min – max (spread) | tick-sampled ns/pkt |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		over := false
 		for _, row := range r.CPURows {
 			if row.Runs == 0 {
-				fmt.Fprintf(&b, "| %s | %s | %s | | n/a | | | |\n", row.Name, row.Placement, noData(row.Error))
+				fmt.Fprintf(&b, "| %s | %s | %s | | n/a | | | | |\n", row.Name, row.Placement, noData(row.Error))
 				continue
 			}
 			mark := ""
 			if row.Overloaded {
 				mark, over = "†", true
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s | %s – %s | %s | %s |\n", row.Name, row.Placement, FormatPPS(row.PPS), mark,
+			boxSpread := ""
+			if sp := row.BoxSpread(); !math.IsNaN(sp) {
+				boxSpread = fmt.Sprintf("%s – %s (%.0f%%)", formatNs(row.MinBoxNsPerPkt), formatNs(row.MaxBoxNsPerPkt), 100*sp)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s | %s – %s | %s | %s | %s |\n", row.Name, row.Placement, FormatPPS(row.PPS), mark,
 				formatNs(row.NsPerPkt), ratioCell(row.Ratio, row.Baseline), formatNs(row.MinNsPerPkt), formatNs(row.MaxNsPerPkt),
-				formatNs(row.BoxNsPerPkt), formatNs(row.TickNsPerPkt))
+				formatNs(row.BoxNsPerPkt), boxSpread, formatNs(row.TickNsPerPkt))
 		}
 		if over {
 			fmt.Fprintf(&b, "\n† did not carry the offered rate (under %.0f%% received): its cost per packet includes the frames dropped on the way.\n",

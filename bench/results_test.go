@@ -100,7 +100,7 @@ func TestSummarize(t *testing.T) {
 	limited[0].Offered = 0.401e6 // no loss: the generator was the limit
 	ss = append(ss, limited...)
 	ss = append(ss, samples(directName, 64, KindCPU, 1000, 1100, 900)...)
-	ss = append(ss, samples(kernelName, 64, KindCPU, 1500, 1600, 1400)...)
+	ss = append(ss, samples(kernelName, 64, KindCPU, 1500, 1650, 1400)...)
 	overloaded := samples("e1kbox bridge", 64, KindCPU, 2000, 2100, 1900)
 	for i := range overloaded {
 		overloaded[i].PPS = 150000 // under 95% of the offered 200000
@@ -129,16 +129,25 @@ func TestSummarize(t *testing.T) {
 	wantCPU := []CPURow{
 		{Name: "direct veth (no box) 64B", Path: directName, Size: 64, Rate: 200000, Runs: 3, PPS: 200000, NsPerPkt: 1000,
 			MinNsPerPkt: 900, MaxNsPerPkt: 1100, TickNsPerPkt: 500,
-			BoxNsPerPkt: nan, Ratio: 1000.0 / 1500},
+			BoxNsPerPkt: nan, MinBoxNsPerPkt: nan, MaxBoxNsPerPkt: nan, Ratio: 1000.0 / 1500},
 		{Name: "kernel bridge 64B", Path: kernelName, Size: 64, Placement: placements[kernelName], Rate: 200000, Runs: 3, PPS: 200000,
-			NsPerPkt: 1500, MinNsPerPkt: 1400, MaxNsPerPkt: 1600, TickNsPerPkt: 750, BoxNsPerPkt: 500, Ratio: 1},
+			// Each repetition's difference from the direct path's:
+			// 500, 550, 500.
+			NsPerPkt: 1500, MinNsPerPkt: 1400, MaxNsPerPkt: 1650, TickNsPerPkt: 750, BoxNsPerPkt: 500, MinBoxNsPerPkt: 500, MaxBoxNsPerPkt: 550, Ratio: 1},
 		{Name: "e1kbox bridge 64B", Path: "e1kbox bridge", Size: 64, Rate: 200000, Runs: 3, PPS: 150000, NsPerPkt: 2000,
 			MinNsPerPkt: 1900, MaxNsPerPkt: 2100, TickNsPerPkt: 1000,
-			BoxNsPerPkt: 1000, Ratio: 2000.0 / 1500, Overloaded: true},
-		{Name: "broken 64B", Path: "broken", Size: 64, PPS: nan, NsPerPkt: nan, MinNsPerPkt: nan, MaxNsPerPkt: nan, TickNsPerPkt: nan, BoxNsPerPkt: nan, Ratio: nan, Error: "did not start"},
+			BoxNsPerPkt: 1000, MinBoxNsPerPkt: 1000, MaxBoxNsPerPkt: 1000, Ratio: 2000.0 / 1500, Overloaded: true},
+		{Name: "broken 64B", Path: "broken", Size: 64, PPS: nan, NsPerPkt: nan, MinNsPerPkt: nan, MaxNsPerPkt: nan, TickNsPerPkt: nan,
+			BoxNsPerPkt: nan, MinBoxNsPerPkt: nan, MaxBoxNsPerPkt: nan, Ratio: nan, Error: "did not start"},
 	}
 	if diff := cmp.Diff(wantCPU, cpuRows, opts...); diff != "" {
 		t.Errorf("CPU rows (-want +got):\n%s", diff)
+	}
+	if got := cpuRows[1].BoxSpread(); math.Abs(got-0.1) > 1e-9 {
+		t.Errorf("kernel bridge box spread %v, want 0.1 ((550 - 500) / 500)", got)
+	}
+	if got := cpuRows[0].BoxSpread(); !math.IsNaN(got) {
+		t.Errorf("direct path's box spread %v, want NaN", got)
 	}
 }
 
@@ -194,9 +203,9 @@ func TestWriteMarkdown(t *testing.T) {
 		"| e1kbox bridge same 64B |  | failed | n/a | | |",
 		"| e1kbox bridge 512B |  | no data | n/a | | |",
 		"fixed offered rate of 0.200 Mpps",
-		"| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | tick-sampled ns/pkt |",
-		"| kernel bridge 64B | gen cpu1, box rx cpu0, sink cpu1 | 0.200 Mpps | 1500 | 1.00x | 1500 – 1500 | n/a | 750 |",
-		"| e1kbox bridge 64B |  | 0.150 Mpps† | 3000 | 2.00x | 3000 – 3000 | n/a | 1500 |",
+		"| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | box min – max (spread) | tick-sampled ns/pkt |",
+		"| kernel bridge 64B | gen cpu1, box rx cpu0, sink cpu1 | 0.200 Mpps | 1500 | 1.00x | 1500 – 1500 | n/a |  | 750 |",
+		"| e1kbox bridge 64B |  | 0.150 Mpps† | 3000 | 2.00x | 3000 – 3000 | n/a |  | 1500 |",
 		"† did not carry the offered rate",
 		"- a note\n",
 		"- failed: e1kbox bridge same: exited\n",
@@ -343,5 +352,20 @@ func TestIPv6Ratios(t *testing.T) {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("markdown lacks %q:\n%s", s, b.String())
 		}
+	}
+}
+
+// TestWriteMarkdownBoxSpread: a row with paired repetitions shows the
+// box figures' range and spread.
+func TestWriteMarkdownBoxSpread(t *testing.T) {
+	ss := append(samples(directName, 64, KindCPU, 5000, 5100, 4900), samples(kernelName, 64, KindCPU, 5500, 5650, 5400)...)
+	r := &Report{Settings: Settings{Reps: 3, Sizes: []int{64}, Rate: 200000}, Samples: ss}
+	r.Rows, r.CPURows = Summarize(ss, []string{directName, kernelName}, []int{64}, kernelName, directName, nil, nil)
+	var b strings.Builder
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| 5500 | 1.00x | 5400 – 5650 | 500 | 500 – 550 (10%) |"; !strings.Contains(b.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, b.String())
 	}
 }

@@ -56,6 +56,24 @@ func EvalTargets(r *Report) []Target {
 	ratio("box CPU per packet, bridge", "e1kbox bridge ≤ 0.7x kernel bridge", 0.7, true, box, e1kboxName, kernelName, "ns")
 	ratio("box CPU per packet, fw4-like rules", "e1kbox nat + fw4 rules ≤ 0.5x kernel NAT + fw4 rules", 0.5, true, box,
 		"e1kbox nat"+fw4Suffix, kernelNATName+fw4Suffix, "ns")
+	// The box figures above must hold still: each is a difference of two
+	// all-CPU figures, paired per repetition.
+	for _, c := range r.CPURows {
+		if c.Size != size || c.Runs == 0 {
+			continue
+		}
+		switch c.Path {
+		case "e1kbox nat", kernelNATName, e1kboxName, kernelName, "e1kbox nat" + fw4Suffix, kernelNATName + fw4Suffix:
+			t := Target{Name: "box CPU spread, " + c.Path, Goal: "(max − min) / median of the repetitions' box figures < 5%"}
+			if sp := c.BoxSpread(); math.IsNaN(sp) {
+				t.Value = "not measured (needs 2 or more repetitions and the direct path)"
+			} else {
+				t.Value = fmt.Sprintf("%.1f%% (%.0f – %.0f ns, median %.0f, %d repetitions)", 100*sp, c.MinBoxNsPerPkt, c.MaxBoxNsPerPkt, c.BoxNsPerPkt, c.Runs)
+				t.Met = sp < 0.05
+			}
+			out = append(out, t)
+		}
+	}
 	ratio("IPv6 vs kernel IPv6+nft", e1kbox6Name+" ≥ 1.0x "+kernel6Name, 1.0, false, pps, e1kbox6Name, kernel6Name, "pps")
 	for _, base := range []string{"e1kbox nat", e1kboxName, e1kbox6Name} {
 		for _, p := range r.Rows {
