@@ -139,3 +139,54 @@ func TestCountOffloaded(t *testing.T) {
 		t.Errorf("forwarded %d frames, %d bytes more; want 10, 640", s.Actions[Forward]-before.Actions[Forward], s.ForwardedBytes-before.ForwardedBytes)
 	}
 }
+
+// TestNeighbourFreshProbes: a next hop the fast path sends to is probed
+// (unicast ARP, by a worker's Tick) once half its reachable time has
+// passed, at most once a second; its answer keeps it fresh past the
+// reachable time, so that its flows stay in the kernel. One that does not
+// answer goes stale, and its flows leave.
+func TestNeighbourFreshProbes(t *testing.T) {
+	probe := frametest.ARPFrame(gwMAC, wanMAC, 1, wanMAC, a4(wanAddr), [6]byte{}, a4(gwAddr))
+	gw := a4(gwAddr)
+	for _, tc := range []struct {
+		name      string
+		answer    bool
+		freshAt40 bool
+	}{
+		{"answered", true, true},
+		{"silent", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil) // NeighReachable 30 s; the gateway confirmed at t0
+			probes := 0
+			for s := 1; s <= 40; s++ {
+				e.now = t0 + int64(s)*sec
+				fresh := e.r.NeighbourFresh(WAN, gw, gwMAC, e.now, true)
+				if s < 30 && !fresh {
+					t.Fatalf("%d s after its confirmation the gateway is not fresh", s)
+				}
+				for range 2 { // two ticks a second: one probe
+					e.lan.Tick(e.now)
+					for _, o := range drain(e.lan) {
+						if string(o.b) != string(probe) {
+							t.Fatalf("%d s: the worker sent %x, want the gateway's unicast probe", s, o.b)
+						}
+						if s <= 15 {
+							t.Errorf("a probe %d s after the confirmation, want none before half the reachable time", s)
+						}
+						probes++
+						if tc.answer {
+							e.send(WAN, frametest.ARPFrame(wanMAC, gwMAC, 2, gwMAC, gw, wanMAC, a4(wanAddr)))
+						}
+					}
+				}
+			}
+			if got := e.r.NeighbourFresh(WAN, gw, gwMAC, e.now, false); got != tc.freshAt40 {
+				t.Errorf("fresh 40 s after the first confirmation: %v, want %v (%d probes)", got, tc.freshAt40, probes)
+			}
+			if probes == 0 || probes > 25 {
+				t.Errorf("%d probes in 40 s, want some, at most one a second", probes)
+			}
+		})
+	}
+}

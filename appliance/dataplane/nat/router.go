@@ -165,6 +165,7 @@ func (r *Router) NewWorker(rw *rules.Worker) *Worker {
 		out:     make([]outFrame, 0, r.outFrames),
 		done:    make([]int32, 0, nbuf),
 		frags:   make([]fragEntry, r.fragEntries),
+		probes:  make([]uint64, 0, maxRefresh),
 	}
 	w.attachIPv6(rw)
 	backing := make([]byte, nbuf*r.maxFrame)

@@ -36,10 +36,11 @@ type Worker struct {
 	outHead int
 	done    []int32 // buffers handed out by Output, freed on the next call
 
-	frags []fragEntry
-	pf    prefetcher
-	c     counters
-	v6    *route6.Worker // nil without Config.IPv6
+	frags  []fragEntry
+	probes []uint64 // scratch for the probes the fast path asked for
+	pf     prefetcher
+	c      counters
+	v6     *route6.Worker // nil without Config.IPv6
 }
 
 func be32(a [4]byte) uint32 { return binary.BigEndian.Uint32(a[:]) }
@@ -108,9 +109,23 @@ func (w *Worker) Tick(now int64) {
 	w.begin(now)
 	s := w.r.cfg.Load()
 	w.flushPending(now, s)
+	w.refreshProbes(now, s)
 	w.r.ct.sweep(w.sec, s.sweep)
 	if w.v6 != nil {
 		w.v6.Tick(now)
+	}
+}
+
+// refreshProbes sends the unicast ARP probes the fast path asked for
+// (NeighbourFresh): a neighbour it sends to that was confirmed more than
+// half its reachable time ago.
+func (w *Worker) refreshProbes(now int64, s *snapshot) {
+	w.probes = w.r.neigh.takeProbes(w.probes[:0])
+	for _, k := range w.probes {
+		side, ip := Side(k>>32-1), uint32(k)
+		if n, ok := w.r.neigh.get(side, ip); ok && n.resolved && claimProbe(&n, now) {
+			w.arpRequest(now, s, side, ip, n.mac)
+		}
 	}
 }
 
