@@ -56,7 +56,7 @@ func (p *plane) applyIPv6Locked() {
 	for _, b := range p.v6.box {
 		addrs = append(addrs, b.Prefix.Addr())
 	}
-	if err := p.engine.IPv6().SetPrefixes(p.v6.lan, p.v6.delegated, addrs, nil); err != nil {
+	if err := p.engine.IPv6().SetPrefixes(p.v6.lan, p.v6.delegated, addrs); err != nil {
 		p.log.Error("dataplane: IPv6 prefixes not applied", "err", err)
 		return
 	}
