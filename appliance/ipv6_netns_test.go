@@ -261,7 +261,7 @@ func (l *v6Lab) dashboard6(t *testing.T, d netip.Prefix, h1 netip.Addr) {
 	if p := v6.Delegated[0]; !p.Valid.After(now) || p.Valid.After(now.Add(7200*time.Second)) || p.Preferred.After(p.Valid) {
 		t.Errorf("delegated %v: preferred %v, valid %v; want kea's 3600 s / 7200 s from now", p.Prefix, p.Preferred, p.Valid)
 	}
-	if !slices.Contains(v6.WANAddresses, l.wanLL) || v6.ClientState == "" || !slices.Contains(v6.DNS, netip.MustParseAddr("2001:db8:64::53")) {
+	if !slices.ContainsFunc(v6.WANAddresses, func(a webui.WANAddress) bool { return a.Address == l.wanLL }) || v6.ClientState == "" || !slices.Contains(v6.DNS, netip.MustParseAddr("2001:db8:64::53")) {
 		t.Errorf("ipv6 %+v: want the WAN link-local %v, the client's state and kea's DNS server", v6, l.wanLL)
 	}
 
