@@ -50,6 +50,7 @@ type wanAddr6 struct {
 	slaac   bool
 	secret  []byte
 	iface   string
+	dhcpv6  bool // the lease's addresses are used
 	leased  []dhcp6c.Address
 	decline func(netip.Addr)
 }
@@ -68,7 +69,8 @@ func (p *plane) applyWAN6Locked() {
 		return
 	}
 	w := p.v6wan
-	a := route6.WANAddressing{SLAAC: w.slaac && len(w.secret) > 0, Secret: w.secret, NetIface: w.iface, OnEvent: p.wanEvent(w.decline)}
+	a := route6.WANAddressing{SLAAC: w.slaac && len(w.secret) > 0, Secret: w.secret, NetIface: w.iface, DHCPv6: w.dhcpv6,
+		OnEvent: p.wanEvent(w.decline)}
 	for _, l := range w.leased {
 		a.Leased = append(a.Leased, route6.Leased{Addr: l.Addr, Preferred: unixSeconds(l.Preferred), Valid: unixSeconds(l.Valid)})
 	}

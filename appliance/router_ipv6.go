@@ -295,11 +295,11 @@ func (r *router) applyWAN6() {
 	if v.onWAN == nil {
 		return
 	}
-	w := wanAddr6{slaac: r.cfg.IPv6.WANSLAAC(), secret: v.secret, decline: r.declineWAN6}
+	w := wanAddr6{slaac: r.cfg.IPv6.WANSLAAC(), secret: v.secret, dhcpv6: r.cfg.IPv6.WANIANA(), decline: r.declineWAN6}
 	if p := r.cfg.WANPort(); p != nil {
 		w.iface = p.Interface
 	}
-	if l := v.lease; l != nil && r.cfg.IPv6.WANIANA() {
+	if l := v.lease; l != nil && w.dhcpv6 {
 		w.leased = l.Addrs
 	}
 	v.onWAN(w)

@@ -142,7 +142,7 @@ func TestIPv6Status(t *testing.T) {
 	}
 	leased := netip.MustParseAddr("2001:db8:64::100")
 	pref := now.Add(time.Hour).Truncate(time.Second)
-	if err := r6.SetWANAddressing(route6.WANAddressing{Leased: []route6.Leased{{Addr: leased, Preferred: unixSeconds(pref),
+	if err := r6.SetWANAddressing(route6.WANAddressing{DHCPv6: true, Leased: []route6.Leased{{Addr: leased, Preferred: unixSeconds(pref),
 		Valid: route6.Forever}}}, now.UnixNano()); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func FuzzProcess(f *testing.F) {
 		f.Add(s, true)
 	}
 	e := resolved(&testing.T{}, "")
-	if err := e.r.SetWANAddressing(WANAddressing{SLAAC: true, Secret: secret, NetIface: "wan0",
+	if err := e.r.SetWANAddressing(WANAddressing{SLAAC: true, Secret: secret, NetIface: "wan0", DHCPv6: true,
 		Leased: []Leased{{netip.AddrFrom16(leased), Forever, Forever}}}, e.now); err != nil {
 		f.Fatal(err)
 	}

@@ -95,7 +95,10 @@ type WANAddressing struct {
 	SLAAC    bool
 	Secret   []byte
 	NetIface string
-	// Leased are the DHCPv6 client's IA_NA addresses.
+	// DHCPv6 says the DHCPv6 client's IA_NA addresses are used: Leased
+	// are those it holds. Without it every leased address goes, the
+	// declined duplicates too.
+	DHCPv6 bool
 	Leased []Leased
 	// OnEvent (may be nil) is called with each change of a WAN address's
 	// state, on the goroutine that calls Maintain or SetWANAddressing,
@@ -442,8 +445,9 @@ func (t *wanTable) lists() (use, tent [][16]byte) {
 // set takes SetWANAddressing's settings: SLAAC addresses are dropped when
 // their identifiers' inputs change (advance forms new ones), leased
 // addresses are added (tentative), updated or removed (a duplicate one
-// stays, unused, until its valid lifetime ends, so that it shows; leased
-// again after its lease dropped it, it is probed again).
+// stays, unused, until its valid lifetime ends or DHCPv6 is turned off,
+// so that it shows; leased again after its lease dropped it, it is probed
+// again).
 func (t *wanTable) set(a *WANAddressing) []WANEvent {
 	var evs []WANEvent
 	if t.iface != a.NetIface || !slices.Equal(t.secret, a.Secret) {
@@ -459,10 +463,21 @@ func (t *wanTable) set(a *WANAddressing) []WANEvent {
 		}
 	}
 	t.slaac, t.secret, t.iface, t.event = a.SLAAC, slices.Clone(a.Secret), a.NetIface, a.OnEvent
+	leased := a.Leased
+	if !a.DHCPv6 {
+		leased = nil
+	}
 	for i := range t.e {
 		if e := &t.e[i]; e.used && e.origin == OriginDHCPv6 {
-			i := slices.IndexFunc(a.Leased, func(l Leased) bool { return l.Addr.As16() == e.addr })
+			i := slices.IndexFunc(leased, func(l Leased) bool { return l.Addr.As16() == e.addr })
 			switch {
+			case i < 0 && !a.DHCPv6:
+				if e.state != AddrDuplicate {
+					w := WANEvent{WANAddr: e.listing()}
+					w.State = AddrRemoved
+					evs = append(evs, w)
+				}
+				*e = wanEntry{}
 			case i < 0 && e.state == AddrDuplicate:
 				e.listed = false
 			case i < 0:
@@ -473,7 +488,7 @@ func (t *wanTable) set(a *WANAddressing) []WANEvent {
 			}
 		}
 	}
-	for _, l := range a.Leased {
+	for _, l := range leased {
 		var e *wanEntry
 		for i := range t.e {
 			if t.e[i].used && t.e[i].origin == OriginDHCPv6 && t.e[i].addr == l.Addr.As16() {

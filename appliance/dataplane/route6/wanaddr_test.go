@@ -78,7 +78,7 @@ func newWANEnv(t *testing.T, slaac bool, leases ...Leased) *wanEnv {
 
 func (e *wanEnv) set(slaac bool, leases ...Leased) {
 	e.t.Helper()
-	a := WANAddressing{SLAAC: slaac, Secret: secret, NetIface: "wan0", Leased: leases,
+	a := WANAddressing{SLAAC: slaac, Secret: secret, NetIface: "wan0", DHCPv6: true, Leased: leases,
 		OnEvent: func(ev WANEvent) { e.events = append(e.events, ev) }}
 	if err := e.r.SetWANAddressing(a, e.now); err != nil {
 		e.t.Fatal(err)
@@ -245,7 +245,8 @@ func TestDADWaitsForTheProbe(t *testing.T) {
 
 // TestLeased: leased addresses follow the lease: lifetimes, deprecated
 // past the preferred one, removed when the lease drops them or their
-// valid lifetime ends; a duplicate stays listed until then.
+// valid lifetime ends; a duplicate stays listed until then, or until
+// DHCPv6 is turned off.
 func TestLeased(t *testing.T) {
 	other := a6("2001:db8:64::101")
 	e := newWANEnv(t, false, Leased{netip.AddrFrom16(leased), e0 + 10, e0 + 20}, Leased{netip.AddrFrom16(other), e0 + 100, e0 + 200})
@@ -297,6 +298,19 @@ func TestLeased(t *testing.T) {
 		"2001:db8:64::101 tentative", "2001:db8:64::101 preferred", "2001:db8:64::101 deprecated", "2001:db8:64::101 removed"}
 	if diff := cmp.Diff(want, states); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	// DHCPv6 turned off: every leased address goes, a declined one too.
+	e.set(false, Leased{netip.AddrFrom16(leased), e.sec() + 100, e.sec() + 200})
+	e.handle(wanPort, naFor(leased))
+	e.after(2e9)
+	if a, _ := e.addr(leased); a.State != AddrDuplicate {
+		t.Fatalf("%x after an NA: %v, want duplicate", leased, a.State)
+	}
+	if err := e.r.SetWANAddressing(WANAddressing{Leased: []Leased{{netip.AddrFrom16(leased), Forever, Forever}}}, e.now); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.r.WANAddrs()); n != 1 {
+		t.Errorf("DHCPv6 off: %d addresses, want the link-local one only", n)
 	}
 }
 
