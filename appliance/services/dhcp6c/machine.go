@@ -223,8 +223,8 @@ func (m *machine) decline(addrs []netip.Addr, now time.Time) {
 	m.setLease(l)
 	m.hint = l
 	m.onChange(old.Clone(), l.Clone())
-	if m.state == stateBound || l == nil {
-		m.startDecline(now)
+	if m.state == stateBound || l == nil && m.state != stateDeclining {
+		m.startDecline(now) // else once bound (bound)
 	}
 }
 
