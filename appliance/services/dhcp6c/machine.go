@@ -532,11 +532,13 @@ func (m *machine) replied(msg *dhcpv6.Message, r received, now time.Time) {
 	old := m.lease
 	m.setLease(l)
 	m.hint = l
+	m.setState(stateBound)
+	m.msg = nil
 	if !sameBinding(old, l) {
 		m.c.log.Info("wan dhcpv6: bound", "prefixes", prefixList(l), "addrs", len(l.Addrs), "t1", l.T1.Sub(now).Round(time.Second))
 		m.onChange(old.Clone(), l.Clone())
 	}
-	m.bound(now)
+	m.startDecline(now) // what was declined during the exchange
 }
 
 func prefixList(l *Lease) []string {
