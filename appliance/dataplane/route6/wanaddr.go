@@ -343,13 +343,6 @@ func (t *wanTable) advance(now int64) []WANEvent {
 	sec := uint32(now / 1e9)
 	var evs []WANEvent
 	ev := func(e *wanEntry, retry bool) { evs = append(evs, WANEvent{WANAddr: e.listing(), Retry: retry}) }
-	gone := func(e *wanEntry) {
-		if e.formed && e.state != AddrDuplicate {
-			w := WANEvent{WANAddr: e.listing()}
-			w.State = AddrRemoved
-			evs = append(evs, w)
-		}
-	}
 	for i := range t.e {
 		e := &t.e[i]
 		if !e.used {
@@ -359,12 +352,12 @@ func (t *wanTable) advance(now int64) []WANEvent {
 		case OriginSLAAC:
 			switch {
 			case sec >= e.valid:
-				gone(e)
+				evs = removed(evs, e)
 				*e = wanEntry{}
 				continue
 			case !t.slaac:
-				gone(e)
-				*e = wanEntry{used: true, origin: OriginSLAAC, prefix: e.prefix, pref: e.pref, valid: e.valid}
+				evs = removed(evs, e)
+				e.unform()
 				continue
 			case !e.formed:
 				t.form(e, 0)
@@ -372,7 +365,7 @@ func (t *wanTable) advance(now int64) []WANEvent {
 			}
 		case OriginDHCPv6:
 			if sec >= e.valid {
-				gone(e)
+				evs = removed(evs, e)
 				*e = wanEntry{}
 				continue
 			}
@@ -453,12 +446,8 @@ func (t *wanTable) set(a *WANAddressing) []WANEvent {
 	if t.iface != a.NetIface || !slices.Equal(t.secret, a.Secret) {
 		for i := range t.e {
 			if e := &t.e[i]; e.used && e.origin == OriginSLAAC && e.formed {
-				if e.state != AddrDuplicate {
-					w := WANEvent{WANAddr: e.listing()}
-					w.State = AddrRemoved
-					evs = append(evs, w)
-				}
-				*e = wanEntry{used: true, origin: OriginSLAAC, prefix: e.prefix, pref: e.pref, valid: e.valid}
+				evs = removed(evs, e)
+				e.unform()
 			}
 		}
 	}
@@ -468,25 +457,16 @@ func (t *wanTable) set(a *WANAddressing) []WANEvent {
 		leased = nil
 	}
 	for i := range t.e {
-		if e := &t.e[i]; e.used && e.origin == OriginDHCPv6 {
-			i := slices.IndexFunc(leased, func(l Leased) bool { return l.Addr.As16() == e.addr })
-			switch {
-			case i < 0 && !a.DHCPv6:
-				if e.state != AddrDuplicate {
-					w := WANEvent{WANAddr: e.listing()}
-					w.State = AddrRemoved
-					evs = append(evs, w)
-				}
-				*e = wanEntry{}
-			case i < 0 && e.state == AddrDuplicate:
-				e.listed = false
-			case i < 0:
-				w := WANEvent{WANAddr: e.listing()}
-				w.State = AddrRemoved
-				evs = append(evs, w)
-				*e = wanEntry{}
-			}
+		e := &t.e[i]
+		if !e.used || e.origin != OriginDHCPv6 || slices.ContainsFunc(leased, func(l Leased) bool { return l.Addr.As16() == e.addr }) {
+			continue
 		}
+		if a.DHCPv6 && e.state == AddrDuplicate {
+			e.listed = false // declined: shown until its valid lifetime ends
+			continue
+		}
+		evs = removed(evs, e)
+		*e = wanEntry{}
 	}
 	for _, l := range leased {
 		var e *wanEntry
@@ -513,6 +493,23 @@ func (t *wanTable) set(a *WANAddressing) []WANEvent {
 		}
 	}
 	return evs
+}
+
+// removed appends e's removal to evs; a duplicate's goes unsaid (it was
+// never in use).
+func removed(evs []WANEvent, e *wanEntry) []WANEvent {
+	if !e.formed || e.state == AddrDuplicate {
+		return evs
+	}
+	w := WANEvent{WANAddr: e.listing()}
+	w.State = AddrRemoved
+	return append(evs, w)
+}
+
+// unform takes a SLAAC entry's address away, keeping its prefix and
+// lifetimes (advance forms it again from DAD counter 0).
+func (e *wanEntry) unform() {
+	*e = wanEntry{used: true, origin: OriginSLAAC, prefix: e.prefix, pref: e.pref, valid: e.valid}
 }
 
 // checkWANAddressing checks the settings SetWANAddressing takes.
