@@ -35,8 +35,10 @@
 // delegation (OpenWrt's reqaddress=try); the next exchanges ask for an
 // address again.
 //
-// A Reply with NoBinding for an IA in RENEW or REBIND starts a SOLICIT that
-// asks for the binding again (the binding is used meanwhile); a prefix returned with valid lifetime 0 is dropped at
+// A Reply with NoBinding for an IA the client holds something in, in RENEW
+// or REBIND, starts a SOLICIT that asks for the binding again (the binding
+// is used meanwhile; NoBinding for an IA_NA asked for without an address
+// is no loss); a prefix returned with valid lifetime 0 is dropped at
 // once; a prefix the server stops mentioning is kept until its own valid
 // lifetime ends. At start an unexpired lease from the state directory is
 // confirmed with REBIND (RFC 8415 18.2.2: delegated prefixes are not

@@ -502,7 +502,7 @@ func statusOK(msg *dhcpv6.Message, ps []Prefix) bool {
 
 // replied takes a Reply to REQUEST, RENEW or REBIND.
 func (m *machine) replied(msg *dhcpv6.Message, r received, now time.Time) {
-	ps, as, _, noBinding := offered(msg, m.iaid, m.began)
+	ps, as, _, nb := offered(msg, m.iaid, m.began)
 	if st := msg.Options.Status(); !statusOK(msg, ps) {
 		// UnspecFail, UseMulticast, NotOnLink…: keep retransmitting, or
 		// start over after a failed REQUEST.
@@ -512,8 +512,10 @@ func (m *machine) replied(msg *dhcpv6.Message, r received, now time.Time) {
 		}
 		return
 	}
-	if noBinding && m.state != stateRequesting {
-		// The server lost the binding: ask for it again (18.2.10.1).
+	if m.state != stateRequesting && m.lease != nil && (nb.pd && len(m.lease.Prefixes) > 0 || nb.na && len(m.lease.Addrs) > 0) {
+		// The server lost the binding: ask for it again (18.2.10.1). An
+		// IA_NA asked for without an address may well have none (RFC 8415
+		// 18.3.4 lets the server say NoBinding then): not a lost binding.
 		m.c.log.Info("wan dhcpv6: server has no binding", "state", m.state)
 		m.hint = m.lease
 		m.solicit(now)

@@ -199,6 +199,62 @@ func TestNoAddrsAvail(t *testing.T) {
 	}
 }
 
+// TestNoBindingOnRenew: a Renew's Reply with NoBinding for the IA_PD
+// means the server lost the delegation (SOLICIT again); for an IA_NA the
+// client holds no address in (asked for, none leased) it does not.
+func TestNoBindingOnRenew(t *testing.T) {
+	noBinding := func(o dhcpv6.Option) dhcpv6.Option {
+		switch o := o.(type) {
+		case *dhcpv6.OptIAPD:
+			o.Options = dhcpv6.PDOptions{Options: dhcpv6.Options{&dhcpv6.OptStatusCode{StatusCode: iana.StatusNoBinding}}}
+		case *dhcpv6.OptIANA:
+			o.Options = dhcpv6.IdentityOptions{Options: dhcpv6.Options{&dhcpv6.OptStatusCode{StatusCode: iana.StatusNoBinding}}}
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name    string
+		reply   []dhcpv6.Option
+		solicit bool
+	}{
+		{"the IA_NA without an address", []dhcpv6.Option{shortT1(iapd(iana.StatusSuccess)), noBinding(shortT1(ianaOpt(iana.StatusSuccess)))}, false},
+		{"the IA_PD", []dhcpv6.Option{noBinding(shortT1(iapd(iana.StatusSuccess))), shortT1(ianaOpt(iana.StatusNoAddrsAvail))}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := startFake(t, Config{Interface: "wan", MAC: boxMAC, PrefixLength: 56, Address: true})
+			sol := f.sent(dhcpv6.MessageTypeSolicit, 2*time.Second)
+			f.answer(sol, dhcpv6.MessageTypeAdvertise, dhcpv6.OptPreference(255), iapd(iana.StatusSuccess), ianaOpt(iana.StatusNoAddrsAvail))
+			req := f.sent(dhcpv6.MessageTypeRequest, 2*time.Second)
+			f.answer(req, dhcpv6.MessageTypeReply, shortT1(iapd(iana.StatusSuccess)), shortT1(ianaOpt(iana.StatusNoAddrsAvail)))
+			f.change(2 * time.Second)
+			ren := f.sent(dhcpv6.MessageTypeRenew, 3*time.Second)
+			f.answer(ren, dhcpv6.MessageTypeReply, tc.reply...)
+			if tc.solicit {
+				f.sent(dhcpv6.MessageTypeSolicit, 2*time.Second)
+				return
+			}
+			waitFor(t, 2*time.Second, "bound after the Renew's Reply", func() bool { return f.c.Stats().State == "bound" })
+			if s := f.c.Stats(); s.Sent["SOLICIT"] != 1 {
+				t.Errorf("stats %+v: SOLICIT again after NoBinding for an IA_NA without addresses", s)
+			}
+			if cur := f.c.Current(); cur == nil || len(cur.Prefixes) != 1 || cur.Prefixes[0].Prefix != delegation {
+				t.Errorf("lease %+v, want %v kept", cur, delegation)
+			}
+		})
+	}
+}
+
+// shortT1 sets an IA's T1 to 1 s and T2 to 2 s.
+func shortT1(o dhcpv6.Option) dhcpv6.Option {
+	switch o := o.(type) {
+	case *dhcpv6.OptIAPD:
+		o.T1, o.T2 = time.Second, 2*time.Second
+	case *dhcpv6.OptIANA:
+		o.T1, o.T2 = time.Second, 2*time.Second
+	}
+	return o
+}
+
 // TestDecline: an address Decline names leaves the lease at once (the
 // prefix stays), goes to the server in a DECLINE (server ID, our IA_NA
 // with the address, no option request), retransmitted after a second
@@ -262,15 +318,7 @@ func TestDecline(t *testing.T) {
 func TestDeclineWhileRenewing(t *testing.T) {
 	f := startFake(t, Config{Interface: "wan", MAC: boxMAC, PrefixLength: 56, Address: true})
 	sol := f.sent(dhcpv6.MessageTypeSolicit, 2*time.Second)
-	short := func(o dhcpv6.Option) dhcpv6.Option { // T1 1 s
-		switch o := o.(type) {
-		case *dhcpv6.OptIAPD:
-			o.T1, o.T2 = time.Second, 2*time.Second
-		case *dhcpv6.OptIANA:
-			o.T1, o.T2 = time.Second, 2*time.Second
-		}
-		return o
-	}
+	short := shortT1
 	f.answer(sol, dhcpv6.MessageTypeAdvertise, dhcpv6.OptPreference(255), iapd(iana.StatusSuccess), ianaOpt(iana.StatusSuccess))
 	req := f.sent(dhcpv6.MessageTypeRequest, 2*time.Second)
 	f.answer(req, dhcpv6.MessageTypeReply, short(iapd(iana.StatusSuccess)), short(ianaOpt(iana.StatusSuccess)))
