@@ -65,8 +65,12 @@ func ispKea(pool string) keatest.Config {
 		DNS: []netip.Addr{netip.MustParseAddr("2001:db8:64::53")}}
 }
 
-func newV6Lab(t *testing.T) *v6Lab {
+func newV6Lab(t *testing.T, opts ...func(*v6LabSetup)) *v6Lab {
 	t.Helper()
+	setup := v6LabSetup{kea: ispKea("2001:db8:6600::/48"), radvd: keatest.Radvd{Prefix: netip.MustParsePrefix("2001:db8:64::/64")}}
+	for _, o := range opts {
+		o(&setup)
+	}
 	requireNetns(t)
 	testenv.Require(t, "kea-dhcp6", "radvd", "curl", "dnsmasq", "dig", "rdisc6", "dhclient")
 	l := &v6Lab{lab: &lab{t: t, dir: t.TempDir()}}
@@ -86,8 +90,8 @@ func newV6Lab(t *testing.T) *v6Lab {
 	l.hosts = []*netnstest.Namespace{h}
 	mac, _ := net.ParseMAC(strings.Fields(l.box.IP(t, "-br", "link", "show", "p1"))[2])
 	l.wanLL = dataplane.LinkLocal([6]byte(mac))
-	l.kea = keatest.Start(t, l.isp, filepath.Join(l.dir, "kea"), ispKea("2001:db8:6600::/48"))
-	keatest.StartRadvd(t, l.isp, "eth0", netip.MustParsePrefix("2001:db8:64::/64"))
+	l.kea = keatest.Start(t, l.isp, filepath.Join(l.dir, "kea"), setup.kea)
+	keatest.StartRadvdWith(t, l.isp, "eth0", setup.radvd)
 	netnstest.StartLogged(t, "the ISP's dnsmasq", l.isp.Command("dnsmasq", "--no-daemon", "--conf-file=/dev/null",
 		"--listen-address=100.64.0.1", "--bind-interfaces", "--no-resolv", "--no-hosts", "--log-queries",
 		"--address=/www.isp.test/"+ispName6, "--address=/www.isp.test/100.64.0.80"))
@@ -97,6 +101,9 @@ func newV6Lab(t *testing.T) *v6Lab {
 	l.cfgPath = filepath.Join(l.dir, "config.json")
 	if err := os.WriteFile(l.cfgPath, []byte(v6Config), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if setup.beforeStart != nil {
+		setup.beforeStart(l)
 	}
 	l.start("-config", l.cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
 	return l
@@ -266,7 +273,7 @@ func (l *v6Lab) dashboard6(t *testing.T, d netip.Prefix, h1 netip.Addr) {
 	if p := v6.Delegated[0]; !p.Valid.After(now) || p.Valid.After(now.Add(7200*time.Second)) || p.Preferred.After(p.Valid) {
 		t.Errorf("delegated %v: preferred %v, valid %v; want kea's 3600 s / 7200 s from now", p.Prefix, p.Preferred, p.Valid)
 	}
-	if !slices.Contains(v6.WANAddresses, l.wanLL) || v6.ClientState == "" || !slices.Contains(v6.DNS, netip.MustParseAddr("2001:db8:64::53")) {
+	if !slices.ContainsFunc(v6.WANAddresses, func(a webui.WANAddress) bool { return a.Address == l.wanLL }) || v6.ClientState == "" || !slices.Contains(v6.DNS, netip.MustParseAddr("2001:db8:64::53")) {
 		t.Errorf("ipv6 %+v: want the WAN link-local %v, the client's state and kea's DNS server", v6, l.wanLL)
 	}
 

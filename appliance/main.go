@@ -94,7 +94,7 @@ func run() error {
 	}
 	go dp.watchHangs(ctx, dataIfaces)
 	rt := newRouter(log, f.state, hostname(), dp.SetLease)
-	rt.v6.onPrefixes = dp.SetIPv6
+	rt.v6.onPrefixes, rt.v6.onWAN = dp.SetIPv6, dp.SetIPv6WAN
 	defer rt.Close()
 	if err := rt.Apply(cfg); err != nil {
 		log.Error("services not all started", "err", err)

@@ -32,6 +32,7 @@ type plane struct {
 	applied *config.Config   // the config running now
 	lease   *wanclient.Lease // the WAN DHCP lease (nat.wanDHCP), nil without
 	v6      ipv6Prefixes     // the delegation's prefixes for the IPv6 router (ipv6.enabled)
+	v6wan   wanAddr6         // the box's WAN addressing for it
 	reports []tuning.Report
 	cpu     tuning.CPUPlan
 }
@@ -109,6 +110,7 @@ func (p *plane) Apply(ctx context.Context, cfg *config.Config) error {
 	}
 	p.engine, p.err = e, nil
 	p.applyIPv6Locked()
+	p.applyWAN6Locked()
 	return nil
 }
 

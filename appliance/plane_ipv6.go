@@ -7,9 +7,13 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/appliance/services/dhcp6c"
 )
 
 // ipv6Prefixes is what a delegation gives the IPv6 router: the LAN's
@@ -38,6 +42,84 @@ func boxLANAddr(lan netip.Prefix) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom16(a), lan.Bits())
 }
 
+// wanAddr6 is the box's WAN addressing for the IPv6 router
+// (route6.SetWANAddressing): SLAAC with RFC 7217's secret and the WAN
+// interface's name, the DHCPv6 lease's IA_NA addresses, and how to decline
+// one DAD finds on another node (must not block).
+type wanAddr6 struct {
+	slaac   bool
+	secret  []byte
+	iface   string
+	dhcpv6  bool // the lease's addresses are used
+	leased  []dhcp6c.Address
+	decline func(netip.Addr)
+}
+
+// SetIPv6WAN gives the running IPv6 router (and a new engine's) the box's
+// WAN addressing.
+func (p *plane) SetIPv6WAN(w wanAddr6) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.v6wan = w
+	p.applyWAN6Locked()
+}
+
+func (p *plane) applyWAN6Locked() {
+	if p.engine == nil || p.engine.IPv6() == nil {
+		return
+	}
+	w := p.v6wan
+	a := route6.WANAddressing{SLAAC: w.slaac && len(w.secret) > 0, Secret: w.secret, NetIface: w.iface, DHCPv6: w.dhcpv6,
+		OnEvent: p.wanEvent(w.decline)}
+	for _, l := range w.leased {
+		a.Leased = append(a.Leased, route6.Leased{Addr: l.Addr, Preferred: unixSeconds(l.Preferred), Valid: unixSeconds(l.Valid)})
+	}
+	if err := p.engine.IPv6().SetWANAddressing(a, time.Now().UnixNano()); err != nil {
+		p.log.Error("dataplane: the IPv6 WAN addresses not applied", "err", err)
+	}
+}
+
+// unixSeconds is t as route6's lifetime deadlines have it: Unix seconds,
+// route6.Forever for what lies beyond them.
+func unixSeconds(t time.Time) uint32 {
+	if s := t.Unix(); s < int64(route6.Forever) {
+		return uint32(max(s, 0))
+	}
+	return route6.Forever
+}
+
+// wanEvent logs the IPv6 router's WAN address events and has a duplicate
+// DHCPv6 address declined (decline may be nil).
+func (p *plane) wanEvent(decline func(netip.Addr)) func(route6.WANEvent) {
+	return func(ev route6.WANEvent) {
+		args := []any{"addr", ev.Addr, "origin", ev.Origin.String()}
+		if ev.Origin == route6.OriginSLAAC {
+			args = append(args, "prefix", ev.Prefix, "dadCounter", ev.DADCounter)
+		}
+		switch {
+		case ev.State == route6.AddrTentative:
+			p.log.Info("IPv6: WAN address tentative: duplicate address detection", args...)
+		case ev.State == route6.AddrPreferred:
+			p.log.Info("IPv6: WAN address in use", args...)
+		case ev.State == route6.AddrDeprecated:
+			p.log.Info("IPv6: WAN address deprecated (its preferred lifetime ended)", args...)
+		case ev.State == route6.AddrRemoved:
+			p.log.Info("IPv6: WAN address removed", args...)
+		case ev.Origin == route6.OriginDHCPv6:
+			p.log.Warn("IPv6: another node on the WAN has the DHCPv6 address: declining it", args...)
+			if decline != nil {
+				decline(ev.Addr)
+			}
+		case ev.Retry:
+			p.log.Warn("IPv6: another node on the WAN has the SLAAC address: trying the next identifier", args...)
+		case ev.Origin == route6.OriginSLAAC:
+			p.log.Error("IPv6: other nodes on the WAN have every SLAAC address tried: no address in the prefix", args...)
+		default:
+			p.log.Error("IPv6: another node on the WAN has the box's link-local address (the same MAC?); it stays in use", args...)
+		}
+	}
+}
+
 // SetIPv6 gives the running IPv6 router the delegation's prefixes and the
 // box's LAN addresses (none: nothing is routed), and puts the addresses on
 // the host port's kernel interface; a new engine gets them too.
@@ -56,7 +138,7 @@ func (p *plane) applyIPv6Locked() {
 	for _, b := range p.v6.box {
 		addrs = append(addrs, b.Prefix.Addr())
 	}
-	if err := p.engine.IPv6().SetPrefixes(p.v6.lan, p.v6.delegated, addrs, nil); err != nil {
+	if err := p.engine.IPv6().SetPrefixes(p.v6.lan, p.v6.delegated, addrs); err != nil {
 		p.log.Error("dataplane: IPv6 prefixes not applied", "err", err)
 		return
 	}

@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"e1kbox/appliance/atomicfile"
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/services/dhcp6c"
 	"e1kbox/appliance/services/dhcp6s"
@@ -15,7 +22,9 @@ import (
 
 // ipv6Services are the router's IPv6 services in NAT mode (ipv6.enabled):
 // the WAN's DHCPv6 client asking for a delegated prefix (none with a
-// static ipv6.prefix, which stands for a delegation), and on the box's
+// static ipv6.prefix, which stands for a delegation) and, as
+// ipv6.wanAddress says, an address for the box (applyWAN6 hands it and
+// SLAAC to the IPv6 router, which runs DAD), and on the box's
 // stack (the host port) the LAN's router advertisement daemon and the
 // stateless DHCPv6 server (ipv6.dhcpServer). A delegation gives the LAN
 // its first /64 and the box its ::1 there: the IPv6 router (through
@@ -28,17 +37,22 @@ import (
 // the client's changes come through slot.
 type ipv6Services struct {
 	onPrefixes func(lan, delegated []netip.Prefix, box []boxAddr6)
+	// onWAN gives the IPv6 router the box's WAN addressing (the plane's
+	// SetIPv6WAN).
+	onWAN func(wanAddr6)
 
 	client   running[*dhcp6c.Client]
-	clientAt string // interface, MAC, prefix length
+	clientAt string // interface, MAC, prefix length, static prefix; and whether it asks for an address
 	gen      uint64 // counts client starts: a stopped client's changes are stale
 	ra       running[*ra.Server]
 	raAt     string // interface and MTU
 	dhcp     running[*dhcp6s.Server]
-	dhcpAt   string // interface
-	lease    *dhcp6c.Lease
-	box      []boxAddr6 // the box's LAN addresses, the current /64's first
+	dhcpAt   string        // interface
+	lease    *dhcp6c.Lease // the DHCPv6 client's
+	static   *dhcp6c.Lease // the delegation a static prefix stands for
+	box      []boxAddr6    // the box's LAN addresses, the current /64's first
 	slot     leaseSlot[*dhcp6c.Lease]
+	secret   []byte // RFC 7217's secret for the WAN's SLAAC addresses
 }
 
 // v6Refresh is how often the announced lifetimes follow the client's
@@ -56,11 +70,16 @@ func (r *router) v6Loop() {
 			return
 		case <-tick.C:
 			r.mu.Lock()
+			refresh := false
 			if r.v6.client.on && r.v6.lease != nil {
 				r.v6.lease = r.v6.client.s.Current()
-				r.applyDelegation()
-			} else if ipv6On(r.cfg) && r.cfg.IPv6.HasStaticPrefix() {
-				r.v6.lease = staticLease(r.cfg.IPv6.Prefix, time.Now())
+				refresh = true
+			}
+			if ipv6On(r.cfg) && r.cfg.IPv6.HasStaticPrefix() {
+				r.v6.static = staticLease(r.cfg.IPv6.Prefix, time.Now())
+				refresh = true
+			}
+			if refresh {
 				r.applyDelegation()
 			}
 			r.mu.Unlock()
@@ -88,16 +107,34 @@ func (r *router) applyIPv6() error {
 		return err
 	}
 	v := &r.v6
-	at := p.Interface + " " + mac.String() + " " + strconv.Itoa(r.cfg.IPv6.PrefixLength)
-	if r.cfg.IPv6.HasStaticPrefix() {
-		// A static prefix: no client, the prefix is the lease.
+	if v.secret == nil {
+		v.secret = slaacSecret(r.state, r.log)
+	}
+	static := r.cfg.IPv6.HasStaticPrefix()
+	v.static = nil
+	if static {
+		// A static prefix is the delegation; the client runs only to ask
+		// for an address (ipv6.wanAddress dhcpv6).
+		v.static = staticLease(r.cfg.IPv6.Prefix, time.Now())
+	}
+	base := p.Interface + " " + mac.String() + " " + strconv.Itoa(r.cfg.IPv6.PrefixLength) + " " + strconv.FormatBool(static)
+	at := base + " " + strconv.FormatBool(r.cfg.IPv6.WANIANA())
+	switch {
+	case static && !r.cfg.IPv6.WANIANA():
 		r.stopClient6()
-		v.lease = staticLease(r.cfg.IPv6.Prefix, time.Now())
-	} else if !v.client.on || v.clientAt != at {
+	case !v.client.on || v.clientAt != at:
+		// Asking for an address or no longer restarts the client with the
+		// same DUID and lease file: the delegation stays (the new client
+		// confirms it with a Rebind).
+		keep := v.lease
+		if !v.client.on || !strings.HasPrefix(v.clientAt, base+" ") {
+			keep = nil
+		}
 		r.stopClient6()
-		v.lease = nil // the static prefix's, if it had one
+		v.lease = keep
 		c, err := dhcp6c.New(dhcp6c.Config{Interface: p.Interface, MAC: mac, StateDir: r.state,
-			PrefixLength: r.cfg.IPv6.PrefixLength}, r.log.With("service", "wan-dhcpv6"))
+			PrefixLength: r.cfg.IPv6.PrefixLength, Address: r.cfg.IPv6.WANIANA(), NoPrefix: static},
+			r.log.With("service", "wan-dhcpv6"))
 		if err != nil {
 			return err
 		}
@@ -169,6 +206,15 @@ func (r *router) v6DNS() ([]netip.Addr, []string) {
 	return nil, nil
 }
 
+// delegation is the lease whose prefixes the LAN gets: the static
+// prefix's, else the DHCPv6 client's.
+func (v *ipv6Services) delegation() *dhcp6c.Lease {
+	if v.static != nil {
+		return v.static
+	}
+	return v.lease
+}
+
 // lanMTU is the smallest configured LAN port MTU, 0 when none is set.
 func (r *router) lanMTU() int {
 	mtu := 0
@@ -184,9 +230,10 @@ func (r *router) lanMTU() int {
 // delegates: the first prefix's first /64 on the LAN.
 func (r *router) applyDelegation() {
 	v := &r.v6
+	r.applyWAN6()
 	var lan []ra.Prefix
 	var delegated []netip.Prefix
-	if l := v.lease; l != nil && len(l.Prefixes) > 0 {
+	if l := v.delegation(); l != nil && len(l.Prefixes) > 0 {
 		d := l.Prefixes[0]
 		if p, err := ra.Subnet(d.Prefix, 0); err == nil {
 			lan = append(lan, ra.Prefix{Prefix: p, Preferred: d.Preferred, Valid: d.Valid})
@@ -240,6 +287,56 @@ func (r *router) applyDelegation() {
 	}
 }
 
+// applyWAN6 gives the IPv6 router the box's WAN addressing as
+// ipv6.wanAddress says: SLAAC, and the lease's IA_NA addresses (declined
+// through the client when DAD finds them on another node).
+func (r *router) applyWAN6() {
+	v := &r.v6
+	if v.onWAN == nil {
+		return
+	}
+	w := wanAddr6{slaac: r.cfg.IPv6.WANSLAAC(), secret: v.secret, dhcpv6: r.cfg.IPv6.WANIANA(), decline: r.declineWAN6}
+	if p := r.cfg.WANPort(); p != nil {
+		w.iface = p.Interface
+	}
+	if l := v.lease; l != nil && w.dhcpv6 {
+		w.leased = l.Addrs
+	}
+	v.onWAN(w)
+}
+
+// declineWAN6 has the running DHCPv6 client decline a; it does not block
+// (the IPv6 router calls it from the dataplane's monitor).
+func (r *router) declineWAN6(a netip.Addr) {
+	if l := r.live.Load(); l != nil && l.dhcp6 != nil {
+		l.dhcp6.Decline(a)
+	}
+}
+
+// slaacSecretFile keeps RFC 7217's secret in the state directory, beside
+// the DHCPv6 DUID: the WAN's SLAAC addresses stay the same across
+// restarts.
+const slaacSecretFile = "slaac-secret"
+
+// slaacSecret reads the secret kept in dir, making and keeping a random
+// 32-byte one first when there is none; when it cannot be kept, it is
+// used for this run only (and the addresses change at the next start).
+func slaacSecret(dir string, log *slog.Logger) []byte {
+	path := filepath.Join(dir, slaacSecretFile)
+	if b, err := os.ReadFile(path); err == nil {
+		if s, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(s) >= 16 {
+			return s
+		}
+		log.Warn("IPv6: the SLAAC secret file is not usable; making a new one", "file", path)
+	}
+	s := make([]byte, 32)
+	rand.Read(s)
+	if err := atomicfile.Write(path, []byte(hex.EncodeToString(s)+"\n"), 0o600); err != nil {
+		log.Warn("IPv6: the SLAAC secret is not kept: the WAN's SLAAC addresses change at the next start", "file", path, "err", err)
+	}
+	return s
+}
+
 // staticLifetime is the valid lifetime of a static prefix, renewed every
 // v6Refresh (preferred: half of it), so that a prefix changed in the
 // config is routed and deprecated no longer than a delegation's would be.
@@ -262,8 +359,12 @@ func (r *router) stopIPv6() {
 	r.v6.raAt = ""
 	had := len(r.v6.box) > 0
 	r.v6.box = nil
+	r.v6.static = nil
 	if r.v6.onPrefixes != nil {
 		r.v6.onPrefixes(nil, nil, nil)
+	}
+	if r.v6.onWAN != nil {
+		r.v6.onWAN(wanAddr6{})
 	}
 	if had && r.dns.on {
 		if err := r.applyDNS(); err != nil {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -56,5 +60,32 @@ func TestBoxLANAddr(t *testing.T) {
 		if got := boxLANAddr(netip.MustParsePrefix(tc.lan)); got != netip.MustParsePrefix(tc.want) {
 			t.Errorf("boxLANAddr(%s) = %v, want %s", tc.lan, got, tc.want)
 		}
+	}
+}
+
+// TestSLAACSecret: the secret is made once (32 random bytes, hex, mode
+// 0600) and read back after; an unusable file is replaced; without a
+// writable directory it is still made, for this run only.
+func TestSLAACSecret(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	dir := t.TempDir()
+	first := slaacSecret(dir, log)
+	path := filepath.Join(dir, slaacSecretFile)
+	fi, err := os.Stat(path)
+	if len(first) != 32 || err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("first secret %x (%d bytes), file %v %v; want 32 bytes kept with mode 0600", first, len(first), fi, err)
+	}
+	if again := slaacSecret(dir, log); !bytes.Equal(again, first) {
+		t.Errorf("second read %x, want the kept %x", again, first)
+	}
+	if other := slaacSecret(t.TempDir(), log); bytes.Equal(other, first) {
+		t.Error("another state directory made the same secret")
+	}
+	os.WriteFile(path, []byte("not hex\n"), 0o600)
+	if fresh := slaacSecret(dir, log); len(fresh) != 32 || bytes.Equal(fresh, first) {
+		t.Errorf("after a corrupt file: %x, want a new 32-byte secret", fresh)
+	}
+	if s := slaacSecret(filepath.Join(dir, "missing", "dir"), log); len(s) != 32 {
+		t.Errorf("without a usable directory: %x, want a 32-byte secret for this run", s)
 	}
 }

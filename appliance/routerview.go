@@ -115,7 +115,6 @@ var dhcpv6States = map[string]string{"soliciting": webui.DHCPv6Requesting, "requ
 // and next hop (r6 nil: none runs).
 func ipv6Status(l *routerLive, r6 *route6.Router, now time.Time) *webui.IPv6Status {
 	st := &webui.IPv6Status{DHCPv6: webui.DHCPv6None}
-	var wanAddrs []netip.Addr
 	if c := l.dhcp6; c != nil {
 		st.ClientState = c.Stats().State
 		if s, ok := dhcpv6States[st.ClientState]; ok {
@@ -124,11 +123,6 @@ func ipv6Status(l *routerLive, r6 *route6.Router, now time.Time) *webui.IPv6Stat
 		if lease := c.Current(); lease != nil {
 			for _, p := range lease.Prefixes {
 				st.Delegated = append(st.Delegated, webui.IPv6Prefix{Prefix: p.Prefix, Preferred: p.Preferred, Valid: p.Valid})
-			}
-			for _, a := range lease.Addrs {
-				if now.Before(a.Valid) {
-					wanAddrs = append(wanAddrs, a.Addr)
-				}
 			}
 			if len(lease.Prefixes) > 0 {
 				st.DHCPv6 = webui.DHCPv6Bound
@@ -145,19 +139,30 @@ func ipv6Status(l *routerLive, r6 *route6.Router, now time.Time) *webui.IPv6Stat
 		}
 	}
 	if r6 != nil {
-		c := r6.Config()
-		st.LANAddresses = slices.Clone(c.LAN.Addrs)
-		st.WANAddresses = slices.Clone(c.WAN.Addrs)
+		st.LANAddresses = r6.Addrs(route6.LAN)
+		for _, a := range r6.WANAddrs() {
+			st.WANAddresses = append(st.WANAddresses, wanAddress(a))
+		}
 		if gw, ok := r6.Gateway(now.UnixNano()); ok {
 			st.Gateway = gw
 		}
 	}
-	for _, a := range wanAddrs {
-		if !slices.Contains(st.WANAddresses, a) {
-			st.WANAddresses = append(st.WANAddresses, a)
-		}
-	}
 	return st
+}
+
+// wanAddress is route6's WAN address as the dashboard shows it.
+func wanAddress(a route6.WANAddr) webui.WANAddress {
+	return webui.WANAddress{Address: a.Addr, Origin: a.Origin.String(), State: a.State.String(), Prefix: a.Prefix,
+		Preferred: lifetimeEnd(a.Preferred), Valid: lifetimeEnd(a.Valid)}
+}
+
+// lifetimeEnd is a route6 lifetime deadline as a time; zero for none
+// (0) and never (route6.Forever).
+func lifetimeEnd(s uint32) time.Time {
+	if s == 0 || s == route6.Forever {
+		return time.Time{}
+	}
+	return time.Unix(int64(s), 0).UTC()
 }
 
 // wanStates maps the WAN client's RFC 2131 states to the dashboard's.

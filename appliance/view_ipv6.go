@@ -24,7 +24,7 @@ func ipv6Counters(st *dataplane.IPv6Stats) *webui.IPv6Counters {
 		return nil
 	}
 	c := &webui.IPv6Counters{Forwarded: st.Actions[route6.Forward.String()], Conns: st.Conns, Neighbours: st.Neighbours,
-		Drops: []webui.DropStat{}}
+		DADFailures: st.DADFailures, Drops: []webui.DropStat{}}
 	for reason, n := range st.Drops {
 		c.Drops = append(c.Drops, webui.DropStat{Reason: reason, Packets: n})
 	}

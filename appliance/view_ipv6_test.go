@@ -110,7 +110,8 @@ func TestIPv6Counters(t *testing.T) {
 // TestIPv6Status: the router's IPv6 side from the services that run: no
 // client (none), a client without a delegation (requesting), the RA
 // daemon's current and deprecated /64s (an expired one left out), the
-// IPv6 router's addresses and gateway; nothing while IPv6 is off.
+// IPv6 router's addresses (the WAN's with origin, state and lifetimes; an
+// infinite one without) and gateway; nothing while IPv6 is off.
 func TestIPv6Status(t *testing.T) {
 	mac, _ := net.ParseMAC("02:00:00:00:00:01")
 	client, err := dhcp6c.New(dhcp6c.Config{Interface: "wan0", MAC: mac, StateDir: t.TempDir(), PrefixLength: 56}, nil)
@@ -139,6 +140,12 @@ func TestIPv6Status(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	leased := netip.MustParseAddr("2001:db8:64::100")
+	pref := now.Add(time.Hour).Truncate(time.Second)
+	if err := r6.SetWANAddressing(route6.WANAddressing{DHCPv6: true, Leased: []route6.Leased{{Addr: leased, Preferred: unixSeconds(pref),
+		Valid: route6.Forever}}}, now.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
 	cfg := &config.Config{Mode: config.ModeNAT}
 	for _, tc := range []struct {
 		name string
@@ -152,7 +159,9 @@ func TestIPv6Status(t *testing.T) {
 		{"the RA daemon's prefixes and the router's addresses", routerLive{cfg: cfg, ra: adv}, r6, &webui.IPv6Status{DHCPv6: webui.DHCPv6None,
 			LAN: []webui.IPv6Prefix{{Prefix: cur.Prefix, Preferred: cur.Preferred, Valid: cur.Valid},
 				{Prefix: old.Prefix, Preferred: old.Preferred, Valid: old.Valid, Deprecated: true}},
-			LANAddresses: []netip.Addr{lanLL}, WANAddresses: []netip.Addr{wanLL}, Gateway: gw}},
+			LANAddresses: []netip.Addr{lanLL}, Gateway: gw, WANAddresses: []webui.WANAddress{
+				{Address: wanLL, Origin: webui.WANAddrLinkLocal, State: webui.WANAddrTentative},
+				{Address: leased, Origin: webui.WANAddrDHCPv6, State: webui.WANAddrTentative, Preferred: pref.UTC()}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ipv6Status(&tc.l, tc.r6, now), netips); diff != "" {

@@ -85,11 +85,15 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		if got := eval[string](t, ctx, `document.querySelector('#wan-internet').textContent`); !strings.HasPrefix(got, "reachable · 11.3 ms (ping 1.1.1.1)") {
 			t.Errorf("Internet %q", got)
 		}
-		// IPv6: the delegation on the WAN card, its first /64 (and the old
-		// one, deprecated) on the LAN card.
+		// IPv6: the delegation and the box's addresses on the WAN card, its
+		// first /64 (and the old one, deprecated) on the LAN card.
 		for _, c := range []struct{ sel, prefix, rest string }{
 			{"#wan-dhcpv6", "bound", ""},
 			{"#wan-ipv6-prefix", "2001:db8:6600::/56", "valid 1h 59m · preferred 59m "},
+			{`#wan-ipv6-address [data-address="2001:db8:64::100"]`, "2001:db8:64::100 preferred", "DHCPv6 · valid 1h 59m · preferred 59m "},
+			{`#wan-ipv6-address [data-address="2001:db8:64:0:1c2d:3e4f:5a6b:7c8d"]`, "2001:db8:64:0:1c2d:3e4f:5a6b:7c8d preferred", "SLAAC · valid 1h 29m · preferred 29m "},
+			{`#wan-ipv6-address [data-address="2001:db8:64::101"]`, "2001:db8:64::101 duplicate", "DHCPv6 · valid 1h 59m"},
+			{`#wan-ipv6-address > div:last-child`, "fe80::5054:ff:fe00:11 preferred", "link-local"},
 			{"#wan-ipv6-gateway", "fe80::1", ""},
 			{"#lan-ipv6-prefix", "2001:db8:6600::/64", "valid 1h 59m · preferred 59m "},
 			{"#lan-ipv6-deprecated", "2001:db8:5500::/64", "valid 1h 29m · deprecated"},

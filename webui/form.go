@@ -80,6 +80,8 @@ var DefaultConfigForm = []FormSection{
 			{Path: "nat.mssClamp", Label: "Clamp the TCP MSS to the MTU", Kind: "bool", Default: true},
 			{Path: "ipv6.enabled", Label: "IPv6 (prefix delegation, RAs, stateful firewall)", Kind: "bool", Default: true},
 			{Path: "ipv6.prefixLength", Label: "Delegated prefix length asked for", Kind: "number", Placeholder: "56"},
+			{Path: "ipv6.wanAddress", Label: "The box's WAN IPv6 address", Kind: "select", Options: []string{"", "auto", "slaac", "dhcpv6", "off"},
+				Help: "auto: SLAAC where the ISP's RAs allow it and an address asked for by DHCPv6; off: link-local only"},
 		},
 	},
 	{

@@ -37,15 +37,47 @@ type IPv6Status struct {
 	// LAN are the LAN's /64s: the one announced now first, then the
 	// deprecated ones of earlier delegations that are still valid.
 	LAN []IPv6Prefix `json:"lan"`
-	// WANAddresses and LANAddresses are the box's own addresses on each
-	// side, link-local first.
-	WANAddresses []netip.Addr `json:"wan_addresses"`
+	// WANAddresses are the box's own WAN addresses, link-local first,
+	// with where each comes from and its state; LANAddresses its LAN
+	// addresses, link-local first.
+	WANAddresses []WANAddress `json:"wan_addresses"`
 	LANAddresses []netip.Addr `json:"lan_addresses"`
 	// Gateway is the WAN next hop in use (configured, or learnt from the
 	// ISP's router advertisements); invalid while there is none.
 	Gateway netip.Addr `json:"gateway,omitzero"`
 	// DNS are the lease's name servers (option 23).
 	DNS []netip.Addr `json:"dns"`
+}
+
+// Origins of a WANAddress.
+const (
+	WANAddrLinkLocal = "link-local" // from the WAN MAC (modified EUI-64)
+	WANAddrSLAAC     = "slaac"      // the ISP's router advertisements' prefix, an RFC 7217 identifier
+	WANAddrDHCPv6    = "dhcpv6"     // the DHCPv6 client's IA_NA
+)
+
+// States of a WANAddress.
+const (
+	WANAddrTentative  = "tentative"  // duplicate address detection runs: not yet used or answered for
+	WANAddrPreferred  = "preferred"  // in use
+	WANAddrDeprecated = "deprecated" // past its preferred lifetime: answered for, used for nothing new
+	WANAddrDuplicate  = "duplicate"  // another node on the WAN has it: never used (declined, if from DHCPv6)
+)
+
+// WANAddress is one of the box's own WAN addresses.
+type WANAddress struct {
+	Address netip.Addr `json:"address"`
+	// Origin is WANAddrLinkLocal, WANAddrSLAAC or WANAddrDHCPv6; State is
+	// WANAddrTentative, WANAddrPreferred, WANAddrDeprecated or
+	// WANAddrDuplicate.
+	Origin string `json:"origin"`
+	State  string `json:"state"`
+	// Preferred and Valid are when its lifetimes end; unset, never (the
+	// link-local address, an infinite lifetime).
+	Preferred time.Time `json:"preferred,omitzero"`
+	Valid     time.Time `json:"valid,omitzero"`
+	// Prefix is the /64 a SLAAC address is in, as the ISP announced it.
+	Prefix netip.Prefix `json:"prefix,omitzero"`
 }
 
 // IPv6Prefix is a prefix and until when it may be used: after Preferred
@@ -72,6 +104,9 @@ type IPv6Counters struct {
 	// entries of its neighbour cache.
 	Conns      int `json:"conns"`
 	Neighbours int `json:"neighbours"`
+	// DADFailures counts the box's WAN addresses that duplicate address
+	// detection found on another node.
+	DADFailures uint64 `json:"dad_failures"`
 }
 
 // fillNilIPv6 makes the lists of st empty rather than null in JSON.
@@ -86,7 +121,7 @@ func fillNilIPv6(st *IPv6Status) {
 		st.LAN = []IPv6Prefix{}
 	}
 	if st.WANAddresses == nil {
-		st.WANAddresses = []netip.Addr{}
+		st.WANAddresses = []WANAddress{}
 	}
 	if st.LANAddresses == nil {
 		st.LANAddresses = []netip.Addr{}

@@ -29,7 +29,7 @@ func TestIPv6RouterAPI(t *testing.T) {
 		{"bound", fakeIPv6(now), fakeIPv6(now), []string{`"dhcpv6":"bound"`, `"prefix":"2001:db8:6600::/56"`, `"deprecated":true`}},
 		{"requesting, nothing yet", &IPv6Status{DHCPv6: DHCPv6Requesting, ClientState: "soliciting"},
 			&IPv6Status{DHCPv6: DHCPv6Requesting, ClientState: "soliciting", Delegated: []IPv6Prefix{}, LAN: []IPv6Prefix{},
-				WANAddresses: []netip.Addr{}, LANAddresses: []netip.Addr{}, DNS: []netip.Addr{}},
+				WANAddresses: []WANAddress{}, LANAddresses: []netip.Addr{}, DNS: []netip.Addr{}},
 			[]string{`"delegated":[]`, `"lan":[]`, `"wan_addresses":[]`, `"dns":[]`}},
 		{"IPv6 off", nil, nil, nil},
 	} {
@@ -69,12 +69,23 @@ func TestIPv6RouterAPI(t *testing.T) {
 	}
 }
 
-// TestIPv6Metrics: the IPv6 router's counters and the delegation's
-// lifetimes are e1kbox_ipv6_* series; without IPv6 there are none.
+// TestIPv6Metrics: the IPv6 router's counters, the delegation's
+// lifetimes and the WAN addresses by origin and state are e1kbox_ipv6_*
+// series; without IPv6 there are none.
 func TestIPv6Metrics(t *testing.T) {
 	now := time.Now()
-	counters := &IPv6Counters{Forwarded: 1234, Conns: 7, Neighbours: 3,
+	counters := &IPv6Counters{Forwarded: 1234, Conns: 7, Neighbours: 3, DADFailures: 2,
 		Drops: []DropStat{{Reason: "firewall", Packets: 40}, {Reason: "martian", Packets: 2}}}
+	// wanAddrs are the e1kbox_ipv6_wan_addresses series: every origin and
+	// state, 0 but for n.
+	wanAddrs := func(m map[string]float64, n map[[2]string]float64) map[string]float64 {
+		for _, o := range []string{WANAddrLinkLocal, WANAddrSLAAC, WANAddrDHCPv6} {
+			for _, st := range []string{WANAddrTentative, WANAddrPreferred, WANAddrDeprecated, WANAddrDuplicate} {
+				m[`e1kbox_ipv6_wan_addresses{origin="`+o+`",state="`+st+`"}`] = n[[2]string{o, st}]
+			}
+		}
+		return m
+	}
 	for _, tc := range []struct {
 		name     string
 		counters *IPv6Counters
@@ -82,27 +93,30 @@ func TestIPv6Metrics(t *testing.T) {
 		want     map[string]float64 // exact values
 		lifetime map[string]float64 // seconds left, within 5 s
 	}{
-		{"routing", counters, fakeIPv6(now), map[string]float64{
+		{"routing", counters, fakeIPv6(now), wanAddrs(map[string]float64{
 			"e1kbox_ipv6_forwarded_packets_total":                   1234,
 			"e1kbox_ipv6_connections":                               7,
 			"e1kbox_ipv6_neighbours":                                3,
+			"e1kbox_ipv6_dad_failures_total":                        2,
 			series("e1kbox_ipv6_drops_total", "reason", "firewall"): 40,
 			series("e1kbox_ipv6_drops_total", "reason", "martian"):  2,
 			"e1kbox_ipv6_dhcpv6_bound":                              1,
-		}, map[string]float64{
+		}, map[[2]string]float64{{WANAddrLinkLocal, WANAddrPreferred}: 1, {WANAddrDHCPv6, WANAddrPreferred}: 1,
+			{WANAddrSLAAC, WANAddrPreferred}: 1, {WANAddrDHCPv6, WANAddrDuplicate}: 1}), map[string]float64{
 			series("e1kbox_ipv6_delegated_prefix_valid_seconds", "prefix", "2001:db8:6600::/56"):     7200,
 			series("e1kbox_ipv6_delegated_prefix_preferred_seconds", "prefix", "2001:db8:6600::/56"): 3600,
 		}},
 		{"requesting, an expired prefix", &IPv6Counters{Drops: []DropStat{}}, &IPv6Status{DHCPv6: DHCPv6Requesting,
 			Delegated: []IPv6Prefix{{Prefix: netip.MustParsePrefix("2001:db8:7700::/56"), Preferred: now.Add(-2 * time.Hour), Valid: now.Add(-time.Hour)}}},
-			map[string]float64{
+			wanAddrs(map[string]float64{
 				"e1kbox_ipv6_forwarded_packets_total": 0,
 				"e1kbox_ipv6_connections":             0,
 				"e1kbox_ipv6_neighbours":              0,
+				"e1kbox_ipv6_dad_failures_total":      0,
 				"e1kbox_ipv6_dhcpv6_bound":            0,
 				series("e1kbox_ipv6_delegated_prefix_valid_seconds", "prefix", "2001:db8:7700::/56"):     0,
 				series("e1kbox_ipv6_delegated_prefix_preferred_seconds", "prefix", "2001:db8:7700::/56"): 0,
-			}, nil},
+			}, nil), nil},
 		{"no IPv6", nil, nil, map[string]float64{}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -80,12 +80,14 @@ var (
 	descV6DHCPv6     = desc("ipv6_dhcpv6_bound", "Whether the WAN's DHCPv6 client holds a prefix delegation.")
 	descV6Valid      = desc("ipv6_delegated_prefix_valid_seconds", "Seconds until a delegated prefix's valid lifetime ends (0: ended).", "prefix")
 	descV6Preferred  = desc("ipv6_delegated_prefix_preferred_seconds", "Seconds until a delegated prefix's preferred lifetime ends (0: ended).", "prefix")
+	descV6WANAddrs   = desc("ipv6_wan_addresses", "The box's own WAN addresses by origin (link-local, slaac, dhcpv6) and state (tentative, preferred, deprecated, duplicate).", "origin", "state")
+	descV6DADFails   = desc("ipv6_dad_failures_total", "The box's WAN addresses duplicate address detection found on another node.")
 )
 
 var routerDescs = []*prometheus.Desc{descWANInfo, descWANUp, descWANExpiry, descWANT1, descWANMTU, descWANReachable,
 	descWANRTT, descWANChecked, descDHCPEnabled, descDHCPInUse, descDHCPPool, descDHCPMessages, descDNSEnabled,
 	descDNSQueries, descDNSHits, descDNSEntries, descDNSFailures, descDNSLatency, descTimeSynced, descTimeOffset,
-	descTimeLastSync, descDevicesOnline, descV6DHCPv6, descV6Valid, descV6Preferred}
+	descTimeLastSync, descDevicesOnline, descV6DHCPv6, descV6Valid, descV6Preferred, descV6WANAddrs}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
@@ -93,7 +95,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descPortRingDrops, descPortBlocked, descDrops, descCPU, descIRQ, descRestarts, descCtEntries, descCtCapacity,
 		descRulePackets, descRuleBytes, descRuleLastHit, descPolicyPackets, descPolicyBytes,
 		descSubtables, descRules, descTuning, descConfigPending, descWSClients, descWSDropped, descFailedLogins, descAlarms,
-		descV6Forwarded, descV6Drops, descV6Conns, descV6Neighbours,
+		descV6Forwarded, descV6Drops, descV6Conns, descV6Neighbours, descV6DADFails,
 	} {
 		ch <- d
 	}
@@ -234,6 +236,15 @@ func (c *collector) router(st *RouterStatus, gauge, counter emit) {
 				gauge(descV6Preferred, left(p.Preferred), p.Prefix.String())
 			}
 		}
+		n := map[[2]string]int{}
+		for _, a := range v6.WANAddresses {
+			n[[2]string{a.Origin, a.State}]++
+		}
+		for _, o := range []string{WANAddrLinkLocal, WANAddrSLAAC, WANAddrDHCPv6} {
+			for _, st := range []string{WANAddrTentative, WANAddrPreferred, WANAddrDeprecated, WANAddrDuplicate} {
+				gauge(descV6WANAddrs, float64(n[[2]string{o, st}]), o, st)
+			}
+		}
 	}
 }
 
@@ -300,6 +311,7 @@ func (c *collector) snapshot(snap Snapshot, gauge, counter emit) {
 	}
 	if v6 := snap.IPv6; v6 != nil {
 		counter(descV6Forwarded, float64(v6.Forwarded))
+		counter(descV6DADFails, float64(v6.DADFailures))
 		gauge(descV6Conns, float64(v6.Conns))
 		gauge(descV6Neighbours, float64(v6.Neighbours))
 		clear(seen)

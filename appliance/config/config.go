@@ -97,6 +97,35 @@ type IPv6 struct {
 	// sets the O flag in the RAs. Ignored while IPv6 is off. Default: as
 	// Enabled.
 	DHCPServer *bool `json:"dhcpServer"`
+	// WANAddress is how the box gets its own global WAN address: auto
+	// (SLAAC where the ISP's router advertisements allow it, and an IA_NA
+	// address asked for with the delegation; either may be absent), slaac,
+	// dhcpv6, or off (the link-local address only). With a static prefix
+	// auto is SLAAC only and dhcpv6 runs the DHCPv6 client for the
+	// address alone. Default auto.
+	WANAddress WANAddress `json:"wanAddress,omitempty"`
+}
+
+// WANAddress selects the box's own global WAN addresses.
+type WANAddress string
+
+// The WAN address settings.
+const (
+	WANAddressAuto   WANAddress = "auto"
+	WANAddressSLAAC  WANAddress = "slaac"
+	WANAddressDHCPv6 WANAddress = "dhcpv6"
+	WANAddressOff    WANAddress = "off"
+)
+
+// WANSLAAC says whether the box forms SLAAC addresses on the WAN.
+func (s *IPv6) WANSLAAC() bool {
+	return s.WANAddress == WANAddressAuto || s.WANAddress == WANAddressSLAAC || s.WANAddress == ""
+}
+
+// WANIANA says whether the DHCPv6 client asks for an address (IA_NA): for
+// auto beside a delegated prefix, and for dhcpv6.
+func (s *IPv6) WANIANA() bool {
+	return s.WANAddress == WANAddressDHCPv6 || (s.WANAddress == WANAddressAuto || s.WANAddress == "") && !s.HasStaticPrefix()
 }
 
 // HasStaticPrefix reports whether the prefix is static (ipv6.prefix)

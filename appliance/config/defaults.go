@@ -106,6 +106,9 @@ func (c *Config) applyServiceDefaults() {
 	if c.IPv6.PrefixLength == 0 {
 		c.IPv6.PrefixLength = DefaultIPv6PrefixLength
 	}
+	if c.IPv6.WANAddress == "" {
+		c.IPv6.WANAddress = WANAddressAuto
+	}
 	if c.DNS.Domain == "" {
 		c.DNS.Domain = DefaultDomain
 	}

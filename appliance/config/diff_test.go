@@ -66,6 +66,8 @@ func TestDiff(t *testing.T) {
 			Changes{Services: true, Effect: Live}},
 		{"an IPv6 gateway is live", func(c *Config) { c.IPv6.Gateway = netip.MustParseAddr("fe80::1") },
 			Changes{Services: true, Effect: Live}},
+		{"the IPv6 WAN address setting is live", func(c *Config) { c.IPv6.WANAddress = WANAddressOff },
+			Changes{Services: true, Effect: Live}},
 		{"a disabled port", func(c *Config) { c.Ports[2].MTU = 9000 }, Changes{Ports: []string{"lan2"}, Retune: true}},
 	}
 	for _, tt := range tests {

@@ -44,7 +44,7 @@ func TestMigrateV1(t *testing.T) {
 		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
 		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
 		FastPath:  FastPathAuto,
-		IPv6:      IPv6{Enabled: ptr(false), PrefixLength: DefaultIPv6PrefixLength, DHCPServer: ptr(false)},
+		IPv6:      IPv6{Enabled: ptr(false), PrefixLength: DefaultIPv6PrefixLength, DHCPServer: ptr(false), WANAddress: WANAddressAuto},
 	}
 	if diff := cmp.Diff(want, got, cmpConfig); diff != "" {
 		t.Errorf("migrated v1.json (-want +got):\n%s", diff)

@@ -56,7 +56,7 @@ func TestDefaults(t *testing.T) {
 		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
 		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
 		FastPath:  FastPathAuto,
-		IPv6:      IPv6{Enabled: ptr(false), PrefixLength: DefaultIPv6PrefixLength, DHCPServer: ptr(false)},
+		IPv6:      IPv6{Enabled: ptr(false), PrefixLength: DefaultIPv6PrefixLength, DHCPServer: ptr(false), WANAddress: WANAddressAuto},
 	}
 	if diff := cmp.Diff(want, c, cmpConfig); diff != "" {
 		t.Errorf("Parse with defaults (-want +got):\n%s", diff)
@@ -270,11 +270,13 @@ func TestIPv6StaticRoundTrip(t *testing.T) {
 		name, json string
 		want       IPv6
 	}{
-		{"none", `{}`, IPv6{Enabled: ptr(true), DHCPServer: ptr(true), PrefixLength: DefaultIPv6PrefixLength}},
+		{"none", `{}`, IPv6{Enabled: ptr(true), DHCPServer: ptr(true), WANAddress: WANAddressAuto, PrefixLength: DefaultIPv6PrefixLength}},
 		{"prefix", `{"prefix": "2001:db8:7::/48"}`,
-			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7::/48")}},
+			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), WANAddress: WANAddressAuto, PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7::/48")}},
+		{"WAN address by SLAAC only", `{"wanAddress": "slaac"}`,
+			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), WANAddress: WANAddressSLAAC, PrefixLength: DefaultIPv6PrefixLength}},
 		{"prefix and gateway", `{"prefix": "2001:db8:7:1::/64", "gateway": "fe80::1"}`,
-			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7:1::/64"),
+			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), WANAddress: WANAddressAuto, PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7:1::/64"),
 				Gateway: netip.MustParseAddr("fe80::1")}},
 	}
 	for _, tt := range tests {
@@ -303,6 +305,32 @@ func TestIPv6StaticRoundTrip(t *testing.T) {
 				t.Errorf("Marshal has a prefix field: %v, want %v\n%s", got, tt.want.Prefix.IsValid(), b)
 			}
 		})
+	}
+}
+
+// TestIPv6WANAddress: what each ipv6.wanAddress asks for, with a
+// delegated and with a static prefix.
+func TestIPv6WANAddress(t *testing.T) {
+	for _, tc := range []struct {
+		set         WANAddress
+		static      bool
+		slaac, iaNA bool
+	}{
+		{WANAddressAuto, false, true, true},
+		{WANAddressAuto, true, true, false},
+		{WANAddressSLAAC, false, true, false},
+		{WANAddressDHCPv6, false, false, true},
+		{WANAddressDHCPv6, true, false, true},
+		{WANAddressOff, false, false, false},
+		{"", false, true, true},
+	} {
+		s := IPv6{WANAddress: tc.set}
+		if tc.static {
+			s.Prefix = netip.MustParsePrefix("2001:db8:7::/48")
+		}
+		if got, want := [2]bool{s.WANSLAAC(), s.WANIANA()}, [2]bool{tc.slaac, tc.iaNA}; got != want {
+			t.Errorf("%q (static prefix %v): SLAAC, IA_NA = %v, want %v", tc.set, tc.static, got, want)
+		}
 	}
 }
 

@@ -672,6 +672,11 @@ func (v *validator) services() {
 	if n := c.IPv6.PrefixLength; n != 0 && (n < 48 || n > 64) {
 		v.add("ipv6.prefixLength", "%d is not a delegated prefix length of 48 to 64", n)
 	}
+	switch c.IPv6.WANAddress {
+	case WANAddressAuto, WANAddressSLAAC, WANAddressDHCPv6, WANAddressOff, "":
+	default:
+		v.add("ipv6.wanAddress", "want auto, slaac, dhcpv6 or off, got %q", c.IPv6.WANAddress)
+	}
 	v.ipv6Static()
 	lan, router := v.lanPrefix()
 	d := &c.DHCP

@@ -521,6 +521,18 @@ func TestValidate(t *testing.T) {
 			want: map[string]string{"ipv6.prefixLength": "40 is not a delegated prefix length of 48 to 64"},
 		},
 		{
+			name: "IPv6 WAN address",
+			edit: func(c *Config) { c.IPv6.WANAddress = "stateless" },
+			want: map[string]string{"ipv6.wanAddress": `want auto, slaac, dhcpv6 or off, got "stateless"`},
+		},
+		{
+			name: "IPv6 WAN address by DHCPv6 with a static prefix",
+			edit: func(c *Config) {
+				c.IPv6.Prefix = netip.MustParsePrefix("2001:db8:7::/48")
+				c.IPv6.WANAddress = WANAddressDHCPv6
+			},
+		},
+		{
 			name: "IPv6 static prefix and gateway",
 			edit: func(c *Config) {
 				c.IPv6.Prefix = netip.MustParsePrefix("2001:db8:7::/48")

@@ -82,7 +82,7 @@ func newIPv6Lab(t *testing.T) *ipv6Lab {
 	}
 	l.e = tp.engine(l.cfg)
 	l.v6 = l.e.IPv6()
-	if err := l.v6.SetPrefixes([]netip.Prefix{l.first}, []netip.Prefix{netip.MustParsePrefix("2001:db8:42::/56")}, nil, nil); err != nil {
+	if err := l.v6.SetPrefixes([]netip.Prefix{l.first}, []netip.Prefix{netip.MustParsePrefix("2001:db8:42::/56")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	l.rad = startRA(t, tp.box, l.first)
@@ -137,7 +137,7 @@ func (l *ipv6Lab) tooBig(t *testing.T) {
 // its old address is deprecated.
 func (l *ipv6Lab) renumber(t *testing.T) {
 	second := netip.MustParsePrefix("2001:db8:42:1::/64")
-	if err := l.v6.SetPrefixes([]netip.Prefix{second, l.first}, []netip.Prefix{netip.MustParsePrefix("2001:db8:42::/56")}, nil, nil); err != nil {
+	if err := l.v6.SetPrefixes([]netip.Prefix{second, l.first}, []netip.Prefix{netip.MustParsePrefix("2001:db8:42::/56")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()

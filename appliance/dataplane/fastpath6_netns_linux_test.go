@@ -172,7 +172,7 @@ func TestFastPathIPv6Evictions(t *testing.T) {
 		t.Errorf("%d of 20 frames went to the gateway's new MAC (%d frames in all)", to, len(got))
 	}
 	// Renumbered away from the host's prefix.
-	if err := v6.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:42:1::/64")}, []netip.Prefix{fp6Deleg}, nil, nil); err != nil {
+	if err := v6.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:42:1::/64")}, []netip.Prefix{fp6Deleg}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if fs := e.Snapshot().FastPath; fs.IPv6Flows != 0 {

@@ -17,8 +17,9 @@ type IPv6Stats struct {
 	LAN       []netip.Prefix `json:"lan"`
 	Delegated []netip.Prefix `json:"delegated"`
 	Gateway   string         `json:"gateway,omitempty"`
-	// LANAddrs and WANAddrs are the box's addresses on each side (the
-	// link-local one first).
+	// LANAddrs and WANAddrs are the box's addresses in use on each side
+	// (the link-local one first; tentative and duplicate WAN addresses
+	// are not).
 	LANAddrs   []netip.Addr      `json:"lanAddrs"`
 	WANAddrs   []netip.Addr      `json:"wanAddrs"`
 	Conns      int               `json:"conns"`
@@ -28,6 +29,9 @@ type IPv6Stats struct {
 	Errors     uint64            `json:"icmpErrors"` // ICMPv6 errors the box sent
 	NS         uint64            `json:"ns"`         // neighbour solicitations sent
 	NA         uint64            `json:"na"`         // neighbour advertisements sent
+	RS         uint64            `json:"rs"`         // router solicitations sent on the WAN
+	// DADFailures counts the WAN addresses found to be duplicates.
+	DADFailures uint64 `json:"dadFailures"`
 }
 
 func (e *Engine) ipv6Stats(now time.Time) *IPv6Stats {
@@ -36,9 +40,9 @@ func (e *Engine) ipv6Stats(now time.Time) *IPv6Stats {
 		return nil
 	}
 	c, st := v6.Config(), v6.Stats()
-	s := &IPv6Stats{LAN: c.LANPrefixes, Delegated: c.Delegated, LANAddrs: c.LAN.Addrs, WANAddrs: c.WAN.Addrs, Conns: v6.ConnCount(now.UnixNano()),
-		Neighbours: len(v6.Neighbours(now.UnixNano())), Actions: map[string]uint64{}, Drops: map[string]uint64{},
-		Errors: st.Errors, NS: st.NS, NA: st.NA}
+	s := &IPv6Stats{LAN: c.LANPrefixes, Delegated: c.Delegated, LANAddrs: v6.Addrs(route6.LAN), WANAddrs: v6.Addrs(route6.WAN),
+		Conns: v6.ConnCount(now.UnixNano()), Neighbours: len(v6.Neighbours(now.UnixNano())), Actions: map[string]uint64{},
+		Drops: map[string]uint64{}, Errors: st.Errors, NS: st.NS, NA: st.NA, RS: st.RS, DADFailures: st.DADFailures}
 	if gw, ok := v6.Gateway(now.UnixNano()); ok {
 		s.Gateway = gw.String()
 	}

@@ -32,7 +32,7 @@ func TestRoute6Gateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.SetPrefixes(lan, deleg, nil, nil); err != nil {
+	if err := r.SetPrefixes(lan, deleg, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range steps {

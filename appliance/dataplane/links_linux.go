@@ -22,6 +22,9 @@ func (e *Engine) monitor() {
 		}
 		e.pollLinks()
 		e.pollLoops(tick)
+		if v6 := e.natp.v6; v6 != nil {
+			v6.Maintain(time.Now().UnixNano()) // the WAN addresses' DAD and lifetimes
+		}
 		if time.Since(lastSweep) >= sweepInterval {
 			e.fdb.Sweep(e.Now())
 			lastSweep = time.Now()

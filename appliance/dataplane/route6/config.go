@@ -74,6 +74,9 @@ type snapshot struct {
 	icmpRate int
 	echoRate int
 	src      [2][16]byte // the source of the box's ICMPv6 errors per side
+	// wanUse are the WAN addresses in use beyond the configured ones
+	// (also in side[WAN].Addrs), tent the tentative ones (storeLocked).
+	wanUse, tent [][16]byte
 }
 
 func (cfg *Config) check() (*snapshot, error) {
@@ -122,15 +125,12 @@ func (cfg *Config) check() (*snapshot, error) {
 		}
 		s.gateway = cfg.Gateway.WithZone("").As16()
 	}
-	for i := range s.side {
-		s.src[i] = errorSource(s, Side(i))
-	}
 	return s, nil
 }
 
 // errorSource is the address the box's ICMPv6 errors to side come from:
-// a global address of that side, else one of the LAN's, else the side's
-// link-local address.
+// a global address of that side (a preferred one first: they come first),
+// else one of the LAN's, else the side's link-local address.
 func errorSource(s *snapshot, side Side) [16]byte {
 	for _, sd := range []Side{side, LAN} {
 		for _, a := range s.side[sd].Addrs {

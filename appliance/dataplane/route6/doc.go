@@ -10,7 +10,7 @@
 // # Addresses and neighbours
 //
 // The box's addresses per side (Port.Addrs: a link-local one first, then
-// globals) are answered by the dataplane: neighbour solicitations with a
+// globals; on the WAN also those below) are answered by the dataplane: neighbour solicitations with a
 // solicited advertisement (router flag on the LAN; a DAD probe is answered
 // to all nodes), echo requests with replies. Other packets to them go to
 // the host from the LAN (the box's stack: DNS, DHCPv6, the RA daemon's RS,
@@ -20,6 +20,35 @@
 // the rest of the WAN's is dropped. Multicast (RS, MLD, DHCPv6) goes to the
 // host. NDP messages are checked as RFC 4861 7.1 says (hop limit 255, code
 // 0, length, checksum, option lengths) or dropped (ndp_invalid).
+//
+// # WAN addresses
+//
+// Besides its link-local address, the box's WAN has the addresses of
+// SetWANAddressing (wanaddr.go): SLAAC addresses in the /64s the WAN's
+// router advertisements offer with the A flag (RFC 4862 5.5.3: not
+// link-local, preferred lifetime not above valid, the two-hour rule for
+// valid lifetimes of known prefixes), whose interface identifiers are RFC
+// 7217's (SHA-256 of the prefix, the interface's name, a DAD counter and
+// a secret kept across restarts), and the DHCPv6 client's IA_NA
+// addresses with their lease's lifetimes. Every one is tentative until
+// duplicate address detection passes (RFC 4862 5.4): one NS from the
+// unspecified address to its solicited-node group without a link-layer
+// option, then one second (RetransTimer) in which an NA for it, or
+// another node's probe for it, makes it a duplicate. A tentative address
+// is not answered for, not used as a source and not accepted (packets
+// to it are not the box's). A duplicate SLAAC address is replaced by the
+// next DAD counter's, up to IDGEN_RETRIES (3) times, then the prefix is
+// given up; a duplicate IA_NA address is the DHCPv6 client's to decline
+// (WANEvent). Past its preferred lifetime an address is deprecated (still
+// answered for, the error source only without a preferred one), past its
+// valid lifetime gone. The link-local address is probed too when the
+// router starts, but used at once (the next hop must be resolved and the
+// DHCPv6 client sends from it): a conflict is reported, not acted on.
+// Once it passed, the WAN sends up to three router solicitations four
+// seconds apart until an advertisement comes (unicast ones are taken
+// too). Workers only record what NDP tells them and send the probes from
+// Tick, without allocating; Maintain (the engine's monitor, every 250 ms)
+// runs the timers and publishes the addresses in use.
 //
 // The WAN next hop is Config.Gateway, or the source of the WAN's router
 // advertisements for their router lifetime. Next hops are resolved with NS

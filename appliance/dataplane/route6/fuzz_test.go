@@ -1,6 +1,8 @@
 package route6
 
 import (
+	"net/netip"
+	"slices"
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
@@ -11,7 +13,9 @@ import (
 // it forwards is the received frame (not past its IP end), still parses
 // and has valid checksums if it had them (transit checksums are not
 // verified, and a bad one stays bad); what it generates parses with valid
-// checksums.
+// checksums. The router does SLAAC and probes a leased address, so router
+// advertisements' prefix options and conflicts with the tentative
+// addresses are reached; no WAN address is ever in use while tentative.
 func FuzzProcess(f *testing.F) {
 	seeds := [][]byte{
 		fromLAN(tcp(host, server, 40000, 443, frame.TCPSyn, 0)),
@@ -22,12 +26,20 @@ func FuzzProcess(f *testing.F) {
 			append(frametest.Frag6(frame.ProtoUDP, 0, true, 7), frametest.UDPRaw(1, 2, make([]byte, 8))...))),
 		eth(a6mac("ff02::1:ff00:1"), hostMAC, icmp(host, a6("ff02::1:ff00:1"), 255, icmpNS, 0, 0, lanAddr[:])),
 		fromWAN(na(gwLL, wanLL, gwLL, gwMAC)),
+		raFrame(pio("2001:db8:64::", 64, 0xc0, 7200, 3600), pio("2001:db8:65::", 64, 0x40, Forever, Forever)),
+		dadNS(leased),
+		naFor(leased),
+		nsFrom(leased),
 	}
 	for _, s := range seeds {
 		f.Add(s, false)
 		f.Add(s, true)
 	}
 	e := resolved(&testing.T{}, "")
+	if err := e.r.SetWANAddressing(WANAddressing{SLAAC: true, Secret: secret, NetIface: "wan0", DHCPv6: true,
+		Leased: []Leased{{netip.AddrFrom16(leased), Forever, Forever}}}, e.now); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, pkt []byte, wan bool) {
 		e.t = t
 		port := lanPort
@@ -61,10 +73,17 @@ func FuzzProcess(f *testing.F) {
 			if err := frame.Parse(b, &out); err != nil {
 				t.Fatalf("output frame does not parse: %v", err)
 			}
-			if out.IsICMP() && out.ICMP.Type == icmpNS { // generated; the others were queued as received
+			if out.IsICMP() && (out.ICMP.Type == icmpNS || out.ICMP.Type == icmpRS) { // generated; the others were queued as received
 				parse(t, b)
 			}
 		}
 		e.now += 1e8
+		e.r.Maintain(e.now)
+		e.w.Tick(e.now)
+		for _, a := range e.r.WANAddrs() {
+			if a.State == AddrTentative && a.Origin != OriginLinkLocal && slices.Contains(e.r.Addrs(WAN), a.Addr) {
+				t.Fatalf("tentative %v in use", a.Addr)
+			}
+		}
 	})
 }

@@ -70,7 +70,24 @@ func newEnv(t testing.TB, rs string) *env {
 		s.Swap(tab)
 		rw = s.Worker(0)
 	}
-	return &env{t: t, r: r, w: r.NewWorker(rw), now: 1_000_000 * 1e9}
+	e := &env{t: t, r: r, w: r.NewWorker(rw), now: 1_000_000 * 1e9}
+	e.settle()
+	return e
+}
+
+// settle runs the WAN link-local address's DAD to its end (the probe,
+// one second without a conflict) and sends the router solicitation that
+// follows, leaving no output behind.
+func (e *env) settle() {
+	e.t.Helper()
+	e.w.Tick(e.now)
+	e.outputs()
+	e.r.Maintain(e.now + 1e9)
+	e.w.Tick(e.now)
+	e.outputs()
+	if st := e.r.WANAddrs()[0]; st.Origin != OriginLinkLocal || st.State != AddrPreferred {
+		e.t.Fatalf("the WAN link-local address after its DAD: %+v", st)
+	}
 }
 
 // handle parses pkt and processes it from port.

@@ -6,13 +6,18 @@ import (
 	"e1kbox/appliance/dataplane/frame"
 )
 
-// NDP sizes: an NS or NA with one link-layer address option.
+// NDP sizes: an NS or NA with one link-layer address option, a DAD probe
+// (an NS without), an RS with one; option types.
 const (
-	ndpMsgLen  = 24 + 8
-	nsFrameLen = frame.EthernetHeaderLen + frame.IPv6HeaderLen + ndpMsgLen
-	ndpHops    = 255
-	optSLLA    = 1
-	optTLLA    = 2
+	ndpMsgLen   = 24 + 8
+	nsFrameLen  = frame.EthernetHeaderLen + frame.IPv6HeaderLen + ndpMsgLen
+	dadFrameLen = nsFrameLen - 8
+	rsMsgLen    = 8 + 8
+	rsFrameLen  = frame.EthernetHeaderLen + frame.IPv6HeaderLen + rsMsgLen
+	ndpHops     = 255
+	optSLLA     = 1
+	optTLLA     = 2
+	optPrefix   = 3
 )
 
 var allNodesMAC = [6]byte{0x33, 0x33, 0, 0, 0, 1}
@@ -67,6 +72,11 @@ func (w *Worker) toBox(s *snapshot, side Side, pkt []byte, f *frame.Frame) Resul
 			return w.solicitation(s, side, pkt, f)
 		case icmpNA:
 			return w.advertisement(s, side, pkt, f)
+		case icmpRA:
+			if side == WAN { // a unicast answer to the box's solicitation
+				w.routerAdvert(s, pkt, f)
+				return Result{Action: Consumed}
+			}
 		case icmpEchoRequest:
 			if frame.VerifyChecksums(pkt, f) != nil {
 				return drop(ReasonMalformed)
@@ -118,7 +128,13 @@ func (w *Worker) solicitation(s *snapshot, side Side, pkt []byte, f *frame.Frame
 	if !ok || target[0] == 0xff || unspec && (has || f.IPv6.Dst[0] != 0xff) {
 		return drop(ReasonNDP)
 	}
-	if !s.boxAddr(side, &target) {
+	if unspec && side == WAN && len(s.tent) != 0 && s.tentative(&target) {
+		// Another node's DAD probe for an address the box probes too:
+		// neither may have it (RFC 4862 5.4.3).
+		w.r.wan.conflict(&target)
+		return Result{Action: Consumed}
+	}
+	if !s.boxAddr(side, &target) { // tentative ones are not answered for
 		return Result{Action: Consumed}
 	}
 	if has && !unspec {
@@ -143,8 +159,13 @@ func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Fram
 	if !ok || pkt[f.L4Off+8] == 0xff || f.IPv6.Dst[0] == 0xff && pkt[f.L4Off+4]&0x40 != 0 {
 		return drop(ReasonNDP) // multicast target; solicited to a group
 	}
+	target := [16]byte(pkt[f.L4Off+8 : f.L4Off+24])
+	if side == WAN && len(s.tent) != 0 && s.tentative(&target) {
+		// Another node has the address the box probes (RFC 4862 5.4.4).
+		w.r.wan.conflict(&target)
+		return Result{Action: Consumed}
+	}
 	if has {
-		target := [16]byte(pkt[f.L4Off+8 : f.L4Off+24])
 		solicited := pkt[f.L4Off+4]&0x40 != 0
 		w.r.neigh.learn(side, &target, lla, solicited, false, w.sec)
 	}
@@ -162,14 +183,20 @@ func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Fram
 
 // routerAdvert takes the WAN's default router from an RA (RFC 4861
 // 6.1.2: link-local source, hop limit 255): its lifetime, its source
-// link-layer address as a neighbour.
+// link-layer address as a neighbour; and its prefixes for SLAAC.
 func (w *Worker) routerAdvert(s *snapshot, pkt []byte, f *frame.Frame) {
 	lla, has, ok := ndpValid(pkt, f, 16, optSLLA)
 	if !ok || !isLinkLocal(&f.IPv6.Src) {
 		return
 	}
+	w.r.wan.raSeen.Store(true)
 	if has {
 		w.r.neigh.learn(WAN, &f.IPv6.Src, lla, false, true, w.sec)
+	}
+	for o := pkt[f.L4Off+16 : f.L3End]; len(o) >= 8; o = o[int(o[1])*8:] { // ndpValid checked the lengths
+		if o[0] == optPrefix && o[1] == 4 {
+			w.prefixOption(o)
+		}
 	}
 	life := uint32(binary.BigEndian.Uint16(pkt[f.L4Off+6:]))
 	cur := w.r.gw.Load()
@@ -179,6 +206,20 @@ func (w *Worker) routerAdvert(s *snapshot, pkt []byte, f *frame.Frame) {
 	case life == 0 && cur != nil && cur.addr == f.IPv6.Src:
 		w.r.gw.Store(nil)
 	}
+}
+
+// prefixOption takes a prefix information option (RFC 4861 4.6.2) for
+// SLAAC as RFC 4862 5.5.3 says: with the A flag, a /64 (the interface
+// identifiers are 64 bits), not link-local (nor multicast or
+// unspecified), preferred lifetime not above valid.
+func (w *Worker) prefixOption(o []byte) {
+	bits, flags := o[2], o[3]
+	valid, pref := binary.BigEndian.Uint32(o[4:8]), binary.BigEndian.Uint32(o[8:12])
+	p := [16]byte(o[16:32])
+	if flags&0x40 == 0 || bits != 64 || pref > valid || isLinkLocal(&p) || p[0] == 0xff || p == [16]byte{} {
+		return
+	}
+	w.r.wan.prefixInfo([8]byte(p[:8]), pref, valid, w.sec)
 }
 
 // putNDP writes an NS or NA with one link-layer address option into b
@@ -197,6 +238,43 @@ func putNDP(b []byte, dstMAC, srcMAC [6]byte, src, dst [16]byte, typ uint8, flag
 	binary.BigEndian.PutUint16(m[2:], c)
 }
 
+// putDAD writes a DAD probe for target into b (dadFrameLen bytes): an NS
+// from the unspecified address to target's solicited-node group, without
+// a source link-layer address option (RFC 4862 5.4.2).
+func putDAD(b []byte, srcMAC [6]byte, target [16]byte) {
+	dst, mac := solicitedNode(&target)
+	off := frame.PutEthernet(b, mac, srcMAC, nil, frame.EtherTypeIPv6)
+	h := frame.IPv6{PayloadLen: 24, NextHeader: protoICMPv6, HopLimit: ndpHops, Dst: dst}
+	off += frame.PutIPv6Header(b[off:], &h)
+	m := b[off : off+24]
+	m[0], m[1], m[2], m[3] = icmpNS, 0, 0, 0
+	binary.BigEndian.PutUint32(m[4:], 0)
+	copy(m[8:24], target[:])
+	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(h.Src, dst, protoICMPv6, 24)))
+}
+
+// putRS writes a router solicitation from src with the source link-layer
+// address option to all routers into b (rsFrameLen bytes).
+func putRS(b []byte, srcMAC [6]byte, src [16]byte) {
+	dst := [16]byte{0: 0xff, 1: 0x02, 15: 2}
+	off := frame.PutEthernet(b, [6]byte{0x33, 0x33, 0, 0, 0, 2}, srcMAC, nil, frame.EtherTypeIPv6)
+	h := frame.IPv6{PayloadLen: rsMsgLen, NextHeader: protoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
+	off += frame.PutIPv6Header(b[off:], &h)
+	m := b[off : off+rsMsgLen]
+	clear(m)
+	m[0] = icmpRS
+	m[8], m[9] = optSLLA, 1
+	copy(m[10:16], srcMAC[:])
+	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(src, dst, protoICMPv6, rsMsgLen)))
+}
+
+// solicitedNode is the solicited-node multicast group of a and its
+// Ethernet address.
+func solicitedNode(a *[16]byte) ([16]byte, [6]byte) {
+	return [16]byte{0: 0xff, 1: 0x02, 11: 1, 12: 0xff, 13: a[13], 14: a[14], 15: a[15]},
+		[6]byte{0x33, 0x33, 0xff, a[13], a[14], a[15]}
+}
+
 // solicit queues an NS for target on side, to its solicited-node group.
 func (w *Worker) solicit(s *snapshot, side Side, target [16]byte) {
 	if w.nsUsed == len(w.nsBufs) {
@@ -204,8 +282,7 @@ func (w *Worker) solicit(s *snapshot, side Side, target [16]byte) {
 	}
 	b := w.nsBufs[w.nsUsed]
 	w.nsUsed++
-	dst := [16]byte{0: 0xff, 1: 0x02, 11: 1, 12: 0xff, 13: target[13], 14: target[14], 15: target[15]}
-	mac := [6]byte{0x33, 0x33, 0xff, target[13], target[14], target[15]}
+	dst, mac := solicitedNode(&target)
 	src := s.side[side].Addrs[0].As16()
 	putNDP(b, mac, s.side[side].MAC, src, dst, icmpNS, 0, target, optSLLA)
 	w.out = append(w.out, outFrame{port: s.side[side].ID, b: b})

@@ -78,7 +78,7 @@ func TestOffloadable(t *testing.T) {
 			e.r.neigh.learn(WAN, &gwLL, gwMAC, true, true, uint32(e.now/1e9))
 		}, with(toWAN, 5*24*3600)},
 		{"renumbered away", tcpOut, func(e *env) {
-			if err := e.r.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:2::/64")}, nil, nil, nil); err != nil {
+			if err := e.r.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:2::/64")}, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}, nil},
@@ -168,7 +168,7 @@ func TestOnChange(t *testing.T) {
 	calls := 0
 	e.r.OnChange(func() { calls++ })
 	g := e.r.Generation()
-	if err := e.r.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:1::/64")}, nil, nil, nil); err != nil {
+	if err := e.r.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:1::/64")}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.r.SetConfig(testConfig()); err != nil {

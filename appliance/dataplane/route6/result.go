@@ -89,7 +89,10 @@ type Stats struct {
 	Actions [numActions]uint64
 	Drops   [NumReasons]uint64
 	Errors  uint64 // ICMPv6 errors the box sent
-	NS, NA  uint64 // neighbour solicitations sent, advertisements sent
+	NS, NA  uint64 // neighbour solicitations sent (DAD probes included), advertisements sent
+	RS      uint64 // router solicitations sent on the WAN
+	// DADFailures counts the WAN addresses DAD found to be duplicates.
+	DADFailures uint64
 }
 
 // counters are a worker's Stats, written by it alone.
@@ -98,6 +101,7 @@ type counters struct {
 	drops   [NumReasons]atomic.Uint64
 	errors  atomic.Uint64
 	ns, na  atomic.Uint64
+	rs      atomic.Uint64
 }
 
 func (c *counters) count(res *Result) {
@@ -117,4 +121,5 @@ func (c *counters) add(s *Stats) {
 	s.Errors += c.errors.Load()
 	s.NS += c.ns.Load()
 	s.NA += c.na.Load()
+	s.RS += c.rs.Load()
 }

@@ -248,6 +248,7 @@ func TestNDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &env{t: t, r: r, w: r.NewWorker(nil), now: 5000 * 1e9}
+	e.settle()
 	sll := append(append([]byte(nil), lanAddr[:]...), optSLLA, 1)
 	sll = append(sll, hostMAC[:]...)
 	res := e.handle(lanPort, eth(a6mac("ff02::1:ff00:1"), hostMAC, icmp(host, a6("ff02::1:ff00:1"), 255, icmpNS, 0, 0, sll)))
@@ -333,6 +334,7 @@ func TestHostPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &env{t: t, r: r, w: r.NewWorker(nil), now: 5000 * 1e9}
+	e.settle()
 	ra := eth(allNodesMAC, lanMAC, icmp(lanLL, a6("ff02::1"), 255, icmpRA, 0, 64<<24|1800, make([]byte, 8)))
 	if res := e.handle(3, ra); res.Action != Forward || res.Port != lanPort || !bytes.Equal(res.Frame, ra[:len(res.Frame)]) {
 		t.Errorf("the box's RA: %v/%v port %d, want forwarded unchanged to the LAN", res.Action, res.Reason, res.Port)
@@ -360,7 +362,7 @@ func TestSetPrefixes(t *testing.T) {
 	e := resolved(t, "")
 	np := netip.MustParsePrefix("2001:db8:2::/64")
 	if err := e.r.SetPrefixes([]netip.Prefix{np}, []netip.Prefix{netip.MustParsePrefix("2001:db8:2::/56")},
-		[]netip.Addr{netip.MustParseAddr("2001:db8:2::1")}, nil); err != nil {
+		[]netip.Addr{netip.MustParseAddr("2001:db8:2::1")}); err != nil {
 		t.Fatal(err)
 	}
 	c := e.r.Config()
@@ -375,7 +377,7 @@ func TestSetPrefixes(t *testing.T) {
 	if res := e.handle(lanPort, fromLAN(udp(newHost, server, 1, 2))); res.Action != Forward {
 		t.Errorf("from the new prefix: %v/%v, want forwarded", res.Action, res.Reason)
 	}
-	if err := e.r.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:2::/48")}, nil, nil, nil); err == nil {
+	if err := e.r.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:2::/48")}, nil, nil); err == nil {
 		t.Error("a /48 LAN prefix was accepted")
 	}
 }

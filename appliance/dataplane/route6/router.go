@@ -34,6 +34,7 @@ type Router struct {
 	workers  []*Worker
 	sweepPos atomic.Uint64
 	off      offloadState // the fast path's (offload.go)
+	wan      *wanTable    // the WAN addresses (wanaddr.go); lock order r.mu, then wan.mu
 }
 
 // gateway is a default router learnt from an RA, until a time.
@@ -59,14 +60,16 @@ func New(cfg Config, lim Limits) (*Router, error) {
 	if lim.MaxConns < 0 || lim.Neighbours < 0 || lim.Pending < 0 || lim.MaxFrame < 1280+18 {
 		return nil, fmt.Errorf("route6: limits %+v out of range", lim)
 	}
-	r := &Router{ct: newConntrack(lim.MaxConns), neigh: newNeighbours(lim.Neighbours), lim: lim}
+	r := &Router{ct: newConntrack(lim.MaxConns), neigh: newNeighbours(lim.Neighbours), lim: lim, wan: &wanTable{}}
 	if err := r.SetConfig(cfg); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// SetConfig replaces the configuration; connections and neighbours stay.
+// SetConfig replaces the configuration; connections, neighbours and the
+// WAN addresses of SetWANAddressing stay (a new WAN link-local address is
+// probed by DAD, but used at once).
 func (r *Router) SetConfig(cfg Config) error {
 	s, err := cfg.check()
 	if err != nil {
@@ -74,7 +77,10 @@ func (r *Router) SetConfig(cfg Config) error {
 	}
 	r.mu.Lock()
 	r.conf = cfg
-	r.cfg.Store(s)
+	r.wan.mu.Lock()
+	r.wan.linkLocal(s.side[WAN].Addrs[0].As16())
+	r.storeLocked(s)
+	r.wan.mu.Unlock()
 	r.mu.Unlock()
 	r.changed()
 	return nil
@@ -89,21 +95,18 @@ func (r *Router) Config() Config {
 
 // SetPrefixes changes what a delegation decides, keeping the ports: the
 // LAN's prefixes, the delegated ones, and the box's global addresses on
-// each side (after its link-local ones, which stay).
-func (r *Router) SetPrefixes(lan, delegated []netip.Prefix, lanAddrs, wanAddrs []netip.Addr) error {
+// the LAN (after its link-local ones, which stay). The WAN's come from
+// SetWANAddressing.
+func (r *Router) SetPrefixes(lan, delegated []netip.Prefix, lanAddrs []netip.Addr) error {
 	cfg := r.Config()
 	cfg.LANPrefixes, cfg.Delegated = lan, delegated
-	keepLL := func(p Port, add []netip.Addr) Port {
-		var a []netip.Addr
-		for _, x := range p.Addrs {
-			if x.IsLinkLocalUnicast() {
-				a = append(a, x)
-			}
+	var a []netip.Addr
+	for _, x := range cfg.LAN.Addrs {
+		if x.IsLinkLocalUnicast() {
+			a = append(a, x)
 		}
-		p.Addrs = append(a, add...)
-		return p
 	}
-	cfg.LAN, cfg.WAN = keepLL(cfg.LAN, lanAddrs), keepLL(cfg.WAN, wanAddrs)
+	cfg.LAN.Addrs = append(a, lanAddrs...)
 	return r.SetConfig(cfg)
 }
 
@@ -132,6 +135,7 @@ func (r *Router) Stats() Stats {
 		w.c.add(&s)
 	}
 	s.Actions[Forward] += r.off.forwarded.Load()
+	s.DADFailures = r.wan.dadFail.Load()
 	return s
 }
 
@@ -237,8 +241,9 @@ func (w *Worker) begin(now int64) {
 }
 
 // Output returns the next frame the worker wants transmitted besides the
-// Results: neighbour solicitations and frames released from the queue,
-// valid until the worker's next Process or Tick.
+// Results: neighbour solicitations (DAD probes among them), router
+// solicitations and frames released from the queue, valid until the
+// worker's next Process or Tick.
 func (w *Worker) Output() (port int, b []byte, ok bool) {
 	if w.outHead == len(w.out) {
 		return 0, nil, false
@@ -252,11 +257,16 @@ func (w *Worker) Output() (port int, b []byte, ok bool) {
 func (w *Worker) Waiting() bool { return w.waiting != 0 }
 
 // Tick releases the frames whose next hop got resolved, fails those that
-// waited too long and sweeps a slice of the connection table.
+// waited too long, sends the WAN's due DAD probes and router solicitation
+// and sweeps a slice of the connection table.
 func (w *Worker) Tick(now int64) {
 	w.begin(now)
-	if s := w.r.cfg.Load(); s != nil && w.waiting != 0 {
+	s := w.r.cfg.Load()
+	if s != nil && w.waiting != 0 {
 		w.flush(s)
+	}
+	if s != nil && w.r.wan.due.Load() {
+		w.sendWAN(s, now)
 	}
 	pos := w.r.sweepPos.Add(64) - 64
 	w.r.ct.sweep(&pos, 64, w.sec)

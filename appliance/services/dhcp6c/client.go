@@ -26,10 +26,12 @@ type Client struct {
 	duid  dhcpv6.DUID
 	ll    netip.Addr
 
-	mu    sync.Mutex
-	lease *Lease
-	stats counters
-	run   bool
+	mu       sync.Mutex
+	lease    *Lease
+	stats    counters
+	run      bool
+	declines []netip.Addr  // for the machine to decline (Decline)
+	wake     chan struct{} // Decline's signal to the machine
 }
 
 // New checks cfg, reads (or makes and keeps) the DUID and returns a
@@ -46,6 +48,7 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 		rand:  func() float64 { return 2*rand.Float64() - 1 },
 		ll:    LinkLocal(cfg.MAC),
 		stats: newCounters(),
+		wake:  make(chan struct{}, 1),
 	}
 	d, err := loadDUID(cfg.StateDir, cfg.MAC, time.Now())
 	if err != nil {
@@ -148,6 +151,31 @@ func (c *Client) readLoop(tr transport, out chan<- received, stop <-chan struct{
 			c.ignore(dropQueueFull)
 		}
 	}
+}
+
+// Decline says that addr, an address of the lease, is another node's
+// (duplicate address detection found it): the client stops using it at
+// once (onChange gets the lease without it), tells the server with a
+// Decline (RFC 8415 18.2.8; once bound, when it is in another exchange)
+// and takes it from no Reply until that Decline is answered or given up.
+// It does not block; an address not in the lease is ignored.
+func (c *Client) Decline(addr netip.Addr) {
+	c.mu.Lock()
+	c.declines = append(c.declines, addr)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeDeclines returns the addresses Decline named since the last call.
+func (c *Client) takeDeclines() []netip.Addr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.declines
+	c.declines = nil
+	return d
 }
 
 // Current returns a copy of the bound lease, or nil.

@@ -21,11 +21,24 @@
 //	           lifetime when the server leaves it 0)
 //	RENEW      from T1, with the server's ID, 10 s doubling to 600 s
 //	REBIND     from T2 (0.8 × when 0), any server, 10 s doubling to 600 s
+//	DECLINE    Client.Decline (DAD found the address on another node,
+//	           RFC 8415 18.2.8): the address leaves the lease at once
+//	           (onChange) and, once bound, goes to the server, 1 s
+//	           doubling, 5 sends; the first Reply ends it (whatever its
+//	           status), and until then no Reply brings the address back
 //	expiry     when every valid lifetime has ended: onChange(old, nil),
 //	           SOLICIT
 //
-// A Reply with NoBinding for an IA in RENEW or REBIND starts a SOLICIT that
-// asks for the binding again (the binding is used meanwhile); a prefix returned with valid lifetime 0 is dropped at
+// Asked for a prefix and an address, the client takes a prefix without
+// an address: a NoAddrsAvail status in the IA_NA, or at the top of an
+// Advertise or Reply that still delegates a prefix, does not cost the
+// delegation (OpenWrt's reqaddress=try); the next exchanges ask for an
+// address again.
+//
+// A Reply with NoBinding for an IA the client holds something in, in RENEW
+// or REBIND, starts a SOLICIT that asks for the binding again (the binding
+// is used meanwhile; NoBinding for an IA_NA asked for without an address
+// is no loss); a prefix returned with valid lifetime 0 is dropped at
 // once; a prefix the server stops mentioning is kept until its own valid
 // lifetime ends. At start an unexpired lease from the state directory is
 // confirmed with REBIND (RFC 8415 18.2.2: delegated prefixes are not

@@ -101,16 +101,19 @@ func until(at time.Time, d time.Duration) time.Time {
 	return at.Add(d)
 }
 
+// noBinding says which of our IAs a Reply has NoBinding for.
+type noBinding struct{ pd, na bool }
+
 // offered collects the usable prefixes and addresses of msg's IAs with our
 // IAID (valid lifetime above 0, preferred not above valid, RFC 8415 18.2.10.1)
 // and the prefixes returned with valid lifetime 0 (gone).
-func offered(msg *dhcpv6.Message, iaid [4]byte, at time.Time) (ps []Prefix, as []Address, gone []netip.Prefix, noBinding bool) {
+func offered(msg *dhcpv6.Message, iaid [4]byte, at time.Time) (ps []Prefix, as []Address, gone []netip.Prefix, nb noBinding) {
 	for _, pd := range msg.Options.IAPD() {
 		if pd.IaId != iaid {
 			continue
 		}
 		if st := pd.Options.Status(); st != nil && st.StatusCode == iana.StatusNoBinding {
-			noBinding = true
+			nb.pd = true
 		}
 		for _, p := range pd.Options.Prefixes() {
 			pfx, ok := netipPrefix(p.Prefix)
@@ -135,7 +138,7 @@ func offered(msg *dhcpv6.Message, iaid [4]byte, at time.Time) (ps []Prefix, as [
 			continue
 		}
 		if st := na.Options.Status(); st != nil && st.StatusCode == iana.StatusNoBinding {
-			noBinding = true
+			nb.na = true
 		}
 		for _, a := range na.Options.Addresses() {
 			addr, ok := netip.AddrFromSlice(a.IPv6Addr)
@@ -145,7 +148,7 @@ func offered(msg *dhcpv6.Message, iaid [4]byte, at time.Time) (ps []Prefix, as [
 			as = append(as, Address{Addr: addr, Preferred: until(at, a.PreferredLifetime), Valid: until(at, a.ValidLifetime)})
 		}
 	}
-	return ps, as, gone, noBinding
+	return ps, as, gone, nb
 }
 
 func netipPrefix(n *net.IPNet) (netip.Prefix, bool) {

@@ -26,6 +26,9 @@ var (
 	requestRT = retrans{irt: time.Second, mrt: 30 * time.Second, mrc: 10}
 	renewRT   = retrans{irt: 10 * time.Second, mrt: 600 * time.Second}
 	rebindRT  = retrans{irt: 10 * time.Second, mrt: 600 * time.Second}
+	// declineRT: DEC_TIMEOUT 1 s, DEC_MAX_RC 4 retransmissions after the
+	// first (5 sends), no maximum time of its own.
+	declineRT = retrans{irt: time.Second, mrt: time.Hour, mrc: 5}
 )
 
 // requested are the options asked for in the Option Request option: DNS
@@ -54,6 +57,13 @@ type machine struct {
 	// SOLICIT: the best Advertise so far and when collecting ends.
 	best      *dhcpv6.Message
 	collectTo time.Time
+
+	// Declined addresses: taken from no Reply (declined) until their
+	// Decline is answered or given up; waiting for the client to be
+	// bound (declineQ), or in the DECLINE exchange (declining), to the
+	// server declineSID.
+	declined, declineQ, declining []netip.Addr
+	declineSID                    []byte
 }
 
 func newMachine(c *Client, tr transport, onChange func(old, new *Lease)) *machine {
@@ -73,6 +83,8 @@ func (m *machine) run(ctx context.Context, frames <-chan received) error {
 			m.tick(m.c.clock.Now())
 		case r := <-frames:
 			m.handle(r, m.c.clock.Now())
+		case <-m.c.wake:
+			m.decline(m.c.takeDeclines(), m.c.clock.Now())
 		}
 		stop()
 	}
@@ -86,7 +98,7 @@ func (m *machine) start(now time.Time) {
 		switch {
 		case err != nil:
 			m.c.setError(fmt.Errorf("lease file: %w", err))
-		case l != nil && now.Before(l.Expiry()):
+		case l != nil && now.Before(l.Expiry()) && m.asked(l):
 			m.hint = l
 			m.lease = l
 			m.c.setLease(l)
@@ -99,6 +111,18 @@ func (m *machine) start(now time.Time) {
 		}
 	}
 	m.solicit(now)
+}
+
+// asked drops from a kept lease what the client no longer asks for (the
+// config changed); it says whether anything is left.
+func (m *machine) asked(l *Lease) bool {
+	if !m.c.cfg.Address {
+		l.Addrs = nil
+	}
+	if m.c.cfg.NoPrefix {
+		l.Prefixes = nil
+	}
+	return len(l.Prefixes)+len(l.Addrs) > 0
 }
 
 // wakeAt is the next deadline of the state, and of the binding's lifetimes.
@@ -160,11 +184,73 @@ func (m *machine) tick(now time.Time) {
 	case m.state != stateBound && !now.Before(m.next):
 		if m.rt.mrc > 0 && m.tries >= m.rt.mrc {
 			m.c.log.Info("wan dhcpv6: no reply", "to", m.msg.MessageType, "tries", m.tries)
+			if m.state == stateDeclining {
+				m.declined = slices.DeleteFunc(m.declined, func(a netip.Addr) bool { return slices.Contains(m.declining, a) })
+				m.declining = nil
+				m.bound(now)
+				return
+			}
 			m.solicit(now)
 			return
 		}
 		m.transmit(now)
 	}
+}
+
+// decline stops using the lease's addresses in addrs and declines them
+// (Client.Decline): at once when bound, else once bound.
+func (m *machine) decline(addrs []netip.Addr, now time.Time) {
+	if m.lease == nil {
+		return
+	}
+	old := m.lease
+	l := old.Clone()
+	l.Addrs = slices.DeleteFunc(l.Addrs, func(a Address) bool { return slices.Contains(addrs, a.Addr) })
+	if len(l.Addrs) == len(old.Addrs) {
+		return
+	}
+	for _, a := range old.Addrs {
+		if !slices.Contains(l.Addrs, a) {
+			m.c.log.Warn("wan dhcpv6: declining an address another node has", "addr", a.Addr)
+			m.declined = append(m.declined, a.Addr)
+			m.declineQ = append(m.declineQ, a.Addr)
+		}
+	}
+	m.declineSID = old.ServerID
+	if len(l.Prefixes)+len(l.Addrs) == 0 {
+		l = nil
+	}
+	m.setLease(l)
+	m.hint = l
+	m.onChange(old.Clone(), l.Clone())
+	if m.state == stateBound || l == nil && m.state != stateDeclining {
+		m.startDecline(now) // else once bound (bound)
+	}
+}
+
+// startDecline sends a DECLINE for the queued addresses, if any.
+func (m *machine) startDecline(now time.Time) {
+	if len(m.declineQ) == 0 {
+		return
+	}
+	m.declining, m.declineQ = m.declineQ, nil
+	m.exchange(stateDeclining, dhcpv6.MessageTypeDecline, declineRT, now)
+}
+
+// bound is the state after an exchange that leaves the binding as it is:
+// bound, or (with no binding left) SOLICIT; queued declines go first.
+func (m *machine) bound(now time.Time) {
+	m.msg = nil
+	if m.lease == nil {
+		if len(m.declineQ) > 0 {
+			m.startDecline(now)
+			return
+		}
+		m.solicit(now)
+		return
+	}
+	m.setState(stateBound)
+	m.startDecline(now)
 }
 
 // prune drops the prefixes and addresses whose valid lifetime has ended;
@@ -229,9 +315,21 @@ func (m *machine) exchange(s state, t dhcpv6.MessageType, rt retrans, now time.T
 	}
 	msg.MessageType = t
 	msg.AddOption(dhcpv6.OptClientID(m.c.duid))
-	msg.AddOption(dhcpv6.OptRequestedOption(requested...))
+	if t != dhcpv6.MessageTypeDecline {
+		msg.AddOption(dhcpv6.OptRequestedOption(requested...))
+	}
 	m.msg, m.rt, m.began, m.tries, m.cur = msg, rt, now, 0, 0
 	switch t {
+	case dhcpv6.MessageTypeDecline:
+		// The declined addresses in our IA_NA, lifetimes 0, to the
+		// server that leased them (RFC 8415 18.2.8).
+		msg.AddOption(dhcpv6.OptServerID(mustDUID(m.declineSID)))
+		na := &dhcpv6.OptIANA{IaId: m.iaid}
+		for _, a := range m.declining {
+			b := a.As16()
+			na.Options.Add(&dhcpv6.OptIAAddress{IPv6Addr: b[:]})
+		}
+		msg.AddOption(na)
 	case dhcpv6.MessageTypeSolicit:
 		m.setIAs(m.hints())
 	case dhcpv6.MessageTypeRenew:
@@ -358,6 +456,16 @@ func (m *machine) handle(r received, now time.Time) {
 		m.replied(msg, r, now)
 	case m.state == stateRebinding && msg.MessageType == dhcpv6.MessageTypeReply:
 		m.replied(msg, r, now)
+	case m.state == stateDeclining && msg.MessageType == dhcpv6.MessageTypeReply:
+		if want := m.msg.Options.ServerID(); want != nil && !want.Equal(sid) {
+			m.c.ignore(dropWrongServer)
+			return
+		}
+		// Done, whatever its status says (RFC 8415 18.2.10.1).
+		m.c.log.Info("wan dhcpv6: declined", "addrs", m.declining, "status", msg.Options.Status())
+		m.declined = slices.DeleteFunc(m.declined, func(a netip.Addr) bool { return slices.Contains(m.declining, a) })
+		m.declining = nil
+		m.bound(now)
 	default:
 		m.c.ignore(dropUnexpected)
 	}
@@ -366,11 +474,11 @@ func (m *machine) handle(r received, now time.Time) {
 // advertised keeps the best Advertise: the one with the highest
 // preference, the first among equals; preference 255 is taken at once.
 func (m *machine) advertised(msg *dhcpv6.Message, now time.Time) {
-	if st := msg.Options.Status(); st != nil && st.StatusCode != iana.StatusSuccess {
+	ps, as, _, _ := offered(msg, m.iaid, now)
+	if !statusOK(msg, ps) {
 		m.c.ignore(dropNothingOffered)
 		return
 	}
-	ps, as, _, _ := offered(msg, m.iaid, now)
 	if len(ps)+len(as) == 0 {
 		m.c.ignore(dropNothingOffered)
 		return
@@ -383,9 +491,19 @@ func (m *machine) advertised(msg *dhcpv6.Message, now time.Time) {
 	}
 }
 
+// statusOK says whether msg's top-level status lets the client take what
+// it offers: success, or NoAddrsAvail with prefixes (a server that has no
+// address for the IA_NA does not cost the delegation; some put that
+// status at the top rather than in the IA_NA).
+func statusOK(msg *dhcpv6.Message, ps []Prefix) bool {
+	st := msg.Options.Status()
+	return st == nil || st.StatusCode == iana.StatusSuccess || st.StatusCode == iana.StatusNoAddrsAvail && len(ps) > 0
+}
+
 // replied takes a Reply to REQUEST, RENEW or REBIND.
 func (m *machine) replied(msg *dhcpv6.Message, r received, now time.Time) {
-	if st := msg.Options.Status(); st != nil && st.StatusCode != iana.StatusSuccess {
+	ps, as, _, nb := offered(msg, m.iaid, m.began)
+	if st := msg.Options.Status(); !statusOK(msg, ps) {
 		// UnspecFail, UseMulticast, NotOnLink…: keep retransmitting, or
 		// start over after a failed REQUEST.
 		m.c.log.Info("wan dhcpv6: reply with status", "status", st.StatusCode, "msg", st.StatusMessage)
@@ -394,15 +512,17 @@ func (m *machine) replied(msg *dhcpv6.Message, r received, now time.Time) {
 		}
 		return
 	}
-	ps, as, _, noBinding := offered(msg, m.iaid, m.began)
-	if noBinding && m.state != stateRequesting {
-		// The server lost the binding: ask for it again (18.2.10.1).
+	if m.state != stateRequesting && m.lease != nil && (nb.pd && len(m.lease.Prefixes) > 0 || nb.na && len(m.lease.Addrs) > 0) {
+		// The server lost the binding: ask for it again (18.2.10.1). An
+		// IA_NA asked for without an address may well have none (RFC 8415
+		// 18.3.4 lets the server say NoBinding then): not a lost binding.
 		m.c.log.Info("wan dhcpv6: server has no binding", "state", m.state)
 		m.hint = m.lease
 		m.solicit(now)
 		return
 	}
 	l := merge(m.lease, msg, m.iaid, m.began, now)
+	l.Addrs = slices.DeleteFunc(l.Addrs, func(a Address) bool { return slices.Contains(m.declined, a.Addr) })
 	if len(l.Prefixes)+len(l.Addrs) == 0 {
 		m.c.log.Info("wan dhcpv6: reply binds nothing", "prefixes", len(ps), "addrs", len(as))
 		m.hint = m.lease
@@ -420,6 +540,7 @@ func (m *machine) replied(msg *dhcpv6.Message, r received, now time.Time) {
 		m.c.log.Info("wan dhcpv6: bound", "prefixes", prefixList(l), "addrs", len(l.Addrs), "t1", l.T1.Sub(now).Round(time.Second))
 		m.onChange(old.Clone(), l.Clone())
 	}
+	m.startDecline(now) // what was declined during the exchange
 }
 
 func prefixList(l *Lease) []string {

@@ -2,7 +2,6 @@ package dhcp6c
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -13,11 +12,6 @@ import (
 	"e1kbox/internal/keatest"
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
-)
-
-var (
-	boxMAC = net.HardwareAddr{0x02, 0x86, 0x00, 0x00, 0x00, 0x01}
-	ispMAC = net.HardwareAddr{0x02, 0x86, 0x00, 0x00, 0x00, 0xfe}
 )
 
 // lab is an "isp" namespace whose veth s0 runs kea-dhcp6 and a "box"
@@ -55,9 +49,6 @@ func newLab(t *testing.T) *lab {
 	return l
 }
 
-// change is one onChange call.
-type change struct{ old, new *Lease }
-
 // runClient runs a client in the box namespace until the test ends or
 // stop is called; its changes arrive on the channel.
 func (l *lab) runClient(t *testing.T, cfg Config) (*Client, <-chan change, func()) {
@@ -76,17 +67,6 @@ func (l *lab) runClient(t *testing.T, cfg Config) (*Client, <-chan change, func(
 	stop := func() { cancel(); wait() }
 	t.Cleanup(stop)
 	return c, ch, stop
-}
-
-func next(t *testing.T, ch <-chan change, within time.Duration) change {
-	t.Helper()
-	select {
-	case c := <-ch:
-		return c
-	case <-time.After(within):
-		t.Fatalf("no lease change within %v", within)
-		return change{}
-	}
 }
 
 func prefixes(l *Lease) []netip.Prefix {
@@ -193,16 +173,5 @@ func TestNetnsKea(t *testing.T) {
 	}
 	if s := c2.Stats(); s.Sent["SOLICIT"] == 0 {
 		t.Errorf("stats %+v: no SOLICIT after expiry", s)
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -8,11 +8,11 @@ import (
 // Stats is what the client did: messages by type, dropped frames by
 // reason, its state and its last error.
 type Stats struct {
-	// State is soliciting, requesting, bound, renewing, rebinding, or
-	// stopped outside Run.
+	// State is soliciting, requesting, bound, renewing, rebinding,
+	// declining, or stopped outside Run.
 	State string
 	// Sent counts the messages sent by type (SOLICIT, REQUEST, RENEW,
-	// REBIND), retransmissions included.
+	// REBIND, DECLINE), retransmissions included.
 	Sent map[string]uint64
 	// Received counts the messages for our client ID by type (ADVERTISE,
 	// REPLY), used or not.
@@ -35,9 +35,10 @@ const (
 	stateBound
 	stateRenewing
 	stateRebinding
+	stateDeclining
 )
 
-var stateNames = [...]string{"stopped", "soliciting", "requesting", "bound", "renewing", "rebinding"}
+var stateNames = [...]string{"stopped", "soliciting", "requesting", "bound", "renewing", "rebinding", "declining"}
 
 func (s state) String() string { return stateNames[s] }
 

@@ -45,18 +45,32 @@ function lifetimes(p) {
 
 const DHCPV6 = { bound: 'ok', requesting: 'warn', none: 'bad' };
 
+const ORIGINS = { 'link-local': 'link-local', slaac: 'SLAAC', dhcpv6: 'DHCPv6' };
+const ADDR_STATES = { preferred: 'ok', deprecated: 'warn', tentative: 'warn', duplicate: 'bad' };
+
+// wanAddress is one of the box's WAN addresses: the address and its state, then where it comes from and its
+// lifetimes ("SLAAC · valid 1h 29m · preferred 29m").
+function wanAddress(a) {
+  let life = a.valid ? `valid ${until(a.valid)}` : '';
+  if (life && a.state === 'preferred' && a.preferred) life += ` · preferred ${until(a.preferred)}`;
+  return h('div', { 'data-address': a.address, 'data-state': a.state },
+    h('span', { class: 'mono' }, a.address), ' ', h('span', { class: `pill ${ADDR_STATES[a.state] || ''}` }, a.state),
+    h('div', { class: 'muted' }, [ORIGINS[a.origin] || a.origin, life].filter(Boolean).join(' · ')));
+}
+
 // ipv6WANRows are the WAN card's IPv6 rows: the DHCPv6 state, the delegated prefixes with their lifetimes, the
-// box's WAN address and the IPv6 gateway.
+// box's WAN addresses (global ones first) and the IPv6 gateway.
 function ipv6WANRows(v6) {
   if (!v6) return [];
   const state = v6.dhcpv6_client && v6.dhcpv6_client !== v6.dhcpv6 ? `${v6.dhcpv6} (${v6.dhcpv6_client})` : v6.dhcpv6;
   const del = v6.delegated || [];
-  const wan = globals(v6.wan_addresses);
+  const addrs = v6.wan_addresses || [];
+  const wan = [...addrs.filter((a) => a.origin !== 'link-local'), ...addrs.filter((a) => a.origin === 'link-local')];
   return [
     ['DHCPv6', h('span', { class: `pill ${DHCPV6[v6.dhcpv6] || ''}` }, state), 'wan-dhcpv6'],
     ['IPv6 prefix', del.length ? del.map((p) => h('div', { 'data-prefix': p.prefix }, h('span', { class: 'mono' }, p.prefix),
       h('div', { class: 'muted' }, lifetimes(p)))) : 'none delegated', 'wan-ipv6-prefix'],
-    wan.length ? ['IPv6 address', h('span', { class: 'mono' }, wan.join(', ')), 'wan-ipv6-address'] : null,
+    ['IPv6 addresses', wan.length ? wan.map(wanAddress) : 'none', 'wan-ipv6-address'],
     ['IPv6 gateway', v6.gateway ? h('span', { class: 'mono' }, v6.gateway) : '–', 'wan-ipv6-gateway'],
   ];
 }
