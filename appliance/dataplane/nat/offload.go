@@ -154,7 +154,7 @@ func (r *Router) NeighbourFresh(side Side, ip [4]byte, mac [6]byte, now int64, u
 		// The slow path, which no longer sees this traffic, would probe
 		// a stale neighbour it sends to: probe it before it goes stale,
 		// so that its answer keeps it fresh and its flows in the kernel.
-		if now-n.confirmed > s.reachable/2 && now-n.probed >= 1e9 {
+		if now-n.confirmed > s.reachable/2 && now-n.probed >= 1e9 && n.probes < s.probes {
 			r.neigh.wantProbe(neighKey(side, be32(ip)))
 		}
 	}

@@ -130,6 +130,9 @@
 // SYN, FIN and RST, hop limit 1, oversized packets and everything but
 // echo in ICMPv6 to Process. Offloaded carries what it forwarded into the
 // connection (packets, deadline), CountOffloaded into Stats.Actions;
-// NeighbourFresh tells it when a next hop needs the router's NS again,
-// and OnChange when SetConfig or SetPrefixes changed the routing.
+// NeighbourFresh tells it when a next hop needs the router's NS again
+// (and, past half the reachable time, has a worker's Tick probe it with a
+// unicast NS, so that an answering next hop never goes stale under the
+// fast path's traffic), and OnChange when SetConfig or SetPrefixes
+// changed the routing.
 package route6

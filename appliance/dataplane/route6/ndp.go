@@ -289,6 +289,24 @@ func (w *Worker) solicit(s *snapshot, side Side, target [16]byte) {
 	w.c.ns.Add(1)
 }
 
+// refreshProbes sends the probes the fast path asked for
+// (NeighbourFresh): a unicast NS to each neighbour's cached MAC (RFC 4861
+// 7.3.3's PROBE), which a solicited NA answers.
+func (w *Worker) refreshProbes(s *snapshot) {
+	w.probes = w.r.neigh.takeProbes(w.probes[:0])
+	for _, p := range w.probes {
+		if w.nsUsed == len(w.nsBufs) {
+			return
+		}
+		b := w.nsBufs[w.nsUsed]
+		w.nsUsed++
+		src := s.side[p.side].Addrs[0].As16()
+		putNDP(b, p.mac, s.side[p.side].MAC, src, p.addr, icmpNS, 0, p.addr, optSLLA)
+		w.out = append(w.out, outFrame{port: s.side[p.side].ID, b: b})
+		w.c.ns.Add(1)
+	}
+}
+
 // toNeighbour sends the IP packet in pkt (an Ethernet frame) to hop on
 // side: at once when its MAC is known, else queued behind an NS.
 func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte) Result {

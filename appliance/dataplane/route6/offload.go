@@ -178,10 +178,84 @@ func (n *neighbours) fresh(side Side, a *[16]byte, now uint32) ([6]byte, bool) {
 
 // NeighbourFresh reports whether neighbour addr on side is reachable at
 // mac and was confirmed within the reachable time (at now, Unix ns): the
-// router forwards to it without soliciting it.
+// router forwards to it without soliciting it. The fast path asks it of
+// the next hops it sends to: one confirmed more than half the reachable
+// time ago is probed (a unicast NS from a worker's Tick, one a second,
+// up to neighProbes), as the router would probe it before forwarding to
+// it once stale, so that its answer keeps it fresh and its flows in the
+// kernel.
 func (r *Router) NeighbourFresh(side Side, addr [16]byte, mac [6]byte, now int64) bool {
-	m, ok := r.neigh.fresh(side, &addr, uint32(now/1e9))
-	return ok && m == mac
+	m, ok, probe := r.neigh.freshProbe(side, &addr, uint32(now/1e9))
+	if !ok || m != mac {
+		return false
+	}
+	if probe {
+		r.neigh.wantProbe(probeReq{side: side, addr: addr, mac: mac})
+	}
+	return true
+}
+
+// freshProbe is fresh that also claims a probe of the neighbour (probe)
+// when it was confirmed more than half the reachable time ago, its last
+// NS went out a second ago or more and fewer than neighProbes went
+// unanswered.
+func (n *neighbours) freshProbe(side Side, a *[16]byte, now uint32) (mac [6]byte, ok, probe bool) {
+	b := n.bucket(side, a)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.e {
+		e := &b.e[i]
+		if e.state != nReachable || e.addr != *a || e.side != side {
+			continue
+		}
+		if now-e.confirmed >= reachableTime {
+			return e.mac, false, false
+		}
+		if now-e.confirmed > reachableTime/2 && now-e.lastNS >= 1 && e.probes < neighProbes {
+			e.lastNS, probe = now, true
+			e.probes++
+		}
+		return e.mac, true, probe
+	}
+	return mac, false, false
+}
+
+// probeReq is a neighbour the fast path wants probed.
+type probeReq struct {
+	side Side
+	addr [16]byte
+	mac  [6]byte
+}
+
+// maxRefresh bounds the probes asked for and not yet sent.
+const maxRefresh = 64
+
+// wantProbe asks the workers to probe p, once.
+func (n *neighbours) wantProbe(p probeReq) {
+	n.refreshMu.Lock()
+	defer n.refreshMu.Unlock()
+	for _, x := range n.refresh {
+		if x == p {
+			return
+		}
+	}
+	if len(n.refresh) < maxRefresh {
+		n.refresh = append(n.refresh, p)
+		n.refreshN.Store(int32(len(n.refresh)))
+	}
+}
+
+// takeProbes appends the requested probes to dst and forgets them.
+func (n *neighbours) takeProbes(dst []probeReq) []probeReq {
+	if n.refreshN.Load() == 0 {
+		return dst
+	}
+	n.refreshMu.Lock()
+	defer n.refreshMu.Unlock()
+	dst = append(dst, n.refresh...)
+	n.refresh = n.refresh[:0]
+	n.refreshN.Store(0)
+	return dst
 }
 
 // OffloadUse is what the fast path forwarded of one connection direction

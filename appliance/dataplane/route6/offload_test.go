@@ -199,3 +199,57 @@ func TestOffloadAllocs(t *testing.T) {
 		t.Errorf("%v allocations per harvest of a flow, want 0", n)
 	}
 }
+
+// TestNeighbourFreshProbes: a next hop the fast path sends to is probed
+// by a unicast NS (a worker's Tick sends it) once half the reachable time
+// has passed, one a second, at most neighProbes unanswered; a solicited
+// NA keeps it fresh past the reachable time, so that its flows stay in
+// the kernel; one that does not answer goes stale.
+func TestNeighbourFreshProbes(t *testing.T) {
+	probe := eth(gwMAC, wanMAC, icmp(wanLL, gwLL, 255, icmpNS, 0, 0, append(append([]byte(nil), gwLL[:]...), optSLLA, 1, 2, 0, 0, 0, 0xb, 1)))
+	for _, tc := range []struct {
+		name      string
+		answer    bool
+		freshAt40 bool
+		maxProbes int
+	}{
+		{"answered", true, true, 20},
+		{"silent", false, false, neighProbes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := resolved(t, "") // the gateway confirmed at e.now
+			start := e.now
+			probes := 0
+			for s := 1; s <= 40; s++ {
+				e.now = start + int64(s)*1e9
+				fresh := e.r.NeighbourFresh(WAN, gwLL, gwMAC, e.now)
+				if s < reachableTime && !fresh {
+					t.Fatalf("%d s after its confirmation the gateway is not fresh", s)
+				}
+				for range 2 { // two ticks a second: one probe
+					e.w.Tick(e.now)
+					for _, o := range e.outputs() {
+						if o.port != wanPort || string(o.b) != string(probe) {
+							t.Fatalf("%d s: the worker sent %x on port %d, want the gateway's unicast NS %x", s, o.b, o.port, probe)
+						}
+						if s <= reachableTime/2 {
+							t.Errorf("a probe %d s after the confirmation, want none before half the reachable time", s)
+						}
+						probes++
+						if tc.answer {
+							if res := e.handle(wanPort, eth(wanMAC, gwMAC, na(gwLL, wanLL, gwLL, gwMAC))); res.Action != Consumed {
+								t.Fatalf("the gateway's NA: %v/%v", res.Action, res.Reason)
+							}
+						}
+					}
+				}
+			}
+			if got := e.r.NeighbourFresh(WAN, gwLL, gwMAC, e.now); got != tc.freshAt40 {
+				t.Errorf("fresh 40 s after the first confirmation: %v, want %v (%d probes)", got, tc.freshAt40, probes)
+			}
+			if probes == 0 || probes > tc.maxProbes {
+				t.Errorf("%d probes in 40 s, want 1 to %d", probes, tc.maxProbes)
+			}
+		})
+	}
+}

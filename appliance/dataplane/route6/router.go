@@ -185,6 +185,7 @@ type Worker struct {
 	pendGen uint64
 	nsBufs  [][]byte
 	nsUsed  int
+	probes  []probeReq // scratch for the probes the fast path asked for
 	out     []outFrame
 	outHead int
 	errTok  tokens
@@ -197,7 +198,7 @@ type Worker struct {
 // the forward chain.
 func (r *Router) NewWorker(rw *rules.Worker) *Worker {
 	w := &Worker{r: r, rw: rw, scratch: make([]byte, r.lim.MaxFrame), pend: make([]pendFrame, r.lim.Pending),
-		nsBufs: make([][]byte, 16), out: make([]outFrame, 0, r.lim.Pending+16)}
+		nsBufs: make([][]byte, 16), out: make([]outFrame, 0, r.lim.Pending+16), probes: make([]probeReq, 0, maxRefresh)}
 	for i := range w.pend {
 		w.pend[i].buf = make([]byte, r.lim.MaxFrame)
 	}
@@ -267,6 +268,9 @@ func (w *Worker) Tick(now int64) {
 	}
 	if s != nil && w.r.wan.due.Load() {
 		w.sendWAN(s, now)
+	}
+	if s != nil {
+		w.refreshProbes(s)
 	}
 	pos := w.r.sweepPos.Add(64) - 64
 	w.r.ct.sweep(&pos, 64, w.sec)
