@@ -189,6 +189,8 @@ type fastState struct {
 		Microflows int               `json:"microflows"`
 		IPv6Flows  int               `json:"ipv6Flows"`
 		Packets    uint64            `json:"packets"`
+		Installed  uint64            `json:"installed"`
+		Evicted    uint64            `json:"evicted"`
 		Punts      map[string]uint64 `json:"punts"`
 	} `json:"fastPath"`
 }

@@ -386,8 +386,8 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 		// (the punts say so).
 		var st fastState
 		if err := h.applianceGet(ctx, "/api/dataplane", &st); err == nil && st.FastPath != nil {
-			fmt.Fprintf(progress, "rep %d/%d %s: the fast path forwarded %d frames; left to the rings: %v\n", r, o.reps, p.Name,
-				st.FastPath.Packets, st.FastPath.Punts)
+			fmt.Fprintf(progress, "rep %d/%d %s: the fast path forwarded %d frames (%d flows installed, %d evicted); left to the rings: %v\n", r, o.reps, p.Name,
+				st.FastPath.Packets, st.FastPath.Installed, st.FastPath.Evicted, st.FastPath.Punts)
 		}
 	}
 	if p.Kind == kindE1kbox && p.IPv6 {

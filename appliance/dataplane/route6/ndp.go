@@ -165,9 +165,15 @@ func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Fram
 		w.r.wan.conflict(&target)
 		return Result{Action: Consumed}
 	}
-	if has {
-		solicited := pkt[f.L4Off+4]&0x40 != 0
+	solicited := pkt[f.L4Off+4]&0x40 != 0
+	switch {
+	case has:
 		w.r.neigh.learn(side, &target, lla, solicited, false, w.sec)
+	case solicited:
+		// The answer to a unicast NS may leave the link-layer address
+		// out (Linux does): it confirms the entry as it is (RFC 4861
+		// 7.2.5), when it comes from the MAC the entry has.
+		w.r.neigh.confirm(side, &target, f.Src, w.sec)
 	}
 	if side == LAN && s.host != 0 && f.Dst[0]&1 == 0 {
 		// The box's stack resolves too (it shares the router's MAC and

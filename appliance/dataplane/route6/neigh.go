@@ -153,6 +153,22 @@ func (n *neighbours) learn(side Side, a *[16]byte, mac [6]byte, confirm, create 
 	n.resolved.Add(1)
 }
 
+// confirm makes the resolved entry of addr on side at mac reachable again
+// (a solicited NA without a link-layer address option); it changes
+// nothing else and creates nothing.
+func (n *neighbours) confirm(side Side, a *[16]byte, mac [6]byte, now uint32) {
+	b := n.bucket(side, a)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.e {
+		e := &b.e[i]
+		if e.state == nReachable && e.addr == *a && e.side == side && e.mac == mac {
+			e.confirmed, e.probes = now, 0
+			return
+		}
+	}
+}
+
 // Neighbour is a cache entry as Neighbours lists it.
 type Neighbour struct {
 	Side      Side

@@ -214,6 +214,9 @@ func TestNeighbourFreshProbes(t *testing.T) {
 		maxProbes int
 	}{
 		{"answered", true, true, 20},
+		// Linux answers a unicast NS without the option.
+		{"answered without a link-layer address", true, true, 20},
+		{"answered from another MAC, no option", true, false, neighProbes},
 		{"silent", false, false, neighProbes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,7 +240,14 @@ func TestNeighbourFreshProbes(t *testing.T) {
 						}
 						probes++
 						if tc.answer {
-							if res := e.handle(wanPort, eth(wanMAC, gwMAC, na(gwLL, wanLL, gwLL, gwMAC))); res.Action != Consumed {
+							answer := eth(wanMAC, gwMAC, na(gwLL, wanLL, gwLL, gwMAC))
+							switch tc.name {
+							case "answered without a link-layer address":
+								answer = eth(wanMAC, gwMAC, icmp(gwLL, wanLL, 255, icmpNA, 0, 0x60000000, gwLL[:]))
+							case "answered from another MAC, no option":
+								answer = eth(wanMAC, hostMAC, icmp(gwLL, wanLL, 255, icmpNA, 0, 0x60000000, gwLL[:]))
+							}
+							if res := e.handle(wanPort, answer); res.Action != Consumed {
 								t.Fatalf("the gateway's NA: %v/%v", res.Action, res.Reason)
 							}
 						}
