@@ -69,6 +69,11 @@ func (p *plane) Apply(ctx context.Context, cfg *config.Config) error {
 		cpu = p.tuneFor(ctx, cfg)
 		p.cpuMoves(&ch, cfg, p.cpu, cpu)
 		p.cpu = cpu
+		if n, err := dataplane.SetHousekeeping(cpu.Housekeeping, cpu.CPUs); err != nil {
+			p.log.Warn("housekeeping threads not placed", "cpus", cpu.Housekeeping, "err", err)
+		} else {
+			p.log.Info("housekeeping threads placed", "cpus", cpu.Housekeeping, "threads", n)
+		}
 	}
 	p.applied = cfg
 	dc, err := dataplaneConfig(cfg, cpu, p.lease)

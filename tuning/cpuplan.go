@@ -56,7 +56,14 @@ type CPUPlan struct {
 	Placement Placement `json:"placement"` // what was applied
 	CPUs      CPUSet    `json:"cpus"`
 	Ports     []PortCPU `json:"ports,omitempty"`
-	Note      string    `json:"note,omitempty"`
+	// Housekeeping are the CPUs for the supervisor's own threads (the
+	// fast path's manager, the dashboard, the router services, the Go
+	// runtime's): the kernel half of a split placement, which leaves the
+	// worker half to the workers. Empty: anywhere. Their work is
+	// occasional bursts that would otherwise take the CPU from a worker
+	// mid-batch; on the kernel half the RX softirq preempts them.
+	Housekeeping CPUSet `json:"housekeeping,omitempty"`
+	Note         string `json:"note,omitempty"`
 }
 
 // NewCPUPlan places ports (in order) over the online cpus.
@@ -90,6 +97,7 @@ func NewCPUPlan(ports []string, cpus CPUSet, p Placement) (CPUPlan, error) {
 	case PlacementSplit:
 		k := len(cpus) / 2
 		kernel, workers := cpus[:k], cpus[k:]
+		cp.Housekeeping = slices.Clone(kernel)
 		for i, name := range ports {
 			cp.Ports = append(cp.Ports, PortCPU{Port: name, IRQCPU: kernel[i%len(kernel)], WorkerCPU: workers[i%len(workers)]})
 		}

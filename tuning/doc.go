@@ -111,7 +111,11 @@
 // worker that shares its CPU with the RX softirq is starved by it; see
 // docs/dataplane.md), manual (nothing derived). The
 // dataplane pins its workers with CPUPlan.WorkerCPU; Tuner.CPUPlan
-// computes the same plan Apply uses.
+// computes the same plan Apply uses. Split also names the kernel half as
+// CPUPlan.Housekeeping, where the supervisor confines its other threads
+// (dataplane.SetHousekeeping), so that their bursts of work (the fast
+// path's harvest, the dashboard, the router services, the Go runtime)
+// take no worker's CPU and, on the kernel half, yield to the RX softirq.
 //
 // # Boot-time ITR
 //

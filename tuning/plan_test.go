@@ -118,9 +118,9 @@ func TestNewCPUPlanExamples(t *testing.T) {
 		want  CPUPlan
 	}{
 		{[]string{"eth1", "eth2"}, CPUSet{0, 1}, PlacementAuto, CPUPlan{Requested: PlacementAuto, Placement: PlacementSplit, CPUs: CPUSet{0, 1},
-			Ports: []PortCPU{{"eth1", 0, 1, false}, {"eth2", 0, 1, false}}}},
+			Ports: []PortCPU{{"eth1", 0, 1, false}, {"eth2", 0, 1, false}}, Housekeeping: CPUSet{0}}},
 		{[]string{"eth1", "eth2"}, CPUSet{0, 1, 2, 3}, PlacementSplit, CPUPlan{Requested: PlacementSplit, Placement: PlacementSplit, CPUs: CPUSet{0, 1, 2, 3},
-			Ports: []PortCPU{{"eth1", 0, 2, false}, {"eth2", 1, 3, false}}}},
+			Ports: []PortCPU{{"eth1", 0, 2, false}, {"eth2", 1, 3, false}}, Housekeeping: CPUSet{0, 1}}},
 		{[]string{"eth1", "eth2"}, CPUSet{0, 1}, PlacementSame, CPUPlan{Requested: PlacementSame, Placement: PlacementSame, CPUs: CPUSet{0, 1},
 			Ports: []PortCPU{{"eth1", 0, 0, false}, {"eth2", 1, 1, false}}}},
 		{[]string{"eth1"}, CPUSet{2, 3}, PlacementThreaded, CPUPlan{Requested: PlacementThreaded, Placement: PlacementThreaded, CPUs: CPUSet{2, 3},

@@ -112,6 +112,7 @@ func (w *worker) run() {
 	defer w.deps.wg.Done()
 	defer close(w.done)
 	runtime.LockOSThread() // for good: the thread carries the CPU affinity and priority
+	defer unpinThread()
 	w.pin()
 	w.raisePriority()
 	backoff := minBackoff
@@ -167,9 +168,7 @@ func (w *worker) pin() {
 	if w.cpu < 0 {
 		return
 	}
-	var set unix.CPUSet
-	set.Set(w.cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
+	if err := pinThread(w.cpu); err != nil {
 		w.deps.log.Warn("dataplane worker not pinned", "worker", w.id, "port", w.port.name, "cpu", w.cpu, "err", err)
 		return
 	}
