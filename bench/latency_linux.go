@@ -21,7 +21,8 @@ import (
 )
 
 // latencyLoads are the fractions of a path's capacity (its throughput in
-// the same repetition) at which one-way latency is measured.
+// the same repetition, or its kernel path's when lower: the same rates
+// for both) at which one-way latency is measured.
 var latencyLoads = []float64{0.1, 0.5, 0.9}
 
 // Latency measurement: the generator writes each frame's send time into

@@ -24,6 +24,9 @@ type harness struct {
 	// freshBase numbers the new 5-tuples of the connection runs, so that
 	// no run reuses another's.
 	freshBase atomic.Uint64
+	// capacity is each path's throughput at the first size in the
+	// current repetition: the latency loads' 100 %.
+	capacity map[string]float64
 	// latencyDump is a directory for every latency run's samples ("":
 	// none); dumps numbers the files.
 	latencyDump string

@@ -313,6 +313,21 @@ func placeFor(p Path, cpus tuning.CPUSet) (cpuPlace, error) {
 	return pl, nil
 }
 
+// slowPlace is the placement for frames that all take the e1kbox
+// worker's path (new connections) on path p placed at pl: the placement
+// of p with its fast path off, when that keeps pl's sink CPU (the sink's
+// steering is set up for pl); else pl.
+func slowPlace(p Path, pl cpuPlace, cpus tuning.CPUSet) cpuPlace {
+	if p.Kind != kindE1kbox || p.workerForwards() {
+		return pl
+	}
+	p.FastPath = "off"
+	if s, err := placeFor(p, cpus); err == nil && s.Sink == pl.Sink && s.RX == pl.RX && s.Worker == pl.Worker {
+		return s
+	}
+	return pl
+}
+
 // applianceListen is the appliance's dashboard address inside the box
 // namespace.
 const applianceListen = "127.0.0.1:8080"

@@ -117,6 +117,32 @@ func TestBuildPaths(t *testing.T) {
 	}
 }
 
+// TestSlowPlace: new connections on a fast path row get the generator on
+// the receive CPU, as the fast path off rows; other rows keep theirs.
+func TestSlowPlace(t *testing.T) {
+	two := tuning.CPUSet{0, 1}
+	for _, tc := range []struct {
+		name string
+		p    Path
+		want cpuPlace
+	}{
+		{"e1kbox nat", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit, NAT: true}, cpuPlace{Gen: 0, RX: 0, Worker: 1, Sink: 1}},
+		{"e1kbox nat, fast path off", Path{Kind: kindE1kbox, Placement: tuning.PlacementSplit, NAT: true, FastPath: "off"}, cpuPlace{Gen: 0, RX: 0, Worker: 1, Sink: 1}},
+		{"e1kbox same", Path{Kind: kindE1kbox, Placement: tuning.PlacementSame, NAT: true}, cpuPlace{Gen: 1, RX: 0, Worker: 0, Sink: 1}},
+		{"kernel NAT", Path{Kind: kindKernel, NAT: true}, cpuPlace{Gen: 1, RX: 0, Worker: -1, Sink: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl, err := placeFor(tc.p, two)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, slowPlace(tc.p, pl, two)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestPlaceFor(t *testing.T) {
 	two := tuning.CPUSet{0, 1}
 	for _, tc := range []struct {

@@ -146,7 +146,8 @@ func summarizeConns(conn map[string]map[int][]Sample, paths []string) []ConnRow 
 func writeLatency(b *strings.Builder, r *Report) {
 	if len(r.LatencyRows) > 0 {
 		b.WriteString("\nOne-way latency, generator to sink (send time in the payload, the sink's packet tap's receive time), " +
-			"64B frames; load is the rate as a share of the path's own throughput in the same repetition; \"new flows\" are frames " +
+			"64B frames; load is the rate as a share of the path's own throughput in the same repetition, or of its kernel path's " +
+			"when that is lower, so that both are offered the same rates; \"new flows\" are frames " +
 			"that each open a NAT connection, at 2000/s:\n\n")
 		b.WriteString("| path | load | rate | p50 µs | p99 µs | p99.9 µs | p99 min – max | p99 vs kernel | samples |\n")
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -164,7 +165,9 @@ func writeLatency(b *strings.Builder, r *Report) {
 		}
 	}
 	if len(r.ConnRows) > 0 {
-		fmt.Fprintf(b, "\nNew NAT connections per second (every frame a new 5-tuple; the highest of %v/s that lost under %.0f%%):\n\n",
+		fmt.Fprintf(b, "\nNew NAT connections per second (every frame a new 5-tuple; the highest of %v/s that lost under %.0f%%; "+
+			"an e1kbox path's worker forwards every such frame, so they and the new flows' first packets are measured with the "+
+			"placement of its fast path off row, the generator on the box's receive CPU):\n\n",
 			connRateSteps, 100*connLoss)
 		b.WriteString("| path | connections/s (median) | min – max | vs kernel NAT |\n|---|---:|---:|---:|\n")
 		for _, c := range r.ConnRows {

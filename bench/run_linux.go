@@ -169,7 +169,7 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	h := &harness{cpus: cpus, tmp: tmp, flows: o.flows, applianceTune: o.applianceTune, genRing: o.genRing, latencyDump: o.latencyDump}
+	h := &harness{cpus: cpus, tmp: tmp, flows: o.flows, applianceTune: o.applianceTune, genRing: o.genRing, latencyDump: o.latencyDump, capacity: map[string]float64{}}
 	if o.latencyDump != "" {
 		if err := os.MkdirAll(o.latencyDump, 0o755); err != nil {
 			return nil, fmt.Errorf("-latency-dump: %w", err)
@@ -401,6 +401,17 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 		fmt.Fprintf(progress, "rep %d/%d %s: IPv6 router: %d connections, gateway %s, actions %v, drops %v\n", r, o.reps, p.Name,
 			st.IPv6.Conns, st.IPv6.Gateway, st.IPv6.Actions, st.IPv6.Drops)
 	}
+	h.capacity[p.Name] = capacity
+	if b := latencyBaseline(p.Name); b != p.Name && p.Kind != kindKernel {
+		// Both are offered the same rates: the lower capacity's shares.
+		// Where the generator sets the rates (both rows marked *), a
+		// path's "capacity" is the generator's rate beside it, and the
+		// path that costs less gets a higher one: its shares would load
+		// the generator and the sink, on the same CPUs, harder.
+		if c, ok := h.capacity[b]; ok && c > 0 && c < capacity {
+			capacity = c
+		}
+	}
 	lat, err := h.latencyRuns(ctx, p, pl, o, r, capacity, progress)
 	samples = append(samples, lat...)
 	if err != nil {
@@ -410,7 +421,8 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 }
 
 // latencyRuns runs the latency and connection-rate measurements of p
-// (capacity is its throughput at the first size in this repetition).
+// (capacity is its throughput at the first size in this repetition, or
+// its latency baseline's when that is lower).
 func (h *harness) latencyRuns(ctx context.Context, p Path, pl cpuPlace, o *options, r int, capacity float64, progress io.Writer) ([]Sample, error) {
 	var out []Sample
 	size := o.sizes[0]
@@ -428,6 +440,10 @@ func (h *harness) latencyRuns(ctx context.Context, p Path, pl cpuPlace, o *optio
 		}
 	}
 	if p.ConnRate && o.connRate {
+		// Every frame of these opens a connection: the worker forwards
+		// them all, so they get the placement of a path whose worker
+		// forwards (the sink's CPU stays).
+		pl := slowPlace(p, pl, h.cpus)
 		s, err := h.latency(ctx, p, pl, size, newFlowRate, true)
 		if err != nil {
 			return out, err
