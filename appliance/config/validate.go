@@ -732,14 +732,20 @@ func (v *validator) services() {
 			v.add(at, "%s is not a DNS server's address", u)
 		case router.IsValid() && u == router:
 			v.add(at, "%s is the router itself", u)
+		case u.Is6() && !u.Is4In6():
+			v.add(at, "%s is an IPv6 address: the box's own stack reaches the WAN over IPv4 only (its IPv6 is routed for the LAN's hosts); give an IPv4 address", u)
 		}
 	}
 	if len(c.Time.Servers) > maxNTPServers {
 		v.add("time.servers", "%d servers, at most %d", len(c.Time.Servers), maxNTPServers)
 	}
 	for i, s := range c.Time.Servers {
-		if _, err := netip.ParseAddr(s); err != nil && !isDomain(s) {
+		a, err := netip.ParseAddr(s)
+		switch {
+		case err != nil && !isDomain(s):
 			v.add(index("time.servers", i), "%q is neither an address nor a host name", s)
+		case err == nil && a.Is6() && !a.Is4In6():
+			v.add(index("time.servers", i), "%s is an IPv6 address: the box's own stack reaches the WAN over IPv4 only; give an IPv4 address or a host name", s)
 		}
 	}
 }

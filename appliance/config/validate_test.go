@@ -465,8 +465,9 @@ func TestValidate(t *testing.T) {
 				}
 				c.DNS.Domain = "bad_domain"
 				c.DNS.CacheSize = -1
-				c.DNS.Upstreams = []netip.Addr{netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("192.168.1.1")}
-				c.Time.Servers = []string{"pool.ntp.org", "not a name"}
+				c.DNS.Upstreams = []netip.Addr{netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("192.168.1.1"),
+					netip.MustParseAddr("2620:fe::fe")}
+				c.Time.Servers = []string{"pool.ntp.org", "not a name", "2001:db8::123", "192.0.2.123"}
 			},
 			want: map[string]string{
 				"dhcp.range":              "range 192.168.1.200-192.168.1.100 is reversed",
@@ -483,6 +484,8 @@ func TestValidate(t *testing.T) {
 				"dns.upstreams[1]":        "127.0.0.1 is not a DNS server's address",
 				"dns.upstreams[2]":        "192.168.1.1 is the router itself",
 				"time.servers[1]":         `"not a name" is neither an address nor a host name`,
+				"dns.upstreams[3]":        "2620:fe::fe is an IPv6 address: the box's own stack reaches the WAN over IPv4 only",
+				"time.servers[2]":         "2001:db8::123 is an IPv6 address: the box's own stack reaches the WAN over IPv4 only",
 			},
 		},
 		{
