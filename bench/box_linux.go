@@ -344,7 +344,9 @@ func (h *harness) e1kbox(ctx context.Context, p Path) (*box, error) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); logf.Close() }()
 	b := &box{appliance: cmd, logPath: logPath}
+	h.appPID.Store(int64(cmd.Process.Pid))
 	b.close = func() error {
+		h.appPID.Store(0)
 		select {
 		case err := <-exited:
 			return fmt.Errorf("e1kbox exited early: %v: %s", err, tail(logPath, 5))

@@ -54,6 +54,7 @@ type generator struct {
 	sock    atomic.Pointer[afpacket.Socket]
 	stop    atomic.Bool
 	stalled atomic.Uint64
+	tid     atomic.Int64 // the sending thread's id
 	done    chan error
 }
 
@@ -75,6 +76,7 @@ func startGenerator(spec genSpec) (*generator, error) {
 					return nil
 				}
 			}
+			g.tid.Store(int64(unix.Gettid()))
 			s, err := afpacket.Open(spec.Iface, afpacket.Config{NoRX: true, TxFrames: genTxFrames, TxCopy: !spec.Ring})
 			if err != nil {
 				opened <- fmt.Errorf("generator: %w", err)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,10 +30,15 @@ type harness struct {
 	// capacity is each path's throughput at the first size in the
 	// current repetition: the latency loads' 100 %.
 	capacity map[string]float64
+	// appPID is the running appliance's process id (0: none).
+	appPID atomic.Int64
 	// latencyDump is a directory for every latency run's samples ("":
 	// none); dumps numbers the files.
 	latencyDump string
 	dumps       int
+	// rx is the box's receive CPU of the measurement in progress (-1:
+	// none, or not known to measureSpec's caller).
+	rx int
 }
 
 // window is how long a measurement warms up and counts.
@@ -199,7 +207,106 @@ func (h *harness) measure(ctx context.Context, p Path, pl cpuPlace, size int, ra
 	if err != nil {
 		return Sample{Path: p.Name, Size: size}, err
 	}
+	h.rx = pl.RX
+	defer func() { h.rx = -1 }()
 	return h.measureSpec(ctx, p, spec, size, rate, w)
+}
+
+// boxTimes is what the box's own CPU time is read from at one moment:
+// the receive CPU's counters (the box's kernel work runs there: the
+// forwarding in the kernel, the fast path, the rings' copies, and the
+// appliance's housekeeping threads), the run time of the appliance's
+// threads that cannot run on the receive CPU (its workers elsewhere),
+// and of the generator's thread when it shares the receive CPU.
+type boxTimes struct {
+	rx      CPUTimes
+	threads map[int]int64 // appliance thread id → ns run
+	gen     int64         // ns; -1 when it does not share the receive CPU
+}
+
+// readBoxTimes reads boxTimes for receive CPU rx, or returns false when
+// there is no receive CPU (the direct path).
+func (h *harness) readBoxTimes(st ProcStat, rx int, g *generator, genCPU int) (boxTimes, bool) {
+	c, ok := st.CPUs[rx]
+	if rx < 0 || !ok {
+		return boxTimes{}, false
+	}
+	b := boxTimes{rx: c, gen: -1}
+	if pid := h.appPID.Load(); pid > 0 {
+		b.threads = threadTimes(fmt.Sprintf("/proc/%d/task", pid), rx)
+	}
+	if genCPU == rx {
+		if n, ok := threadRunNs(fmt.Sprintf("/proc/self/task/%d", g.tid.Load())); ok {
+			b.gen = n
+		}
+	}
+	return b, true
+}
+
+// threadTimes returns the run time (ns) of each thread under dir (a
+// /proc/PID/task) that may not run on CPU rx.
+func threadTimes(dir string, rx int) map[int]int64 {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	out := map[int]int64{}
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join(dir, e.Name(), "status"))
+		if err != nil || allowsCPU(status, rx) {
+			continue
+		}
+		if n, ok := threadRunNs(filepath.Join(dir, e.Name())); ok {
+			out[tid] = n
+		}
+	}
+	return out
+}
+
+// allowsCPU says whether a /proc status file's Cpus_allowed_list has cpu
+// (true when it cannot tell).
+func allowsCPU(status []byte, cpu int) bool {
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			set, err := tuning.ParseCPUList(strings.TrimSpace(v))
+			return err != nil || set.Contains(cpu)
+		}
+	}
+	return true
+}
+
+// threadRunNs reads the time a thread ran (ns) from its schedstat.
+func threadRunNs(dir string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "schedstat"))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	return n, err == nil
+}
+
+// boxBusy is the box's CPU time between a and b over secs of wall time:
+// the receive CPU's busy time, plus what the appliance's threads off it
+// ran, minus what the generator's thread ran on it.
+func boxBusy(a, b boxTimes, secs float64) float64 {
+	busy := BusyFromIdle(b.rx.Sub(a.rx), secs, 1)
+	for tid, n := range b.threads {
+		if m, ok := a.threads[tid]; ok {
+			busy += float64(n-m) / 1e9
+		}
+	}
+	if a.gen >= 0 && b.gen >= 0 {
+		busy -= float64(b.gen-a.gen) / 1e9
+	}
+	return busy
 }
 
 // measureSpec is measure with the generator spec given.
@@ -235,12 +342,14 @@ func (h *harness) measureSpec(ctx context.Context, p Path, spec genSpec, size in
 	if err != nil {
 		return s, err
 	}
+	box0, boxOK := h.readBoxTimes(st0, h.rx, g, spec.CPU)
 	t0 := time.Now()
 	sleep(ctx, w.Count)
 	st1, err := readProcStat()
 	if err != nil {
 		return s, err
 	}
+	box1, _ := h.readBoxTimes(st1, h.rx, g, spec.CPU)
 	t1 := time.Now()
 	c1, err := h.readSink(ctx)
 	if err != nil {
@@ -270,6 +379,10 @@ func (h *harness) measureSpec(ctx context.Context, p Path, spec genSpec, size in
 		}
 		for _, c := range h.cpus {
 			s.CPUBusy = append(s.CPUBusy, BusyFromIdle(st1.CPUs[c].Sub(st0.CPUs[c]), statSecs, 1)/statSecs)
+		}
+		if pkts := s.PPS * statSecs; boxOK && pkts > 0 {
+			s.BoxBusySeconds = boxBusy(box0, box1, statSecs)
+			s.BoxNsPerPacket = s.BoxBusySeconds * 1e9 / pkts
 		}
 	}
 	return s, nil

@@ -48,6 +48,12 @@ type Sample struct {
 	TickBusySeconds float64   `json:"tick_busy_seconds,omitempty"`
 	TickNsPerPacket float64   `json:"tick_ns_per_packet,omitempty"`
 	CPUBusy         []float64 `json:"cpu_busy,omitempty"` // per CPU, fraction of the window
+	// BoxBusySeconds is the box's own CPU time in the CPU window, read
+	// directly (boxBusy: the receive CPU's busy time, plus the
+	// appliance's threads off it, minus the generator's on it), and
+	// BoxNsPerPacket that per received packet; 0 for the direct path.
+	BoxBusySeconds float64 `json:"box_busy_seconds,omitempty"`
+	BoxNsPerPacket float64 `json:"box_ns_per_packet,omitempty"`
 	// Latency samples: Load is the rate as a fraction of the path's
 	// throughput, P50/P99/P999 the quantiles in µs of Samples frames.
 	Load    float64 `json:"load,omitempty"`
@@ -97,17 +103,24 @@ type CPURow struct {
 	MaxNsPerPkt float64 `json:"-"`
 	// TickNsPerPkt is NsPerPkt from the tick-sampled busy fields.
 	TickNsPerPkt float64 `json:"-"`
-	// BoxNsPerPkt is NsPerPkt minus the direct path's (the generator's and
-	// the sink's share); NaN without a direct row. Each repetition's own
-	// difference is taken against the direct path's measurement of the
-	// same repetition (they run back to back), BoxNsPerPkt is their median
-	// and MinBoxNsPerPkt, MaxBoxNsPerPkt their spread; without paired
-	// repetitions it is the difference of the medians and the spread NaN.
-	// It is a difference of two noisy numbers and can come out negative
-	// for cheap paths.
+	// BoxNsPerPkt is the box's own CPU time per packet, the median over
+	// the repetitions of Sample.BoxNsPerPacket (read directly: the
+	// receive CPU's busy time, plus the appliance's threads off it, minus
+	// the generator's thread on it), MinBoxNsPerPkt and MaxBoxNsPerPkt
+	// their range. Where the samples have no direct reading it is
+	// DiffNsPerPkt and its range.
 	BoxNsPerPkt    float64 `json:"-"`
 	MinBoxNsPerPkt float64 `json:"-"`
 	MaxBoxNsPerPkt float64 `json:"-"`
+	// DiffNsPerPkt is NsPerPkt minus the direct path's (the generator's
+	// and the sink's share), each repetition against the direct path's
+	// measurement of the same repetition (they run back to back), the
+	// median of those differences (without paired repetitions the
+	// difference of the medians); NaN without a direct row. A difference
+	// of two noisy numbers: it can come out negative for cheap paths.
+	DiffNsPerPkt    float64 `json:"-"`
+	MinDiffNsPerPkt float64 `json:"-"`
+	MaxDiffNsPerPkt float64 `json:"-"`
 	// Ratio is NsPerPkt over the kernel bridge's (Baseline's, if set); NaN
 	// without a baseline row.
 	Ratio float64 `json:"-"`
@@ -201,9 +214,10 @@ func (r CPURow) MarshalJSON() ([]byte, error) {
 		BoxNsPerPkt  jsonFloat `json:"box_ns_per_packet"`
 		MinBox       jsonFloat `json:"min_box_ns_per_packet"`
 		MaxBox       jsonFloat `json:"max_box_ns_per_packet"`
+		Diff         jsonFloat `json:"all_minus_direct_ns_per_packet"`
 		Ratio        jsonFloat `json:"ratio"`
 	}{plain(r), jsonFloat(r.PPS), jsonFloat(r.NsPerPkt), jsonFloat(r.MinNsPerPkt), jsonFloat(r.MaxNsPerPkt),
-		jsonFloat(r.TickNsPerPkt), jsonFloat(r.BoxNsPerPkt), jsonFloat(r.MinBoxNsPerPkt), jsonFloat(r.MaxBoxNsPerPkt), jsonFloat(r.Ratio)})
+		jsonFloat(r.TickNsPerPkt), jsonFloat(r.BoxNsPerPkt), jsonFloat(r.MinBoxNsPerPkt), jsonFloat(r.MaxBoxNsPerPkt), jsonFloat(r.DiffNsPerPkt), jsonFloat(r.Ratio)})
 }
 
 // Median returns the median of xs (the mean of the middle two for an even
@@ -322,7 +336,8 @@ func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct s
 			ss := cpu[key{p, size}]
 			r := CPURow{Name: RowName(p, size), Path: p, Size: size, Placement: placements[p], Runs: len(ss),
 				PPS: math.NaN(), NsPerPkt: math.NaN(), MinNsPerPkt: math.NaN(), MaxNsPerPkt: math.NaN(), TickNsPerPkt: math.NaN(),
-				BoxNsPerPkt: math.NaN(), MinBoxNsPerPkt: math.NaN(), MaxBoxNsPerPkt: math.NaN(), Ratio: math.NaN(), Error: errs[p]}
+				BoxNsPerPkt: math.NaN(), MinBoxNsPerPkt: math.NaN(), MaxBoxNsPerPkt: math.NaN(),
+				DiffNsPerPkt: math.NaN(), MinDiffNsPerPkt: math.NaN(), MaxDiffNsPerPkt: math.NaN(), Ratio: math.NaN(), Error: errs[p]}
 			if len(ss) > 0 {
 				r.Rate = ss[0].Rate
 				r.PPS = median(ss, func(s Sample) float64 { return s.PPS })
@@ -331,8 +346,13 @@ func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct s
 				r.MaxNsPerPkt = slices.MaxFunc(ss, func(a, b Sample) int { return cmp.Compare(a.NsPerPacket, b.NsPerPacket) }).NsPerPacket
 				r.TickNsPerPkt = median(ss, func(s Sample) float64 { return s.TickNsPerPacket })
 				if p != direct {
-					r.BoxNsPerPkt = r.NsPerPkt - directNs
-					if box := pairedBox(ss, cpu[key{direct, size}]); box != nil {
+					r.DiffNsPerPkt = r.NsPerPkt - directNs
+					if d := pairedBox(ss, cpu[key{direct, size}]); d != nil {
+						r.DiffNsPerPkt = Median(d)
+						r.MinDiffNsPerPkt, r.MaxDiffNsPerPkt = slices.Min(d), slices.Max(d)
+					}
+					r.BoxNsPerPkt, r.MinBoxNsPerPkt, r.MaxBoxNsPerPkt = r.DiffNsPerPkt, r.MinDiffNsPerPkt, r.MaxDiffNsPerPkt
+					if box := directBox(ss); box != nil {
 						r.BoxNsPerPkt = Median(box)
 						r.MinBoxNsPerPkt, r.MaxBoxNsPerPkt = slices.Min(box), slices.Max(box)
 					}
@@ -360,6 +380,19 @@ func pairedBox(ss, direct []Sample) []float64 {
 			return nil
 		}
 		out = append(out, s.NsPerPacket-d)
+	}
+	return out
+}
+
+// directBox is the box's CPU per packet read directly in each sample of
+// ss, nil unless every sample has it.
+func directBox(ss []Sample) []float64 {
+	var out []float64
+	for _, s := range ss {
+		if s.BoxNsPerPacket <= 0 {
+			return nil
+		}
+		out = append(out, s.BoxNsPerPacket)
 	}
 	return out
 }
@@ -460,10 +493,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	if len(r.CPURows) > 0 {
 		fmt.Fprintf(&b, "\nCPU cost per packet at a fixed offered rate of %s: busy time of all CPUs over %s (wall time minus "+
-			"idle from /proc/stat) per packet received, generator and sink included; \"box\" subtracts the direct path's cost in the same repetition "+
-			"(the median of the repetitions' differences; spread: (max − min) / median):\n\n",
+			"idle from /proc/stat) per packet received, generator and sink included; \"box\" is the box's own CPU time per packet, read "+
+			"directly: the busy time of the box's receive CPU (where the kernel's forwarding, the fast path, the rings' copies and "+
+			"the appliance's housekeeping run) plus the run time of the appliance's threads that cannot run there (its workers), "+
+			"minus the generator's thread where it shares the receive CPU (median over the repetitions; spread: (max − min) / median); "+
+			"\"all CPUs − direct\" subtracts the direct path's all-CPU cost of the same repetition instead (median of the differences):\n\n",
 			FormatPPS(r.Settings.Rate), r.Settings.CPUWindow)
-		b.WriteString("| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | box min – max (spread) | tick-sampled ns/pkt |\n")
+		b.WriteString("| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | box min – max (spread) | all CPUs − direct |\n")
 		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		over := false
 		for _, row := range r.CPURows {
@@ -481,7 +517,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s | %s – %s | %s | %s | %s |\n", row.Name, row.Placement, FormatPPS(row.PPS), mark,
 				formatNs(row.NsPerPkt), ratioCell(row.Ratio, row.Baseline), formatNs(row.MinNsPerPkt), formatNs(row.MaxNsPerPkt),
-				formatNs(row.BoxNsPerPkt), boxSpread, formatNs(row.TickNsPerPkt))
+				formatNs(row.BoxNsPerPkt), boxSpread, formatNs(row.DiffNsPerPkt))
 		}
 		if over {
 			fmt.Fprintf(&b, "\n† did not carry the offered rate (under %.0f%% received): its cost per packet includes the frames dropped on the way.\n",

@@ -169,7 +169,7 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	h := &harness{cpus: cpus, tmp: tmp, flows: o.flows, applianceTune: o.applianceTune, genRing: o.genRing, latencyDump: o.latencyDump, capacity: map[string]float64{}}
+	h := &harness{cpus: cpus, tmp: tmp, flows: o.flows, applianceTune: o.applianceTune, genRing: o.genRing, latencyDump: o.latencyDump, capacity: map[string]float64{}, rx: -1}
 	if o.latencyDump != "" {
 		if err := os.MkdirAll(o.latencyDump, 0o755); err != nil {
 			return nil, fmt.Errorf("-latency-dump: %w", err)
