@@ -30,7 +30,7 @@ type Options struct {
 // Default map sizes.
 const (
 	DefaultNATFlows  = 65536
-	DefaultIPv6Flows = 16384
+	DefaultIPv6Flows = 65536
 	DefaultPairs     = 4096
 	DefaultMicro     = 32768
 )
