@@ -108,6 +108,15 @@ func (b *bucket) lock() uint64 {
 	}
 }
 
+// tryLock locks b unless another writer holds it.
+func (b *bucket) tryLock() (uint64, bool) {
+	s := b.seq.Load()
+	if s&1 == 0 && b.seq.CompareAndSwap(s, s+1) {
+		return s + 1, true
+	}
+	return 0, false
+}
+
 func (b *bucket) unlock(s uint64) { b.seq.Store(s + 1) }
 
 // find returns the slot of k in a locked bucket, or -1.

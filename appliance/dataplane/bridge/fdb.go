@@ -77,8 +77,9 @@ type FDB struct {
 	agingMs   atomic.Int64  // <= 0: no aging
 	refreshMs atomic.Int64  // a fresh entry is rewritten at most this often
 
-	_ [64]byte
-	n atomic.Int64 // valid entries
+	_       [64]byte
+	n       atomic.Int64  // valid entries
+	evictAt atomic.Uint64 // evictElsewhere's cursor
 	// counters touched only on the slow (locked) path
 	static, learned, moves, expired, evicted, refused, conflicts atomic.Int64
 }

@@ -536,3 +536,46 @@ func BenchmarkParallelLearnLookup(b *testing.B) {
 		}
 	})
 }
+
+// TestFullBucketOfStations: in a full table, a new source whose bucket
+// holds only active stations (and free slots) takes the place of an
+// inactive entry of another bucket under EvictOldest, and is refused
+// under Refuse; the stations stay.
+func TestFullBucketOfStations(t *testing.T) {
+	for _, policy := range []FullPolicy{EvictOldest, Refuse} {
+		t.Run(fmt.Sprint(policy), func(t *testing.T) {
+			const capacity = 64
+			f := newFDB(t, Options{Capacity: capacity, Full: policy, AgingTime: time.Minute})
+			newcomer := mac(1000)
+			own := f.bucket(f.key(&newcomer, 0))
+			var stations [][6]byte
+			for i := 0; f.Stats().Entries < capacity; i++ {
+				m := mac(i)
+				if f.bucket(f.key(&m, 0)) == own {
+					if len(stations) == 2 {
+						continue
+					}
+					stations = append(stations, m)
+					f.Learn(&m, 0, 1, 0)
+					f.Learn(&m, 0, 1, 0) // seen again: active
+					continue
+				}
+				f.Learn(&m, 0, 2, 0) // seen once
+			}
+			before := f.Stats().Evicted
+			res := f.Learn(&newcomer, 0, 3, int64(time.Millisecond))
+			want, wantEvicted := Learned, before+1
+			if policy == Refuse {
+				want, wantEvicted = NotLearned, before
+			}
+			if st := f.Stats(); res != want || st.Evicted != wantEvicted || st.Entries != capacity {
+				t.Errorf("Learn(newcomer) = %v, evicted %d → %d, %d entries; want %v, %d, %d", res, before, st.Evicted, st.Entries, want, wantEvicted, capacity)
+			}
+			for _, m := range stations {
+				if _, ok := f.Lookup(&m, 0, int64(time.Millisecond)); !ok {
+					t.Errorf("station %v lost", MAC(m))
+				}
+			}
+		})
+	}
+}

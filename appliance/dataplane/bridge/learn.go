@@ -147,6 +147,12 @@ func (t *FDB) place(b *bucket, nowMs int64, static bool) int {
 		}
 		return oldest // the count stays: one entry replaces another
 	}
+	// The table is full and this bucket holds nothing that may go (only
+	// active stations and free slots): make room in another bucket, or
+	// a newcomer whose bucket the flood never reaches is never learned.
+	if empty >= 0 && !static && FullPolicy(t.full.Load()) == EvictOldest && t.evictElsewhere(b, nowMs) && t.reserve() {
+		return empty
+	}
 	return -1
 }
 
@@ -161,6 +167,53 @@ func (t *FDB) reserve() bool {
 			return true
 		}
 	}
+}
+
+// elsewhereBuckets is how many other buckets evictElsewhere looks at.
+const elsewhereBuckets = 8
+
+// evictElsewhere removes the oldest entry that was never seen again after
+// it was learned (or an expired one) from the next of the other buckets,
+// from a rotating cursor, that has one, skipping those another writer
+// holds (the caller holds own: it must not wait for a second lock). It
+// reports whether it freed an entry.
+func (t *FDB) evictElsewhere(own *bucket, nowMs int64) bool {
+	for range elsewhereBuckets {
+		b := &t.buckets[(t.evictAt.Add(1)-1)&t.mask]
+		if b == own {
+			continue
+		}
+		s, ok := b.tryLock()
+		if !ok {
+			continue
+		}
+		victim, seen := -1, int64(0)
+		for i := range b.keys {
+			if b.keys[i].Load() == 0 {
+				continue
+			}
+			v := b.vals[i].Load()
+			if v&staticBit != 0 || v&activeBit != 0 && !t.expiredAt(v, nowMs) {
+				continue
+			}
+			if victim < 0 || seenOf(v) < seen {
+				victim, seen = i, seenOf(v)
+			}
+		}
+		if victim >= 0 {
+			if t.expiredAt(b.vals[victim].Load(), nowMs) {
+				t.expired.Add(1)
+			} else {
+				t.evicted.Add(1)
+			}
+			t.remove(b, victim)
+		}
+		b.unlock(s)
+		if victim >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // remove clears slot i of a locked bucket.
