@@ -61,14 +61,23 @@ func (t *Tap) setup(ifi *net.Interface, mac net.HardwareAddr) error {
 		return err
 	}
 	t.raw = raw
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_PACKET, unix.PACKET_AUXDATA, 1)
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("PACKET_AUXDATA: %w", serr)
+	// PACKET_IGNORE_OUTGOING: a client waits for replies only, and a tap
+	// that also sees outgoing frames costs every frame the box sends out
+	// of the WAN port (the fast path's and the rings' alike) an skb clone
+	// and a filter run (docs/dataplane.md, Measured).
+	for _, o := range []struct {
+		name string
+		opt  int
+	}{{"PACKET_AUXDATA", unix.PACKET_AUXDATA}, {"PACKET_IGNORE_OUTGOING", unix.PACKET_IGNORE_OUTGOING}} {
+		var serr error
+		if err := raw.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_PACKET, o.opt, 1)
+		}); err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("%s: %w", o.name, serr)
+		}
 	}
 	if !bytes.Equal(mac, ifi.HardwareAddr) {
 		// Replies go to our MAC, which is not the NIC's own.
