@@ -362,7 +362,7 @@ func (e *Engine) Health() Health {
 // workers use: it loads their published counters (updated once per
 // batch) and reads the sockets' kernel statistics.
 func (e *Engine) Snapshot() Snapshot {
-	e.fp.sync()
+	e.fp.syncCounts()
 	now := time.Now()
 	s := e.topo.Load().snapshot(e.Now())
 	e.fp.snapshot(&s)

@@ -25,6 +25,10 @@ const (
 	// fpHarvestInterval is how often the manager reads the kernel's flow
 	// counters into conntrack, the FDB, the rules and the port counters.
 	fpHarvestInterval = 500 * time.Millisecond
+	// fpTurns is how many harvests pass between one flow's turns, when
+	// its counts go into conntrack, the FDB and the rules and it is
+	// judged (harvest); the port counters take every harvest.
+	fpTurns = 4
 	// fpIdle is how long a flow may go without a packet before it leaves
 	// the kernel (a NAT flow leaves after half its timeout if that is
 	// shorter): the maps hold the active flows.
@@ -51,29 +55,31 @@ type fastPath struct {
 
 	offers chan fpOffer
 
-	mu                sync.Mutex // the flows and everything below
-	ifindex           []int      // by port id; 0 where the program is not attached
-	nat               map[nat.Tuple]*fpNAT
-	natRev            map[nat.Tuple]*fpNAT // by the other direction's tuple
-	r6                map[route6.Flow]*fpR6
-	r6Rev             map[route6.Flow]*fpR6 // by the other direction's flow
-	hops6             map[fpHop6]bool       // a harvest's IPv6 next hops found fresh (or not)
-	gw6               [16]byte              // a harvest's route6 gateway, when gw6ok
-	gw6ok             bool
-	closed            bool
-	pairs             map[fastpath.PairKey]*fpPair
-	micros            map[fastpath.MicroKey]*fpMicro
-	free              []uint32 // free stats slots, the lowest last
-	high              uint32   // slots below high have been used
-	stats             []fastpath.Stats
-	prev              []fastpath.Stats // what was counted of each slot so far
-	reader            *fastpath.StatsReader
-	dying             []fpDying // evicted flows whose last counts are still to read
-	rw                *rules.Worker
-	hops              map[fpHop]bool // a harvest's next hops found fresh (or not)
-	natPkts, natBytes uint64         // a harvest's NAT frames, for the router's counts
-	gen               uint64         // the rule table the flows were judged by
-	flagsOK           bool           // the table's forward chain does not match TCP flags
+	mu       sync.Mutex // the flows and everything below
+	ifindex  []int      // by port id; 0 where the program is not attached
+	nat      map[nat.Tuple]*fpNAT
+	natRev   map[nat.Tuple]*fpNAT // by the other direction's tuple
+	r6       map[route6.Flow]*fpR6
+	r6Rev    map[route6.Flow]*fpR6 // by the other direction's flow
+	hops6    map[fpHop6]bool       // a harvest's IPv6 next hops found fresh (or not)
+	gw6      [16]byte              // a harvest's route6 gateway, when gw6ok
+	gw6ok    bool
+	closed   bool
+	pairs    map[fastpath.PairKey]*fpPair
+	micros   map[fastpath.MicroKey]*fpMicro
+	free     []uint32 // free stats slots, the lowest last
+	high     uint32   // slots below high have been used
+	stats    []fastpath.Stats
+	prev     []fastpath.Stats // what was counted of each slot so far
+	reader   *fastpath.StatsReader
+	dying    []fpDying // evicted flows whose last counts are still to read
+	rw       *rules.Worker
+	hops     map[fpHop]bool // a harvest's next hops found fresh (or not)
+	slots    []fpSlot       // by stats slot
+	turn     uint32         // the harvests so far (whose turn it is)
+	portSums fpPortSums     // the count pass's scratch
+	gen      uint64         // the rule table the flows were judged by
+	flagsOK  bool           // the table's forward chain does not match TCP flags
 
 	// mark counts, by tuple hash, the NAT and IPv6 flows installed for
 	// either direction of a connection: a worker that sees a TCP SYN, FIN
@@ -185,6 +191,7 @@ func (e *Engine) openFastPath(cfg *Config) {
 	fp.reader = prog.NewStatsReader()
 	fp.stats = make([]fastpath.Stats, prog.Slots())
 	fp.prev = make([]fastpath.Stats, prog.Slots())
+	fp.slots = make([]fpSlot, prog.Slots())
 	fp.free = make([]uint32, prog.Slots())
 	for i := range fp.free {
 		fp.free[i] = uint32(len(fp.free) - 1 - i)
@@ -263,22 +270,41 @@ func (fp *fastPath) run(stop <-chan struct{}, wg *sync.WaitGroup) {
 			fp.mu.Unlock()
 		case <-t.C:
 			fp.mu.Lock()
-			fp.harvest()
+			fp.harvest(false)
 			fp.rw.Sync() // lets the rules reuse counter slots of removed rules
 			fp.mu.Unlock()
 		}
 	}
 }
 
-// sync harvests now: the tables are up to date when it returns (for the
-// API's listings).
+// sync harvests every flow now: the tables are up to date when it
+// returns (for the API's listings).
 func (fp *fastPath) sync() {
 	if !fp.on() {
 		return
 	}
 	fp.mu.Lock()
-	fp.harvest()
+	fp.harvest(true)
 	fp.mu.Unlock()
+}
+
+// syncCounts brings the port and router counters up to date: the
+// harvest's count pass alone (Snapshot, which the dashboard and the
+// metrics read every second).
+func (fp *fastPath) syncCounts() {
+	if !fp.on() {
+		return
+	}
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	if fp.high == 0 {
+		return
+	}
+	if err := fp.reader.Read(fp.stats[:fp.high]); err != nil {
+		fp.fail(err)
+		return
+	}
+	fp.countSlots()
 }
 
 // fail counts an error of the manager (a map update the kernel refused).

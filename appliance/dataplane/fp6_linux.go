@@ -91,6 +91,7 @@ func (fp *fastPath) installR6(o *fpOffer) bool {
 		fp.free = append(fp.free, slot)
 		return false
 	}
+	fp.own(slot, fpSlot{rec: rec, in: o.in, out: o.out, ports: true, routed: true, v6: true, every: rec.idle < int64(everyTurn)})
 	fp.r6[f] = rec
 	fp.r6Rev[rec.rev] = rec
 	fp.mark[rec.markIndex].Add(1)
@@ -107,10 +108,6 @@ func (fp *fastPath) applyR6(r *fpR6, d fastpath.Stats, clk fpClock, set *setting
 	}
 	v6 := fp.e.IPv6()
 	alive := v6.Offloaded(r.flow6, route6.OffloadUse{Packets: d.Packets, Last: clk.unix(d.Last)})
-	v6.CountOffloaded(d.Packets)
-	fp.natPkts += d.Packets // the NAT worker counts route6's forwarding as its own
-	fp.natBytes += d.Bytes
-	fp.count(r.in, r.out, d.Packets, d.Bytes, 0)
 	if r.flow6.Side == route6.LAN && !set.ports[r.in].noLearn {
 		fp.e.fdb.Learn(&r.srcMAC, r.vid, r.in, clk.engine(d.Last))
 	}
@@ -170,8 +167,7 @@ func (fp *fastPath) evictR6(r *fpR6) {
 	}
 	fp.mark[r.markIndex].Add(-1)
 	fp.mark[r.revMark].Add(-1)
-	fp.dying = append(fp.dying, fpDying{slot: r.flow.Slot, rec: r})
-	fp.c.evicted.Add(1)
+	fp.die(r.flow.Slot, r)
 }
 
 // evictConn6 takes both directions of f's connection out of the kernel

@@ -72,6 +72,21 @@ type fpDying struct {
 	rec  any // *fpNAT, *fpR6, *fpPair or *fpMicro
 }
 
+// fpSlot is a stats slot's flow and what every harvest's count pass
+// needs of it without touching the flow (harvest).
+type fpSlot struct {
+	rec     any // *fpNAT, *fpR6, *fpPair or *fpMicro; nil while free
+	in, out uint16
+	delta   int32 // bytes a frame gains on egress (pairs)
+	ports   bool  // its frames count on the ports (a microflow's are its pair's)
+	routed  bool  // a NAT or routed IPv6 flow: the NAT worker's frames too
+	v6      bool  // a routed IPv6 flow: route6's too
+	every   bool  // its turn comes at every harvest (a short idle time)
+	dying   bool
+	// packets and bytes the count pass has counted so far.
+	packets, bytes uint64
+}
+
 // fpClock is one reading of the clocks the counters are converted with.
 type fpClock struct {
 	wall, mono, eng int64
@@ -100,9 +115,30 @@ func (fp *fastPath) alloc() (uint32, bool) {
 		return 0, false
 	}
 	fp.prev[s] = fastpath.Stats{}
+	fp.slots[s] = fpSlot{}
 	fp.high = max(fp.high, s+1)
 	return s, true
 }
+
+// own gives slot (from alloc) to an installed flow.
+func (fp *fastPath) own(slot uint32, sl fpSlot) { fp.slots[slot] = sl }
+
+// release returns slot to the free list.
+func (fp *fastPath) release(slot uint32) {
+	fp.slots[slot] = fpSlot{}
+	fp.free = append(fp.free, slot)
+}
+
+// die queues an evicted flow's slot for its last counts.
+func (fp *fastPath) die(slot uint32, rec any) {
+	fp.slots[slot].dying = true
+	fp.dying = append(fp.dying, fpDying{slot: slot, rec: rec})
+	fp.c.evicted.Add(1)
+}
+
+// everyTurn: a flow whose idle time is this short is judged at every
+// harvest rather than at its turn.
+const everyTurn = 2 * fpTurns * fpHarvestInterval
 
 func (fp *fastPath) markIndex(t *nat.Tuple) uint64 { return tupleHash(t) % fpMarks }
 
@@ -184,6 +220,7 @@ func (fp *fastPath) installNAT(o *fpOffer) bool {
 		fp.free = append(fp.free, slot)
 		return false
 	}
+	fp.own(slot, fpSlot{rec: rec, in: o.in, out: o.out, ports: true, routed: true, every: rec.idle < int64(everyTurn)})
 	fp.nat[o.tuple] = rec
 	fp.natRev[rec.rev] = rec
 	fp.mark[fp.markIndex(&rec.tuple)].Add(1)
@@ -277,6 +314,7 @@ func (fp *fastPath) installPair(o *fpOffer) bool {
 			fp.free = append(fp.free, slot)
 			return false
 		}
+		fp.own(slot, fpSlot{rec: p, in: p.in, out: p.out, delta: int32(delta), ports: true})
 		fp.pairs[pk] = p
 		fp.c.installed.Add(1)
 	}
@@ -298,6 +336,7 @@ func (fp *fastPath) installPair(o *fpOffer) bool {
 		fp.free = append(fp.free, slot)
 		return false
 	}
+	fp.own(slot, fpSlot{rec: m})
 	fp.micros[mk] = m
 	p.micros = append(p.micros, m)
 	fp.c.installed.Add(1)
@@ -312,10 +351,17 @@ func (fp *fastPath) delta(slot uint32) fastpath.Stats {
 		L3Bytes: cur.L3Bytes - prev.L3Bytes, Last: cur.Last}
 }
 
-// harvest reads the kernel's counters and carries them into conntrack,
-// the FDB, the rules and the port counters; it finishes the flows evicted
-// at the last harvest and evicts those the slow path must see again.
-func (fp *fastPath) harvest() {
+// harvest reads the kernel's counters and carries them into the tables
+// in two passes. The count pass, over the slots in order, adds every
+// flow's new frames to the port and router counters. The turn pass
+// carries them into conntrack, route6, the FDB and the rules and judges
+// whether each flow may stay: for a quarter of the flows at each harvest
+// (fpTurns, by slot), each flow's turn every 2 s, or for all of them when
+// all is set (sync: an API listing, which must be exact). A flow with a
+// short idle time, and all flows while the FDB's aging time is short,
+// have their turn at every harvest. The flows evicted at the last harvest
+// are finished first.
+func (fp *fastPath) harvest(all bool) {
 	if !fp.on() || len(fp.nat)+len(fp.r6)+len(fp.pairs)+len(fp.micros)+len(fp.dying) == 0 {
 		return
 	}
@@ -324,43 +370,102 @@ func (fp *fastPath) harvest() {
 		fp.fail(err)
 		return
 	}
+	fp.countSlots()
 	clk := fp.clock()
 	set := fp.e.cur.Load()
 	clear(fp.hops)
 	clear(fp.hops6)
 	fp.gw6ok = false
-	fp.natPkts, fp.natBytes = 0, 0
-	defer func() {
-		if fp.natPkts > 0 {
-			fp.e.natr.CountOffloaded(fp.natPkts, fp.natBytes)
-		}
-	}()
 	for _, d := range fp.dying {
 		fp.apply(d.rec, fp.delta(d.slot), clk, set)
-		fp.free = append(fp.free, d.slot)
+		fp.release(d.slot)
 	}
 	fp.dying = fp.dying[:0]
-	for _, r := range fp.nat {
-		if !fp.apply(r, fp.delta(r.flow.Slot), clk, set) || !fp.natValid(r, clk) {
-			fp.evictNAT(r)
+	turns := uint32(fpTurns)
+	if a := fp.e.fdb.AgingTime(); all || (a >= 0 && a < everyTurn) {
+		turns = 1
+	}
+	turn := fp.turn % turns
+	fp.turn++
+	for s := range fp.high {
+		sl := &fp.slots[s]
+		if sl.rec == nil || sl.dying || (s%turns != turn && !sl.every) {
+			continue
+		}
+		switch r := sl.rec.(type) {
+		case *fpNAT:
+			if !fp.apply(r, fp.delta(s), clk, set) || !fp.natValid(r, clk) {
+				fp.evictNAT(r)
+			}
+		case *fpR6:
+			if !fp.apply(r, fp.delta(s), clk, set) || !fp.r6Valid(r, clk) {
+				fp.evictR6(r)
+			}
+		case *fpMicro:
+			if !fp.apply(r, fp.delta(s), clk, set) || clk.eng-r.active > int64(fpIdle) {
+				fp.evictMicro(r)
+			}
+		case *fpPair:
+			fp.apply(r, fp.delta(s), clk, set)
+			if !fp.pairValid(r, clk, set) {
+				fp.evictPair(r)
+			}
 		}
 	}
-	for _, r := range fp.r6 {
-		if !fp.apply(r, fp.delta(r.flow.Slot), clk, set) || !fp.r6Valid(r, clk) {
-			fp.evictR6(r)
+}
+
+// countSlots is the harvest's count pass: the new frames of every slot
+// in use (a dying flow's last ones included) go to the port counters, the
+// router's and route6's.
+func (fp *fastPath) countSlots() {
+	var routedPkts, routedBytes, v6Pkts uint64
+	ports := &fp.portSums
+	*ports = fpPortSums{}
+	for s := range fp.high {
+		sl := &fp.slots[s]
+		cur := &fp.stats[s]
+		if sl.rec == nil || cur.Packets == sl.packets {
+			continue
+		}
+		dp, db := cur.Packets-sl.packets, cur.Bytes-sl.bytes
+		sl.packets, sl.bytes = cur.Packets, cur.Bytes
+		if sl.ports {
+			ports.rxPackets[sl.in] += dp
+			ports.rxBytes[sl.in] += db
+			ports.txPackets[sl.out] += dp
+			ports.txBytes[sl.out] += uint64(int64(db) + int64(dp)*int64(sl.delta))
+		}
+		if sl.routed {
+			routedPkts += dp
+			routedBytes += db
+		}
+		if sl.v6 {
+			v6Pkts += dp
 		}
 	}
-	for _, m := range fp.micros {
-		if !fp.apply(m, fp.delta(m.slot), clk, set) || clk.eng-m.active > int64(fpIdle) {
-			fp.evictMicro(m)
+	for id := range ports.rxPackets {
+		if ports.rxPackets[id] != 0 {
+			fp.c.rxPackets[id].Add(ports.rxPackets[id])
+			fp.c.rxBytes[id].Add(ports.rxBytes[id])
+		}
+		if ports.txPackets[id] != 0 {
+			fp.c.txPackets[id].Add(ports.txPackets[id])
+			fp.c.txBytes[id].Add(ports.txBytes[id])
 		}
 	}
-	for _, p := range fp.pairs {
-		fp.apply(p, fp.delta(p.flow.Slot), clk, set)
-		if !fp.pairValid(p, clk, set) {
-			fp.evictPair(p)
+	if routedPkts > 0 {
+		fp.e.natr.CountOffloaded(routedPkts, routedBytes) // route6's forwarding is the NAT worker's
+	}
+	if v6Pkts > 0 {
+		if v6 := fp.e.IPv6(); v6 != nil {
+			v6.CountOffloaded(v6Pkts)
 		}
 	}
+}
+
+// fpPortSums are a count pass's frames by port id.
+type fpPortSums struct {
+	rxPackets, rxBytes, txPackets, txBytes [MaxPorts + 1]uint64
 }
 
 // apply carries one flow's new counts into the tables. It reports
@@ -375,9 +480,6 @@ func (fp *fastPath) apply(rec any, d fastpath.Stats, clk fpClock, set *settings)
 			return true
 		}
 		alive := e.natr.Offloaded(r.id, r.dir, nat.OffloadUse{Packets: d.Packets, Bytes: d.L3Bytes, Last: clk.unix(d.Last)})
-		fp.natPkts += d.Packets
-		fp.natBytes += d.Bytes
-		fp.count(r.in, r.out, d.Packets, d.Bytes, 0)
 		if r.tuple.Side == nat.LAN && !set.ports[r.in].noLearn {
 			e.fdb.Learn(&r.srcMAC, r.vid, r.in, clk.engine(d.Last))
 		}
@@ -389,7 +491,6 @@ func (fp *fastPath) apply(rec any, d fastpath.Stats, clk fpClock, set *settings)
 		if d.Packets == 0 {
 			return true
 		}
-		fp.count(r.in, r.out, d.Packets, d.Bytes, r.delta)
 		if !set.ports[r.in].noLearn {
 			e.fdb.Learn(&r.key.Src, r.vid, r.in, clk.engine(d.Last))
 		}
@@ -405,15 +506,6 @@ func (fp *fastPath) apply(rec any, d fastpath.Stats, clk fpClock, set *settings)
 		r.active = clk.engine(d.Last)
 	}
 	return true
-}
-
-// count adds frames the kernel forwarded from port in to port out to the
-// port counters (delta: bytes each frame gained on egress).
-func (fp *fastPath) count(in, out uint16, packets, bytes uint64, delta int64) {
-	fp.c.rxPackets[in].Add(packets)
-	fp.c.rxBytes[in].Add(bytes)
-	fp.c.txPackets[out].Add(packets)
-	fp.c.txBytes[out].Add(uint64(int64(bytes) + int64(packets)*delta))
 }
 
 // natValid reports whether a NAT flow still forwards as the slow path
@@ -518,8 +610,7 @@ func (fp *fastPath) evictNAT(r *fpNAT) {
 	}
 	fp.mark[fp.markIndex(&r.tuple)].Add(-1)
 	fp.mark[fp.markIndex(&r.rev)].Add(-1)
-	fp.dying = append(fp.dying, fpDying{slot: r.flow.Slot, rec: r})
-	fp.c.evicted.Add(1)
+	fp.die(r.flow.Slot, r)
 }
 
 func (fp *fastPath) evictMicro(m *fpMicro) {
@@ -534,8 +625,7 @@ func (fp *fastPath) evictMicro(m *fpMicro) {
 			break
 		}
 	}
-	fp.dying = append(fp.dying, fpDying{slot: m.slot, rec: m})
-	fp.c.evicted.Add(1)
+	fp.die(m.slot, m)
 }
 
 func (fp *fastPath) evictPair(p *fpPair) {
@@ -546,8 +636,7 @@ func (fp *fastPath) evictPair(p *fpPair) {
 		fp.fail(err)
 	}
 	delete(fp.pairs, p.key)
-	fp.dying = append(fp.dying, fpDying{slot: p.flow.Slot, rec: p})
-	fp.c.evicted.Add(1)
+	fp.die(p.flow.Slot, p)
 }
 
 // evictConn takes both directions of tuple t's connection out of the
@@ -646,7 +735,7 @@ func (fp *fastPath) beforeSwap(t *rules.Table) {
 		return
 	}
 	fp.mu.Lock()
-	fp.harvest()
+	fp.harvest(true)
 	flagsOK := !t.Uses(rules.Forward, rules.FieldTCPFlags)
 	evicted := false
 	for _, p := range fp.pairs {
@@ -671,7 +760,7 @@ func (fp *fastPath) beforeSwap(t *rules.Table) {
 		// Once no program run can still see the evicted flows, their
 		// last counts are final: read them for the current table.
 		graceRCU()
-		fp.harvest()
+		fp.harvest(true)
 	}
 	fp.gen, fp.flagsOK = t.Generation(), flagsOK
 }
