@@ -59,7 +59,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.cpuWindow, "cpu-window", 0, "counting window per CPU run (default 3s, 1.5s with -quick)")
 	fs.DurationVar(&o.waitIdle, "wait-idle", 0, "before each repetition, wait up to this long for the machine to be quiet (<10% busy without traffic)")
 	fs.StringVar(&o.out, "out", "", "also write the results to this file: JSON if it ends in .json, else markdown")
-	fs.StringVar(&o.profile, "profile", "", "profile each e1kbox path at the first frame size into this directory and print the top functions")
+	fs.StringVar(&o.profile, "profile", "", "profile each e1kbox path at the first frame size and the -rate of the CPU table (full speed with -rate 0) into this directory and print the top functions")
 	fs.BoolVar(&o.applianceTune, "appliance-tune", false, "run the appliance with -tune=true (its tuning plan turns RPS off; the harness steers again once it forwards)")
 	fs.BoolVar(&o.genRing, "gen-ring", false, "generator sends from a mapped TX ring (tpacket_snd) instead of sendmmsg: its frames' ring destructor then runs on whichever CPU frees them")
 	fs.StringVar(&o.appliance, "appliance", "", "appliance binary (default: go build e1kbox/appliance)")

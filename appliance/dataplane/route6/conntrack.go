@@ -3,6 +3,7 @@ package route6
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 )
 
 // Connection states.
@@ -61,6 +62,9 @@ type bucket struct {
 type conntrack struct {
 	b    []bucket
 	mask uint64
+	// used counts the entries not free (expired ones not yet swept
+	// included): count and each skip the walk when it is 0.
+	used atomic.Int64
 }
 
 func newConntrack(max int) *conntrack {
@@ -105,6 +109,7 @@ func (t *conntrack) lookup(k *connKey, side Side, tcpFlags uint8, now uint32) ve
 		}
 		if now >= e.deadline {
 			e.state = stFree
+			t.used.Add(-1)
 			break
 		}
 		opener := side == LAN
@@ -196,6 +201,9 @@ func (t *conntrack) insert(k *connKey, side Side, inbound bool, now uint32) bool
 	case protoICMPv6:
 		st = stICMP
 	}
+	if b.e[victim].state == stFree {
+		t.used.Add(1)
+	}
 	b.e[victim] = conn{key: *k, state: st, inbound: inbound, deadline: now + timeouts[st]}
 	b.e[victim].packets[side] = 1
 	return true
@@ -210,6 +218,7 @@ func (t *conntrack) sweep(cursor *uint64, n int, now uint32) {
 		for i := range b.e {
 			if b.e[i].state != stFree && now >= b.e[i].deadline {
 				b.e[i].state = stFree
+				t.used.Add(-1)
 			}
 		}
 		b.mu.Unlock()
@@ -231,6 +240,9 @@ var stateNames = [...]string{"free", "syn_sent", "established", "closing", "clos
 
 // count is the number of live connections.
 func (t *conntrack) count(now uint32) int {
+	if t.used.Load() == 0 {
+		return 0 // the dashboard's sample of a box without IPv6 connections
+	}
 	n := 0
 	for i := range t.b {
 		b := &t.b[i]
@@ -268,6 +280,9 @@ func (t *conntrack) list(out []Conn, max int, now uint32) []Conn {
 // entries are copied under its lock and fn runs without it. fn returning
 // false stops the walk.
 func (t *conntrack) each(now uint32, fn func(*Conn) bool) {
+	if t.used.Load() == 0 {
+		return
+	}
 	var buf [bucketWays]Conn
 	for i := range t.b {
 		b := &t.b[i]

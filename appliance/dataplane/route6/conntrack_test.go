@@ -1,0 +1,58 @@
+package route6
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestConntrackUsed: the table's count of entries in use follows every
+// way an entry is taken or freed (insert into a free, expired or evicted
+// way, expiry at lookup, sweep), so that count and each may skip an empty
+// table; count agrees with a walk at every step.
+func TestConntrackUsed(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	ct := newConntrack(64) // 16 buckets of 4 ways: inserts collide and evict
+	var cursor uint64
+	now := uint32(1000)
+	key := func() connKey {
+		k := connKey{lanPort: uint16(r.IntN(200)), wanPort: 443, proto: []uint8{protoTCP, protoUDP, protoICMPv6}[r.IntN(3)]}
+		k.lan[15], k.wan[15] = 1, 2
+		return k
+	}
+	walk := func(live bool) int {
+		n := 0
+		for i := range ct.b {
+			for _, e := range ct.b[i].e {
+				if e.state != stFree && (!live || now < e.deadline) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for step := range 5000 {
+		k := key()
+		switch op := r.IntN(10); {
+		case op < 5:
+			ct.insert(&k, LAN, false, now)
+		case op < 8:
+			ct.lookup(&k, WAN, tcpAck, now)
+		case op < 9:
+			ct.sweep(&cursor, 4, now)
+		default:
+			now += uint32(r.IntN(200)) // entries expire (UDP, ICMP, SYN sent)
+		}
+		if got, want := ct.used.Load(), int64(walk(false)); got != want {
+			t.Fatalf("step %d: used = %d, want %d (entries not free)", step, got, want)
+		}
+		if got, want := ct.count(now), walk(true); got != want {
+			t.Fatalf("step %d: count = %d, want %d", step, got, want)
+		}
+	}
+	now += 1 << 30
+	ct.sweep(&cursor, len(ct.b), now)
+	if n := ct.used.Load(); n != 0 {
+		t.Errorf("after a sweep of the whole expired table: used = %d, want 0", n)
+	}
+	ct.each(now, func(*Conn) bool { t.Error("each called fn on an empty table"); return false })
+}
