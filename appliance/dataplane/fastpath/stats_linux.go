@@ -12,7 +12,8 @@ type Stats struct {
 	Bytes   uint64 // wire bytes as received (an outer VLAN tag included)
 	L3Bytes uint64 // IP bytes
 	// Last is the CLOCK_MONOTONIC time of the slot's last packet (ns), 0
-	// before the first.
+	// before the first: read at the last scheduler tick before it (the
+	// coarse clock), up to a tick early.
 	Last int64
 }
 
