@@ -86,7 +86,7 @@ func newIPv6Lab(t *testing.T) *ipv6Lab {
 		t.Fatal(err)
 	}
 	l.rad = startRA(t, tp.box, l.first)
-	waitFor(t, 10*time.Second, "the WAN gateway from radvd's RA", func() bool {
+	netnstest.WaitFor(t, 10*time.Second, "the WAN gateway from radvd's RA", func() bool {
 		_, ok := l.v6.Gateway(time.Now().UnixNano())
 		return ok
 	})
@@ -174,7 +174,7 @@ func startRA(t *testing.T, box *netnstest.Namespace, p netip.Prefix) *ra.Server 
 func waitSLAAC(t *testing.T, ns *netnstest.Namespace, p netip.Prefix) netip.Addr {
 	t.Helper()
 	var got netip.Addr
-	waitFor(t, 15*time.Second, "a SLAAC address in "+p.String(), func() bool {
+	netnstest.WaitFor(t, 15*time.Second, "a SLAAC address in "+p.String(), func() bool {
 		for _, line := range strings.Split(ns.IP(t, "-6", "addr", "show", "dev", "eth0", "scope", "global"), "\n") {
 			f := strings.Fields(line)
 			if len(f) > 1 && f[0] == "inet6" && !strings.Contains(line, "deprecated") && !strings.Contains(line, "tentative") {
@@ -203,15 +203,4 @@ func serve(t *testing.T, ns *netnstest.Namespace, addr string) {
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/internal/netnstest"
 )
 
 // The differential test of the fast path's routed IPv6 flows: the same
@@ -158,7 +159,7 @@ func TestFastPathIPv6Evictions(t *testing.T) {
 	na := frametest.IPv6{Src: fp6GwLL.As16(), Dst: LinkLocal(c.wanMAC).As16(), HopLimit: 255}.ICMPPacket(136, 0, 0x20000000,
 		append(slices.Clone(fp6GwLL.AsSlice()), append([]byte{2, 1}, newGw[:]...)...))
 	c.step(nil, [][]byte{frametest.Frame(c.wanMAC, newGw, frame.EtherTypeIPv6, na)})
-	waitFor(t, 2*time.Second, "the gateway's flows out of the kernel", func() bool { return e.Snapshot().FastPath.IPv6Flows <= 3 })
+	netnstest.WaitFor(t, 2*time.Second, "the gateway's flows out of the kernel", func() bool { return e.Snapshot().FastPath.IPv6Flows <= 3 })
 	c.h2.Reset()
 	c.step(udp(20), nil)
 	got := c.h2.Wait(200*time.Millisecond, 2*time.Second)

@@ -25,14 +25,3 @@ func next(t *testing.T, ch <-chan change, within time.Duration) change {
 		return change{}
 	}
 }
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
+
+	"e1kbox/internal/netnstest"
 )
 
 // fakeLink is a transport whose other end is the test: it reads what the
@@ -233,7 +235,7 @@ func TestNoBindingOnRenew(t *testing.T) {
 				f.sent(dhcpv6.MessageTypeSolicit, 2*time.Second)
 				return
 			}
-			waitFor(t, 2*time.Second, "bound after the Renew's Reply", func() bool { return f.c.Stats().State == "bound" })
+			netnstest.WaitFor(t, 2*time.Second, "bound after the Renew's Reply", func() bool { return f.c.Stats().State == "bound" })
 			if s := f.c.Stats(); s.Sent["SOLICIT"] != 1 {
 				t.Errorf("stats %+v: SOLICIT again after NoBinding for an IA_NA without addresses", s)
 			}
@@ -301,7 +303,7 @@ func TestDecline(t *testing.T) {
 		t.Errorf("retransmitted DECLINE with transaction %x, want %x", again.TransactionID, dec.TransactionID)
 	}
 	f.answer(again, dhcpv6.MessageTypeReply, &dhcpv6.OptStatusCode{StatusCode: iana.StatusSuccess})
-	waitFor(t, 2*time.Second, "bound after the Decline's Reply", func() bool { return f.c.Stats().State == "bound" })
+	netnstest.WaitFor(t, 2*time.Second, "bound after the Decline's Reply", func() bool { return f.c.Stats().State == "bound" })
 	if s := f.c.Stats(); s.Sent["DECLINE"] != 2 || s.Received["REPLY"] != 2 {
 		t.Errorf("stats %+v, want 2 DECLINEs and 2 REPLYs", s)
 	}
@@ -334,7 +336,7 @@ func TestDeclineWhileRenewing(t *testing.T) {
 		t.Errorf("after the Renew's Reply with the declined address: %+v, want the prefix only", cur)
 	}
 	f.answer(dec, dhcpv6.MessageTypeReply)
-	waitFor(t, 2*time.Second, "bound after the Decline's Reply", func() bool { return f.c.Stats().State == "bound" })
+	netnstest.WaitFor(t, 2*time.Second, "bound after the Decline's Reply", func() bool { return f.c.Stats().State == "bound" })
 	if diff := cmp.Diff([]netip.Addr(nil), leaseAddrs(f.c.Current()), addrCmp); diff != "" {
 		t.Errorf("addresses (-want +got):\n%s", diff)
 	}

@@ -114,7 +114,7 @@ func TestNetnsKea(t *testing.T) {
 	}
 
 	// Renewals at T1 (1 s) keep the binding: no change, lifetimes move on.
-	waitFor(t, 8*time.Second, "two renewals answered", func() bool {
+	netnstest.WaitFor(t, 8*time.Second, "two renewals answered", func() bool {
 		s := c.Stats()
 		return s.Sent["RENEW"] >= 2 && s.Received["REPLY"] >= 3 && s.State == "bound"
 	})
@@ -152,7 +152,7 @@ func TestNetnsKea(t *testing.T) {
 	if kept.old != nil || len(kept.new.Prefixes) != 1 || kept.new.Prefixes[0].Prefix != moved.new.Prefixes[0].Prefix {
 		t.Fatalf("after restart: %+v, want the kept %v", kept, prefixes(moved.new))
 	}
-	waitFor(t, 5*time.Second, "the kept lease rebound", func() bool {
+	netnstest.WaitFor(t, 5*time.Second, "the kept lease rebound", func() bool {
 		s := c2.Stats()
 		return s.Sent["REBIND"] >= 1 && s.Received["REPLY"] >= 1 && s.State == "bound"
 	})

@@ -48,13 +48,13 @@ func TestNetnsStateless(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { cancel(); wait() })
-	waitFor(t, 5*time.Second, "the server's DUID", func() bool { return s.DUID() != nil })
+	netnstest.WaitFor(t, 5*time.Second, "the server's DUID", func() bool { return s.DUID() != nil })
 	wantDUID := &dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: net.HardwareAddr{2, 0xd6, 0, 0, 0, 1}}
 	if !s.DUID().Equal(wantDUID) {
 		t.Errorf("DUID %v, want the DUID-LL of s0's MAC %v", s.DUID(), wantDUID)
 	}
 
-	waitFor(t, 5*time.Second, "c0's link-local address", func() bool {
+	netnstest.WaitFor(t, 5*time.Second, "c0's link-local address", func() bool {
 		out, _ := cli.Output("ip", "-6", "addr", "show", "dev", "c0", "scope", "link")
 		return strings.Contains(out, "fe80::") && !strings.Contains(out, "tentative")
 	})
@@ -86,7 +86,7 @@ func TestNetnsStateless(t *testing.T) {
 			send(t, ir.ToBytes())
 		}
 	})
-	waitFor(t, 5*time.Second, "the garbage and the burst counted", func() bool {
+	netnstest.WaitFor(t, 5*time.Second, "the garbage and the burst counted", func() bool {
 		return s.Stats().Received-before.Received == 31
 	})
 	time.Sleep(200 * time.Millisecond) // the last answers leave
@@ -193,16 +193,5 @@ func send(t *testing.T, b []byte) {
 	defer c.Close()
 	if _, err := c.WriteTo(b, &net.UDPAddr{IP: dhcpv6.AllDHCPRelayAgentsAndServers, Port: dhcpv6.DefaultServerPort, Zone: "c0"}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

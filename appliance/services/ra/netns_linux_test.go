@@ -85,7 +85,7 @@ func TestNetnsSLAAC(t *testing.T) {
 	l.host.IP(t, "link", "set", "h0", "up")
 
 	slaac := netip.MustParseAddr("2001:db8:8600::86:ff:fe00:102") // EUI-64 of 02:86:00:00:01:02
-	waitFor(t, 10*time.Second, "the host's SLAAC address in "+first.String(), func() bool {
+	netnstest.WaitFor(t, 10*time.Second, "the host's SLAAC address in "+first.String(), func() bool {
 		dep, ok := l.hostAddrs(t)[slaac]
 		return ok && !dep
 	})
@@ -113,7 +113,7 @@ func TestNetnsSLAAC(t *testing.T) {
 	// An RS with hop limit 64 (it may have come from off link) is dropped.
 	before := s.Stats()
 	l.host.Do(t, func() { sendRS(t, 64) })
-	waitFor(t, 3*time.Second, "the hop-limit-64 RS dropped", func() bool {
+	netnstest.WaitFor(t, 3*time.Second, "the hop-limit-64 RS dropped", func() bool {
 		return s.Stats().Dropped["hop_limit"] > before.Dropped["hop_limit"]
 	})
 	if got := s.Stats().Solicitations; got != before.Solicitations {
@@ -126,7 +126,7 @@ func TestNetnsSLAAC(t *testing.T) {
 	now = time.Now()
 	s.SetPrefixes([]Prefix{{second, now.Add(time.Hour), now.Add(2 * time.Hour)}})
 	moved := netip.MustParseAddr("2001:db8:8700::86:ff:fe00:102")
-	waitFor(t, 10*time.Second, "the host on the new prefix, the old address deprecated", func() bool {
+	netnstest.WaitFor(t, 10*time.Second, "the host on the new prefix, the old address deprecated", func() bool {
 		a := l.hostAddrs(t)
 		dNew, okNew := a[moved]
 		dOld, okOld := a[slaac]
@@ -162,16 +162,5 @@ func sendRS(t *testing.T, hops int) {
 	}
 	if _, err := pc.WriteTo(b, &ipv6.ControlMessage{IfIndex: ifi.Index, HopLimit: hops}, &net.IPAddr{IP: net.ParseIP("ff02::2"), Zone: "h0"}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
