@@ -56,7 +56,7 @@ type Options struct {
 // Report says what an update did and how long each step took.
 type Report struct {
 	OldBuild, NewBuild string
-	Outcome            string // "committed", "reverted", "refused" or "no answer"
+	Outcome            string // "committed", "reverted", "refused", "no answer" or "lost"
 	Reason             string
 	BootWritten        bool
 	Steps              []Step
@@ -96,6 +96,12 @@ var ErrReverted = errors.New("update reverted: the box runs the previous build")
 // again within BootTimeout.
 var ErrNoAnswer = errors.New("the box did not come back from the test boot; power-cycle it: an unconfirmed test boot never becomes permanent, it boots the previous build")
 
+// ErrLost means the box answers but holds no record of the update, pending
+// or finished, for BootTimeout: it lost its persistent partition (where
+// the record is kept) in the test boot. Power-cycle it: an unconfirmed test
+// boot boots the previous build.
+var ErrLost = errors.New("the box answers but has no record of the update (its /perm is gone?); power-cycle it: an unconfirmed test boot boots the previous build")
+
 // ErrRefused means the box did not take the update (nothing was written).
 var ErrRefused = errors.New("the box refused the update")
 
@@ -134,7 +140,7 @@ func (u *run) step(name string, f func() error) error {
 // Update uploads the .gaf to the box's update API and follows the test
 // boot to its outcome: nil once the new build is committed and healthy,
 // ErrReverted (the box is back on the previous build by itself),
-// ErrRefused or ErrNoAnswer.
+// ErrRefused, ErrNoAnswer or ErrLost.
 func Update(ctx context.Context, opts Options) (*Report, error) {
 	u := newRun(opts)
 	start := time.Now()
@@ -172,8 +178,11 @@ func (u *run) update(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		if errors.Is(err, ErrNoAnswer) {
+		switch {
+		case errors.Is(err, ErrNoAnswer):
 			u.report.Outcome = "no answer"
+		case errors.Is(err, ErrLost):
+			u.report.Outcome = "lost"
 		}
 		return err
 	}
@@ -235,9 +244,10 @@ func (u *run) upload(ctx context.Context, rec *boxupdate.Record) error {
 
 // waitOutcome polls the box's update state until update id is resolved.
 // The deadline restarts whenever the box answers, so a slow reboot is not
-// a hang; silence for BootTimeout is ErrNoAnswer.
+// a hang; silence for BootTimeout is ErrNoAnswer, and answers without any
+// record of id for BootTimeout are ErrLost.
 func (u *run) waitOutcome(ctx context.Context, id string) (*boxupdate.Record, error) {
-	lastAnswer := time.Now()
+	lastAnswer, lastSeen := time.Now(), time.Now()
 	for {
 		var st boxupdate.Status
 		err := u.getJSON(ctx, u.dashboard("/api/system/update"), &st, true)
@@ -245,6 +255,11 @@ func (u *run) waitOutcome(ctx context.Context, id string) (*boxupdate.Record, er
 			lastAnswer = time.Now()
 			if st.Last != nil && st.Last.ID == id && (st.Pending == nil || st.Pending.ID != id) {
 				return st.Last, nil
+			}
+			if st.Pending != nil && st.Pending.ID == id {
+				lastSeen = lastAnswer
+			} else if time.Since(lastSeen) > u.opts.BootTimeout {
+				return nil, fmt.Errorf("%w (update %s, for %v)", ErrLost, id, u.opts.BootTimeout)
 			}
 		} else if time.Since(lastAnswer) > u.opts.BootTimeout {
 			return nil, fmt.Errorf("%w (silent for %v: %v)", ErrNoAnswer, u.opts.BootTimeout, err)

@@ -27,6 +27,7 @@ type fakeBox struct {
 	next      string
 	keep      bool // the test boot is kept
 	hang      bool // the box never answers after the upload
+	forget    bool // the box comes back without any record of the update (its /perm lost)
 	refuse    int  // answer the upload with this status
 	downUntil time.Time
 	pending   *boxupdate.Record
@@ -41,6 +42,9 @@ func (f *fakeBox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.hang && f.pending != nil || time.Now().Before(f.downUntil) {
 		http.Error(w, "down", http.StatusBadGateway)
 		return
+	}
+	if f.pending != nil && f.forget { // back from the test boot, its record gone
+		f.pending = nil
 	}
 	if f.pending != nil { // back from the test boot
 		p := f.pending
@@ -100,6 +104,7 @@ func TestUpdate(t *testing.T) {
 		{"reverted", &fakeBox{}, ErrReverted, "reverted"},
 		{"refused", &fakeBox{refuse: http.StatusForbidden}, ErrRefused, "refused"},
 		{"hangs", &fakeBox{hang: true}, ErrNoAnswer, "no answer"},
+		{"forgets", &fakeBox{forget: true}, ErrLost, "lost"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			box := tc.box
