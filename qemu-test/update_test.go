@@ -297,7 +297,9 @@ func TestDashboardUpdate(t *testing.T) {
 	if res.Outcome != boxupdate.Reverted {
 		t.Fatalf("%s\nbroken build: %+v", b.diagnosis(&ota.Report{}), res)
 	}
-	if err := b.healthyOn(bs.changed.BuildTimestamp); err != nil {
+	// The guard's record of the revert is readable while the appliance of
+	// the previous build still starts (its /healthz answers 503 then).
+	if err := b.waitHealthy(bs.changed.BuildTimestamp, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("broken build reverted in %.1fs: %s", time.Since(start).Seconds(), res.Reason)
