@@ -26,7 +26,7 @@ func (h *harness) profile(ctx context.Context, o *options, paths []Path, w io.Wr
 	}
 	var errs []error
 	for _, p := range paths {
-		if p.Kind != kindE1kbox || ctx.Err() != nil {
+		if p.Kind == kindDirect || ctx.Err() != nil {
 			continue
 		}
 		if err := h.profilePath(ctx, o, p, w); err != nil {
@@ -99,11 +99,14 @@ func (h *harness) profilePath(ctx context.Context, o *options, p Path, w io.Writ
 	}
 	fmt.Fprintf(w, "\nprofile of %s (%d s at %s, %s):\n", RowName(p.Name, size), secs, speed, pl)
 
+	if p.Kind != kindE1kbox {
+		return h.perfProfile(ctx, 0, pl.RX, name, secs, o.profile, w)
+	}
 	base := "http://" + applianceListen + "/debug/pprof/"
 	if code, _, err := httpGetIn(h.t.box, base, 5*time.Second); err == nil && code == http.StatusOK {
 		return h.pprofProfile(ctx, base, name, secs, o.profile, w)
 	}
-	return h.perfProfile(ctx, b.appliance.Process.Pid, name, secs, o.profile, w)
+	return h.perfProfile(ctx, b.appliance.Process.Pid, pl.RX, name, secs, o.profile, w)
 }
 
 // pprofProfile fetches a CPU profile from the appliance's pprof endpoint.
@@ -126,36 +129,48 @@ func (h *harness) pprofProfile(ctx context.Context, base, name string, secs int,
 	return report(w, filepath.Join(dir, name+".top.txt"), "pprof "+file, out)
 }
 
-// perfProfile samples the appliance process and the whole system with
-// perf record (software cpu-clock: works in VMs without a PMU).
-func (h *harness) perfProfile(ctx context.Context, pid int, name string, secs int, dir string, w io.Writer) error {
+// perfProfile samples the appliance process (pid; 0 for a kernel path)
+// and the box's receive CPU rx with perf record (software cpu-clock:
+// works in VMs without a PMU). The receive CPU's profile of a kernel path
+// and of an e1kbox path compare where the box CPU of the CPU table goes.
+func (h *harness) perfProfile(ctx context.Context, pid, rx int, name string, secs int, dir string, w io.Writer) error {
 	appData := filepath.Join(dir, name+".perf.data")
-	sysData := filepath.Join(dir, name+"-system.perf.data")
+	rxData := filepath.Join(dir, name+"-rx.perf.data")
 	sleepArg := strconv.Itoa(secs)
-	app := exec.CommandContext(ctx, "perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-o", appData, "-p", strconv.Itoa(pid), "--", "sleep", sleepArg)
-	sys := exec.CommandContext(ctx, "perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-a", "-o", sysData, "--", "sleep", sleepArg)
-	var appOut, sysOut strings.Builder
-	app.Stdout, app.Stderr = &appOut, &appOut
-	sys.Stdout, sys.Stderr = &sysOut, &sysOut
-	if err := app.Start(); err != nil {
-		return fmt.Errorf("perf record: %w", err)
+	type rec struct {
+		cmd *exec.Cmd
+		out strings.Builder
 	}
-	if err := sys.Start(); err != nil {
-		app.Wait()
-		return fmt.Errorf("perf record: %w", err)
+	var recs []*rec
+	if pid > 0 {
+		recs = append(recs, &rec{cmd: exec.CommandContext(ctx, "perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-o", appData, "-p", strconv.Itoa(pid), "--", "sleep", sleepArg)})
 	}
-	aerr, serr := app.Wait(), sys.Wait()
-	if aerr != nil {
-		return fmt.Errorf("perf record -p %d: %w: %s", pid, aerr, lastLines(appOut.String(), 3))
-	}
-	if serr != nil {
-		return fmt.Errorf("perf record -a: %w: %s", serr, lastLines(sysOut.String(), 3))
+	recs = append(recs, &rec{cmd: exec.CommandContext(ctx, "perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-C", strconv.Itoa(rx), "-o", rxData, "--", "sleep", sleepArg)})
+	for i, r := range recs {
+		r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
+		if err := r.cmd.Start(); err != nil {
+			for _, s := range recs[:i] {
+				s.cmd.Wait()
+			}
+			return fmt.Errorf("perf record: %w", err)
+		}
 	}
 	var errs []error
-	for _, f := range []struct{ data, title, fields string }{
-		{appData, "perf, e1kbox process " + appData, "overhead,dso,sym"},
-		{sysData, "perf, all CPUs " + sysData, "overhead,comm,dso,sym"},
-	} {
+	for _, r := range recs {
+		if err := r.cmd.Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w: %s", strings.Join(r.cmd.Args[:10], " "), err, lastLines(r.out.String(), 3)))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	files := []struct{ data, title, fields string }{
+		{rxData, fmt.Sprintf("perf, the receive CPU (cpu%d) %s", rx, rxData), "overhead,comm,dso,sym"},
+	}
+	if pid > 0 {
+		files = append(files, struct{ data, title, fields string }{appData, "perf, e1kbox process " + appData, "overhead,dso,sym"})
+	}
+	for _, f := range files {
 		out, err := run(ctx, "perf", "report", "-i", f.data, "--stdio", "--no-children", "-g", "none",
 			"-F", f.fields, "--percent-limit", "1")
 		if err != nil {
