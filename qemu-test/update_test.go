@@ -273,7 +273,7 @@ func TestDashboardUpdate(t *testing.T) {
 	b.setUpdateKey(t, gaf.EncodePublicKey(pub))
 	ctx := browse(t, b, "/#/system")
 
-	res := uploadInUI(t, ctx, b, bs.changed.GAF)
+	res := uploadInUIRetry(t, ctx, b, bs.changed.GAF)
 	if !strings.Contains(res.Error, "not signed") {
 		t.Fatalf("unsigned upload: %+v, want the refusal shown", res)
 	}
@@ -356,6 +356,8 @@ type uiResult struct {
 	// (Phase: what it says).
 	Silent bool
 	Phase  string
+	// Failed: the browser lost the upload's connection (Error says so).
+	Failed bool
 }
 
 // uploadInUI picks files in the System page's update form, starts the
@@ -377,6 +379,7 @@ func uploadInUI(t testing.TB, ctx context.Context, b *box, files ...string) uiRe
 		t.Fatalf("starting the upload: %v", err)
 	}
 	var res uiResult
+	var last uiState
 	for {
 		s, err := chromedp.Run(tctx, chromedp.Evaluate[uiState](`(() => {
 			const q = (s) => document.querySelector(s);
@@ -389,8 +392,9 @@ func uploadInUI(t testing.TB, ctx context.Context, b *box, files ...string) uiRe
 				State: q('#update-card').dataset.state || '' };
 		})()`))
 		if err != nil {
-			t.Fatalf("%s\nreading the page: %v", b.diagnosis(&ota.Report{}), err)
+			t.Fatalf("%s\nreading the page: %v; it last showed %+v", b.diagnosis(&ota.Report{}), err, last)
 		}
+		last = s
 		res.MaxProgress = max(res.MaxProgress, s.Progress)
 		res.SawUploading = res.SawUploading || strings.HasPrefix(s.Phase, "Uploading") || s.Progress > 0
 		if s.State == "refused" {
@@ -405,8 +409,40 @@ func uploadInUI(t testing.TB, ctx context.Context, b *box, files ...string) uiRe
 			res.Silent, res.Phase = true, s.Phase
 			return res
 		}
+		if s.State == "failed" {
+			res.Failed, res.Error, res.Phase = true, s.Error, s.Phase
+			return res
+		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// uploadInUIRetry is uploadInUI, once more when the browser lost the
+// upload's connection before the box had all of it (the page says so and
+// the box has no record of it: nothing was installed). In a CI run the
+// page waited 12 minutes for the unsigned upload's refusal, which never
+// came; the page now shows a lost upload, and this says what it showed.
+func uploadInUIRetry(t *testing.T, ctx context.Context, b *box, files ...string) uiResult {
+	t.Helper()
+	res := uploadInUI(t, ctx, b, files...)
+	if !res.Failed {
+		return res
+	}
+	var st boxupdate.Status
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		err := b.api(http.MethodGet, "/api/system/update", nil, &st)
+		if err == nil && st.Phase == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page lost the upload (%s) and the box is not idle: %v %+v", res.Error, err, st)
+		}
+	}
+	if st.Pending != nil {
+		t.Fatalf("the page lost the upload (%s) but the box installed it: %+v", res.Error, st.Pending)
+	}
+	t.Logf("TCG FLAKE: the page lost the upload (%s; %s), the box has no update pending; uploading once more", res.Error, res.Phase)
+	return uploadInUI(t, ctx, b, files...)
 }
 
 // uploadOrRecover is uploadInUI through TCG's flakes, as updateOrRecover
@@ -420,7 +456,7 @@ func uploadInUI(t testing.TB, ctx context.Context, b *box, files ...string) uiRe
 func (b *box) uploadOrRecover(t *testing.T, ctx context.Context, from, to *build.Manifest, keep bool, files ...string) (*box, context.Context, uiResult) {
 	t.Helper()
 	panics := b.panics()
-	res := uploadInUI(t, ctx, b, files...)
+	res := uploadInUIRetry(t, ctx, b, files...)
 	if keep && res.Outcome == boxupdate.Reverted && b.panics() > panics {
 		t.Logf("TCG FLAKE: the test boot of a good build panicked and the box reverted by itself (%s); uploading once more. Console tail:\n%s",
 			res.Reason, tail(b.Console(), 30))

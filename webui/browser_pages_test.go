@@ -26,6 +26,7 @@ type pageFakes struct {
 	diag    *fakeDiag
 	book    *LogBook
 	stats   *fakeStats
+	updater *fakeUpdater
 }
 
 // docShot saves a screenshot, and with E1KBOX_DOCS_SHOTS=1 also as
@@ -266,6 +267,46 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 			t.Errorf("capture file %q", body)
 		}
 		docShot(t, ctx, "diagnostics")
+	})
+
+	t.Run("system: every upload ends in a state the page shows", func(t *testing.T) {
+		gaf := filepath.Join(t.TempDir(), "e1kbox.gaf")
+		if err := os.WriteFile(gaf, []byte(strings.Repeat("gaf", 100000)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name          string
+			refuse        error
+			abort         bool
+			state, reason string
+		}{
+			{name: "refused", refuse: refusal{http.StatusForbidden, "the update is not signed"}, state: "refused", reason: "update refused: the update is not signed"},
+			// A box that goes away mid-upload: before, the page kept
+			// showing the upload's progress and no state (a CI run's
+			// TestDashboardUpdate waited 12 minutes for it).
+			{name: "lost", abort: true, state: "failed", reason: "The upload failed (connection lost)."},
+		} {
+			fk.updater.mu.Lock()
+			fk.updater.refuse, fk.updater.abort = tc.refuse, tc.abort
+			fk.updater.mu.Unlock()
+			step(t, ctx, "system "+tc.name, 15*time.Second, chromedp.Navigate(url+"#/system"), chromedp.WaitVisible(chromedp.CSS(`#update-file`)),
+				chromedp.SetUploadFiles(chromedp.CSS(`#update-file`), []string{gaf}))
+			click(t, ctx, `#update-start`)
+			waitFor(t, ctx, tc.name+" upload's state", `['refused', 'failed', 'done'].includes(document.querySelector('#update-card').dataset.state)`, 10*time.Second)
+			got := eval[[]string](t, ctx, `[document.querySelector('#update-card').dataset.state, document.querySelector('#update-error').textContent, String(document.querySelector('#update-error').hidden), String(document.querySelector('#update-start').disabled)]`)
+			if diff := cmp.Diff([]string{tc.state, tc.reason, "false", "false"}, got); diff != "" {
+				t.Errorf("%s upload: state, error, error hidden, button disabled (-want +got):\n%s", tc.name, diff)
+			}
+			fk.updater.mu.Lock()
+			n := fk.updater.received
+			fk.updater.mu.Unlock()
+			if n != 300000 {
+				t.Errorf("%s upload: the box received %d bytes, want 300000", tc.name, n)
+			}
+		}
+		fk.updater.mu.Lock()
+		fk.updater.refuse, fk.updater.abort = nil, false
+		fk.updater.mu.Unlock()
 	})
 
 	t.Run("admin: syslog target and reboot", func(t *testing.T) {

@@ -215,11 +215,13 @@ func TestBrowser(t *testing.T) {
 	stats.ports = append(stats.ports, PortStats{Name: "host", Interface: "e1khost0", Kind: PortHost, Up: true, SpeedMbps: 10000})
 	stats.ipv6 = &IPv6Counters{Forwarded: 5000, Conns: 5, Neighbours: 2, Drops: []DropStat{{Reason: "firewall", Packets: 9}}}
 	router, devs, diag, book := newFakeRouter(), newFakeDevices(), &fakeDiag{}, NewLogBook(0)
+	upd := &fakeUpdater{}
 	f := startFixture(t, func(o *Options) {
 		o.Stats = stats
 		o.Conntrack = newFakeConntrack(100000)
 		o.ConfirmTimeout = 4 * time.Second // the page's default; the tests confirm within it or watch it roll back
 		o.Router, o.Devices, o.Diagnostics, o.Capture, o.Power, o.NICs, o.Logs = router, devs, diag, diag, diag, testNICs, book
+		o.Updater, o.MaxUpdate = upd, 1<<20
 		o.Neighbours = fakeNeighbours{
 			{Side: "wan", Port: "port1", IP: netip.MustParseAddr("203.0.113.1"), MAC: "02:00:00:00:0b:99", Resolved: true, Confirmed: now},
 			{Side: "lan", Port: "port2", IP: netip.MustParseAddr("2001:db8:6600::100"), MAC: "52:54:00:aa:00:01", Resolved: true, State: "reachable", Confirmed: now},
@@ -494,7 +496,7 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
-	browserPages(t, ctx, browser, f, url, pageFakes{router: router, devices: devs, diag: diag, book: book, stats: stats})
+	browserPages(t, ctx, browser, f, url, pageFakes{router: router, devices: devs, diag: diag, book: book, stats: stats, updater: upd})
 
 	t.Run("phone layout", func(t *testing.T) {
 		step(t, ctx, "phone", 20*time.Second,

@@ -15,6 +15,7 @@ type fakeUpdater struct {
 	got      []byte
 	sig      string
 	refuse   error
+	abort    bool // drop the connection without an answer, as a box that goes away mid-upload
 	last     string
 	received int
 }
@@ -35,6 +36,9 @@ func (u *fakeUpdater) Apply(ctx context.Context, body io.Reader, sig []byte) (an
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.received = len(b)
+	if u.abort {
+		panic(http.ErrAbortHandler)
+	}
 	if u.refuse != nil {
 		return nil, u.refuse
 	}
@@ -42,10 +46,16 @@ func (u *fakeUpdater) Apply(ctx context.Context, body io.Reader, sig []byte) (an
 	return map[string]string{"id": "abc", "outcome": "testing"}, nil
 }
 
+// Status answers as boxupdate.Status does: no record before the first
+// update.
 func (u *fakeUpdater) Status() any {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return map[string]any{"last": map[string]string{"outcome": u.last}}
+	if u.last == "" {
+		return map[string]any{"signed_only": false}
+	}
+	return map[string]any{"last": map[string]any{"id": "abc", "client": "dashboard", "outcome": u.last,
+		"from": map[string]string{"timestamp": "2026-12-01T10:00:00Z"}, "to": map[string]string{"timestamp": "2026-12-02T10:00:00Z"}}}
 }
 
 func TestUpdateAPI(t *testing.T) {
@@ -57,9 +67,9 @@ func TestUpdateAPI(t *testing.T) {
 	if rec["id"] != "abc" || !bytes.Equal(u.got, body) || u.sig != "c2ln" {
 		t.Errorf("answer %v; updater got %d bytes, signature %q", rec, len(u.got), u.sig)
 	}
-	var st map[string]map[string]string
+	var st struct{ Last struct{ Outcome string } }
 	f.doJSON(http.MethodGet, "/api/system/update", nil, http.StatusOK, &st)
-	if st["last"]["outcome"] != "testing" {
+	if st.Last.Outcome != "testing" {
 		t.Errorf("status %v", st)
 	}
 	var info Info

@@ -201,7 +201,7 @@ function updateCard() {
     const gaf = files.find((f) => !f.name.endsWith('.sig'));
     const sigFile = files.find((f) => f.name.endsWith('.sig'));
     error.hidden = true;
-    if (!gaf) { error.hidden = false; replace(error, 'Choose a .gaf file.'); return; }
+    if (!gaf) { error.hidden = false; replace(error, 'Choose a .gaf file.'); el.dataset.state = 'refused'; return; }
     const sig = sigFile ? (await sigFile.text()).trim() : '';
     start.disabled = true;
     progress.value = 0;
@@ -234,7 +234,18 @@ function updateCard() {
       showPhase('Installed beside the running build; the box test-boots it now…');
       if (!poll) poll = setInterval(refresh, 2000);
     };
-    xhr.onerror = () => { start.disabled = false; error.hidden = false; replace(error, 'The upload failed (connection lost).'); };
+    // A lost connection installs nothing unless the box got all of it:
+    // the box's own record (refresh) says which.
+    const lost = (why) => () => {
+      start.disabled = false;
+      error.hidden = false;
+      replace(error, h('strong', {}, `The upload failed (${why}).`));
+      showPhase('The box may not have received it; its last update is shown below.');
+      el.dataset.state = 'failed';
+      refresh();
+    };
+    xhr.onerror = lost('connection lost');
+    xhr.onabort = lost('aborted');
     xhr.send(gaf);
   }
 
