@@ -220,3 +220,43 @@ func TestBridge(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackingStartsFromTheRouters: a flow installed with the router's
+// highest acknowledgment (NATFlow.Ack) tracks on from it, as the router
+// would: a frame whose acknowledgment is behind it does not lower it, and
+// one ahead raises it; without one, the first frame's counts.
+func TestTrackingStartsFromTheRouters(t *testing.T) {
+	p := load(t, ModeTCX)
+	k := NATKey{Ifindex: 1, Src: lanHost, Dst: server, SrcPort: 40000, DstPort: 443, Proto: frame.ProtoTCP}
+	withAck := func(ack uint32) []byte {
+		h := frametest.IPv4{Src: lanHost, Dst: server, TTL: 64}
+		return frametest.Pad(frametest.Frame(routerLAN, hostMAC, frame.EtherTypeIPv4,
+			h.TCPPacket(frametest.TCP{SrcPort: 40000, DstPort: 443, Seq: 1000, Ack: ack, Flags: frame.TCPAck, Window: 512}, nil)))
+	}
+	for _, tc := range []struct {
+		name   string
+		seeded uint32
+		acks   []uint32
+		want   uint32
+	}{
+		{"none: the first frame's", 0, []uint32{2000}, 2000},
+		{"behind the router's", 5000, []uint32{2000}, 5000},
+		{"far behind (a damaged frame), then ahead", 5000, []uint32{5000 + 1<<31 + 7, 6000}, 6000},
+		{"ahead", 5000, []uint32{5500, 5400}, 5500},
+	} {
+		fl := natFlow()
+		fl.Ack = tc.seeded
+		if err := p.PutNAT(k, fl); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range tc.acks {
+			if ret, _ := run(t, p.progs.TCX, withAck(a)); ret != retRedirect {
+				t.Fatalf("%s: returned %d", tc.name, int32(ret))
+			}
+		}
+		tr, ok, err := p.NATTrack(k)
+		if err != nil || !ok || tr != (TCPTrack{Seen: true, Ack: tc.want, Win: 512}) {
+			t.Errorf("%s: NATTrack = %+v, %v, %v; want ack %d window 512", tc.name, tr, ok, err, tc.want)
+		}
+	}
+}

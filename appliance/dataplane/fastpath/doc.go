@@ -37,10 +37,18 @@
 //     ring socket) reads the same flow map and keeps the fast path's
 //     frames out of the rings before they are copied. The filter records
 //     its decision in skb->cb together with a per-CPU sequence number,
-//     and the tcx program follows it: a frame the filter gave to a ring is
-//     never also forwarded, and a frame it kept out of the rings whose
-//     flow was removed in between is sent back to the port's ingress,
-//     where the filter then lets it into a ring.
+//     and, for a frame it keeps out, a copy of the flow it classified the
+//     frame as (and tracks its TCP acknowledgment). The tcx program
+//     follows the decision: a frame the filter gave to a ring is never
+//     also forwarded, and one it kept out is rewritten and redirected by
+//     that copy without being classified again (the frame was the flow's
+//     when the filter saw it: a flow changed or removed in between is a
+//     change after it, as on the slow path). The classifier refuses what
+//     the rewrite would (an echo whose checksum the new identifier makes
+//     zero), so a frame kept out of the rings is never refused by tcx;
+//     one tcx cannot read is sent back to the port's ingress. Without a
+//     filter's decision (no ring on the port) tcx classifies the frame
+//     itself.
 //   - generic XDP (ModeXDP): runs before the taps, so it needs no filter.
 //     It cannot see a VLAN tag the NIC stripped into the skb's metadata
 //     (generic XDP has no access to it), so it treats tagged traffic as
@@ -50,11 +58,11 @@
 //
 // Counters flow back through a per-CPU array indexed by a flow's slot:
 // packets, wire bytes, IP bytes and the time of the last packet
-// (bpf_ktime_get_ns, CLOCK_MONOTONIC). Read them with ReadStats and keep
+// (bpf_ktime_get_coarse_ns: CLOCK_MONOTONIC at the last tick). Read them with ReadStats and keep
 // the differences; a slot's counters are zeroed when it is given to a new
 // flow (ResetStats). A TCP NAT flow also keeps the highest acknowledgment
-// and the last window it forwarded (NATTrack), which conntrack needs to
-// judge a later RST.
+// (starting from the router's, NATFlow.Ack) and the last window it
+// forwarded (NATTrack), which conntrack needs to judge a later RST.
 //
 // The programs need CONFIG_BPF_SYSCALL, tcx (CONFIG_NET_XGRESS, Linux
 // 6.6+) or generic XDP, bpf_skb_vlan_push/pop and bpf_xdp_load_bytes

@@ -39,6 +39,13 @@ type NATFlow struct {
 	MaxFrame, MaxIP int
 	// ICMPType is the echo type (8 request, 0 reply) of an ICMP flow.
 	ICMPType uint8
+	// Ack is, for TCP, the highest acknowledgment the router tracked in
+	// this direction before (0: none). The program's tracking starts from
+	// it, so that a frame whose acknowledgment is behind it (a stale or
+	// damaged one) does not become the highest because it was the first
+	// the kernel forwarded; the router then judges a later RST as it
+	// would have without the fast path.
+	Ack uint32
 }
 
 func (k *NATKey) raw() fastpathNatKey {
@@ -54,7 +61,7 @@ func (p *Program) PutNAT(k NATKey, f NATFlow) error {
 	v := fastpathNatVal{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC,
 		Saddr: ne32(f.Src), Daddr: ne32(f.Dst), Sport: ne16(f.SrcPort), Dport: ne16(f.DstPort),
 		OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP),
-		IcmpType: f.ICMPType}
+		IcmpType: f.ICMPType, Ack: f.Ack}
 	if f.CheckSrcMAC {
 		v.Flags |= 1
 	}

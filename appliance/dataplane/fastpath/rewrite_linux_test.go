@@ -67,6 +67,15 @@ func tryRun(prog *ebpf.Program, data []byte) (uint32, []byte, error) {
 	return ret, opts.DataOut, err
 }
 
+// asTapped is how a frame is given to the socket filter in
+// BPF_PROG_TEST_RUN: the kernel runs a socket filter's test on an skb
+// whose first 14 bytes it took as the Ethernet header (eth_type_trans), as
+// a packet tap's skb is before the tap pushes the header back, so the
+// frame gets 14 bytes in front that the filter never sees.
+func asTapped(frame []byte) []byte {
+	return append(make([]byte, 14), frame...)
+}
+
 var (
 	routerLAN = [6]byte{0x02, 0xe1, 0, 0, 0, 1}
 	routerWAN = [6]byte{0x02, 0xe1, 0, 0, 0, 2}
@@ -227,6 +236,15 @@ func TestRewriteMatchesSlowPath(t *testing.T) {
 				}
 				want := slowRewrite(t, c.frame, c.flow)
 				ret, got := run(t, prog, c.frame)
+				if mode == ModeTCX {
+					// The filter keeps out of the rings exactly
+					// the frames the tcx program forwards: one it
+					// kept out that tcx refused would go back to
+					// ingress, meet the filter again and go round.
+					if fret, _ := run(t, p.progs.Filter, asTapped(c.frame)); (fret == 0) != (ret == redirect) {
+						t.Fatalf("%s: the filter returned %d (0: kept out of the rings), the tcx program %d\nframe % x", c.name, fret, ret, c.frame)
+					}
+				}
 				if err := p.DeleteNAT(c.key); err != nil {
 					t.Fatal(err)
 				}
@@ -247,5 +265,51 @@ func TestRewriteMatchesSlowPath(t *testing.T) {
 			}
 			t.Logf("3000 frames, %d left to the slow path (ICMP checksum 0)", punted)
 		})
+	}
+}
+
+// TestICMPZeroChecksumPunted: an echo whose identifier change makes its
+// checksum zero is the slow path's (frame.SetICMPEchoID sums the whole
+// message then). The socket filter must leave it to the rings as the tcx
+// program does: a frame the filter kept out that tcx refused would go back
+// to ingress, meet the filter again, and go round for ever.
+func TestICMPZeroChecksumPunted(t *testing.T) {
+	p := load(t, ModeTCX)
+	h := frametest.IPv4{Src: lanHost, Dst: server, TTL: 64}
+	const from = 0x1234
+	f := frametest.Pad(frametest.Frame(routerLAN, hostMAC, frame.EtherTypeIPv4, h.ICMPPacket(frame.ICMPEchoRequest, 0, from<<16|7, []byte("ping"))))
+	csum := binary.BigEndian.Uint16(f[14+20+2:])
+	to := -1
+	for v := range 1 << 16 {
+		if frame.UpdateBytes(csum, []byte{from >> 8, from & 0xff}, []byte{byte(v >> 8), byte(v)}) == 0 {
+			to = v
+			break
+		}
+	}
+	if to < 0 {
+		t.Fatalf("no identifier makes checksum %#04x zero", csum)
+	}
+	fl := natFlow()
+	fl.SrcPort, fl.DstPort, fl.ICMPType = uint16(to), 0, frame.ICMPEchoRequest
+	key := NATKey{Ifindex: 1, Src: lanHost, Dst: server, SrcPort: from, Proto: frame.ProtoICMP}
+	if err := p.PutNAT(key, fl); err != nil {
+		t.Fatal(err)
+	}
+	if fret, _ := run(t, p.progs.Filter, asTapped(f)); fret == 0 {
+		t.Errorf("the filter kept the echo out of the rings (identifier %#04x → %#04x, checksum %#04x → 0)", from, to, csum)
+	}
+	if ret, _ := run(t, p.progs.TCX, f); ret != retTCXNext {
+		t.Errorf("the tcx program returned %d, want TCX_NEXT", ret)
+	}
+	// The control: another identifier is forwarded by both.
+	fl.SrcPort = uint16(to + 1)
+	if err := p.PutNAT(key, fl); err != nil {
+		t.Fatal(err)
+	}
+	if fret, _ := run(t, p.progs.Filter, asTapped(f)); fret != 0 {
+		t.Errorf("the filter left an echo of identifier %#04x to the rings (%d)", to+1, fret)
+	}
+	if ret, _ := run(t, p.progs.TCX, f); ret != retRedirect {
+		t.Errorf("the tcx program returned %d for identifier %#04x, want redirect", ret, to+1)
 	}
 }

@@ -58,6 +58,10 @@ type Offload struct {
 	Timeout uint32
 	// Reverse is the other direction's tuple as its packets arrive.
 	Reverse Tuple
+	// Ack is, for TCP, the highest acknowledgment the router has seen in
+	// direction Dir (0: none yet): the fast path's tracking goes on from
+	// it, as the router's own would.
+	Ack uint32
 }
 
 // offloadable reports whether packets of direction dir can take a
@@ -104,6 +108,7 @@ func (r *Router) Offloadable(t Tuple, now int64) (Offload, bool) {
 	state := e.state.Load()
 	other := e.keys[1-dir]
 	gen := ct.cold[idx].gen.Load()
+	ack := e.ack[dir].Load()
 	st.mu.Unlock()
 	if expired(e.deadline.Load(), sec) || !s.offloadable(t.Proto, state) {
 		return Offload{}, false
@@ -113,6 +118,9 @@ func (r *Router) Offloadable(t Tuple, now int64) (Offload, bool) {
 		Timeout: s.timeout(t.Proto, state),
 		Reverse: Tuple{Side: other.side(), Src: put32(other.src()), Dst: put32(other.dst()), SrcPort: other.sport(),
 			DstPort: other.dport(), Proto: t.Proto}}
+	if t.Proto == frame.ProtoTCP {
+		o.Ack = ack
+	}
 	op := &s.side[o.Out]
 	o.OutPort, o.OutMAC, o.OutMTU, o.InMAC = op.id, op.mac, op.mtu, s.side[t.Side].mac
 	nh := other.src()

@@ -50,7 +50,8 @@ func TestOffloadable(t *testing.T) {
 	want := Offload{ID: o.ID, Dir: 0, Src: of.IPv4.Src, Dst: of.IPv4.Dst, SrcPort: of.TCP.SrcPort, DstPort: of.TCP.DstPort,
 		Out: WAN, OutPort: wanPort, OutMAC: wanMAC, InMAC: lanMAC, OutMTU: 1500, NextHop: a4(gwAddr),
 		NextHopMAC: [6]byte(out[0:6]), Timeout: 432000,
-		Reverse: Tuple{Side: WAN, Src: a4(remote), Dst: a4(wanAddr), SrcPort: 443, DstPort: natPort, Proto: frame.ProtoTCP}}
+		Reverse: Tuple{Side: WAN, Src: a4(remote), Dst: a4(wanAddr), SrcPort: 443, DstPort: natPort, Proto: frame.ProtoTCP},
+		Ack: 5001} // the client's ACK: the fast path tracks on from it
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("LAN direction (-want +got):\n%s", diff)
 	}

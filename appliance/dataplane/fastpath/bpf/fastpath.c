@@ -112,9 +112,9 @@ struct nat_val {
 	__u16 max_ip;	   // longest IP packet on the egress side
 	__u8 flags;	   // NAT_*
 	__u8 icmp_type;	   // the echo type of this direction
-	__u8 tcp_seen;	   // written by the program: ack and win are set
+	__u8 tcp_seen;	   // written by the program: it tracked a frame (win is set)
 	__u8 pad;
-	__u32 ack;	   // written by the program: highest TCP ack of this direction
+	__u32 ack;	   // highest TCP ack of this direction: the router's at PutNAT, then the program's
 	__u32 win;	   // written by the program: its last window
 };
 
@@ -203,10 +203,22 @@ struct flow_stats {
 	__u64 last;	// bpf_ktime_get_coarse_ns of the last packet
 };
 
-// handshake is the socket filter's last decision on this CPU.
+// handshake is the socket filter's last decision on this CPU and, for
+// a frame it kept out of the rings, what it classified the frame as: a
+// copy of its flow's value, so that fp_tcx rewrites and redirects it
+// without classifying it again.
 struct handshake {
 	__u32 seq;
 	__u32 fast;
+	__u32 kind;  // KIND_*
+	__u32 slot2; // the microflow's stats slot (0: none)
+	__u32 iplen;
+	__u32 pad;
+	union {
+		struct nat_val nat;
+		struct r6_val r6;
+		struct br_val br;
+	} v;
 };
 
 #define HS_MAGIC 0xe1cb0c5a
@@ -495,6 +507,16 @@ static __always_inline int classify_nat(struct pkt *p, struct cls *c)
 		return PUNT_TCP + 1;
 	if (proto == IPPROTO_ICMP_ && b[34] != v->icmp_type)
 		return PUNT_ICMP + 1;
+	if (proto == IPPROTO_ICMP_) {
+		// An identifier change that makes the checksum zero:
+		// frame.SetICMPEchoID then sums the whole message, which is
+		// the slow path's job. Decided here, so that the filter never
+		// keeps out of the rings a frame nat_rewrite refuses.
+		__u16 from = be16(&b[38]);
+		__u16 to = bpf_ntohs(b[34] == 8 ? v->sport : v->dport);
+		if (from != to && updb2(be16(&b[36]), from, to) == 0)
+			return PUNT_CSUM + 1;
+	}
 	if (p->len > v->max_frame || p->iplen > v->max_ip)
 		return PUNT_MTU + 1;
 	c->kind = KIND_NAT;
@@ -798,8 +820,11 @@ static __always_inline void nat_track(struct pkt *p, struct nat_val *v)
 	__u8 *b = p->b;
 	if (b[L3 + 9] != IPPROTO_TCP_)
 		return;
+	// As the router's tcpTrack: the first acknowledgment, or a later
+	// one. v->ack starts at the router's own (PutNAT), so the two track
+	// as one.
 	__u32 ack = be32(&b[34 + 8]);
-	if (!v->tcp_seen || (__s32)(ack - v->ack) > 0)
+	if (v->ack == 0 || (__s32)(ack - v->ack) > 0)
 		v->ack = ack;
 	v->win = be16(&b[34 + 14]);
 	v->tcp_seen = 1;
@@ -818,7 +843,11 @@ static __always_inline int load_skb(struct __sk_buff *skb, struct pkt *p)
 		n = HDR_MAX;
 	if (n < 34)
 		return -1;
-	if (bpf_skb_load_bytes(skb, 0, p->b, n) < 0)
+	// n is 34..HDR_MAX; the mask keeps the verifier's bound on it
+	// (34..97, inside p->b) whatever registers clang picks, as in fp_xdp.
+	__u32 extra = n - 34;
+	asm volatile("%0 &= 0x3f" : "+r"(extra));
+	if (bpf_skb_load_bytes(skb, 0, p->b, 34 + extra) < 0)
 		return -1;
 	return 0;
 }
@@ -828,6 +857,10 @@ int fp_filter(struct __sk_buff *skb)
 {
 	struct pkt p = {};
 	struct cls c = {};
+	__u32 zero = 0;
+	struct handshake *h = bpf_map_lookup_elem(&hs, &zero);
+	if (!h)
+		return skb->len; // cannot tell fp_tcx: the ring takes it
 	__u32 fast = 0;
 	if (load_skb(skb, &p) == 0) {
 		int r = classify(&p, &c);
@@ -836,25 +869,39 @@ int fp_filter(struct __sk_buff *skb)
 		else
 			count_punt(r - 1); // fp_tcx follows this decision without classifying again
 	}
-	__u32 zero = 0;
-	struct handshake *h = bpf_map_lookup_elem(&hs, &zero);
-	if (h) {
-		h->seq += 1;
-		h->fast = fast;
-		skb->cb[0] = h->seq;
-		skb->cb[1] = h->seq ^ HS_MAGIC;
+	if (fast) {
+		// fp_tcx acts on this copy: the flow as it was when the frame
+		// was kept out of the rings (a flow changed or removed in
+		// between is a change after this frame, as in the slow path).
+		h->kind = c.kind;
+		h->iplen = p.iplen;
+		h->slot2 = 0;
+		if (c.kind == KIND_NAT) {
+			__builtin_memcpy(&h->v.nat, c.nat, sizeof(struct nat_val));
+			nat_track(&p, c.nat);
+		} else if (c.kind == KIND_R6) {
+			__builtin_memcpy(&h->v.r6, c.r6, sizeof(struct r6_val));
+		} else {
+			__builtin_memcpy(&h->v.br, c.br, sizeof(struct br_val));
+			h->slot2 = c.slot2;
+		}
 	}
+	h->seq += 1;
+	h->fast = fast;
+	skb->cb[0] = h->seq;
+	skb->cb[1] = h->seq ^ HS_MAGIC;
 	return fast ? 0 : skb->len;
 }
 
-// filter_said is the socket filter's decision for this skb: 1 fast, 0
-// slow, -1 when no filter ran on it.
-static __always_inline int filter_said(struct __sk_buff *skb)
+// filter_said is the socket filter's decision for this skb: 1 fast (*hp
+// then holds its classification), 0 slow, -1 when no filter ran on it.
+static __always_inline int filter_said(struct __sk_buff *skb, struct handshake **hp)
 {
 	__u32 zero = 0;
 	struct handshake *h = bpf_map_lookup_elem(&hs, &zero);
 	if (!h || skb->cb[0] != h->seq || skb->cb[1] != (h->seq ^ HS_MAGIC))
 		return -1;
+	*hp = h;
 	return h->fast;
 }
 
@@ -879,7 +926,8 @@ static __always_inline int bridge_egress(struct __sk_buff *skb, struct pkt *p, s
 SEC("tc")
 int fp_tcx(struct __sk_buff *skb)
 {
-	int said = filter_said(skb);
+	struct handshake *h = 0;
+	int said = filter_said(skb, &h);
 	if (said == 0)
 		return TCX_NEXT; // the ring has it
 	struct pkt p = {};
@@ -891,16 +939,23 @@ int fp_tcx(struct __sk_buff *skb)
 		}
 		return TCX_NEXT;
 	}
-	int r = classify(&p, &c);
-	if (r) {
-		if (said == 1) {
-			// Kept out of the ring, and now the slow path's: back
-			// to ingress, where the filter lets it into the ring.
-			count_punt(PUNT_REINJECT);
-			return bpf_redirect(skb->ifindex, BPF_F_INGRESS_);
+	int tracked = 0;
+	if (said == 1 && h) {
+		// Kept out of the rings: the filter classified it (and
+		// tracked its TCP acknowledgment) moments ago.
+		c.kind = h->kind;
+		c.nat = &h->v.nat;
+		c.r6 = &h->v.r6;
+		c.br = &h->v.br;
+		c.slot2 = h->slot2;
+		p.iplen = h->iplen;
+		tracked = 1;
+	} else {
+		int r = classify(&p, &c);
+		if (r) {
+			count_punt(r - 1);
+			return TCX_NEXT;
 		}
-		count_punt(r - 1);
-		return TCX_NEXT;
 	}
 	__u32 w = wire(&p);
 	if (c.kind == KIND_NAT) {
@@ -916,7 +971,8 @@ int fp_tcx(struct __sk_buff *skb)
 			count_punt(PUNT_ERR);
 			return 2; // TC_ACT_SHOT
 		}
-		nat_track(&p, v);
+		if (!tracked)
+			nat_track(&p, v);
 		count_flow(v->slot, w, p.iplen);
 		return bpf_redirect(v->out_ifindex, 0);
 	}
