@@ -214,7 +214,7 @@ func (fp *fastPath) installNAT(o *fpOffer) bool {
 	rec.flow = fastpath.NATFlow{DstMAC: off.NextHopMAC, SrcMAC: off.OutMAC, InDstMAC: off.InMAC, InSrcMAC: o.srcMAC,
 		CheckSrcMAC: o.tuple.Side == nat.LAN, Src: off.Src, Dst: off.Dst, SrcPort: off.SrcPort, DstPort: off.DstPort,
 		OutIfindex: fp.ifindex[o.out], Slot: slot, MaxFrame: min(in.mtu, out.mtu) + frame.EthernetHeaderLen,
-		MaxIP: off.OutMTU, ICMPType: o.icmp, Ack: off.Ack}
+		MaxIP: off.OutMTU, ICMPType: o.icmp, Ack: off.Ack, Win: off.Win, WinScale: off.WinScale}
 	if err := fp.prog.PutNAT(rec.key, rec.flow); err != nil {
 		fp.fail(err)
 		fp.free = append(fp.free, slot)

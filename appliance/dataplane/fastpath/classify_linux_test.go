@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/appliance/dataplane/frame/frametest"
 )
 
@@ -243,6 +244,10 @@ func TestTrackingStartsFromTheRouters(t *testing.T) {
 		{"behind the router's", 5000, []uint32{2000}, 5000},
 		{"far behind (a damaged frame), then ahead", 5000, []uint32{5000 + 1<<31 + 7, 6000}, 6000},
 		{"ahead", 5000, []uint32{5500, 5400}, 5500},
+		// Further ahead than the other side can have sent (its window
+		// is 512 here; at least nat.AckAdvance): damaged, not taken.
+		{"too far ahead (a damaged frame), then ahead", 5000, []uint32{5000 + 1<<20, 5100}, 5100},
+		{"as far ahead as the router takes", 5000, []uint32{5000 + nat.AckAdvance}, 5000 + nat.AckAdvance},
 	} {
 		fl := natFlow()
 		fl.Ack = tc.seeded

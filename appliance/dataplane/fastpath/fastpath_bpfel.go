@@ -88,7 +88,7 @@ type fastpathNatVal struct {
 	Flags      uint8
 	IcmpType   uint8
 	TcpSeen    uint8
-	Pad        uint8
+	Wscale     uint8
 	Ack        uint32
 	Win        uint32
 }

@@ -40,12 +40,17 @@ type NATFlow struct {
 	// ICMPType is the echo type (8 request, 0 reply) of an ICMP flow.
 	ICMPType uint8
 	// Ack is, for TCP, the highest acknowledgment the router tracked in
-	// this direction before (0: none). The program's tracking starts from
-	// it, so that a frame whose acknowledgment is behind it (a stale or
-	// damaged one) does not become the highest because it was the first
-	// the kernel forwarded; the router then judges a later RST as it
-	// would have without the fast path.
-	Ack uint32
+	// this direction before (0: none), Win its last window (unscaled) and
+	// WinScale the direction's scale shift. The program's tracking goes
+	// on from them by the router's rule (nat.AckAdvance): a later
+	// acknowledgment no further ahead than twice the sender's window, at
+	// least nat.AckAdvance. So a frame behind the router's (stale or
+	// damaged) does not become the highest because it was the first the
+	// kernel forwarded, and the router judges a later RST as it would
+	// have without the fast path.
+	Ack      uint32
+	Win      uint16
+	WinScale uint8
 }
 
 func (k *NATKey) raw() fastpathNatKey {
@@ -61,7 +66,7 @@ func (p *Program) PutNAT(k NATKey, f NATFlow) error {
 	v := fastpathNatVal{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC,
 		Saddr: ne32(f.Src), Daddr: ne32(f.Dst), Sport: ne16(f.SrcPort), Dport: ne16(f.DstPort),
 		OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP),
-		IcmpType: f.ICMPType, Ack: f.Ack}
+		IcmpType: f.ICMPType, Ack: f.Ack, Win: uint32(f.Win), Wscale: min(f.WinScale, 14)}
 	if f.CheckSrcMAC {
 		v.Flags |= 1
 	}

@@ -325,7 +325,7 @@ func (w *Worker) established(now int64, s *snapshot, k key, pkt []byte, f *frame
 		if f.TCP.Flags&frame.TCPSyn != 0 && dir == 1 && e.ack[0].Load() == 0 {
 			e.ack[0].Store(f.TCP.Seq + 1) // what the originator must acknowledge
 		}
-		e.tcpTrack(dir, f)
+		e.tcpTrack(next, dir, f)
 	}
 	e.count(&t.cold[idx], dir, uint64(f.L3End-f.L3Off))
 	st.mu.Unlock()

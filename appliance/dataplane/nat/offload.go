@@ -59,9 +59,12 @@ type Offload struct {
 	// Reverse is the other direction's tuple as its packets arrive.
 	Reverse Tuple
 	// Ack is, for TCP, the highest acknowledgment the router has seen in
-	// direction Dir (0: none yet): the fast path's tracking goes on from
-	// it, as the router's own would.
-	Ack uint32
+	// direction Dir (0: none yet), Win that direction's last window
+	// (unscaled) and WinScale its scale shift: the fast path's tracking
+	// goes on from them, by the router's own rule (AckAdvance).
+	Ack      uint32
+	Win      uint16
+	WinScale uint8
 }
 
 // offloadable reports whether packets of direction dir can take a
@@ -109,6 +112,7 @@ func (r *Router) Offloadable(t Tuple, now int64) (Offload, bool) {
 	other := e.keys[1-dir]
 	gen := ct.cold[idx].gen.Load()
 	ack := e.ack[dir].Load()
+	wins := e.wins.Load()
 	st.mu.Unlock()
 	if expired(e.deadline.Load(), sec) || !s.offloadable(t.Proto, state) {
 		return Offload{}, false
@@ -119,7 +123,7 @@ func (r *Router) Offloadable(t Tuple, now int64) (Offload, bool) {
 		Reverse: Tuple{Side: other.side(), Src: put32(other.src()), Dst: put32(other.dst()), SrcPort: other.sport(),
 			DstPort: other.dport(), Proto: t.Proto}}
 	if t.Proto == frame.ProtoTCP {
-		o.Ack = ack
+		o.Ack, o.Win, o.WinScale = ack, uint16(wins>>(16*dir)), uint8(winScale(state, dir))
 	}
 	op := &s.side[o.Out]
 	o.OutPort, o.OutMAC, o.OutMTU, o.InMAC = op.id, op.mac, op.mtu, s.side[t.Side].mac
@@ -217,7 +221,12 @@ func (r *Router) Offloaded(id ConnID, dir int, u OffloadUse) bool {
 		}
 	}
 	if u.TCP {
-		if a := e.ack[dir].Load(); a == 0 || int32(u.Ack-a) > 0 {
+		// The fast path tracked on from the router's acknowledgment by
+		// the same rule, so its own is the later one, however far it
+		// went (gigabytes past the router's, after a long transfer) —
+		// unless frames the fast path left to the router (exceptions)
+		// took the router's a little further meanwhile.
+		if a := e.ack[dir].Load(); a != u.Ack && (a == 0 || !ackAhead(a, u.Ack, e.window(state, dir))) {
 			e.ack[dir].Store(u.Ack)
 		}
 		shift := 16 * uint32(dir)

@@ -51,7 +51,7 @@ func TestOffloadable(t *testing.T) {
 		Out: WAN, OutPort: wanPort, OutMAC: wanMAC, InMAC: lanMAC, OutMTU: 1500, NextHop: a4(gwAddr),
 		NextHopMAC: [6]byte(out[0:6]), Timeout: 432000,
 		Reverse: Tuple{Side: WAN, Src: a4(remote), Dst: a4(wanAddr), SrcPort: 443, DstPort: natPort, Proto: frame.ProtoTCP},
-		Ack:     5001} // the client's ACK: the fast path tracks on from it
+		Ack:     5001, Win: 1000} // the client's ACK and window: the fast path tracks on from them
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("LAN direction (-want +got):\n%s", diff)
 	}

@@ -122,3 +122,41 @@ func TestRSTToSYN(t *testing.T) {
 		t.Errorf("after the RST of a closed port: %s, want close", s)
 	}
 }
+
+// TestDamagedAck: a segment of the client's whose acknowledgment is
+// further ahead than the server can have sent (a damaged or forged one;
+// the client's window is 1000, 128000 scaled) does not become the
+// highest: the server's RST at the client's real RCV.NXT still ends the
+// connection. An acknowledgment within the client's window (or
+// AckAdvance) is taken.
+func TestDamagedAck(t *testing.T) {
+	for _, scaled := range []bool{false, true} {
+		e := newEnv(t, nil)
+		out, in := tcpConn(t, e, scaled)
+		e.forward(LAN, out(1001, 5101+1<<30, frame.TCPAck), wanPort) // forwarded: the router tracks, it does not judge ACKs
+		e.forward(WAN, in(5101, 1001, frame.TCPAck|frame.TCPPsh), lanPort)
+		e.forward(LAN, out(1001, 5101+AckAdvance, frame.TCPAck), wanPort) // within AckAdvance: taken
+		e.forward(WAN, in(5101+AckAdvance, 1001, frame.TCPRst), lanPort)
+		if s := connState(t, e); s != "close" {
+			t.Errorf("scaled %v: after the RST at the client's RCV.NXT the connection is %s, want close", scaled, s)
+		}
+	}
+	// Direct: how far ahead is later.
+	for _, tc := range []struct {
+		ack, a, win uint32
+		want        bool
+	}{
+		{5100, 5000, 0, true},
+		{5000, 5000, 0, false},
+		{4999, 5000, 0, false},
+		{5000 + AckAdvance, 5000, 0, true},
+		{5000 + AckAdvance + 1, 5000, 0, false},
+		{5000 + 1<<20, 5000, 1 << 19, true},
+		{5000 + 1<<20 + 1, 5000, 1 << 19, false},
+		{10, 0xffffff00, 1000, true}, // across the wrap
+	} {
+		if got := ackAhead(tc.ack, tc.a, tc.win); got != tc.want {
+			t.Errorf("ackAhead(%d, %d, %d) = %v, want %v", tc.ack, tc.a, tc.win, got, tc.want)
+		}
+	}
+}

@@ -203,23 +203,47 @@ func (e *entry) rstVerdict(st uint32, dir int, f *frame.Frame) int {
 
 // window returns direction d's last advertised window in bytes.
 func (e *entry) window(st uint32, d int) uint32 {
-	w := e.wins.Load() >> (16 * d) & 0xffff
+	return e.wins.Load() >> (16 * d) & 0xffff << winScale(st, d)
+}
+
+// winScale returns direction d's window scale shift: 0 unless both SYNs
+// asked for scaling.
+func winScale(st uint32, d int) uint32 {
 	s0, s1 := st>>scaleShift&noScale, st>>(scaleShift+4)&noScale
 	if s0 == noScale || s1 == noScale {
-		return w // scaling is on only when both SYNs asked for it
+		return 0
 	}
-	return w << min(st>>(scaleShift+4*uint32(d))&noScale, 14)
+	return min(st>>(scaleShift+4*uint32(d))&noScale, 14)
+}
+
+// AckAdvance is the floor of how far one acknowledgment may move past
+// the highest one tracked (see ackAhead).
+const AckAdvance = 1 << 16
+
+// ackAhead reports whether ack is a later acknowledgment than a that its
+// sender could have sent: the other side cannot have sent more than the
+// sender's window past a, so an ack further ahead (a damaged or forged
+// segment; a random 32-bit value is "later" half the time) is not taken.
+// Taking it would make every later legitimate ack look old and the
+// receiver's RST out of window; and the highest-ack rule is not
+// transitive over such values, so the outcome would depend on which path
+// (the rings or the fast path, which tracks by the same rule) saw which
+// frame. win is the sender's window in bytes (twice it is allowed, and
+// at least AckAdvance, for a window that shrank or is not known yet).
+func ackAhead(ack, a, win uint32) bool {
+	d := ack - a
+	return int32(d) > 0 && d <= max(2*win, AckAdvance)
 }
 
 // tcpTrack records what TCP packet f of direction dir tells of its
-// sender: the highest acknowledgment and its window. The caller holds
-// the stripe lock of dir.
-func (e *entry) tcpTrack(dir int, f *frame.Frame) {
+// sender: the highest acknowledgment (ackAhead) and its window. The
+// caller holds the stripe lock of dir; st is the state word.
+func (e *entry) tcpTrack(st uint32, dir int, f *frame.Frame) {
 	t := &f.TCP
 	if t.Flags&frame.TCPAck == 0 {
 		return
 	}
-	if a := e.ack[dir].Load(); a == 0 || int32(t.Ack-a) > 0 {
+	if a := e.ack[dir].Load(); a == 0 || ackAhead(t.Ack, a, e.window(st, dir)) {
 		e.ack[dir].Store(t.Ack)
 	}
 	shift := 16 * uint32(dir)

@@ -112,13 +112,17 @@ struct nat_val {
 	__u16 max_ip;	   // longest IP packet on the egress side
 	__u8 flags;	   // NAT_*
 	__u8 icmp_type;	   // the echo type of this direction
-	__u8 tcp_seen;	   // written by the program: it tracked a frame (win is set)
-	__u8 pad;
+	__u8 tcp_seen;	   // written by the program: it tracked a frame
+	__u8 wscale;	   // TCP: the sender's window scale shift
 	__u32 ack;	   // highest TCP ack of this direction: the router's at PutNAT, then the program's
-	__u32 win;	   // written by the program: its last window
+	__u32 win;	   // its last window (unscaled): the router's at PutNAT, then the program's
 };
 
 #define NAT_CHECK_SMAC 1
+
+// ACK_ADVANCE is nat.AckAdvance: how far past the highest acknowledgment
+// one may move at least.
+#define ACK_ADVANCE (1 << 16)
 
 // r6_key is a routed IPv6 flow as it arrives: one direction of a route6
 // connection (ICMPv6 echo requests carry the identifier as sport,
@@ -820,11 +824,16 @@ static __always_inline void nat_track(struct pkt *p, struct nat_val *v)
 	__u8 *b = p->b;
 	if (b[L3 + 9] != IPPROTO_TCP_)
 		return;
-	// As the router's tcpTrack: the first acknowledgment, or a later
-	// one. v->ack starts at the router's own (PutNAT), so the two track
-	// as one.
+	// As the router's tcpTrack (ackAhead): the first acknowledgment, or
+	// a later one no further ahead than twice the sender's window (at
+	// least ACK_ADVANCE). v->ack and v->win start at the router's
+	// (PutNAT), so the two track as one.
 	__u32 ack = be32(&b[34 + 8]);
-	if (v->ack == 0 || (__s32)(ack - v->ack) > 0)
+	__u32 d = ack - v->ack;
+	__u32 bound = (v->win << (v->wscale & 15)) * 2;
+	if (bound < ACK_ADVANCE)
+		bound = ACK_ADVANCE;
+	if (v->ack == 0 || ((__s32)d > 0 && d <= bound))
 		v->ack = ack;
 	v->win = be16(&b[34 + 14]);
 	v->tcp_seen = 1;
