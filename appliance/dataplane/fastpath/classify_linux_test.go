@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
-	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/nat"
 )
 
 var (
