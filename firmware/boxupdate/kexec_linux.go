@@ -10,7 +10,7 @@ import (
 
 // KexecTestBoot starts kernel with cmdline at once: it loads it with
 // kexec_file_load, syncs, makes /perm read-only (so its journal is clean)
-// and reboots into it. The firmware's boot pointers are untouched, so any
+// and its device too (freezePerm), and reboots into it. The firmware's boot pointers are untouched, so any
 // reset that follows (the new kernel panics: panic=10) boots the previous
 // build.
 func KexecTestBoot(kernel []byte, cmdline string) error {
@@ -42,6 +42,7 @@ func KexecTestBoot(kernel []byte, cmdline string) error {
 		log.Printf("boxupdate: remounting /perm read-only before the test boot: %v (synced instead)", err)
 	}
 	unix.Sync()
+	freezePerm()
 	kmsg("kexec into the test boot")
 	return unix.Reboot(unix.LINUX_REBOOT_CMD_KEXEC)
 }
