@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"e1kbox/appliance/dataplane/pollwait"
 )
 
 // Errors returned by Socket methods.
@@ -34,10 +36,12 @@ type Socket struct {
 	mem     []byte
 	life    lifecycle
 
-	_   [cacheLine]byte
-	rx  rxRing
-	pfd [2]unix.PollFd
-	ts  unix.Timespec // ppoll timeout, kept here so that polling does not allocate
+	_  [cacheLine]byte
+	rx rxRing
+	// wait parks NextBlock's goroutine in the runtime's netpoller until
+	// the ring has a block, efd is signalled or the socket reports an
+	// error (package pollwait says why not ppoll).
+	wait *pollwait.Waiter
 
 	_  [cacheLine]byte
 	tx *txRing
@@ -244,7 +248,7 @@ func (s *Socket) bind(cfg Config) error {
 	return nil
 }
 
-// setupPoll creates the eventfd that Close signals and the poll set
+// setupPoll creates the eventfd that Close signals and the waiter
 // NextBlock waits on.
 func (s *Socket) setupPoll() error {
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
@@ -252,11 +256,11 @@ func (s *Socket) setupPoll() error {
 		return fmt.Errorf("eventfd: %w", err)
 	}
 	s.efd = efd
-	s.pfd = [2]unix.PollFd{
-		{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLERR},
-		{Fd: int32(efd), Events: unix.POLLIN},
+	if s.rx.blocks == 0 { // NoRX: NextBlock answers ErrNoRing
+		return nil
 	}
-	return nil
+	s.wait, err = pollwait.New(s.name, s.rx.ready, s.fd, efd)
+	return err
 }
 
 func (s *Socket) setInt(level, opt, v int, name string) error {
@@ -292,6 +296,12 @@ func (s *Socket) teardown() error {
 			errs = append(errs, fmt.Errorf("close eventfd: %w", err))
 		}
 		s.efd = -1
+	}
+	if s.wait != nil {
+		if err := s.wait.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		s.wait = nil
 	}
 	return errors.Join(errs...)
 }

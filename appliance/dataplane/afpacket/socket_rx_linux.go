@@ -3,6 +3,7 @@ package afpacket
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,9 +26,9 @@ func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
 	if !s.life.acquire() {
 		return nil, ErrClosed
 	}
-	var deadline time.Time
+	var limit time.Time
 	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
+		limit = time.Now().Add(timeout)
 	}
 	for {
 		if s.rx.ready() {
@@ -41,33 +42,25 @@ func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
 			s.life.release()
 			return nil, nil
 		}
-		var tsp *unix.Timespec // nil: wait without limit
+		var deadline time.Time // zero: wait without limit
 		if timeout > 0 {
-			left := time.Until(deadline)
-			if left <= 0 {
+			if time.Until(limit) <= 0 {
 				s.life.release()
 				return nil, nil
 			}
-			s.ts = unix.NsecToTimespec(int64(left))
-			tsp = &s.ts
+			deadline = limit
 		}
-		_, err := unix.Ppoll(s.pfd[:], tsp, nil)
-		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
+		ev, err := s.wait.Wait(deadline)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			continue // the loop sees the time is up
+		case err != nil:
 			s.life.release()
-			return nil, fmt.Errorf("afpacket: %s: poll: %w", s.name, err)
-		}
-		if s.pfd[1].Revents != 0 {
+			return nil, fmt.Errorf("afpacket: %s: %w", s.name, err)
+		case ev[1] != 0:
 			s.life.release()
 			return nil, ErrClosed
-		}
-		if s.pfd[0].Revents&unix.POLLNVAL != 0 {
-			s.life.release()
-			return nil, fmt.Errorf("afpacket: %s: poll: %w", s.name, unix.EBADF)
-		}
-		if s.pfd[0].Revents&unix.POLLERR != 0 {
+		case ev[0]&unix.EPOLLERR != 0:
 			soerr, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 			if err == nil && soerr != 0 {
 				s.life.release()

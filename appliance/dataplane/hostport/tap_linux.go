@@ -12,12 +12,15 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"e1kbox/appliance/dataplane/pollwait"
 )
 
 // ErrClosed is returned once the port was closed.
@@ -59,7 +62,8 @@ type Port struct {
 	mac     net.HardwareAddr
 
 	fd, efd int
-	refs    atomic.Int64 // closedBit | calls in flight
+	wait    *pollwait.Waiter // on fd and efd, for Wait
+	refs    atomic.Int64     // closedBit | calls in flight
 	once    sync.Once
 
 	read, written, readErrs, writeErrs, readBytes, wrBytes atomic.Uint64
@@ -105,6 +109,9 @@ func (p *Port) setup(name string, cfg Config) error {
 		return fmt.Errorf("eventfd: %w", err)
 	}
 	p.efd = efd
+	if p.wait, err = pollwait.New(p.name, nil, p.fd, efd); err != nil {
+		return err
+	}
 	link, err := netlink.LinkByName(p.name)
 	if err != nil {
 		return fmt.Errorf("link: %w", err)
@@ -153,6 +160,12 @@ func (p *Port) teardown() error {
 			errs = append(errs, fmt.Errorf("close eventfd: %w", err))
 		}
 		p.efd = -1
+	}
+	if p.wait != nil {
+		if err := p.wait.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		p.wait = nil
 	}
 	return errors.Join(errs...)
 }
@@ -210,30 +223,28 @@ func (p *Port) Read(buf []byte) (n int, ok bool, err error) {
 }
 
 // Wait blocks until a frame can be read, the timeout passes (a negative
-// timeout waits without limit) or the port is closed (ErrClosed).
+// timeout waits without limit) or the port is closed (ErrClosed). It parks
+// the goroutine in the runtime's netpoller (package pollwait says why),
+// and is for one goroutine at a time.
 func (p *Port) Wait(timeout time.Duration) error {
 	if !p.acquire() {
 		return ErrClosed
 	}
 	defer p.release()
-	pfd := [2]unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(p.efd), Events: unix.POLLIN}}
-	ms := -1
+	var deadline time.Time
 	if timeout >= 0 {
-		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
+		deadline = time.Now().Add(timeout)
 	}
-	for {
-		_, err := unix.Poll(pfd[:], ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("hostport: %s: poll: %w", p.name, err)
-		}
-		if pfd[1].Revents != 0 || p.refs.Load()&closedBit != 0 {
-			return ErrClosed
-		}
+	ev, err := p.wait.Wait(deadline)
+	switch {
+	case ev[1] != 0 || p.refs.Load()&closedBit != 0:
+		return ErrClosed
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil
+	case err != nil:
+		return fmt.Errorf("hostport: %s: %w", p.name, err)
 	}
+	return nil
 }
 
 // Write hands one frame to the kernel as if it had arrived on the port.
