@@ -327,6 +327,7 @@ func (t *table) insert(keys [2]key, kind uint8, state, sec, deadline uint32, byt
 		}
 	}
 	h := [2]uint64{t.hash(keys[0]), t.hash(keys[1])}
+	t.prefetchKeys(h) // while a full table evicts
 	for range 4 {
 		if t.count.Load() >= int64(len(t.entries)) && !t.evictFull(sec) {
 			break

@@ -56,12 +56,14 @@ func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
 		return false
 	}
 	keys, kind := e.keys, c.kind
+	h := [2]uint64{t.hash(keys[0]), t.hash(keys[1])}
+	t.prefetchKeys(h) // both finds' misses at once
 	if state&flagAssured == 0 {
 		t.assured(keys[0].src(), state&flagInbound != 0) // it goes unassured
 	}
 	for d, s := range [2]uint32{s0, s1} {
 		st := &t.stripes[s]
-		_, _, pos, ok := t.find(st, keys[d], t.hash(keys[d]))
+		_, _, pos, ok := t.find(st, keys[d], h[d])
 		if ok {
 			st.removeAt(pos)
 		}

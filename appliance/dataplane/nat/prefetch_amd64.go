@@ -11,3 +11,9 @@ import "sync/atomic"
 //
 //go:noescape
 func prefetchPipe(st *stripe, slot *atomic.Uint64, e *entry)
+
+// prefetchKey is prefetchPipe's first stage alone: the cache lines of
+// stripe st and of the prefetchProbe slots from slot.
+//
+//go:noescape
+func prefetchKey(st *stripe, slot *atomic.Uint64)

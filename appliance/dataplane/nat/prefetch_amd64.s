@@ -10,3 +10,12 @@ TEXT ·prefetchPipe(SB), NOSPLIT|NOFRAME, $0-24
 	PREFETCHT0	24(BX) // the last of prefetchProbe slots
 	PREFETCHT0	(CX)   // entries are one aligned cache line
 	RET
+
+// func prefetchKey(st *stripe, slot *atomic.Uint64)
+TEXT ·prefetchKey(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ	st+0(FP), AX
+	MOVQ	slot+8(FP), BX
+	PREFETCHT0	(AX)
+	PREFETCHT0	(BX)
+	PREFETCHT0	24(BX)
+	RET

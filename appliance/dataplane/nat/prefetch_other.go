@@ -8,3 +8,5 @@ import "sync/atomic"
 // parses and hashes.
 
 func prefetchPipe(st *stripe, slot *atomic.Uint64, e *entry) {}
+
+func prefetchKey(st *stripe, slot *atomic.Uint64) {}

@@ -169,7 +169,7 @@ type tableState struct {
 	Used    []int
 	Free    []uint32
 	Maps    [3][]mapping
-	Index   [3][]uint32
+	Index   [3][]uint64
 	Conns   []Conn
 	Stats   Stats
 }
@@ -268,8 +268,8 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	if !slices.Equal(before.Slots, after.Slots) {
 		t.Errorf("index slots changed")
 	}
-	before.Entries, before.Maps, before.Index, before.Slots = nil, [3][]mapping{}, [3][]uint32{}, nil
-	after.Entries, after.Maps, after.Index, after.Slots = nil, [3][]mapping{}, [3][]uint32{}, nil
+	before.Entries, before.Maps, before.Index, before.Slots = nil, [3][]mapping{}, [3][]uint64{}, nil
+	after.Entries, after.Maps, after.Index, after.Slots = nil, [3][]mapping{}, [3][]uint64{}, nil
 	opts := cmp.Options{cmp.AllowUnexported(key{}), cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })}
 	if diff := cmp.Diff(before, after, opts); diff != "" {
 		t.Errorf("state changed by Prefetch (-want +got):\n%s", diff)
