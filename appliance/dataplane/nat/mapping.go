@@ -21,7 +21,7 @@ type mappings struct {
 // portMap is one protocol's NAT port space.
 type portMap struct {
 	byNAT [65536]mapping // indexed by NAT port
-	index []uint32       // (LAN address, port) → NAT port + 1, linear probing
+	index []uint64       // (LAN address, port) → hash<<32 | NAT port + 1, linear probing
 	seed  uint64
 }
 
@@ -38,7 +38,7 @@ func newMappings(maxConns int, seed uint64) *mappings {
 	}
 	m := &mappings{rnd: seed | 1}
 	for i := range m.class {
-		m.class[i] = &portMap{index: make([]uint32, n), seed: seed + uint64(i)*0x9e3779b97f4a7c15}
+		m.class[i] = &portMap{index: make([]uint64, n), seed: seed + uint64(i)*0x9e3779b97f4a7c15}
 	}
 	return m
 }
@@ -55,22 +55,31 @@ func classOf(proto uint8) int {
 	return -1
 }
 
-func (p *portMap) home(ip uint32, port uint16) int {
+// hash is the 32-bit hash of a LAN endpoint: the index keeps it beside
+// each NAT port, so that a probe compares it without reading byNAT (a
+// cache miss per slot at 2^16 mappings) and a shift after a removal finds
+// an entry's home from it.
+func (p *portMap) hash(ip uint32, port uint16) uint64 {
 	hi, lo := bits.Mul64(uint64(ip)<<16|uint64(port)^p.seed, 0xa0761d6478bd642f)
-	return int((hi ^ lo) & uint64(len(p.index)-1))
+	return (hi ^ lo) >> 32
 }
 
+func (p *portMap) homeOf(v uint64) int { return int(v>>32) & (len(p.index) - 1) }
+
 // lookup returns the index slot holding (ip, port), or the empty slot
-// where it would go.
-func (p *portMap) lookup(ip uint32, port uint16) (pos int, found bool) {
+// where it would go, and the slot's value for it (without the NAT port).
+func (p *portMap) lookup(ip uint32, port uint16) (pos int, tag uint64, found bool) {
+	tag = p.hash(ip, port) << 32
 	mask := len(p.index) - 1
-	for pos = p.home(ip, port); ; pos = (pos + 1) & mask {
+	for pos = p.homeOf(tag); ; pos = (pos + 1) & mask {
 		v := p.index[pos]
 		if v == 0 {
-			return pos, false
+			return pos, tag, false
 		}
-		if m := &p.byNAT[v-1]; m.ip == ip && m.port == port {
-			return pos, true
+		if v&^0xffffffff == tag {
+			if m := &p.byNAT[uint32(v)-1]; m.ip == ip && m.port == port {
+				return pos, tag, true
+			}
 		}
 	}
 }
@@ -86,8 +95,7 @@ func (p *portMap) unindex(pos int) {
 			if v == 0 {
 				return
 			}
-			m := &p.byNAT[v-1]
-			k := p.home(m.ip, m.port)
+			k := p.homeOf(v)
 			if pos <= j && pos < k && k <= j || pos > j && (pos < k || k <= j) {
 				continue
 			}
@@ -110,9 +118,9 @@ func (m *mappings) acquire(proto uint8, ip uint32, port uint16, s *snapshot) (ui
 	p := m.class[c]
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	pos, found := p.lookup(ip, port)
+	pos, tag, found := p.lookup(ip, port)
 	if found {
-		nat := p.index[pos] - 1
+		nat := uint32(p.index[pos]) - 1
 		p.byNAT[nat].refs++
 		return uint16(nat), true
 	}
@@ -146,7 +154,7 @@ func (m *mappings) acquire(proto uint8, ip uint32, port uint16, s *snapshot) (ui
 		}
 	}
 	p.byNAT[nat] = mapping{ip: ip, port: port, refs: 1}
-	p.index[pos] = uint32(nat) + 1
+	p.index[pos] = tag | uint64(nat) + 1
 	return nat, true
 }
 
@@ -178,7 +186,7 @@ func (m *mappings) release(proto uint8, nat uint16) {
 		return
 	}
 	if mp.refs--; mp.refs == 0 {
-		if pos, found := p.lookup(mp.ip, mp.port); found {
+		if pos, _, found := p.lookup(mp.ip, mp.port); found {
 			p.unindex(pos)
 		}
 		*mp = mapping{}
