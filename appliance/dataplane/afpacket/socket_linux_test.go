@@ -490,6 +490,58 @@ func TestCloseUnblocksReader(t *testing.T) {
 	}
 }
 
+// TestWake: Wake ends a wait without a block, once (the next wait runs
+// to its timeout), and a Close after it still ends the next wait with
+// ErrClosed.
+func TestWake(t *testing.T) {
+	v := newVeth(t, 1500)
+	s := v.open(t, vethB, Config{})
+	type result struct {
+		b   *Block
+		err error
+		d   time.Duration
+	}
+	wait := func(timeout time.Duration) chan result {
+		c := make(chan result, 1)
+		go func() {
+			start := time.Now()
+			b, err := s.NextBlock(timeout)
+			c <- result{b, err, time.Since(start)}
+		}()
+		return c
+	}
+	c := wait(10 * time.Second)
+	time.Sleep(50 * time.Millisecond) // let it park
+	if err := s.Wake(); err != nil {
+		t.Fatalf("Wake: %v", err)
+	}
+	select {
+	case r := <-c:
+		if r.b != nil || r.err != nil {
+			t.Fatalf("NextBlock after Wake = %v, %v; want no block, no error", r.b, r.err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("NextBlock still waiting 2 s after Wake")
+	}
+	// The wake was taken: the next wait runs to its timeout.
+	if r := <-wait(200 * time.Millisecond); r.b != nil || r.err != nil || r.d < 150*time.Millisecond {
+		t.Errorf("NextBlock(200ms) after a taken Wake = %v, %v after %v; want its timeout", r.b, r.err, r.d)
+	}
+	// Woken and closed before the next wait: Close wins.
+	if err := s.Wake(); err != nil {
+		t.Fatalf("Wake: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if r := <-wait(time.Second); !errors.Is(r.err, ErrClosed) {
+		t.Errorf("NextBlock after Wake and Close = %v, want ErrClosed", r.err)
+	}
+	if err := s.Wake(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Wake after Close = %v, want ErrClosed", err)
+	}
+}
+
 // TestCloseWhileBlockHeld: the mapping survives Close until the holder
 // releases its block.
 func TestCloseWhileBlockHeld(t *testing.T) {

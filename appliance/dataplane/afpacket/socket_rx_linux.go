@@ -12,7 +12,7 @@ import (
 // NextBlock returns the next retired RX block, waiting up to timeout for
 // one; a negative timeout waits until a block arrives or the socket is
 // closed, zero does not wait. It returns (nil, nil) when the timeout
-// expires, ErrClosed once Close was called, and an error wrapping
+// expires or Wake was called, ErrClosed once Close was called, and an error wrapping
 // unix.ENETDOWN when the interface went down (the socket keeps working once
 // it is up again). A block still held from the previous call is released
 // first. The returned Block is reused by the next call.
@@ -58,8 +58,15 @@ func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
 			s.life.release()
 			return nil, fmt.Errorf("afpacket: %s: %w", s.name, err)
 		case ev[1] != 0:
+			// Close or Wake: drained first, so that a Close after
+			// the check below still finds its signal.
+			var buf [8]byte
+			unix.Read(s.efd, buf[:])
 			s.life.release()
-			return nil, ErrClosed
+			if s.life.closed() {
+				return nil, ErrClosed
+			}
+			return nil, nil
 		case ev[0]&unix.EPOLLERR != 0:
 			soerr, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 			if err == nil && soerr != 0 {
@@ -68,6 +75,23 @@ func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
 			}
 		}
 	}
+}
+
+// Wake makes a NextBlock that waits, or the next one to wait, return at
+// once without a block, as its timeout would: a worker that sleeps long
+// while idle is woken for work that cannot wait (a port update). Any
+// goroutine may call it; it returns ErrClosed after Close.
+func (s *Socket) Wake() error {
+	if !s.life.acquire() {
+		return ErrClosed
+	}
+	defer s.life.release()
+	var one [8]byte // eventfd counter increment, native endian
+	ne.PutUint64(one[:], 1)
+	if _, err := unix.Write(s.efd, one[:]); err != nil {
+		return fmt.Errorf("afpacket: %s: wake: %w", s.name, err)
+	}
+	return nil
 }
 
 // ReleaseBlock hands the current block back to the kernel. Frames of the

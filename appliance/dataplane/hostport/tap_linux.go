@@ -236,13 +236,37 @@ func (p *Port) Wait(timeout time.Duration) error {
 		deadline = time.Now().Add(timeout)
 	}
 	ev, err := p.wait.Wait(deadline)
+	if ev[1] != 0 {
+		// Close or Wake: drained first, so that a Close after the
+		// check below still finds its signal.
+		var buf [8]byte
+		unix.Read(p.efd, buf[:])
+	}
 	switch {
-	case ev[1] != 0 || p.refs.Load()&closedBit != 0:
+	case p.refs.Load()&closedBit != 0:
 		return ErrClosed
+	case ev[1] != 0:
+		return nil // Wake
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil
 	case err != nil:
 		return fmt.Errorf("hostport: %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// Wake makes a Wait in progress, or the next one, return at once as its
+// timeout would. Any goroutine may call it; it returns ErrClosed after
+// Close.
+func (p *Port) Wake() error {
+	if !p.acquire() {
+		return ErrClosed
+	}
+	defer p.release()
+	var one [8]byte
+	one[0] = 1 // eventfd counter increment (any non-zero value wakes)
+	if _, err := unix.Write(p.efd, one[:]); err != nil {
+		return fmt.Errorf("hostport: %s: wake: %w", p.name, err)
 	}
 	return nil
 }

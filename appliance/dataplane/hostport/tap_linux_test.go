@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,56 @@ func TestTapClose(t *testing.T) {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// TestTapWake: Wake ends a Wait once (the next runs to its timeout);
+// after Close, Wait and Wake return ErrClosed.
+func TestTapWake(t *testing.T) {
+	inNetns(t, func() {
+		// No IPv6 on the TAP: the kernel sends nothing on it (router
+		// solicitations, MLD) that would end a Wait.
+		if err := os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0o644); err != nil {
+			t.Errorf("disable IPv6: %v", err)
+			return
+		}
+		p, err := Open(Config{Name: "tapw1"})
+		if err != nil {
+			t.Errorf("Open: %v", err)
+			return
+		}
+		defer p.Close()
+		done := make(chan error, 1)
+		go func() { done <- p.Wait(10 * time.Second) }()
+		time.Sleep(50 * time.Millisecond)
+		if err := p.Wake(); err != nil {
+			t.Errorf("Wake: %v", err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Wait after Wake = %v, want nil", err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Errorf("Wait not woken by Wake")
+		}
+		// The TAP is down: nothing to read, so the next Wait times out.
+		start := time.Now()
+		if err := p.Wait(200 * time.Millisecond); err != nil || time.Since(start) < 150*time.Millisecond {
+			t.Errorf("Wait(200ms) after a taken Wake = %v after %v, want its timeout", err, time.Since(start))
+		}
+		if err := p.Wake(); err != nil {
+			t.Errorf("Wake: %v", err)
+		}
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := p.Wait(time.Second); !errors.Is(err, ErrClosed) {
+			t.Errorf("Wait after Wake and Close = %v, want ErrClosed", err)
+		}
+		if err := p.Wake(); !errors.Is(err, ErrClosed) {
+			t.Errorf("Wake after Close = %v, want ErrClosed", err)
 		}
 	})
 }
