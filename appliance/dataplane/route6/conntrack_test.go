@@ -3,6 +3,7 @@ package route6
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // TestConntrackUsed: the table's count of entries in use follows every
@@ -55,4 +56,30 @@ func TestConntrackUsed(t *testing.T) {
 		t.Errorf("after a sweep of the whole expired table: used = %d, want 0", n)
 	}
 	ct.each(now, func(*Conn) bool { t.Error("each called fn on an empty table"); return false })
+}
+
+// TestTickSweep: a busy worker's Tick (one per batch) sweeps sweepBuckets
+// buckets; after an idle wait (an idle worker ticks once a second) it
+// sweeps sweepBuckets per 100 ms waited, at most 16 times as many, so
+// that the table is swept as fast as when idle workers ticked every
+// 100 ms.
+func TestTickSweep(t *testing.T) {
+	e := newEnv(t, "")
+	for _, tc := range []struct {
+		after time.Duration
+		want  uint64
+	}{
+		{time.Millisecond, sweepBuckets},
+		{50 * time.Millisecond, sweepBuckets},
+		{time.Second, 10 * sweepBuckets},
+		{350 * time.Millisecond, 3 * sweepBuckets},
+		{time.Minute, 16 * sweepBuckets},
+	} {
+		e.now += int64(tc.after)
+		before := e.r.sweepPos.Load()
+		e.w.Tick(e.now)
+		if got := e.r.sweepPos.Load() - before; got != tc.want {
+			t.Errorf("Tick %v after the last: swept %d buckets, want %d", tc.after, got, tc.want)
+		}
+	}
 }

@@ -175,23 +175,24 @@ type outFrame struct {
 // Worker is one dataplane worker's view of the Router. Its methods must
 // be called from one goroutine.
 type Worker struct {
-	r       *Router
-	rw      *rules.Worker
-	key     rules.Key
-	sec     uint32
-	scratch []byte
-	pend    []pendFrame
-	waiting int
-	pendGen uint64
-	nsBufs  [][]byte
-	nsUsed  int
-	probes  []probeReq // scratch for the probes the fast path asked for
-	out     []outFrame
-	outHead int
-	errTok  tokens
-	echoTok tokens
-	in      frame.Inner
-	c       counters
+	r        *Router
+	lastTick int64 // the time of the last Tick (ns)
+	rw       *rules.Worker
+	key      rules.Key
+	sec      uint32
+	scratch  []byte
+	pend     []pendFrame
+	waiting  int
+	pendGen  uint64
+	nsBufs   [][]byte
+	nsUsed   int
+	probes   []probeReq // scratch for the probes the fast path asked for
+	out      []outFrame
+	outHead  int
+	errTok   tokens
+	echoTok  tokens
+	in       frame.Inner
+	c        counters
 }
 
 // NewWorker returns a worker; rw (may be nil) is its rule set worker for
@@ -272,9 +273,20 @@ func (w *Worker) Tick(now int64) {
 	if s != nil {
 		w.refreshProbes(s)
 	}
-	pos := w.r.sweepPos.Add(64) - 64
-	w.r.ct.sweep(&pos, 64, w.sec)
+	// sweepBuckets per Tick of a busy worker, which ticks after every
+	// batch; as many per 100 ms since its last one for an idle worker,
+	// which ticks once a second.
+	n := sweepBuckets
+	if w.lastTick != 0 {
+		n *= int(min(max((now-w.lastTick)/100e6, 1), 16)) // 100 ms
+	}
+	w.lastTick = now
+	pos := w.r.sweepPos.Add(uint64(n)) - uint64(n)
+	w.r.ct.sweep(&pos, n, w.sec)
 }
+
+// sweepBuckets is how many conntrack buckets a worker's Tick sweeps.
+const sweepBuckets = 64
 
 // Process handles one received IPv6 frame that frame.Parse parsed into f
 // (successfully); pkt is rewritten in place when forwarded.

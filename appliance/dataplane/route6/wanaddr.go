@@ -546,6 +546,10 @@ func (r *Router) SetWANAddressing(a WANAddressing, now int64) error {
 // duplicates are reported, lifetimes end.
 func (r *Router) Maintain(now int64) { r.maintain(now, nil) }
 
+// Due reports whether DAD probes or a router solicitation wait for a
+// worker's Tick to send them.
+func (r *Router) Due() bool { return r.wan.due.Load() }
+
 func (r *Router) maintain(now int64, evs []WANEvent) {
 	r.mu.Lock()
 	t := r.wan
