@@ -24,9 +24,19 @@ import (
 // invariants.
 var ErrRestartRequired = errors.New("dataplane: configuration change needs a restart")
 
+// pollTimeout is an idle worker's tick (its wait for frames): the
+// housekeeping that can wait. What cannot (a port update, a loop probe,
+// an IPv6 WAN probe) wakes it (worker.wake). With a tick of 100 ms the
+// idle workers' wake-ups were half an appliance's context switches while
+// the fast path carried its traffic (docs/dataplane.md, Measured). A
+// variable for tests.
+var pollTimeout = time.Second
+
 // Timing of the control loops.
 const (
-	pollTimeout = 100 * time.Millisecond // a worker's wait for a block; its idle tick
+	// downRetry is a worker's wait before it reads again from a port
+	// whose link is down.
+	downRetry = 100 * time.Millisecond
 	// natTickInterval is a worker's idle tick while the router holds
 	// frames of it waiting for ARP (nat.Worker.Waiting).
 	natTickInterval = 2 * time.Millisecond
@@ -59,6 +69,7 @@ type Engine struct {
 	// topo is what readers outside Apply see (ports, workers, closed
 	// sockets' counters); replaced when ports restart.
 	topo    atomic.Pointer[topology]
+	links   *linkWatch // nil: the monitor polls the links
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	started bool
@@ -105,6 +116,11 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 		return nil, err
 	}
 	e.topo.Store(&topology{ports: e.ports, workers: e.workers})
+	// Subscribed before the first read, so that no change falls between.
+	if e.links, err = watchLinks(); err != nil {
+		e.log.Warn("dataplane: polling the links", "err", err)
+		e.links, err = nil, nil
+	}
 	e.pollLinks()
 	return e, nil
 }
@@ -197,6 +213,7 @@ func (e *Engine) release() error {
 			errs = append(errs, pi.kdrop.Close())
 		}
 	}
+	e.links.close()
 	if e.b != nil && e.b.nl != nil {
 		e.b.nl.Close()
 	}

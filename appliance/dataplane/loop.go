@@ -163,6 +163,9 @@ func (e *Engine) pollLoops(tick uint64) {
 	}
 	if flap || tick%uint64(probeInterval/linkPoll) == 0 {
 		g.gen.Add(1)
+		if !g.off.Load() {
+			e.wakeProbers()
+		}
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // updateTimeout bounds the wait for a running worker to take a port
-// update; a worker looks for one at least every pollTimeout.
+// update; the worker is woken for it (worker.wake).
 const updateTimeout = 2 * time.Second
 
 // restartPorts restarts the workers of the ports cfg.Ports[i], i in
@@ -183,6 +183,7 @@ func (r *reconfig) switchTX() error {
 		w.txs.Store(&txs)
 		if e.started {
 			w.update.Store(u)
+			w.wake()
 		} else {
 			w.install(u)
 		}

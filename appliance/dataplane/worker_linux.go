@@ -189,6 +189,18 @@ func (w *worker) safeLoop() (err error) {
 	return w.ringLoop()
 }
 
+// wake ends the worker's idle wait now (rather than at its next tick):
+// for work queued for it that cannot wait. Any goroutine may call it.
+func (w *worker) wake() {
+	if w.rx != nil {
+		w.rx.Wake() // ErrClosed: the worker is stopping anyway
+		return
+	}
+	if h := w.deps.host; h != nil {
+		h.Wake()
+	}
+}
+
 func (w *worker) stopped() bool {
 	select {
 	case <-w.deps.stop:
@@ -230,9 +242,10 @@ func (w *worker) endBatch() {
 // wait is how long the worker may sleep for frames: pollTimeout, or
 // natTickInterval while the router holds frames of this worker waiting
 // for ARP resolution (they are released by this worker's Tick, whoever
-// received the ARP reply).
+// received the ARP reply) or frames stay queued on a TX ring whose flush
+// failed (retried at the end of every batch).
 func (w *worker) wait() time.Duration {
-	if w.fwd.nw != nil && w.fwd.nw.Waiting() {
+	if w.fwd.dirty != 0 || w.fwd.nw != nil && w.fwd.nw.Waiting() {
 		return natTickInterval
 	}
 	return pollTimeout
@@ -255,7 +268,7 @@ func (w *worker) ringLoop() error {
 				return nil
 			case <-w.quit:
 				return nil
-			case <-time.After(pollTimeout):
+			case <-time.After(downRetry):
 			}
 			w.beginBatch() // installs a port update even while the link is down
 			w.endBatch()
