@@ -232,10 +232,13 @@ func (s *Server) Serve(ctx context.Context) error {
 
 // listen opens the socket on the interface's link-local address, waiting
 // for one (an interface without carrier has none yet) until ctx ends (nil,
-// nil then).
+// nil then). It looks every 200 ms at first (DAD takes a second or two),
+// then less and less often, up to listenPollMax: each look is a netlink
+// dump of the addresses, and an interface without IPv6 never gets one.
 func listen(ctx context.Context, ifi *net.Interface) (*ndp.Conn, error) {
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
+	wait := 200 * time.Millisecond
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	for {
 		if hasLinkLocal(ifi) {
 			conn, _, err := ndp.Listen(ifi, ndp.LinkLocal)
@@ -244,10 +247,16 @@ func listen(ctx context.Context, ifi *net.Interface) (*ndp.Conn, error) {
 		select {
 		case <-ctx.Done():
 			return nil, nil
-		case <-tick.C:
+		case <-t.C:
 		}
+		wait = min(wait*3/2, listenPollMax)
+		t.Reset(wait)
 	}
 }
+
+// listenPollMax is the longest wait between two looks for a link-local
+// address.
+const listenPollMax = 5 * time.Second
 
 func hasLinkLocal(ifi *net.Interface) bool {
 	addrs, _ := ifi.Addrs()
