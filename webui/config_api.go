@@ -209,8 +209,7 @@ func (s *Server) handleConfigHistory(w http.ResponseWriter, r *http.Request) {
 	if h == nil {
 		h = []Version{}
 	}
-	_, cur := cs.Current()
-	writeJSON(w, http.StatusOK, map[string]any{"current": cur.ID, "versions": h})
+	writeJSON(w, http.StatusOK, map[string]any{"current": cs.Version().ID, "versions": h})
 }
 
 func (s *Server) handleConfigVersion(w http.ResponseWriter, r *http.Request) {

@@ -177,6 +177,12 @@ func (s *fakeStore) Current() (json.RawMessage, Version) {
 	return v.cfg, v.v
 }
 
+func (s *fakeStore) Version() Version {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.versions[s.current].v
+}
+
 type fakeConfig struct {
 	Mode  string `json:"mode"`
 	Ports []struct {

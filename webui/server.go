@@ -340,8 +340,7 @@ func (s *Server) configState() *ConfigState {
 	if s.opts.Config == nil {
 		return nil
 	}
-	_, v := s.opts.Config.Current()
-	return &ConfigState{Version: v, Pending: s.opts.Config.Pending()}
+	return &ConfigState{Version: s.opts.Config.Version(), Pending: s.opts.Config.Pending()}
 }
 
 // publish takes one snapshot, encodes it once and fans it out.

@@ -191,6 +191,9 @@ const (
 type ConfigStore interface {
 	// Current returns the running config and its version.
 	Current() (json.RawMessage, Version)
+	// Version returns the running config's version alone, without
+	// encoding the config: the publisher reads it every second.
+	Version() Version
 	// Validate checks a whole config without applying it.
 	Validate(cfg []byte) []FieldError
 	// Apply validates cfg, makes it take effect and starts the
