@@ -14,9 +14,21 @@ import (
 // before the reboot is still there. hung power-cycles a box that stopped
 // answering after the reboot and returns the box booted again.
 func passwordAndHistory(t *testing.T, b *box, hung func(error) *box) {
+	// The box may have just booted (an update's test boot keeps /perm
+	// read-only, so no history was saved before it): its publisher records
+	// the first point with its second sample, a second or two after it
+	// starts, possibly after the box reports healthy.
 	var before struct{ Time []float64 }
-	if err := b.api(http.MethodGet, "/api/stats/history?range=24h", nil, &before); err != nil || len(before.Time) == 0 {
-		t.Fatalf("24 h history before the reboot: %v, %d points", err, len(before.Time))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := b.api(http.MethodGet, "/api/stats/history?range=24h", nil, &before)
+		if err == nil && len(before.Time) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("24 h history before the reboot: %v, %d points after 30 s", err, len(before.Time))
+		}
+		time.Sleep(time.Second)
 	}
 	old, next := b.password, "qemu-N3w-pw-"+time.Now().Format("150405")
 	body, _ := json.Marshal(map[string]string{"current": old, "new": next})
