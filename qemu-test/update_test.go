@@ -182,7 +182,10 @@ func panicReverts(t *testing.T, owner testing.TB, b *box, bs *builds) *box {
 	if !panicked {
 		t.Errorf("%s\nthe console shows no kernel panic of the test boot", b.diagnosis(rep))
 	}
-	if err := b.healthyOn(bs.good.BuildTimestamp); err != nil {
+	// The outcome is read from the dashboard of the previous build, which
+	// answers before its dataplane runs (/healthz 503 until then): the box
+	// must become healthy on that build, not be at that moment.
+	if err := b.waitHealthy(bs.good.BuildTimestamp, bootTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("panicking kernel reverted by itself in %.0fs", time.Since(start).Seconds())
