@@ -18,8 +18,8 @@ var linkResync = 5 * time.Second
 // linkWatch receives the link notifications (RTNLGRP_LINK) of the
 // engine's network namespace, so that the monitor reads the ports' link
 // state when it changes instead of asking the kernel four times a second
-// (12 netlink requests a second for three ports were a sixth of an
-// otherwise idle appliance's CPU time: docs/dataplane.md, Measured).
+// (12 netlink requests a second for three ports were a quarter of the
+// appliance's Go CPU profile: docs/dataplane.md, Measured).
 type linkWatch struct {
 	ns   netns.NsHandle // the namespace New ran in
 	ch   chan netlink.LinkUpdate

@@ -347,12 +347,25 @@ func (s *Socket) Close() error {
 		s.life.release()
 		return nil
 	}
-	var one [8]byte // eventfd counter increment, native endian
-	ne.PutUint64(one[:], 1)
-	if _, err := unix.Write(s.efd, one[:]); err != nil {
+	if err := s.signal(); err != nil {
 		s.life.release()
 		return fmt.Errorf("afpacket: %s: wake poller: %w", s.name, err)
 	}
 	s.life.release()
 	return s.life.finalErr()
+}
+
+// signal increments the eventfd a waiting NextBlock polls (Close, Wake);
+// the waiter drains it (takeSignal).
+func (s *Socket) signal() error {
+	var one [8]byte // eventfd counter increment, native endian
+	ne.PutUint64(one[:], 1)
+	_, err := unix.Write(s.efd, one[:])
+	return err
+}
+
+// takeSignal resets the eventfd's counter, so that the next wait blocks.
+func (s *Socket) takeSignal() {
+	var buf [8]byte
+	unix.Read(s.efd, buf[:])
 }

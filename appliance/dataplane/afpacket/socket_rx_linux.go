@@ -60,8 +60,7 @@ func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
 		case ev[1] != 0:
 			// Close or Wake: drained first, so that a Close after
 			// the check below still finds its signal.
-			var buf [8]byte
-			unix.Read(s.efd, buf[:])
+			s.takeSignal()
 			s.life.release()
 			if s.life.closed() {
 				return nil, ErrClosed
@@ -86,9 +85,7 @@ func (s *Socket) Wake() error {
 		return ErrClosed
 	}
 	defer s.life.release()
-	var one [8]byte // eventfd counter increment, native endian
-	ne.PutUint64(one[:], 1)
-	if _, err := unix.Write(s.efd, one[:]); err != nil {
+	if err := s.signal(); err != nil {
 		return fmt.Errorf("afpacket: %s: wake: %w", s.name, err)
 	}
 	return nil

@@ -239,8 +239,7 @@ func (p *Port) Wait(timeout time.Duration) error {
 	if ev[1] != 0 {
 		// Close or Wake: drained first, so that a Close after the
 		// check below still finds its signal.
-		var buf [8]byte
-		unix.Read(p.efd, buf[:])
+		p.takeSignal()
 	}
 	switch {
 	case p.refs.Load()&closedBit != 0:
@@ -263,12 +262,25 @@ func (p *Port) Wake() error {
 		return ErrClosed
 	}
 	defer p.release()
-	var one [8]byte
-	one[0] = 1 // eventfd counter increment (any non-zero value wakes)
-	if _, err := unix.Write(p.efd, one[:]); err != nil {
+	if err := p.signal(); err != nil {
 		return fmt.Errorf("hostport: %s: wake: %w", p.name, err)
 	}
 	return nil
+}
+
+// signal increments the eventfd Wait polls (Close, Wake); Wait drains it
+// (takeSignal).
+func (p *Port) signal() error {
+	var one [8]byte
+	one[0] = 1 // eventfd counter increment (any non-zero value wakes)
+	_, err := unix.Write(p.efd, one[:])
+	return err
+}
+
+// takeSignal resets the eventfd's counter, so that the next Wait blocks.
+func (p *Port) takeSignal() {
+	var buf [8]byte
+	unix.Read(p.efd, buf[:])
 }
 
 // Write hands one frame to the kernel as if it had arrived on the port.
@@ -316,9 +328,7 @@ func (p *Port) Close() error {
 			break
 		}
 	}
-	var one [8]byte
-	one[0] = 1 // eventfd counter increment (any non-zero value wakes)
-	_, err := unix.Write(p.efd, one[:])
+	err := p.signal()
 	p.release()
 	if err != nil {
 		return fmt.Errorf("hostport: %s: wake poller: %w", p.name, err)
