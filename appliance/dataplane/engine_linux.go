@@ -68,8 +68,11 @@ type Engine struct {
 	workers []*worker
 	// topo is what readers outside Apply see (ports, workers, closed
 	// sockets' counters); replaced when ports restart.
-	topo    atomic.Pointer[topology]
-	links   *linkWatch // nil: the monitor polls the links
+	topo  atomic.Pointer[topology]
+	links *linkWatch // nil: the monitor polls the links
+	// relink asks the monitor for a full read of the links (after a
+	// port restart, whose new portInfo may have missed a notification).
+	relink  chan struct{}
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	started bool
@@ -83,7 +86,7 @@ func New(cfg *Config, opts Options) (e *Engine, err error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	e = &Engine{log: opts.Log, start: time.Now(), stop: make(chan struct{})}
+	e = &Engine{log: opts.Log, start: time.Now(), stop: make(chan struct{}), relink: make(chan struct{}, 1)}
 	if e.log == nil {
 		e.log = slog.Default()
 	}

@@ -109,6 +109,10 @@ func (e *Engine) monitor() {
 			}
 			e.linkUpdate(&u)
 			continue
+		case <-e.relink:
+			e.pollLinks()
+			lastLinks = time.Now()
+			continue
 		case <-t.C:
 		}
 		if lw != nil && updates == nil {
@@ -132,6 +136,17 @@ func (e *Engine) monitor() {
 			lastSweep = time.Now()
 		}
 		tick++
+	}
+}
+
+// readLinks has the monitor read every port's link state now: a
+// restarted port's new portInfo copied the old one's state, and a
+// notification that came between the copy and the new topology went to
+// the old one (an MTU change bounces an e1000e's link).
+func (e *Engine) readLinks() {
+	select {
+	case e.relink <- struct{}{}:
+	default: // a read is pending already
 	}
 }
 

@@ -224,6 +224,7 @@ func (r *reconfig) commit() {
 	e.workers = append(r.keep, r.fresh...)
 	slices.SortStableFunc(e.workers, func(a, b *worker) int { return int(a.port.id) - int(b.port.id) })
 	e.topo.Store(&topology{ports: r.ports, workers: e.workers, retired: r.retired})
+	e.readLinks()
 	if e.started {
 		for _, w := range r.fresh {
 			e.wg.Add(1)

@@ -83,3 +83,43 @@ func TestIdleWorkerTakesUpdate(t *testing.T) {
 		t.Errorf("after the change: %v", err)
 	}
 }
+
+// TestRestartReadsLinks moves a port to another interface whose link is up
+// and stays up, with the periodic resync pushed out of reach: no
+// notification comes for it, so the restart itself must read its state.
+func TestRestartReadsLinks(t *testing.T) {
+	old := linkResync
+	linkResync = time.Hour
+	t.Cleanup(func() { linkResync = old })
+	tp := newTopo(t, 3)
+	cfg := &Config{Ports: []Port{{Name: "a", Interface: "p1"}, {Name: "b", Interface: "p2"}}}
+	e := tp.engine(cfg)
+	time.Sleep(200 * time.Millisecond) // the subscription's first notifications are in
+	cfg2 := *cfg
+	cfg2.Ports = []Port{{Name: "a", Interface: "p1"}, {Name: "b", Interface: "p3"}}
+	var err error
+	tp.box.Do(t, func() { err = e.Apply(&cfg2, "b") })
+	if err != nil {
+		t.Fatalf("Apply with port b moved to p3: %v", err)
+	}
+	start := time.Now()
+	for {
+		up := false
+		for _, p := range e.Snapshot().Ports {
+			if p.Name == "b" {
+				up = p.LinkUp && p.Interface == "p3"
+			}
+		}
+		if up {
+			break
+		}
+		if time.Since(start) > time.Second {
+			t.Fatalf("port b on p3: link still down %v after the restart: %+v", time.Second, e.Snapshot().Ports)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("port b on p3 up %v after the restart", time.Since(start).Round(time.Millisecond))
+	if err := tp.ping(1, "10.42.0.3"); err != nil {
+		t.Errorf("h1 → h3 after the move: %v", err)
+	}
+}
