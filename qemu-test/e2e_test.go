@@ -269,7 +269,10 @@ func TestEndToEnd(t *testing.T) {
 		defer func() { srv.Process.Kill(); srv.Wait() }()
 		lanSrv := a.start("python3", "-m", "http.server", "9000", "--bind", "192.168.50.10")
 		_ = lanSrv
-		time.Sleep(time.Second)
+		// python may take a while to start on a loaded host: a curl
+		// before it listens is refused (exit 7), as it was in a CI run.
+		bb.waitListen(t, 8000)
+		a.waitListen(t, 9000)
 		if err := a.waitPing("198.51.100.1", 30*time.Second); err != nil {
 			t.Fatalf("LAN host → WAN through NAT: %v", err)
 		}
@@ -278,12 +281,6 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if !strings.Contains(srvLog.String(), wan+" - -") {
 			t.Errorf("the WAN server did not see the box's WAN address %s; its log:\n%s", wan, srvLog.String())
-		}
-		for i := 0; i < 60; i++ { // python may take a while to start on a loaded host
-			if out, _ := a.exec("ss", "-Hltn", "sport", "=", ":9000"); strings.TrimSpace(out) != "" {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
 		}
 		fastPathForwards(t, b, a, "198.51.100.1")
 		var fwdOut string
@@ -381,6 +378,20 @@ func TestEndToEnd(t *testing.T) {
 			return b
 		})
 	})
+}
+
+// waitListen waits up to 30 s for a TCP listener on port in h's
+// namespace.
+func (h *host) waitListen(t *testing.T, port int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if out, _ := h.exec("ss", "-Hltn", "sport", "=", fmt.Sprintf(":%d", port)); strings.TrimSpace(out) != "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on TCP port %d in %s after 30 s", port, h.ns)
+		}
+	}
 }
 
 type lockedBuffer struct {
