@@ -165,10 +165,11 @@ func writeLatency(b *strings.Builder, r *Report) {
 		}
 	}
 	if len(r.ConnRows) > 0 {
-		fmt.Fprintf(b, "\nNew NAT connections per second (every frame a new 5-tuple; the highest of %v/s that lost under %.0f%%; "+
+		fmt.Fprintf(b, "\nNew NAT connections per second (every frame a new 5-tuple; the highest rate that lost under %.0f%% of the steps %v/s "+
+			"and %d bisections between the best step and the lowest above it that lost more; "+
 			"an e1kbox path's worker forwards every such frame, so they and the new flows' first packets are measured with the "+
 			"placement of its fast path off row, the generator on the box's receive CPU):\n\n",
-			connRateSteps, 100*connLoss)
+			100*connLoss, connRateSteps, connRefine)
 		b.WriteString("| path | connections/s (median) | min – max | vs kernel NAT |\n|---|---:|---:|---:|\n")
 		for _, c := range r.ConnRows {
 			fmt.Fprintf(b, "| %s | %.0f | %.0f – %.0f | %s |\n", c.Path, c.Rate, c.Min, c.Max, FormatRatio(c.Ratio))

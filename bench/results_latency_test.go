@@ -161,3 +161,35 @@ func TestEvalTargetsIPv6(t *testing.T) {
 		})
 	}
 }
+
+func TestConnBracket(t *testing.T) {
+	step := func(offered, pps float64) Sample {
+		return Sample{Kind: KindConnRate, Offered: offered, PPS: pps}
+	}
+	type bracket struct {
+		Lo, Hi float64
+		OK     bool
+	}
+	for _, tc := range []struct {
+		name string
+		ss   []Sample
+		want bracket
+	}{
+		{"between two steps", []Sample{step(100e3, 100e3), step(200e3, 199e3), step(300e3, 250e3), step(400e3, 260e3)}, bracket{200e3, 300e3, true}},
+		{"after a bisection that passed", []Sample{step(200e3, 200e3), step(300e3, 250e3), step(400e3, 250e3), step(250e3, 249e3)}, bracket{250e3, 300e3, true}},
+		{"after a bisection that lost", []Sample{step(200e3, 200e3), step(300e3, 250e3), step(400e3, 250e3), step(250e3, 240e3)}, bracket{200e3, 250e3, true}},
+		{"a lost step below the best does not bound it", []Sample{step(100e3, 90e3), step(150e3, 150e3), step(200e3, 150e3)}, bracket{150e3, 200e3, true}},
+		{"the generator's limit: the loss is below the best", []Sample{step(480e3, 480e3), step(470e3, 400e3)}, bracket{}},
+		{"within 5 %", []Sample{step(200e3, 200e3), step(209e3, 150e3)}, bracket{}},
+		{"nothing lost", []Sample{step(100e3, 100e3), step(800e3, 800e3)}, bracket{}},
+		{"nothing passed", []Sample{step(25e3, 10e3), step(50e3, 10e3)}, bracket{}},
+		{"other kinds do not count", []Sample{step(100e3, 100e3), {Kind: KindThroughput, Offered: 150e3, PPS: 1}}, bracket{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lo, hi, ok := connBracket(tc.ss)
+			if diff := cmp.Diff(tc.want, bracket{lo, hi, ok}); diff != "" {
+				t.Errorf("connBracket (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
