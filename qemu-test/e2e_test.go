@@ -380,20 +380,6 @@ func TestEndToEnd(t *testing.T) {
 	})
 }
 
-// waitListen waits up to 30 s for a TCP listener on port in h's
-// namespace.
-func (h *host) waitListen(t *testing.T, port int) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if out, _ := h.exec("ss", "-Hltn", "sport", "=", fmt.Sprintf(":%d", port)); strings.TrimSpace(out) != "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on TCP port %d in %s after 30 s", port, h.ns)
-		}
-	}
-}
-
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

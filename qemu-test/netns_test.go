@@ -101,6 +101,16 @@ func (h *host) start(args ...string) *exec.Cmd {
 	return c
 }
 
+// waitListen waits up to 30 s for a TCP listener on port in h's
+// namespace.
+func (h *host) waitListen(t *testing.T, port int) {
+	t.Helper()
+	netnstest.WaitFor(t, 30*time.Second, fmt.Sprintf("a TCP listener on port %d", port), func() bool {
+		out, _ := h.exec("ss", "-Hltn", "sport", "=", fmt.Sprintf(":%d", port))
+		return strings.TrimSpace(out) != ""
+	})
+}
+
 // waitPing pings dst (IPv4 or IPv6) until it answers or timeout passes.
 func (h *host) waitPing(dst string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)

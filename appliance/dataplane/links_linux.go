@@ -92,6 +92,7 @@ func (e *Engine) monitor() {
 		updates = lw.ch
 	}
 	lastSweep, lastLinks := time.Now(), time.Now()
+	readAll := func() { e.pollLinks(); lastLinks = time.Now() }
 	for tick := uint64(0); ; {
 		select {
 		case <-e.stop:
@@ -103,15 +104,13 @@ func (e *Engine) monitor() {
 				e.log.Warn("dataplane: link notifications lost; polling the links")
 				lw.unsubscribe()
 				updates = nil
-				e.pollLinks()
-				lastLinks = time.Now()
+				readAll()
 				continue
 			}
 			e.linkUpdate(&u)
 			continue
 		case <-e.relink:
-			e.pollLinks()
-			lastLinks = time.Now()
+			readAll()
 			continue
 		case <-t.C:
 		}
@@ -121,8 +120,7 @@ func (e *Engine) monitor() {
 			}
 		}
 		if updates == nil || time.Since(lastLinks) >= linkResync {
-			e.pollLinks()
-			lastLinks = time.Now()
+			readAll()
 		}
 		e.pollLoops(tick)
 		if v6 := e.natp.v6; v6 != nil {
