@@ -25,10 +25,11 @@ const (
 	// fpHarvestInterval is how often the manager reads the kernel's flow
 	// counters into conntrack, the FDB, the rules and the port counters.
 	fpHarvestInterval = 500 * time.Millisecond
-	// fpTurns is how many harvests pass between one flow's turns, when
-	// its counts go into conntrack, the FDB and the rules and it is
-	// judged (harvest); the port counters take every harvest.
-	fpTurns = 4
+	// fpMaxTurns is the most harvests that pass between one flow's
+	// turns, when its counts go into conntrack, the FDB and the rules and
+	// it is judged (harvest, turnsFor); the port counters take every
+	// harvest.
+	fpMaxTurns = 16
 	// fpIdle is how long a flow may go without a packet before it leaves
 	// the kernel (a NAT flow leaves after half its timeout if that is
 	// shorter): the maps hold the active flows.

@@ -402,8 +402,8 @@ func natRun(t *testing.T, mode FastPathMode, checks ...func(*testing.T, *Engine)
 
 // harvestTurns checks the harvest's two passes once the flows are quiet:
 // Snapshot's port counters need no sync (the count pass runs for it), and
-// within fpTurns harvests every flow's counts are in conntrack (the turn
-// pass reached each), so that a sync then changes nothing.
+// within fpMaxTurns harvests every flow's counts are in conntrack (the
+// turn pass reached each), so that a sync then changes nothing.
 func harvestTurns(t *testing.T, e *Engine) {
 	t.Helper()
 	ports := func() []PortStats {
@@ -425,14 +425,14 @@ func harvestTurns(t *testing.T, e *Engine) {
 		return page.Conns
 	}
 	before := ports()
-	time.Sleep((fpTurns + 1) * fpHarvestInterval)
+	time.Sleep((fpMaxTurns + 1) * fpHarvestInterval)
 	unsynced := conns()
 	e.SyncFastPath()
 	if diff := cmp.Diff(ports(), before); diff != "" {
 		t.Errorf("Snapshot's port counters before a sync (-synced +before):\n%s", diff)
 	}
 	if diff := cmp.Diff(conns(), unsynced, cmpopts.EquateComparable(netip.AddrPort{})); diff != "" {
-		t.Errorf("connections %d harvests after the last frame (-synced +before the sync):\n%s", fpTurns+1, diff)
+		t.Errorf("connections %d harvests after the last frame (-synced +before the sync):\n%s", fpMaxTurns+1, diff)
 	}
 }
 

@@ -91,7 +91,7 @@ func (fp *fastPath) installR6(o *fpOffer) bool {
 		fp.free = append(fp.free, slot)
 		return false
 	}
-	fp.own(slot, fpSlot{rec: rec, in: o.in, out: o.out, ports: true, routed: true, v6: true, every: rec.idle < int64(everyTurn)})
+	fp.own(slot, fpSlot{rec: rec, in: o.in, out: o.out, ports: true, routed: true, v6: true, turns: turnsFor(rec.idle)})
 	fp.r6[f] = rec
 	fp.r6Rev[rec.rev] = rec
 	fp.mark[rec.markIndex].Add(1)

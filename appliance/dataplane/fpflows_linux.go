@@ -81,7 +81,7 @@ type fpSlot struct {
 	ports   bool  // its frames count on the ports (a microflow's are its pair's)
 	routed  bool  // a NAT or routed IPv6 flow: the NAT worker's frames too
 	v6      bool  // a routed IPv6 flow: route6's too
-	every   bool  // its turn comes at every harvest (a short idle time)
+	turns   uint8 // harvests between its turns (turnsFor its idle time)
 	dying   bool
 	// packets and bytes the count pass has counted so far.
 	packets, bytes uint64
@@ -136,9 +136,26 @@ func (fp *fastPath) die(slot uint32, rec any) {
 	fp.c.evicted.Add(1)
 }
 
-// everyTurn: a flow whose idle time is this short is judged at every
-// harvest rather than at its turn.
-const everyTurn = 2 * fpTurns * fpHarvestInterval
+// turnsFor is how many harvests pass between the turns of a flow that
+// leaves after idle ns without a packet (or of every flow, for an FDB
+// aging time of idle): the largest power of two up to fpMaxTurns whose
+// harvests last at most half of idle. A flow is then judged within 1.5
+// times its idle time, so within 0.75 times its connection's timeout, and
+// an FDB entry it keeps is refreshed twice within the aging time.
+func turnsFor(idle int64) uint8 {
+	n := uint8(1)
+	for n < fpMaxTurns && int64(2*n)*int64(fpHarvestInterval) <= idle/2 {
+		n *= 2
+	}
+	return n
+}
+
+// due reports whether slot s has its turn at harvest turn when turns (a
+// power of two) harvests pass between its turns: the slots of a period
+// spread evenly over its harvests.
+func due(s, turn uint32, turns uint8) bool {
+	return (s^turn)&(uint32(turns)-1) == 0
+}
 
 func (fp *fastPath) markIndex(t *nat.Tuple) uint64 { return tupleHash(t) % fpMarks }
 
@@ -220,7 +237,7 @@ func (fp *fastPath) installNAT(o *fpOffer) bool {
 		fp.free = append(fp.free, slot)
 		return false
 	}
-	fp.own(slot, fpSlot{rec: rec, in: o.in, out: o.out, ports: true, routed: true, every: rec.idle < int64(everyTurn)})
+	fp.own(slot, fpSlot{rec: rec, in: o.in, out: o.out, ports: true, routed: true, turns: turnsFor(rec.idle)})
 	fp.nat[o.tuple] = rec
 	fp.natRev[rec.rev] = rec
 	fp.mark[fp.markIndex(&rec.tuple)].Add(1)
@@ -314,7 +331,7 @@ func (fp *fastPath) installPair(o *fpOffer) bool {
 			fp.free = append(fp.free, slot)
 			return false
 		}
-		fp.own(slot, fpSlot{rec: p, in: p.in, out: p.out, delta: int32(delta), ports: true})
+		fp.own(slot, fpSlot{rec: p, in: p.in, out: p.out, delta: int32(delta), ports: true, turns: turnsFor(int64(fpIdle))})
 		fp.pairs[pk] = p
 		fp.c.installed.Add(1)
 	}
@@ -336,7 +353,7 @@ func (fp *fastPath) installPair(o *fpOffer) bool {
 		fp.free = append(fp.free, slot)
 		return false
 	}
-	fp.own(slot, fpSlot{rec: m})
+	fp.own(slot, fpSlot{rec: m, turns: turnsFor(int64(fpIdle))})
 	fp.micros[mk] = m
 	p.micros = append(p.micros, m)
 	fp.c.installed.Add(1)
@@ -355,12 +372,15 @@ func (fp *fastPath) delta(slot uint32) fastpath.Stats {
 // in two passes. The count pass, over the slots in order, adds every
 // flow's new frames to the port and router counters. The turn pass
 // carries them into conntrack, route6, the FDB and the rules and judges
-// whether each flow may stay: for a quarter of the flows at each harvest
-// (fpTurns, by slot), each flow's turn every 2 s, or for all of them when
-// all is set (sync: an API listing, which must be exact). A flow with a
-// short idle time, and all flows while the FDB's aging time is short,
-// have their turn at every harvest. The flows evicted at the last harvest
-// are finished first.
+// whether each flow may stay. A flow has its turn every turnsFor(its idle
+// time) harvests, by slot: every 8 s for an idle time of 30 s (a TCP
+// connection or a UDP stream), more often for shorter ones, and no less
+// often than the FDB's aging time and the NAT router's neighbour
+// reachable time ask; every flow has it when all is set
+// (sync: an API listing, which must be exact). A turn costs a NAT flow a
+// few cache misses in conntrack (docs/dataplane.md, Measured), so the
+// pass visits as few flows as that allows. The flows evicted at the last
+// harvest are finished first.
 func (fp *fastPath) harvest(all bool) {
 	if !fp.on() || len(fp.nat)+len(fp.r6)+len(fp.pairs)+len(fp.micros)+len(fp.dying) == 0 {
 		return
@@ -381,15 +401,24 @@ func (fp *fastPath) harvest(all bool) {
 		fp.release(d.slot)
 	}
 	fp.dying = fp.dying[:0]
-	turns := uint32(fpTurns)
-	if a := fp.e.fdb.AgingTime(); all || (a >= 0 && a < everyTurn) {
-		turns = 1
+	most := uint8(fpMaxTurns) // the FDB entries the flows keep age
+	if a := fp.e.fdb.AgingTime(); a >= 0 {
+		most = turnsFor(int64(a))
 	}
-	turn := fp.turn % turns
+	if r := fp.e.natr; r != nil {
+		// A next hop's flows ask for its probe once half its reachable
+		// time has passed: one of them has its turn before the other half
+		// does (route6's reachable time is the default's, 30 s).
+		most = min(most, turnsFor(int64(r.Config().NeighReachable)*int64(time.Second)))
+	}
+	if all {
+		most = 1
+	}
+	turn := fp.turn
 	fp.turn++
 	for s := range fp.high {
 		sl := &fp.slots[s]
-		if sl.rec == nil || sl.dying || (s%turns != turn && !sl.every) {
+		if sl.rec == nil || sl.dying || !due(s, turn, min(sl.turns, most)) {
 			continue
 		}
 		switch r := sl.rec.(type) {
