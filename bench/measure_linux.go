@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,6 +54,19 @@ func readProcStat() (ProcStat, error) {
 		return ProcStat{}, fmt.Errorf("cpu time: %w", err)
 	}
 	return ParseProcStat(b)
+}
+
+// readInterrupts reads CPU cpu's interrupt counts (nothing for cpu < 0,
+// the direct path's).
+func readInterrupts(cpu int) (Interrupts, error) {
+	if cpu < 0 {
+		return Interrupts{}, nil
+	}
+	b, err := os.ReadFile("/proc/interrupts")
+	if err != nil {
+		return Interrupts{}, fmt.Errorf("interrupts: %w", err)
+	}
+	return ParseInterrupts(b, cpu)
 }
 
 // onlineCPUs returns the online CPUs.
@@ -343,6 +357,7 @@ func (h *harness) measureSpec(ctx context.Context, p Path, spec genSpec, size in
 		return s, err
 	}
 	box0, boxOK := h.readBoxTimes(st0, h.rx, g, spec.CPU)
+	irq0, irqErr := readInterrupts(h.rx)
 	t0 := time.Now()
 	sleep(ctx, w.Count)
 	st1, err := readProcStat()
@@ -350,6 +365,8 @@ func (h *harness) measureSpec(ctx context.Context, p Path, spec genSpec, size in
 		return s, err
 	}
 	box1, _ := h.readBoxTimes(st1, h.rx, g, spec.CPU)
+	irq1, err := readInterrupts(h.rx)
+	irqErr = errors.Join(irqErr, err)
 	t1 := time.Now()
 	c1, err := h.readSink(ctx)
 	if err != nil {
@@ -383,6 +400,11 @@ func (h *harness) measureSpec(ctx context.Context, p Path, spec genSpec, size in
 		if pkts := s.PPS * statSecs; boxOK && pkts > 0 {
 			s.BoxBusySeconds = boxBusy(box0, box1, statSecs)
 			s.BoxNsPerPacket = s.BoxBusySeconds * 1e9 / pkts
+			if irqErr != nil {
+				return s, irqErr
+			}
+			s.RxIPIs = float64(irq1.IPIs-irq0.IPIs) / statSecs
+			s.RxIRQs = float64(irq1.All-irq0.All) / statSecs
 		}
 	}
 	return s, nil

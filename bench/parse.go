@@ -185,3 +185,56 @@ func logTail(log string, n int) string {
 	}
 	return strings.Join(lines, " | ")
 }
+
+// Interrupts are the per-CPU counts of /proc/interrupts on one CPU: the
+// function-call IPIs (CAL: RPS sends these to wake the receive CPU) and
+// all interrupts together (each can wake an idle CPU).
+type Interrupts struct {
+	IPIs, All uint64
+}
+
+// ParseInterrupts reads CPU cpu's column of /proc/interrupts: its header
+// names the CPU columns ("CPU0 CPU1 ..."); each row is a name ending in
+// ':' and one count per column, then a description.
+func ParseInterrupts(b []byte, cpu int) (Interrupts, error) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	if !sc.Scan() {
+		return Interrupts{}, errors.New("/proc/interrupts: no header")
+	}
+	col := -1
+	head := strings.Fields(sc.Text())
+	for i, f := range head {
+		if n, err := strconv.Atoi(strings.TrimPrefix(f, "CPU")); err == nil && strings.HasPrefix(f, "CPU") && n == cpu {
+			col = i
+		}
+	}
+	if col < 0 {
+		return Interrupts{}, fmt.Errorf("/proc/interrupts: no column CPU%d in %q", cpu, sc.Text())
+	}
+	var out Interrupts
+	for line := 2; sc.Scan(); line++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || !strings.HasSuffix(f[0], ":") || f[0] == "ERR:" || f[0] == "MIS:" {
+			continue // ERR and MIS carry one total, not a count per CPU
+		}
+		if len(f) < 2+col {
+			return Interrupts{}, fmt.Errorf("/proc/interrupts line %d (%s): no CPU%d column", line, f[0], cpu)
+		}
+		n, err := strconv.ParseUint(f[1+col], 10, 64)
+		if err != nil {
+			return Interrupts{}, fmt.Errorf("/proc/interrupts line %d (%s): CPU%d: %w", line, f[0], cpu, err)
+		}
+		if out.All+n < out.All {
+			return Interrupts{}, fmt.Errorf("/proc/interrupts line %d (%s): CPU%d: the sum overflows", line, f[0], cpu)
+		}
+		out.All += n
+		if f[0] == "CAL:" {
+			out.IPIs += n
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Interrupts{}, fmt.Errorf("/proc/interrupts: %w", err)
+	}
+	return out, nil
+}

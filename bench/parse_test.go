@@ -240,3 +240,71 @@ func TestBusyFromIdle(t *testing.T) {
 		}
 	}
 }
+
+// interrupts is /proc/interrupts of a 2-CPU guest, shortened.
+const interrupts = `           CPU0       CPU1       
+ 24:          2          0  IO-APIC   5-edge      ACPI:Ged
+ 26:          0          9  IO-APIC   4-edge      ttyS0
+NMI:          0          0   Non-maskable interrupts
+LOC:   26261098   24581850   Local timer interrupts
+RES:    3049160    2885378   Rescheduling interrupts
+CAL:   34592331   38620639   Function call interrupts
+TLB:          0          0   TLB shootdowns
+ERR:          7
+MIS:          0
+`
+
+func TestParseInterrupts(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		cpu      int
+		want     Interrupts
+		err      bool
+	}{
+		{name: "cpu0", in: interrupts, cpu: 0, want: Interrupts{IPIs: 34592331, All: 2 + 26261098 + 3049160 + 34592331}},
+		{name: "cpu1", in: interrupts, cpu: 1, want: Interrupts{IPIs: 38620639, All: 9 + 24581850 + 2885378 + 38620639}},
+		{name: "no such CPU", in: interrupts, cpu: 2, err: true},
+		{name: "empty", in: "", cpu: 0, err: true},
+		{name: "short row", in: "  CPU0 CPU1\nCAL: 5\n", cpu: 1, err: true},
+		{name: "bad count", in: "  CPU0\nCAL: x Function call interrupts\n", cpu: 0, err: true},
+		{name: "CPU columns by name", in: "  CPU2 CPU5\nCAL: 1 2 Function call\n", cpu: 5, want: Interrupts{IPIs: 2, All: 2}},
+	} {
+		got, err := ParseInterrupts([]byte(tc.in), tc.cpu)
+		if (err != nil) != tc.err {
+			t.Errorf("%s: error %v, want error %v", tc.name, err, tc.err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// TestParseInterruptsLive parses this machine's /proc/interrupts.
+func TestParseInterruptsLive(t *testing.T) {
+	b, err := os.ReadFile("/proc/interrupts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseInterrupts(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.All == 0 || got.All < got.IPIs {
+		t.Errorf("CPU0: %+v, want some interrupts, IPIs among them", got)
+	}
+}
+
+func FuzzParseInterrupts(f *testing.F) {
+	f.Add([]byte(interrupts), 0)
+	f.Add([]byte("CPU0\nCAL: 1\n"), 0)
+	f.Fuzz(func(t *testing.T, b []byte, cpu int) {
+		got, err := ParseInterrupts(b, cpu)
+		if err != nil && got != (Interrupts{}) {
+			t.Fatalf("error %v with %+v", err, got)
+		}
+		if err == nil && got.IPIs > got.All {
+			t.Fatalf("IPIs %d > all %d", got.IPIs, got.All)
+		}
+	})
+}

@@ -54,6 +54,11 @@ type Sample struct {
 	// BoxNsPerPacket that per received packet; 0 for the direct path.
 	BoxBusySeconds float64 `json:"box_busy_seconds,omitempty"`
 	BoxNsPerPacket float64 `json:"box_ns_per_packet,omitempty"`
+	// RxIPIs and RxIRQs are the function-call IPIs (RPS waking the
+	// receive CPU) and all interrupts the box's receive CPU took per
+	// second of the CPU window; 0 for the direct path.
+	RxIPIs float64 `json:"rx_ipis_per_s,omitempty"`
+	RxIRQs float64 `json:"rx_irqs_per_s,omitempty"`
 	// Latency samples: Load is the rate as a fraction of the path's
 	// throughput, P50/P99/P999 the quantiles in µs of Samples frames.
 	Load    float64 `json:"load,omitempty"`
@@ -121,6 +126,9 @@ type CPURow struct {
 	DiffNsPerPkt    float64 `json:"-"`
 	MinDiffNsPerPkt float64 `json:"-"`
 	MaxDiffNsPerPkt float64 `json:"-"`
+	// RxIPIs is the median of Sample.RxIPIs: how often the receive CPU
+	// was woken for the path's frames (NaN without readings).
+	RxIPIs float64 `json:"-"`
 	// Ratio is NsPerPkt over the kernel bridge's (Baseline's, if set); NaN
 	// without a baseline row.
 	Ratio float64 `json:"-"`
@@ -337,7 +345,7 @@ func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct s
 			r := CPURow{Name: RowName(p, size), Path: p, Size: size, Placement: placements[p], Runs: len(ss),
 				PPS: math.NaN(), NsPerPkt: math.NaN(), MinNsPerPkt: math.NaN(), MaxNsPerPkt: math.NaN(), TickNsPerPkt: math.NaN(),
 				BoxNsPerPkt: math.NaN(), MinBoxNsPerPkt: math.NaN(), MaxBoxNsPerPkt: math.NaN(),
-				DiffNsPerPkt: math.NaN(), MinDiffNsPerPkt: math.NaN(), MaxDiffNsPerPkt: math.NaN(), Ratio: math.NaN(), Error: errs[p]}
+				DiffNsPerPkt: math.NaN(), MinDiffNsPerPkt: math.NaN(), MaxDiffNsPerPkt: math.NaN(), RxIPIs: math.NaN(), Ratio: math.NaN(), Error: errs[p]}
 			if len(ss) > 0 {
 				r.Rate = ss[0].Rate
 				r.PPS = median(ss, func(s Sample) float64 { return s.PPS })
@@ -357,6 +365,9 @@ func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct s
 						r.MinBoxNsPerPkt, r.MaxBoxNsPerPkt = slices.Min(box), slices.Max(box)
 					}
 				}
+				if ipis := rxIPIs(ss); ipis != nil {
+					r.RxIPIs = Median(ipis)
+				}
 				r.Ratio = Ratio(r.NsPerPkt, baseNs)
 				r.Overloaded = r.PPS < overloadedShare*r.Rate
 			}
@@ -364,6 +375,18 @@ func Summarize(samples []Sample, paths []string, sizes []int, baseline, direct s
 		}
 	}
 	return rows, cpuRows
+}
+
+// rxIPIs is the receive CPU's IPIs per second of the samples that have
+// a reading, nil for none.
+func rxIPIs(ss []Sample) []float64 {
+	var out []float64
+	for _, s := range ss {
+		if s.RxIRQs > 0 {
+			out = append(out, s.RxIPIs)
+		}
+	}
+	return out
 }
 
 // pairedBox is each CPU sample of ss minus the direct path's sample of
@@ -497,14 +520,15 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			"directly: the busy time of the box's receive CPU (where the kernel's forwarding, the fast path, the rings' copies and "+
 			"the appliance's housekeeping run) plus the run time of the appliance's threads that cannot run there (its workers), "+
 			"minus the generator's thread where it shares the receive CPU (median over the repetitions; spread: (max − min) / median); "+
-			"\"all CPUs − direct\" subtracts the direct path's all-CPU cost of the same repetition instead (median of the differences):\n\n",
+			"\"all CPUs − direct\" subtracts the direct path's all-CPU cost of the same repetition instead (median of the differences); "+
+			"\"rx wakes\" are the function-call IPIs a second (RPS waking it for the frames) the box's receive CPU took (median):\n\n",
 			FormatPPS(r.Settings.Rate), r.Settings.CPUWindow)
-		b.WriteString("| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | box min – max (spread) | all CPUs − direct |\n")
-		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | box min – max (spread) | all CPUs − direct | rx wakes/s |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		over := false
 		for _, row := range r.CPURows {
 			if row.Runs == 0 {
-				fmt.Fprintf(&b, "| %s | %s | %s | | n/a | | | | |\n", row.Name, row.Placement, noData(row.Error))
+				fmt.Fprintf(&b, "| %s | %s | %s | | n/a | | | | | |\n", row.Name, row.Placement, noData(row.Error))
 				continue
 			}
 			mark := ""
@@ -515,9 +539,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			if sp := row.BoxSpread(); !math.IsNaN(sp) {
 				boxSpread = fmt.Sprintf("%s – %s (%.0f%%)", formatNs(row.MinBoxNsPerPkt), formatNs(row.MaxBoxNsPerPkt), 100*sp)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s | %s – %s | %s | %s | %s |\n", row.Name, row.Placement, FormatPPS(row.PPS), mark,
+			fmt.Fprintf(&b, "| %s | %s | %s%s | %s | %s | %s – %s | %s | %s | %s | %s |\n", row.Name, row.Placement, FormatPPS(row.PPS), mark,
 				formatNs(row.NsPerPkt), ratioCell(row.Ratio, row.Baseline), formatNs(row.MinNsPerPkt), formatNs(row.MaxNsPerPkt),
-				formatNs(row.BoxNsPerPkt), boxSpread, formatNs(row.DiffNsPerPkt))
+				formatNs(row.BoxNsPerPkt), boxSpread, formatNs(row.DiffNsPerPkt), formatNs(row.RxIPIs))
 		}
 		if over {
 			fmt.Fprintf(&b, "\n† did not carry the offered rate (under %.0f%% received): its cost per packet includes the frames dropped on the way.\n",

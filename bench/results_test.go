@@ -105,6 +105,8 @@ func TestSummarize(t *testing.T) {
 	for i := range overloaded {
 		overloaded[i].PPS = 150000 // under 95% of the offered 200000
 		overloaded[i].BoxNsPerPacket = []float64{700, 650, 720}[i]
+		overloaded[i].RxIPIs = []float64{1800, 1700, 2000}[i]
+		overloaded[i].RxIRQs = []float64{2500, 2400, 2900}[i]
 	}
 	ss = append(ss, overloaded...)
 	paths := []string{directName, kernelName, "e1kbox bridge", "broken"}
@@ -130,19 +132,19 @@ func TestSummarize(t *testing.T) {
 	wantCPU := []CPURow{
 		{Name: "direct veth (no box) 64B", Path: directName, Size: 64, Rate: 200000, Runs: 3, PPS: 200000, NsPerPkt: 1000,
 			MinNsPerPkt: 900, MaxNsPerPkt: 1100, TickNsPerPkt: 500,
-			BoxNsPerPkt: nan, MinBoxNsPerPkt: nan, MaxBoxNsPerPkt: nan, DiffNsPerPkt: nan, MinDiffNsPerPkt: nan, MaxDiffNsPerPkt: nan, Ratio: 1000.0 / 1500},
+			BoxNsPerPkt: nan, MinBoxNsPerPkt: nan, MaxBoxNsPerPkt: nan, DiffNsPerPkt: nan, MinDiffNsPerPkt: nan, MaxDiffNsPerPkt: nan, RxIPIs: nan, Ratio: 1000.0 / 1500},
 		{Name: "kernel bridge 64B", Path: kernelName, Size: 64, Placement: placements[kernelName], Rate: 200000, Runs: 3, PPS: 200000,
 			// Each repetition's difference from the direct path's:
 			// 500, 550, 500; no direct reading, so the box is that.
 			NsPerPkt: 1500, MinNsPerPkt: 1400, MaxNsPerPkt: 1650, TickNsPerPkt: 750, BoxNsPerPkt: 500, MinBoxNsPerPkt: 500, MaxBoxNsPerPkt: 550,
-			DiffNsPerPkt: 500, MinDiffNsPerPkt: 500, MaxDiffNsPerPkt: 550, Ratio: 1},
+			DiffNsPerPkt: 500, MinDiffNsPerPkt: 500, MaxDiffNsPerPkt: 550, RxIPIs: nan, Ratio: 1},
 		{Name: "e1kbox bridge 64B", Path: "e1kbox bridge", Size: 64, Rate: 200000, Runs: 3, PPS: 150000, NsPerPkt: 2000,
 			MinNsPerPkt: 1900, MaxNsPerPkt: 2100, TickNsPerPkt: 1000,
 			// Read directly: 700, 650, 720.
 			BoxNsPerPkt: 700, MinBoxNsPerPkt: 650, MaxBoxNsPerPkt: 720,
-			DiffNsPerPkt: 1000, MinDiffNsPerPkt: 1000, MaxDiffNsPerPkt: 1000, Ratio: 2000.0 / 1500, Overloaded: true},
+			DiffNsPerPkt: 1000, MinDiffNsPerPkt: 1000, MaxDiffNsPerPkt: 1000, RxIPIs: 1800, Ratio: 2000.0 / 1500, Overloaded: true},
 		{Name: "broken 64B", Path: "broken", Size: 64, PPS: nan, NsPerPkt: nan, MinNsPerPkt: nan, MaxNsPerPkt: nan, TickNsPerPkt: nan,
-			BoxNsPerPkt: nan, MinBoxNsPerPkt: nan, MaxBoxNsPerPkt: nan, DiffNsPerPkt: nan, MinDiffNsPerPkt: nan, MaxDiffNsPerPkt: nan, Ratio: nan, Error: "did not start"},
+			BoxNsPerPkt: nan, MinBoxNsPerPkt: nan, MaxBoxNsPerPkt: nan, DiffNsPerPkt: nan, MinDiffNsPerPkt: nan, MaxDiffNsPerPkt: nan, RxIPIs: nan, Ratio: nan, Error: "did not start"},
 	}
 	if diff := cmp.Diff(wantCPU, cpuRows, opts...); diff != "" {
 		t.Errorf("CPU rows (-want +got):\n%s", diff)
@@ -207,9 +209,9 @@ func TestWriteMarkdown(t *testing.T) {
 		"| e1kbox bridge same 64B |  | failed | n/a | | |",
 		"| e1kbox bridge 512B |  | no data | n/a | | |",
 		"fixed offered rate of 0.200 Mpps",
-		"| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | box min – max (spread) | all CPUs − direct |",
-		"| kernel bridge 64B | gen cpu1, box rx cpu0, sink cpu1 | 0.200 Mpps | 1500 | 1.00x | 1500 – 1500 | n/a |  | n/a |",
-		"| e1kbox bridge 64B |  | 0.150 Mpps† | 3000 | 2.00x | 3000 – 3000 | n/a |  | n/a |",
+		"| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | box min – max (spread) | all CPUs − direct | rx wakes/s |",
+		"| kernel bridge 64B | gen cpu1, box rx cpu0, sink cpu1 | 0.200 Mpps | 1500 | 1.00x | 1500 – 1500 | n/a |  | n/a | n/a |",
+		"| e1kbox bridge 64B |  | 0.150 Mpps† | 3000 | 2.00x | 3000 – 3000 | n/a |  | n/a | n/a |",
 		"† did not carry the offered rate",
 		"- a note\n",
 		"- failed: e1kbox bridge same: exited\n",

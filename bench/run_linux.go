@@ -378,8 +378,8 @@ func (h *harness) runPath(ctx context.Context, p Path, o *options, r int, tw, cw
 			return samples, err
 		}
 		samples = append(samples, s)
-		fmt.Fprintf(progress, "rep %d/%d %-44s %s at %s: %.0f ns/pkt (tick-sampled %.0f), cpu busy %s\n", r, o.reps, RowName(p.Name, o.sizes[0]),
-			FormatPPS(s.PPS), FormatPPS(o.rate), s.NsPerPacket, s.TickNsPerPacket, busyText(s.CPUBusy))
+		fmt.Fprintf(progress, "rep %d/%d %-44s %s at %s: %.0f ns/pkt (tick-sampled %.0f, box %.0f), cpu busy %s, box rx cpu %.0f IPIs/s of %.0f interrupts/s\n", r, o.reps, RowName(p.Name, o.sizes[0]),
+			FormatPPS(s.PPS), FormatPPS(o.rate), s.NsPerPacket, s.TickNsPerPacket, s.BoxNsPerPacket, busyText(s.CPUBusy), s.RxIPIs, s.RxIRQs)
 	}
 	if p.Kind == kindE1kbox && p.FastPath != "off" {
 		// Also for IPv6, whose frames the fast path leaves to the rings
