@@ -265,3 +265,46 @@ func TestTrackingStartsFromTheRouters(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveGate: the programs look up the NAT and IPv6 flow maps only once
+// userspace has put a flow of that kind (the live map), so that a bridge's
+// frames skip them; a closed gate leaves even an installed flow's frames
+// to the slow path, an open one forwards them.
+func TestLiveGate(t *testing.T) {
+	natKey := NATKey{Ifindex: 1, Src: lanHost, Dst: server, SrcPort: 40000, DstPort: 53, Proto: frame.ProtoUDP}
+	r6Key := IPv6Key{Ifindex: 1, Src: lanHost6, Dst: server6, SrcPort: 40000, DstPort: 53, Proto: frame.ProtoUDP}
+	for _, tc := range []struct {
+		name  string
+		put   func(p *Program) error
+		frame []byte
+		open  liveFlags
+	}{
+		{"nat", func(p *Program) error { return p.PutNAT(natKey, natFlow()) }, natUDP(nil, 10), liveFlags{NAT: 1}},
+		{"ipv6", func(p *Program) error { return p.PutIPv6(r6Key, r6Flow()) }, r6UDP(nil, 10), liveFlags{IPv6: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := load(t, ModeTCX)
+			var got liveFlags
+			if err := p.maps.Live.Lookup(uint32(0), &got); err != nil || got != (liveFlags{}) {
+				t.Fatalf("live map after Load: %+v, %v; want closed", got, err)
+			}
+			if err := tc.put(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.maps.Live.Lookup(uint32(0), &got); err != nil || got != tc.open {
+				t.Fatalf("live map after the first flow: %+v, %v; want %+v", got, err, tc.open)
+			}
+			if ret, _ := run(t, p.progs.TCX, tc.frame); ret != retRedirect {
+				t.Errorf("gate open: returned %d, want a redirect", int32(ret))
+			}
+			if err := p.maps.Live.Put(uint32(0), &liveFlags{}); err != nil {
+				t.Fatal(err)
+			}
+			ret, _ := run(t, p.progs.TCX, tc.frame)
+			punts, _ := p.Punts()
+			if ret != retTCXNext || punts[PuntMiss] != 1 {
+				t.Errorf("gate closed: returned %d, punts %v; want the slow path, one miss", int32(ret), punts)
+			}
+		})
+	}
+}

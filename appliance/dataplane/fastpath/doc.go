@@ -56,6 +56,10 @@
 //     rx-vlan-hw-parse is off. It makes no VLAN changes (such pairs stay on
 //     the slow path).
 //
+// The NAT and IPv6 flow maps are looked up only once a flow of their
+// kind has been put (the live map, opened by PutNAT and PutIPv6 and never
+// closed): a bridge's frames go straight to the pairs.
+//
 // Counters flow back through a per-CPU array indexed by a flow's slot:
 // packets, wire bytes, IP bytes and the time of the last packet
 // (bpf_ktime_get_coarse_ns: CLOCK_MONOTONIC at the last tick). Read them with ReadStats and keep

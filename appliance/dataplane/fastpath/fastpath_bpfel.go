@@ -126,6 +126,7 @@ const (
 	fastpathMapBrMicro   = "br_micro"
 	fastpathMapBrPairs   = "br_pairs"
 	fastpathMapHs        = "hs"
+	fastpathMapLive      = "live"
 	fastpathMapNatFlows  = "nat_flows"
 	fastpathMapPunts     = "punts"
 	fastpathMapR6Flows   = "r6_flows"
@@ -189,6 +190,7 @@ type fastpathMapSpecs struct {
 	BrMicro  *ebpf.MapSpec `ebpf:"br_micro"`
 	BrPairs  *ebpf.MapSpec `ebpf:"br_pairs"`
 	Hs       *ebpf.MapSpec `ebpf:"hs"`
+	Live     *ebpf.MapSpec `ebpf:"live"`
 	NatFlows *ebpf.MapSpec `ebpf:"nat_flows"`
 	Punts    *ebpf.MapSpec `ebpf:"punts"`
 	R6Flows  *ebpf.MapSpec `ebpf:"r6_flows"`
@@ -224,6 +226,7 @@ type fastpathMaps struct {
 	BrMicro  *ebpf.Map `ebpf:"br_micro"`
 	BrPairs  *ebpf.Map `ebpf:"br_pairs"`
 	Hs       *ebpf.Map `ebpf:"hs"`
+	Live     *ebpf.Map `ebpf:"live"`
 	NatFlows *ebpf.Map `ebpf:"nat_flows"`
 	Punts    *ebpf.Map `ebpf:"punts"`
 	R6Flows  *ebpf.Map `ebpf:"r6_flows"`
@@ -235,6 +238,7 @@ func (m *fastpathMaps) Close() error {
 		m.BrMicro,
 		m.BrPairs,
 		m.Hs,
+		m.Live,
 		m.NatFlows,
 		m.Punts,
 		m.R6Flows,

@@ -49,6 +49,34 @@ type Program struct {
 
 	mu    sync.Mutex
 	links map[int]link.Link // by ifindex
+	live  liveFlags         // what the live map holds
+}
+
+// liveFlags is the live map's value (struct live in bpf/fastpath.c): the
+// flow maps that have held a flow, which the programs look up.
+type liveFlags struct {
+	NAT, IPv6 uint32
+}
+
+// markLive opens the NAT (or the IPv6) flow map to lookups, before its
+// first flow is put: until then the programs skip the map. It stays open.
+func (p *Program) markLive(nat bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next := p.live
+	if nat {
+		next.NAT = 1
+	} else {
+		next.IPv6 = 1
+	}
+	if next == p.live {
+		return nil
+	}
+	if err := p.maps.Live.Put(uint32(0), &next); err != nil {
+		return fmt.Errorf("fastpath: live map: %w", err)
+	}
+	p.live = next
+	return nil
 }
 
 // Load loads the programs of opts.Mode and creates the maps. An error

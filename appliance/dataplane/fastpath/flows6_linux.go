@@ -47,6 +47,9 @@ func (p *Program) PutIPv6(k IPv6Key, f IPv6Flow) error {
 	if f.CheckSrcMAC {
 		v.Flags |= 1
 	}
+	if err := p.markLive(false); err != nil {
+		return err
+	}
 	rk := k.raw()
 	if err := p.maps.R6Flows.Put(&rk, &v); err != nil {
 		return fmt.Errorf("fastpath: IPv6 flow: %w", err)

@@ -70,6 +70,9 @@ func (p *Program) PutNAT(k NATKey, f NATFlow) error {
 	if f.CheckSrcMAC {
 		v.Flags |= 1
 	}
+	if err := p.markLive(true); err != nil {
+		return err
+	}
 	rk := k.raw()
 	if err := p.maps.NatFlows.Put(&rk, &v); err != nil {
 		return fmt.Errorf("fastpath: NAT flow: %w", err)

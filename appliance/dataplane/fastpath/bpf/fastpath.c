@@ -262,6 +262,22 @@ struct {
 	__type(value, struct flow_stats);
 } stats SEC(".maps");
 
+// live says which flow maps have held a flow: userspace sets a kind's
+// flag before its first flow and never clears it. A map that never held
+// one is not looked up (an empty hash map's lookup still reads a random
+// bucket), so a bridge's IPv4 and IPv6 frames go straight to the pairs.
+struct live {
+	__u32 nat;
+	__u32 r6;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct live);
+} live SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, NUM_PUNTS);
@@ -686,13 +702,15 @@ static __always_inline int classify(struct pkt *p, struct cls *c)
 	__u16 et = be16(&b[12]);
 	if (et == ETH_P_8021Q || et == ETH_P_8021AD)
 		return PUNT_ETHER + 1;
-	if (!p->vlan_present && et == ETH_P_IP && !(b[0] & 1)) {
+	__u32 zero = 0;
+	struct live *l = bpf_map_lookup_elem(&live, &zero);
+	if (!p->vlan_present && et == ETH_P_IP && !(b[0] & 1) && (!l || l->nat)) {
 		int r = classify_nat(p, c);
 		if (r != PUNT_MISS + 1)
 			return r;
 	}
 	c->r6why = 0;
-	if (!p->vlan_present && et == ETH_P_IPV6 && !(b[0] & 1)) {
+	if (!p->vlan_present && et == ETH_P_IPV6 && !(b[0] & 1) && (!l || l->r6)) {
 		int r = classify_r6(p, c);
 		if (r != PUNT_MISS + 1)
 			return r;
