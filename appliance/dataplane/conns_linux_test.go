@@ -18,7 +18,7 @@ func TestConnsAPI(t *testing.T) {
 	// second (a start just before the next one dated the connections a
 	// second after the listing's now: ExpiresIn 6 s, CI 2026-12-02).
 	tr.now = time.Now().Truncate(time.Second).UnixNano()
-	tr.resolve(t)                  // one TCP connection (SYN_SENT) from A
+	tr.resolve(t) // one TCP connection (SYN_SENT) from A
 	for i := range 5 {
 		tr.rx(idLAN1, udp4(rLAN, macA, hAIP, remIP, uint16(2000+i), 53, 10))
 	}
