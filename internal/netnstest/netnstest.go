@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"e1kbox/internal/testenv"
 )
@@ -218,6 +219,17 @@ func Veth(t testing.TB, a, b End) {
 	a.NS.IP(t, args...)
 	a.setup(t)
 	b.setup(t)
+	if a.Up && b.Up {
+		// Frames sent before the kernel's link watch has activated a
+		// device's queueing discipline (its operstate UP) are dropped
+		// silently: on a loaded machine that can take long enough for a
+		// test's first burst to vanish.
+		for _, e := range []End{a, b} {
+			WaitFor(t, 10*time.Second, e.Name+" operationally up", func() bool {
+				return strings.Contains(e.NS.IP(t, "-o", "link", "show", e.Name), "state UP")
+			})
+		}
+	}
 }
 
 func (e End) setup(t testing.TB) {
