@@ -3,11 +3,15 @@ package fastpath
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/internal/testenv"
 )
 
 var (
@@ -158,6 +162,87 @@ func TestStatsAndTracking(t *testing.T) {
 	if err := p.NewStatsReader().Read(st); err != nil || st[fl.Slot] != (Stats{}) {
 		t.Errorf("after ResetStats: %+v, %v", st[fl.Slot], err)
 	}
+}
+
+// TestStatsPerCPU checks the stats array's layout: a CPU counts a slot's
+// frames in its own part of the array, Read sums the parts (the latest
+// time wins) and ResetStats zeroes every part.
+func TestStatsPerCPU(t *testing.T) {
+	p := load(t, ModeTCX)
+	k := NATKey{Ifindex: 1, Src: lanHost, Dst: server, SrcPort: 40000, DstPort: 443, Proto: frame.ProtoTCP}
+	fl := natFlow()
+	if err := p.PutNAT(k, fl); err != nil {
+		t.Fatal(err)
+	}
+	fr := natTCP(frame.TCPAck)
+	cpus := min(p.ncpu, runtime.NumCPU())
+	if cpus < 2 {
+		testenv.Unavailable(t, "the test needs two CPUs")
+	}
+	// CPU c forwards c+1 frames.
+	for c := range cpus {
+		onCPU(t, c, func() {
+			for range c + 1 {
+				if ret, _, err := tryRun(p.progs.TCX, fr); err != nil || ret != retRedirect {
+					t.Errorf("CPU %d: returned %d, %v; want a redirect", c, int32(ret), err)
+				}
+			}
+		})
+	}
+	want := uint64(0)
+	for c := range cpus {
+		got := p.stats.flow[c*p.slots+int(fl.Slot)]
+		if got.Packets != uint64(c+1) || got.Bytes != uint64((c+1)*len(fr)) {
+			t.Errorf("CPU %d's part: %d packets, %d bytes; want %d, %d", c, got.Packets, got.Bytes, c+1, (c+1)*len(fr))
+		}
+		want += uint64(c + 1)
+	}
+	// Slot 0 of each CPU's part is nobody's.
+	for c := range p.ncpu {
+		if got := p.stats.flow[c*p.slots]; got != (fastpathFlowStats{}) {
+			t.Errorf("CPU %d's slot 0: %+v, want zero", c, got)
+		}
+	}
+	st := make([]Stats, p.Slots())
+	if err := p.NewStatsReader().Read(st); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for c := range cpus {
+		last = max(last, p.stats.flow[c*p.slots+int(fl.Slot)].Last)
+	}
+	if s := st[fl.Slot]; s.Packets != want || s.Bytes != want*uint64(len(fr)) || s.L3Bytes != want*40 || s.Last != int64(last) {
+		t.Errorf("Read: %+v; want %d packets, %d bytes, %d IP bytes, last %d", s, want, want*uint64(len(fr)), want*40, last)
+	}
+	if err := p.ResetStats(fl.Slot); err != nil {
+		t.Fatal(err)
+	}
+	for c := range p.ncpu {
+		if got := p.stats.flow[c*p.slots+int(fl.Slot)]; got != (fastpathFlowStats{}) {
+			t.Errorf("after ResetStats, CPU %d's part: %+v", c, got)
+		}
+	}
+	if err := p.ResetStats(uint32(p.Slots())); err == nil {
+		t.Error("ResetStats(Slots()) succeeded, want an error")
+	}
+}
+
+// onCPU runs f on a thread pinned to cpu (f must not call t.Fatal).
+func onCPU(t *testing.T, cpu int, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			t.Errorf("pinning to CPU %d: %v", cpu, err)
+			return
+		}
+		f()
+	}()
+	<-done
 }
 
 // TestBridge checks pairs and microflows: a pair forwards frames of its

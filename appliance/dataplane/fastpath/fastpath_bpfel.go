@@ -134,6 +134,7 @@ const (
 	fastpathProgFpFilter = "fp_filter"
 	fastpathProgFpTcx    = "fp_tcx"
 	fastpathProgFpXdp    = "fp_xdp"
+	fastpathVarNslots    = "nslots"
 )
 
 // loadFastpath returns the embedded CollectionSpec for fastpath.
@@ -201,6 +202,7 @@ type fastpathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fastpathVariableSpecs struct {
+	Nslots *ebpf.VariableSpec `ebpf:"nslots"`
 }
 
 // fastpathObjects contains all objects after they have been loaded into the kernel.
@@ -250,6 +252,7 @@ func (m *fastpathMaps) Close() error {
 //
 // It can be passed to loadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fastpathVariables struct {
+	Nslots *ebpf.Variable `ebpf:"nslots"`
 }
 
 // fastpathPrograms contains all programs after they have been loaded into the kernel.

@@ -40,6 +40,8 @@ const (
 type Program struct {
 	mode  Mode
 	slots int
+	ncpu  int         // possible CPUs: the stats array has slots for each
+	stats statsMemory // the stats array, mapped
 	progs struct {
 		Filter *ebpf.Program `ebpf:"fp_filter"`
 		TCX    *ebpf.Program `ebpf:"fp_tcx"`
@@ -102,7 +104,15 @@ func Load(opts Options) (*Program, error) {
 	spec.Maps[fastpathMapBrPairs].MaxEntries = uint32(pairs)
 	spec.Maps[fastpathMapBrMicro].MaxEntries = uint32(micro)
 	p := &Program{mode: opts.Mode, slots: n + r6 + pairs + micro, links: map[int]link.Link{}}
-	spec.Maps[fastpathMapStats].MaxEntries = uint32(p.slots)
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("fastpath: %w", err)
+	}
+	p.ncpu = ncpu
+	spec.Maps[fastpathMapStats].MaxEntries = uint32(p.slots * ncpu)
+	if err := spec.Variables[fastpathVarNslots].Set(uint32(p.slots)); err != nil {
+		return nil, fmt.Errorf("fastpath: sizing the stats array: %w", err)
+	}
 	// Only the mode's programs are loaded (the verifier's time is the
 	// biggest part of Load).
 	for name := range spec.Programs {
@@ -136,6 +146,9 @@ func Load(opts Options) (*Program, error) {
 			return nil, fmt.Errorf("fastpath: the kernel's verifier refused the %s program: %w", opts.Mode, ve)
 		}
 		return nil, fmt.Errorf("fastpath: loading the %s program: %w", opts.Mode, err)
+	}
+	if err := p.mapStats(); err != nil {
+		return nil, errors.Join(err, p.Close())
 	}
 	return p, nil
 }
@@ -216,7 +229,7 @@ func (p *Program) Close() error {
 			errs = append(errs, prog.Close())
 		}
 	}
-	errs = append(errs, p.maps.Close())
+	errs = append(errs, p.stats.unmap(), p.maps.Close())
 	return errors.Join(errs...)
 }
 

@@ -1,9 +1,13 @@
 package fastpath
 
 import (
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
 
-	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // Stats are a slot's counters summed over the CPUs.
@@ -17,48 +21,81 @@ type Stats struct {
 	Last int64
 }
 
-// StatsReader reads the stats array; it keeps its buffers between
-// reads. It is not safe for concurrent use.
+// statsMemory is the stats array mapped into the process: every CPU's
+// counters of every slot, CPU by CPU (struct flow_stats in
+// bpf/fastpath.c). The programs write it while it is read, a 64-bit
+// word at a time, so it is read and written only with atomic loads and
+// stores.
+type statsMemory struct {
+	mu   sync.RWMutex // held for writing only to unmap
+	mem  []byte
+	flow []fastpathFlowStats // over mem
+}
+
+// mapStats maps the stats array (BPF_F_MMAPABLE) into the process.
+func (p *Program) mapStats() error {
+	n := p.slots * p.ncpu
+	size := n * int(unsafe.Sizeof(fastpathFlowStats{}))
+	if page := unix.Getpagesize(); size%page != 0 {
+		size += page - size%page
+	}
+	mem, err := unix.Mmap(p.maps.Stats.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("fastpath: mapping the stats array: %w", err)
+	}
+	p.stats.mem, p.stats.flow = mem, unsafe.Slice((*fastpathFlowStats)(unsafe.Pointer(&mem[0])), n)
+	return nil
+}
+
+func (m *statsMemory) unmap() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(m.mem)
+	m.mem, m.flow = nil, nil
+	if err != nil {
+		return fmt.Errorf("fastpath: unmapping the stats array: %w", err)
+	}
+	return nil
+}
+
+// StatsReader reads the stats array. It is not safe for concurrent use.
 type StatsReader struct {
-	p    *Program
-	keys []uint32
-	vals []fastpathFlowStats
+	p *Program
 }
 
 // NewStatsReader returns a reader of p's stats.
 func (p *Program) NewStatsReader() *StatsReader { return &StatsReader{p: p} }
 
 // Read fills dst[i] with the counters of slot i for i < len(dst) (at
-// most Slots()), with one batch lookup.
+// most Slots()), from the mapped array: no syscall.
 func (r *StatsReader) Read(dst []Stats) error {
-	n := min(len(dst), r.p.slots)
+	p := r.p
+	n := min(len(dst), p.slots)
 	if n == 0 {
 		return nil
 	}
-	ncpu, err := ebpf.PossibleCPU()
-	if err != nil {
-		return fmt.Errorf("fastpath: %w", err)
+	p.stats.mu.RLock()
+	defer p.stats.mu.RUnlock()
+	if p.stats.flow == nil {
+		return errors.New("fastpath: reading stats: the program is closed")
 	}
-	if cap(r.keys) < n {
-		r.keys = make([]uint32, n)
-		r.vals = make([]fastpathFlowStats, n*ncpu)
-	}
-	keys, vals := r.keys[:n], r.vals[:n*ncpu]
-	var cursor ebpf.MapBatchCursor
-	got, err := r.p.maps.Stats.BatchLookup(&cursor, keys, vals, nil)
-	if err != nil && got < n {
-		return fmt.Errorf("fastpath: reading stats: %w", err)
-	}
-	for i := range n {
-		var s Stats
-		for c := range ncpu {
-			v := &vals[i*ncpu+c]
-			s.Packets += v.Packets
-			s.Bytes += v.Bytes
-			s.L3Bytes += v.L3bytes
-			s.Last = max(s.Last, int64(v.Last))
+	clear(dst[:n])
+	for c := range p.ncpu {
+		part := p.stats.flow[c*p.slots : c*p.slots+n]
+		for i := range part {
+			v, s := &part[i], &dst[i]
+			pk := atomic.LoadUint64(&v.Packets)
+			if pk == 0 {
+				continue // never counted on this CPU
+			}
+			s.Packets += pk
+			s.Bytes += atomic.LoadUint64(&v.Bytes)
+			s.L3Bytes += atomic.LoadUint64(&v.L3bytes)
+			s.Last = max(s.Last, int64(atomic.LoadUint64(&v.Last)))
 		}
-		dst[i] = s
 	}
 	return nil
 }
@@ -66,12 +103,20 @@ func (r *StatsReader) Read(dst []Stats) error {
 // ResetStats zeroes slot's counters on every CPU (before the slot is
 // given to a new flow).
 func (p *Program) ResetStats(slot uint32) error {
-	ncpu, err := ebpf.PossibleCPU()
-	if err != nil {
-		return fmt.Errorf("fastpath: %w", err)
+	if int(slot) >= p.slots {
+		return fmt.Errorf("fastpath: resetting slot %d: only %d slots", slot, p.slots)
 	}
-	if err := p.maps.Stats.Put(slot, make([]fastpathFlowStats, ncpu)); err != nil {
-		return fmt.Errorf("fastpath: resetting slot %d: %w", slot, err)
+	p.stats.mu.RLock()
+	defer p.stats.mu.RUnlock()
+	if p.stats.flow == nil {
+		return fmt.Errorf("fastpath: resetting slot %d: the program is closed", slot)
+	}
+	for c := range p.ncpu {
+		v := &p.stats.flow[c*p.slots+int(slot)]
+		atomic.StoreUint64(&v.Packets, 0)
+		atomic.StoreUint64(&v.Bytes, 0)
+		atomic.StoreUint64(&v.L3bytes, 0)
+		atomic.StoreUint64(&v.Last, 0)
 	}
 	return nil
 }
