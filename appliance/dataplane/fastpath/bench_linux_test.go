@@ -63,3 +63,26 @@ func BenchmarkPrograms(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStatsRead is one read of the counters of 8192 flows, each
+// counted on every CPU, as the harvest reads them (docs/dataplane.md,
+// Measured).
+func BenchmarkStatsRead(b *testing.B) {
+	p := load(b, ModeTCX)
+	const flows = 8192
+	for c := range p.ncpu {
+		for s := range flows {
+			p.stats.flow[c*p.slots+s] = fastpathFlowStats{Packets: 1, Bytes: 64, L3bytes: 46, Last: 1}
+		}
+	}
+	r := p.NewStatsReader()
+	dst := make([]Stats, flows)
+	for b.Loop() {
+		if err := r.Read(dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if dst[flows-1].Packets != uint64(p.ncpu) {
+		b.Fatalf("slot %d: %d packets, want %d", flows-1, dst[flows-1].Packets, p.ncpu)
+	}
+}
