@@ -78,6 +78,7 @@ type fastPath struct {
 	hops     map[fpHop]bool // a harvest's next hops found fresh (or not)
 	slots    []fpSlot       // by stats slot
 	turn     uint32         // the harvests so far (whose turn it is)
+	turns    []uint32       // the turn pass's slots (reused)
 	portSums fpPortSums     // the count pass's scratch
 	gen      uint64         // the rule table the flows were judged by
 	flagsOK  bool           // the table's forward chain does not match TCP flags

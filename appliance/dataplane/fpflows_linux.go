@@ -416,10 +416,25 @@ func (fp *fastPath) harvest(all bool) {
 	}
 	turn := fp.turn
 	fp.turn++
+	turns := fp.turns[:0]
 	for s := range fp.high {
 		sl := &fp.slots[s]
-		if sl.rec == nil || sl.dying || !due(s, turn, min(sl.turns, most)) {
-			continue
+		if sl.rec != nil && !sl.dying && due(s, turn, min(sl.turns, most)) {
+			turns = append(turns, s)
+		}
+	}
+	fp.turns = turns
+	for i, s := range turns {
+		// The connection a few turns ahead is asked for now, so that
+		// the cache misses of its conntrack update overlap this one's.
+		if j := i + fpPrefetchAhead; j < len(turns) {
+			if r, ok := fp.slots[turns[j]].rec.(*fpNAT); ok {
+				fp.e.natr.PrefetchOffloaded(r.id)
+			}
+		}
+		sl := &fp.slots[s]
+		if sl.rec == nil || sl.dying {
+			continue // evicted by an earlier turn (a pair's microflows)
 		}
 		switch r := sl.rec.(type) {
 		case *fpNAT:
@@ -442,6 +457,11 @@ func (fp *fastPath) harvest(all bool) {
 		}
 	}
 }
+
+// fpPrefetchAhead is how many turns ahead the turn pass prefetches a NAT
+// flow's connection: nat's prefetch distance (nat.BenchmarkOffloaded,
+// docs/dataplane.md, Measured).
+const fpPrefetchAhead = 8
 
 // countSlots is the harvest's count pass: the new frames of every slot
 // in use (a dying flow's last ones included) go to the port counters, the

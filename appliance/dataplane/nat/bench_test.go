@@ -296,3 +296,50 @@ func BenchmarkNewConnsFullTable(b *testing.B) {
 	}
 	b.ReportMetric(float64(e.r.Stats().Evicted-ev0)/float64(b.N), "evicted/op")
 }
+
+// BenchmarkOffloaded is the fast path harvest's conntrack update of one
+// connection direction (Router.Offloaded) at 1M connections, visiting
+// them in random order as the harvest's turns find them: cold in the
+// cache. "prefetch" calls PrefetchOffloaded prefetchAhead connections
+// ahead, as the harvest does.
+func BenchmarkOffloaded(b *testing.B) {
+	cfg := testConfig()
+	cfg.MaxConns = 1 << 20
+	r, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := fillTable(b, r, cfg.MaxConns)
+	ids := make([]ConnID, len(keys))
+	t := r.ct
+	for i, k := range keys {
+		h := t.hash(k)
+		idx, _, _, ok := t.find(&t.stripes[t.stripeOf(h)], k, h)
+		if !ok {
+			b.Fatalf("key %d not found", i)
+		}
+		ids[i] = ConnID(uint64(idx)<<32 | uint64(t.cold[idx].gen.Load()))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	u := OffloadUse{Packets: 1, Bytes: 64, Last: t0}
+	for _, ahead := range []int{0, prefetchAhead} {
+		name := "plain"
+		if ahead > 0 {
+			name = "prefetch"
+		}
+		b.Run(name, func(b *testing.B) {
+			mask := len(ids) - 1
+			i := 0
+			for b.Loop() {
+				if ahead > 0 {
+					r.PrefetchOffloaded(ids[(i+ahead)&mask])
+				}
+				if !r.Offloaded(ids[i&mask], 0, u) {
+					b.Fatalf("connection %d not offloadable", i&mask)
+				}
+				i++
+			}
+		})
+	}
+}

@@ -1,9 +1,11 @@
 package nat
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
@@ -190,5 +192,36 @@ func TestNeighbourFreshProbes(t *testing.T) {
 				t.Errorf("%d probes in 40 s, want 1 to %d", probes, tc.maxProbes)
 			}
 		})
+	}
+}
+
+// TestPrefetchOffloaded checks that PrefetchOffloaded is only a hint:
+// any connection id, in the table or past it, is taken without a panic
+// and changes nothing Offloaded then reports.
+func TestPrefetchOffloaded(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxConns = 1024
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := fillTable(t, r, 4)
+	ct := r.ct
+	h := ct.hash(keys[0])
+	idx, _, _, ok := ct.find(&ct.stripes[ct.stripeOf(h)], keys[0], h)
+	if !ok {
+		t.Fatal("key not found")
+	}
+	id := ConnID(uint64(idx)<<32 | uint64(ct.cold[idx].gen.Load()))
+	for _, p := range []ConnID{id, id + 2, ConnID(uint64(cfg.MaxConns) << 32), ConnID(^uint64(0))} {
+		r.PrefetchOffloaded(p)
+	}
+	list := func() []Conn { c, _ := r.Conns(Filter{}, 0, 10, t0, nil); return c }
+	before := list()
+	if !r.Offloaded(id, 0, OffloadUse{}) {
+		t.Error("the connection is not offloadable after the prefetches")
+	}
+	if diff := cmp.Diff(before, list(), cmpopts.EquateComparable(netip.AddrPort{})); diff != "" {
+		t.Errorf("the connection changed (-want +got):\n%s", diff)
 	}
 }

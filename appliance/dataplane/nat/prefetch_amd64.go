@@ -17,3 +17,8 @@ func prefetchPipe(st *stripe, slot *atomic.Uint64, e *entry)
 //
 //go:noescape
 func prefetchKey(st *stripe, slot *atomic.Uint64)
+
+// prefetchConn asks for the cache lines of entry e and its cold part c.
+//
+//go:noescape
+func prefetchConn(e *entry, c *entryCold)

@@ -19,3 +19,11 @@ TEXT ·prefetchKey(SB), NOSPLIT|NOFRAME, $0-16
 	PREFETCHT0	(BX)
 	PREFETCHT0	24(BX)
 	RET
+
+// func prefetchConn(e *entry, c *entryCold)
+TEXT ·prefetchConn(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ	e+0(FP), AX
+	MOVQ	c+8(FP), BX
+	PREFETCHT0	(AX)
+	PREFETCHT0	(BX)
+	RET

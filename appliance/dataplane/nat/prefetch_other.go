@@ -10,3 +10,5 @@ import "sync/atomic"
 func prefetchPipe(st *stripe, slot *atomic.Uint64, e *entry) {}
 
 func prefetchKey(st *stripe, slot *atomic.Uint64) {}
+
+func prefetchConn(e *entry, c *entryCold) {}
