@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -52,10 +53,20 @@ func EvalTargets(r *Report) []Target {
 		}
 		out = append(out, t)
 	}
-	ratio("box CPU per packet, NAT", "e1kbox nat ≤ 0.7x kernel NAT", 0.7, true, box, "e1kbox nat", kernelNATName, "ns")
-	ratio("box CPU per packet, bridge", "e1kbox bridge ≤ 0.7x kernel bridge", 0.7, true, box, e1kboxName, kernelName, "ns")
-	ratio("box CPU per packet, fw4-like rules", "e1kbox nat + fw4 rules ≤ 0.5x kernel NAT + fw4 rules", 0.5, true, box,
-		"e1kbox nat"+fw4Suffix, kernelNATName+fw4Suffix, "ns")
+	// The box targets also show the ratio repetition by repetition: the
+	// rows of one repetition run back to back, so a slow spell of the
+	// host falls on both. Met stays the ratio of the medians.
+	boxRatio := func(name, goal string, limit float64, a, b string) {
+		ratio(name, goal, limit, true, box, a, b, "ns")
+		if rs := PairedBoxRatios(r.Samples, size, a, b); len(rs) > 1 {
+			t := &out[len(out)-1]
+			t.Value += fmt.Sprintf("; by repetition %.2fx (%.2f – %.2f, %d repetitions)", Median(rs), slices.Min(rs), slices.Max(rs), len(rs))
+		}
+	}
+	boxRatio("box CPU per packet, NAT", "e1kbox nat ≤ 0.7x kernel NAT", 0.7, "e1kbox nat", kernelNATName)
+	boxRatio("box CPU per packet, bridge", "e1kbox bridge ≤ 0.7x kernel bridge", 0.7, e1kboxName, kernelName)
+	boxRatio("box CPU per packet, fw4-like rules", "e1kbox nat + fw4 rules ≤ 0.5x kernel NAT + fw4 rules", 0.5,
+		"e1kbox nat"+fw4Suffix, kernelNATName+fw4Suffix)
 	// The box figures above must hold still: each is a difference of two
 	// all-CPU figures, paired per repetition.
 	for _, c := range r.CPURows {
@@ -123,6 +134,27 @@ func EvalTargets(r *Report) []Target {
 	for _, p := range []string{"e1kbox bridge same", "e1kbox bridge same" + fastPathOffSuffix} {
 		if _, ok := pps[p]; ok {
 			ratio("worker on the RX CPU, "+p, "≥ 0.5x kernel bridge", 0.5, false, pps, p, kernelName, "pps")
+		}
+	}
+	return out
+}
+
+// PairedBoxRatios is row a's box CPU per packet over row b's in each
+// repetition both measured it (CPU samples of this size), in repetition
+// order.
+func PairedBoxRatios(ss []Sample, size int, a, b string) []float64 {
+	byRep := map[int]float64{}
+	for _, s := range ss {
+		if s.Kind == KindCPU && s.Size == size && s.Path == b && s.BoxNsPerPacket > 0 {
+			byRep[s.Rep] = s.BoxNsPerPacket
+		}
+	}
+	var out []float64
+	for _, s := range ss {
+		if s.Kind == KindCPU && s.Size == size && s.Path == a && s.BoxNsPerPacket > 0 {
+			if d, ok := byRep[s.Rep]; ok {
+				out = append(out, s.BoxNsPerPacket/d)
+			}
 		}
 	}
 	return out
