@@ -60,9 +60,11 @@
 // kind has been put (the live map, opened by PutNAT and PutIPv6 and never
 // closed): a bridge's frames go straight to the pairs.
 //
-// Counters flow back through a per-CPU array indexed by a flow's slot:
-// packets, wire bytes, IP bytes and the time of the last packet
-// (bpf_ktime_get_coarse_ns: CLOCK_MONOTONIC at the last tick). Read them with ReadStats and keep
+// Counters flow back through the stats array indexed by a flow's slot,
+// with a part for each CPU: packets, wire bytes, IP bytes and the time of
+// the last packet (bpf_ktime_get_coarse_ns: CLOCK_MONOTONIC at the last
+// tick). The array is mapped into the process (BPF_F_MMAPABLE), so a
+// StatsReader reads it without a syscall. Read them and keep
 // the differences; a slot's counters are zeroed when it is given to a new
 // flow (ResetStats). A TCP NAT flow also keeps the highest acknowledgment
 // (starting from the router's, NATFlow.Ack) and the last window it
