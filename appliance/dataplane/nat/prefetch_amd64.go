@@ -22,3 +22,8 @@ func prefetchKey(st *stripe, slot *atomic.Uint64)
 //
 //go:noescape
 func prefetchConn(e *entry, c *entryCold)
+
+// prefetchSlot asks for the cache line of a free-list slot.
+//
+//go:noescape
+func prefetchSlot(p *uint32)

@@ -27,3 +27,9 @@ TEXT ·prefetchConn(SB), NOSPLIT|NOFRAME, $0-16
 	PREFETCHT0	(AX)
 	PREFETCHT0	(BX)
 	RET
+
+// func prefetchSlot(p *uint32)
+TEXT ·prefetchSlot(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ	p+0(FP), AX
+	PREFETCHT0	(AX)
+	RET

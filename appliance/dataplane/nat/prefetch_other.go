@@ -12,3 +12,5 @@ func prefetchPipe(st *stripe, slot *atomic.Uint64, e *entry) {}
 func prefetchKey(st *stripe, slot *atomic.Uint64) {}
 
 func prefetchConn(e *entry, c *entryCold) {}
+
+func prefetchSlot(p *uint32) {}
