@@ -70,6 +70,18 @@ func BenchmarkNewConns(b *testing.B) {
 	b.ReportMetric(float64(e.r.CountConns(Filter{})), "conns")
 }
 
+// connIDOf is the ConnID of the connection with key k in r's table.
+func connIDOf(tb testing.TB, r *Router, k key) ConnID {
+	tb.Helper()
+	t := r.ct
+	h := t.hash(k)
+	idx, _, _, ok := t.find(&t.stripes[t.stripeOf(h)], k, h)
+	if !ok {
+		tb.Fatalf("key %v not in the table", k)
+	}
+	return ConnID(uint64(idx)<<32 | uint64(t.cold[idx].gen.Load()))
+}
+
 // noLimits lets fillTable fill a table with one host's connections.
 var noLimits = limits{inbound: 1 << 40, perHost: 1 << 40, perRemote: 1 << 40}
 
@@ -311,14 +323,8 @@ func BenchmarkOffloaded(b *testing.B) {
 	}
 	keys := fillTable(b, r, cfg.MaxConns)
 	ids := make([]ConnID, len(keys))
-	t := r.ct
 	for i, k := range keys {
-		h := t.hash(k)
-		idx, _, _, ok := t.find(&t.stripes[t.stripeOf(h)], k, h)
-		if !ok {
-			b.Fatalf("key %d not found", i)
-		}
-		ids[i] = ConnID(uint64(idx)<<32 | uint64(t.cold[idx].gen.Load()))
+		ids[i] = connIDOf(b, r, k)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })

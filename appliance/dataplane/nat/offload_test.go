@@ -206,13 +206,7 @@ func TestPrefetchOffloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := fillTable(t, r, 4)
-	ct := r.ct
-	h := ct.hash(keys[0])
-	idx, _, _, ok := ct.find(&ct.stripes[ct.stripeOf(h)], keys[0], h)
-	if !ok {
-		t.Fatal("key not found")
-	}
-	id := ConnID(uint64(idx)<<32 | uint64(ct.cold[idx].gen.Load()))
+	id := connIDOf(t, r, keys[0])
 	for _, p := range []ConnID{id, id + 2, ConnID(uint64(cfg.MaxConns) << 32), ConnID(^uint64(0))} {
 		r.PrefetchOffloaded(p)
 	}
