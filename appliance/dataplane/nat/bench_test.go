@@ -70,6 +70,19 @@ func BenchmarkNewConns(b *testing.B) {
 	b.ReportMetric(float64(e.r.CountConns(Filter{})), "conns")
 }
 
+// filledRouter is a router with a table of max connections, n of them
+// established UDP ones (fillTable), and their original keys.
+func filledRouter(tb testing.TB, max, n int) (*Router, []key) {
+	tb.Helper()
+	cfg := testConfig()
+	cfg.MaxConns = max
+	r, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r, fillTable(tb, r, n)
+}
+
 // connIDOf is the ConnID of the connection with key k in r's table.
 func connIDOf(tb testing.TB, r *Router, k key) ConnID {
 	tb.Helper()
@@ -315,13 +328,7 @@ func BenchmarkNewConnsFullTable(b *testing.B) {
 // cache. "prefetch" calls PrefetchOffloaded prefetchAhead connections
 // ahead, as the harvest does.
 func BenchmarkOffloaded(b *testing.B) {
-	cfg := testConfig()
-	cfg.MaxConns = 1 << 20
-	r, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	keys := fillTable(b, r, cfg.MaxConns)
+	r, keys := filledRouter(b, 1<<20, 1<<20)
 	ids := make([]ConnID, len(keys))
 	for i, k := range keys {
 		ids[i] = connIDOf(b, r, k)

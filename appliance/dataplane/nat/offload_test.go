@@ -199,15 +199,10 @@ func TestNeighbourFreshProbes(t *testing.T) {
 // any connection id, in the table or past it, is taken without a panic
 // and changes nothing Offloaded then reports.
 func TestPrefetchOffloaded(t *testing.T) {
-	cfg := testConfig()
-	cfg.MaxConns = 1024
-	r, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := fillTable(t, r, 4)
+	const max = 1024
+	r, keys := filledRouter(t, max, 4)
 	id := connIDOf(t, r, keys[0])
-	for _, p := range []ConnID{id, id + 2, ConnID(uint64(cfg.MaxConns) << 32), ConnID(^uint64(0))} {
+	for _, p := range []ConnID{id, id + 2, ConnID(uint64(max) << 32), ConnID(^uint64(0))} {
 		r.PrefetchOffloaded(p)
 	}
 	list := func() []Conn { c, _ := r.Conns(Filter{}, 0, 10, t0, nil); return c }

@@ -101,13 +101,7 @@ func lookedUp(f *frame.Frame, side Side, mac *[6]byte) bool {
 // of a full table whose slot lies within prefetchProbe of its home,
 // entryFor finds the entry the locked lookup finds.
 func TestPrefetchSelectsEntry(t *testing.T) {
-	cfg := testConfig()
-	cfg.MaxConns = 1 << 14
-	r, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := fillTable(t, r, cfg.MaxConns)
+	r, keys := filledRouter(t, 1<<14, 1<<14)
 	ct := r.ct
 	near := 0
 	for i, k := range keys {
