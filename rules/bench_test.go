@@ -203,6 +203,32 @@ func BenchmarkWorkerLookup(b *testing.B) {
 	}
 }
 
+// BenchmarkWorkerLookupNew is the worker's call for the first frames of
+// new connections (a NAT worker looks up only those), each a 5-tuple the
+// cache has not seen, without rules and with a few: a connection flood
+// through a box of the default or a small ruleset.
+func BenchmarkWorkerLookupNew(b *testing.B) {
+	for _, n := range []int{0, 40} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			r := newRand(uint64(n) + 1)
+			s := NewSet(SetOptions{Workers: 1})
+			s.Swap(compileBench(b, realisticRuleset(r, n)))
+			w := s.Worker(0)
+			keys := make([]Key, 1<<16)
+			for i := range keys {
+				keys[i] = randKey(r, nil)
+				keys[i].Chain, keys[i].CtState = Forward, CtNew
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				k := &keys[i&(len(keys)-1)]
+				k.SrcPort++ // never the same 5-tuple twice
+				sinkVerdict = w.Lookup(k, 100, 1)
+			}
+		})
+	}
+}
+
 // BenchmarkCompile compiles 100k realistic rules and reports the bytes
 // allocated per rule (B/rule) and the size of the result (table-B/rule).
 func BenchmarkCompile(b *testing.B) {

@@ -33,8 +33,13 @@ func NewCache(size int) *Cache {
 	return &Cache{slots: make([]cacheSlot, n), setMask: uint64(n/2 - 1)}
 }
 
-// Lookup returns t.Lookup(k), from the cache when it can.
+// Lookup returns t.Lookup(k), from the cache when it can. A table without
+// rules has only its policies to give: that needs no cache, and counts as
+// neither hit nor miss.
 func (c *Cache) Lookup(t *Table, k *Key) Verdict {
+	if len(t.subs) == 0 {
+		return t.verdict(0, k.Chain)
+	}
 	var p packed
 	k.pack(&p)
 	h := hashWords((*[8]uint64)(&p), len(p))

@@ -276,6 +276,44 @@ func TestKeyString(t *testing.T) {
 	}
 }
 
+// TestCachePoliciesOnly: a table without rules answers with its chains'
+// policies past the cache, which neither hits nor misses, and the cache
+// serves the next table with rules as before.
+func TestCachePoliciesOnly(t *testing.T) {
+	c := NewCache(8)
+	for _, tt := range []struct {
+		src   string
+		chain Chain
+		want  Verdict
+	}{
+		{"policy forward drop", Forward, Verdict{Rule: -1, Action: Drop}},
+		{"policy forward drop", Input, Verdict{Rule: -1, Action: Accept}},
+		{"", Forward, Verdict{Rule: -1, Action: Accept}},
+		{"policy input drop", Chain(numChains), Verdict{Rule: -1, Action: Drop}},
+	} {
+		tab := mustCompile(t, tt.src)
+		k := tcpKey(22)
+		k.Chain = tt.chain
+		if got, want := c.Lookup(tab, &k), tab.Lookup(&k); got != want || got != tt.want {
+			t.Errorf("%q, chain %v: Lookup = %+v; want %+v (the table's %+v)", tt.src, tt.chain, got, tt.want, want)
+		}
+	}
+	if hits, misses := c.Stats(); hits != 0 || misses != 0 {
+		t.Errorf("after tables without rules: %d hits, %d misses; want 0, 0", hits, misses)
+	}
+	tab := mustCompile(t, "policy forward drop\nchain forward\ntcp dport 22 accept")
+	k := tcpKey(22)
+	k.Chain = Forward
+	for range 2 {
+		if v := c.Lookup(tab, &k); v.Action != Accept || v.Rule != 0 {
+			t.Errorf("rule table: %+v, want rule 0's accept", v)
+		}
+	}
+	if hits, misses := c.Stats(); hits != 1 || misses != 1 {
+		t.Errorf("after a table with a rule: %d hits, %d misses; want 1, 1", hits, misses)
+	}
+}
+
 func TestCacheGeneration(t *testing.T) {
 	a := mustCompile(t, "tcp dport 22 accept")
 	b := mustCompile(t, "tcp dport 22 drop")
