@@ -211,6 +211,9 @@ func (t *conntrack) insert(k *connKey, side Side, inbound bool, now uint32) bool
 
 // sweep frees the expired entries of n buckets from *cursor on.
 func (t *conntrack) sweep(cursor *uint64, n int, now uint32) {
+	if t.used.Load() == 0 {
+		return // a box without IPv6 connections: its NAT worker ticks after every batch
+	}
 	for range n {
 		b := &t.b[*cursor&t.mask]
 		*cursor++

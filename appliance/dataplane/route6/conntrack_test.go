@@ -58,22 +58,25 @@ func TestConntrackUsed(t *testing.T) {
 	ct.each(now, func(*Conn) bool { t.Error("each called fn on an empty table"); return false })
 }
 
-// TestTickSweep: a busy worker's Tick (one per batch) sweeps sweepBuckets
-// buckets; after an idle wait (an idle worker ticks once a second) it
-// sweeps sweepBuckets per 100 ms waited, at most 16 times as many, so
-// that the table is swept as fast as when idle workers ticked every
-// 100 ms.
+// TestTickSweep: a worker's Ticks sweep sweepBuckets buckets per 100 ms
+// of its time, whether it ticks after every batch (the time carries over
+// to the next Tick) or once a second when idle, at most 16 times as many
+// in one Tick.
 func TestTickSweep(t *testing.T) {
 	e := newEnv(t, "")
 	for _, tc := range []struct {
 		after time.Duration
 		want  uint64
 	}{
-		{time.Millisecond, sweepBuckets},
-		{50 * time.Millisecond, sweepBuckets},
+		{time.Millisecond, 0},
+		{50 * time.Millisecond, 0},
+		{48 * time.Millisecond, 0},
+		{time.Millisecond, sweepBuckets}, // 100 ms since the first
 		{time.Second, 10 * sweepBuckets},
 		{350 * time.Millisecond, 3 * sweepBuckets},
+		{60 * time.Millisecond, sweepBuckets}, // 350 + 60 = 4 slices
 		{time.Minute, 16 * sweepBuckets},
+		{50 * time.Millisecond, 0}, // the minute's excess is not carried
 	} {
 		e.now += int64(tc.after)
 		before := e.r.sweepPos.Load()
