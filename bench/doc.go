@@ -52,6 +52,11 @@
 // into the sink) is the cost of the generator and the sink alone; the
 // "box" column subtracts it.
 //
+// During every run the harness keeps its own floating threads (the Go
+// runtime's sysmon, which wakes every 20 µs to 10 ms while the generator
+// makes system calls, and idle threads) off the box's receive CPU, whose
+// busy time is the box's CPU figure.
+//
 // The appliance runs with -tune=false so that the harness owns the veths'
 // receive steering (RPS stands in for NIC IRQ affinity); -appliance-tune
 // runs it with its tuning plan instead and restores the steering after.

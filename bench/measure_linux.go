@@ -334,6 +334,11 @@ func (h *harness) measureSpec(ctx context.Context, p Path, spec genSpec, size in
 			return s, err
 		}
 	}
+	back, err := keepOff(h.rx, h.cpus)
+	if err != nil {
+		return s, err
+	}
+	defer back()
 	g, err := startGenerator(spec)
 	if err != nil {
 		return s, err

@@ -277,7 +277,9 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 	}
 	rep.Notes = append(rep.Notes, "placement: \"box rx\" is the CPU RPS steers b0's receive work to (the veth's stand-in for a NIC IRQ); "+
 		"the e1kbox worker is pinned by the appliance from the tuning package's CPU plan ("+tune+"); "+
-		"the sink hop is steered off the box's receive CPU: to the generator's CPU, or the worker's when the generator shares the receive CPU")
+		"the sink hop is steered off the box's receive CPU: to the generator's CPU, or the worker's when the generator shares the receive CPU; "+
+		"the harness's own floating threads (its Go runtime's sysmon and idle threads) are kept off the box's receive CPU during every run, "+
+		"so that their wake-ups are not counted as the box's")
 	if o.profile != "" && ctx.Err() == nil {
 		if perr := h.profile(ctx, o, paths, progress); perr != nil {
 			err = errors.Join(err, perr)
