@@ -57,6 +57,8 @@ func TestKeepOff(t *testing.T) {
 		<-done
 	})
 	newTid := <-started
+	closeDone := sync.OnceFunc(func() { close(done) })
+	defer closeDone() // before wg.Wait above, on a failed check too
 
 	onCPU := func(tid int) (bool, int) {
 		var set unix.CPUSet
@@ -87,7 +89,7 @@ func TestKeepOff(t *testing.T) {
 	if on, n := onCPU(pinnedTid); !on || n != 1 {
 		t.Errorf("pinned thread after: on cpu%d %v, %d CPUs; want pinned still", cpu, on, n)
 	}
-	close(done)
+	closeDone()
 	if len(online) == 1 {
 		t.Logf("one CPU online: keepOff had nothing to move")
 	}
