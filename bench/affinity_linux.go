@@ -73,8 +73,11 @@ func keepOff(cpu int, online []int) (func(), error) {
 }
 
 // threads lists this process's thread ids.
-func threads() ([]int, error) {
-	ents, err := os.ReadDir("/proc/self/task")
+func threads() ([]int, error) { return taskIDs("/proc/self/task") }
+
+// taskIDs lists the thread ids under dir (a /proc/PID/task).
+func taskIDs(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("threads: %w", err)
 	}

@@ -260,21 +260,18 @@ func (h *harness) readBoxTimes(st ProcStat, rx int, g *generator, genCPU int) (b
 // threadTimes returns the run time (ns) of each thread under dir (a
 // /proc/PID/task) that may not run on CPU rx.
 func threadTimes(dir string, rx int) map[int]int64 {
-	ents, err := os.ReadDir(dir)
+	tids, err := taskIDs(dir)
 	if err != nil {
 		return nil
 	}
 	out := map[int]int64{}
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		status, err := os.ReadFile(filepath.Join(dir, e.Name(), "status"))
+	for _, tid := range tids {
+		task := filepath.Join(dir, strconv.Itoa(tid))
+		status, err := os.ReadFile(filepath.Join(task, "status"))
 		if err != nil || allowsCPU(status, rx) {
 			continue
 		}
-		if n, ok := threadRunNs(filepath.Join(dir, e.Name())); ok {
+		if n, ok := threadRunNs(task); ok {
 			out[tid] = n
 		}
 	}
