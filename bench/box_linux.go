@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // box is a configured path; Close undoes the configuration.
@@ -28,11 +30,30 @@ func (b *box) Close() error {
 	return b.close()
 }
 
-// steer sets the RPS targets of a placement: b0 to the box's receive CPU,
-// the sink veths to the sink CPU.
+// steer sets the receive CPUs of a placement: b0's receive work (by the
+// topo's stand-in: RPS, or its NAPI kthreads' affinity) to the box's
+// receive CPU, the sink veths' (RPS) to the sink CPU.
 func (t *topo) steer(ctx context.Context, pl cpuPlace) error {
-	if err := setRPS(ctx, t.box, "b0", pl.RX); err != nil {
-		return err
+	switch t.rx {
+	case rxNAPI:
+		if err := setRPS(ctx, t.box, "b0", -1); err != nil {
+			return err
+		}
+		pids, err := t.napiOn(ctx)
+		if err != nil {
+			return err
+		}
+		for _, pid := range pids {
+			var set unix.CPUSet
+			set.Set(pl.RX)
+			if err := unix.SchedSetaffinity(pid, &set); err != nil {
+				return fmt.Errorf("pin napi kthread %d to cpu %d: %w", pid, pl.RX, err)
+			}
+		}
+	default:
+		if err := setRPS(ctx, t.box, "b0", pl.RX); err != nil {
+			return err
+		}
 	}
 	for _, s := range []string{"s0", "s1"} {
 		if err := setRPS(ctx, t.sink, s, pl.Sink); err != nil {

@@ -61,10 +61,21 @@
 // receive steering (RPS stands in for NIC IRQ affinity); -appliance-tune
 // runs it with its tuning plan instead and restores the steering after.
 //
+// A veth has no interrupt, so something must stand in for the NIC's
+// receive interrupt on the box's receive CPU. -rx rps (the default) steers
+// b0 there with RPS: an IPI wakes that CPU each time its backlog ran
+// empty, so a path that drains faster than the generator sends can be
+// woken for every few frames (the "second wake mode" of
+// docs/bench-2026-12-03.md). -rx napi turns on b0's GRO and threaded NAPI
+// instead, pins the NAPI kthread to the receive CPU and defers its
+// wake-ups (napi_defer_hard_irqs 2, gro_flush_timeout 50 µs), as a NIC's
+// interrupt throttling does; every row then also pays GRO and a kthread's
+// context switches (docs/bench-2026-12-03.md, "A NAPI receive stand-in").
+//
 // Usage (root):
 //
 //	go run ./bench [-quick] [-sizes 64,512] [-rules 1000,10000] [-placements split,same]
-//	               [-out results.md|results.json] [-profile DIR] [-wait-idle 2m]
+//	               [-out results.md|results.json] [-profile DIR] [-wait-idle 2m] [-rx rps|napi]
 //
 // Frame sizes are Ethernet frame sizes including the 4-byte FCS, as in
 // RFC 2544 (a "64 B" frame is 60 bytes on the veth).

@@ -38,6 +38,8 @@ type options struct {
 	latency, connRate bool
 	// latencyDump is a directory for the latency runs' raw samples.
 	latencyDump string
+	// rx is the receive stand-in (rxRPS or rxNAPI).
+	rx string
 }
 
 // parseFlags parses args (without the program name).
@@ -62,6 +64,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.profile, "profile", "", "profile each e1kbox path at the first frame size and the -rate of the CPU table (full speed with -rate 0) into this directory and print the top functions")
 	fs.BoolVar(&o.applianceTune, "appliance-tune", false, "run the appliance with -tune=true (its tuning plan turns RPS off; the harness steers again once it forwards)")
 	fs.BoolVar(&o.genRing, "gen-ring", false, "generator sends from a mapped TX ring (tpacket_snd) instead of sendmmsg: its frames' ring destructor then runs on whichever CPU frees them")
+	fs.StringVar(&o.rx, "rx", "rps", "how b0's frames reach the box's receive CPU, in place of a NIC interrupt: rps (RPS IPIs, one per empty backlog) or napi (b0's threaded NAPI pinned there, deferring wake-ups 50 µs like interrupt throttling)")
 	fs.StringVar(&o.appliance, "appliance", "", "appliance binary (default: go build e1kbox/appliance)")
 	fs.BoolVar(&o.latency, "latency", true, "measure one-way latency at 10/50/90% of capacity (paths with latency rows)")
 	fs.StringVar(&o.latencyDump, "latency-dump", "", "write each latency run's samples (receive time and latency in ns, as received) to a file in this directory")
@@ -71,6 +74,14 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.rx != "rps" && o.rx != "napi" {
+		return nil, fmt.Errorf("-rx %q is not rps or napi", o.rx)
+	}
+	if o.rx == "napi" && o.applianceTune {
+		// veth polls with NAPI only while GRO is on; the tuning plan turns
+		// GRO off on the box's ports.
+		return nil, fmt.Errorf("-rx napi with -appliance-tune: the appliance's tuning turns GRO off on b0, and veth has no NAPI without it")
 	}
 	var err error
 	if o.sizes, err = ParseIntList(*sizes, minFrame, maxFrame); err != nil || len(o.sizes) == 0 {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,14 +61,42 @@ func inNetns(ns string, fn func() error) error {
 // gen/g0 - box/b0, box/b1 - sink/s0, gen/g1 - sink/s1 (direct).
 type topo struct {
 	gen, box, sink string
+	// rx is how b0's receive work reaches the box's receive CPU (rxRPS
+	// or rxNAPI).
+	rx string
+	// napiThreads are b0's NAPI kthreads once steer switched b0 to
+	// threaded NAPI.
+	napiThreads []int
 }
+
+// The receive stand-ins: how the frames the generator sends into g0 reach
+// the box's receive CPU, in place of a NIC's interrupt.
+const (
+	// rxRPS: RPS on b0 queues them to the receive CPU's backlog; an IPI
+	// wakes that CPU each time its backlog was empty.
+	rxRPS = "rps"
+	// rxNAPI: b0's threaded NAPI, pinned to the receive CPU, polls them
+	// from the veth's ring; after a poll that found frames it polls again
+	// rxNAPITimeout later instead of being woken (napi_defer_hard_irqs),
+	// as a NIC's interrupt throttling would.
+	rxNAPI = "napi"
+)
+
+// rxNAPITimeout and rxNAPIDefer are b0's gro_flush_timeout and
+// napi_defer_hard_irqs under rxNAPI: at most one wake-up per 50 µs
+// (20000/s) while frames arrive, about what e1000e's dynamic interrupt
+// throttling allows at small frames.
+const (
+	rxNAPITimeout = 50 * time.Microsecond
+	rxNAPIDefer   = 2
+)
 
 // newTopo creates the namespaces for process id pid with a sequence
 // number seq, the veth pairs (offloads off, IPv6 off, up) and the sink's
 // counting nftables table. On error it removes what it created.
 func newTopo(ctx context.Context, pid, seq int) (t *topo, err error) {
 	base := nsPrefix + strconv.Itoa(pid) + "-" + strconv.Itoa(seq) + "-"
-	t = &topo{gen: base + "gen", box: base + "box", sink: base + "sink"}
+	t = &topo{gen: base + "gen", box: base + "box", sink: base + "sink", rx: rxRPS}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -166,6 +195,52 @@ func (t *topo) sinkCount(ctx context.Context) (uint64, error) {
 	}
 	p, _, err := ParseNftCounter([]byte(out), "rx")
 	return p, err
+}
+
+// napiOn switches b0 to threaded NAPI with deferred wake-ups (rxNAPI)
+// once, and returns its kthreads: GRO on b0 makes the veth use NAPI for
+// what g0 sends (g0's TSO is off), the threads appear when b0 turns
+// threaded. Only the kthreads that appeared then are b0's: another
+// namespace may have a b0 too.
+func (t *topo) napiOn(ctx context.Context) ([]int, error) {
+	if t.napiThreads != nil {
+		return t.napiThreads, nil
+	}
+	before := napiKthreads("b0")
+	script := fmt.Sprintf("ethtool -K b0 gro on && echo 1 > /sys/class/net/b0/threaded && echo %d > /sys/class/net/b0/napi_defer_hard_irqs && echo %d > /sys/class/net/b0/gro_flush_timeout",
+		rxNAPIDefer, rxNAPITimeout.Nanoseconds())
+	if _, err := nsRun(ctx, t.box, "sh", "-c", script); err != nil {
+		return nil, fmt.Errorf("threaded napi on b0: %w", err)
+	}
+	var pids []int
+	for _, pid := range napiKthreads("b0") {
+		if !slices.Contains(before, pid) {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) == 0 {
+		return nil, errors.New("threaded napi on b0: no new napi/b0-* kthread")
+	}
+	t.napiThreads = pids
+	return pids, nil
+}
+
+// napiKthreads lists the threaded-NAPI kthreads of devices named dev
+// ("napi/dev-ID") in the whole system.
+func napiKthreads(dev string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(comm)), "napi/"+dev+"-") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // setRPS steers the receive processing of iface in ns to cpu (all of its

@@ -262,7 +262,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.reps != 3 || o.duration != 2*time.Second || o.warmup != 500*time.Millisecond || o.cpuWindow != 3*time.Second || o.genRing {
+	if o.reps != 3 || o.duration != 2*time.Second || o.warmup != 500*time.Millisecond || o.cpuWindow != 3*time.Second || o.genRing || o.rx != "rps" {
 		t.Errorf("defaults: %+v", o)
 	}
 	if diff := cmp.Diff([]int{64, 512}, o.sizes); diff != "" {
@@ -274,16 +274,16 @@ func TestParseFlags(t *testing.T) {
 	if diff := cmp.Diff([]tuning.Placement{"split", "same"}, o.placements); diff != "" {
 		t.Errorf("placements (-want +got):\n%s", diff)
 	}
-	q, err := parseFlags([]string{"-quick", "-sizes", "128", "-rules", "5k", "-out", "r.json", "-paths", "kernel", "-gen-ring"})
+	q, err := parseFlags([]string{"-quick", "-sizes", "128", "-rules", "5k", "-out", "r.json", "-paths", "kernel", "-gen-ring", "-rx", "napi"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.reps != 1 || q.duration != time.Second || q.sizes[0] != 128 || q.rules[0] != 5000 || q.out != "r.json" || !q.paths.MatchString("kernel bridge") || !q.genRing {
+	if q.reps != 1 || q.duration != time.Second || q.sizes[0] != 128 || q.rules[0] != 5000 || q.out != "r.json" || !q.paths.MatchString("kernel bridge") || !q.genRing || q.rx != "napi" {
 		t.Errorf("quick: %+v", q)
 	}
 	for _, bad := range [][]string{
 		{"-sizes", "32"}, {"-sizes", ""}, {"-rules", "x"}, {"-placements", "manual"}, {"-placements", "sideways"},
-		{"-flows", "0"}, {"-rate", "-1"}, {"-paths", "("}, {"extra"},
+		{"-flows", "0"}, {"-rate", "-1"}, {"-paths", "("}, {"extra"}, {"-rx", "irq"}, {"-rx", "napi", "-appliance-tune"},
 	} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) succeeded", bad)

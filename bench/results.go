@@ -184,6 +184,9 @@ type Settings struct {
 	Flows     int     `json:"flows"`
 	Rate      float64 `json:"cpu_rate"`
 	Generator string  `json:"generator"`
+	// RxStandIn is how b0's frames reach the box's receive CPU: "rps"
+	// or "napi" (see -rx).
+	RxStandIn string `json:"rx_stand_in"`
 }
 
 // jsonFloat writes NaN and infinities as null.
@@ -487,6 +490,17 @@ func noData(err string) string {
 
 // WriteMarkdown writes the report as markdown: a header with the host and
 // settings, the throughput table, the CPU table and the notes.
+// standIn describes a receive stand-in for the report.
+func standIn(rx string) string {
+	switch rx {
+	case "napi":
+		return "b0's threaded NAPI pinned to it, polling again 50 µs after a poll that found frames"
+	case "rps", "":
+		return "RPS on b0"
+	}
+	return rx
+}
+
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### e1kbox bench, %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"))
@@ -521,8 +535,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			"the appliance's housekeeping run) plus the run time of the appliance's threads that cannot run there (its workers), "+
 			"minus the generator's thread where it shares the receive CPU (median over the repetitions; spread: (max − min) / median); "+
 			"\"all CPUs − direct\" subtracts the direct path's all-CPU cost of the same repetition instead (median of the differences); "+
-			"\"rx wakes\" are the function-call IPIs a second (RPS waking it for the frames) the box's receive CPU took (median):\n\n",
-			FormatPPS(r.Settings.Rate), r.Settings.CPUWindow)
+			"\"rx wakes\" are the function-call IPIs a second (the receive stand-in, %s, waking it for the frames) the box's receive CPU took (median):\n\n",
+			FormatPPS(r.Settings.Rate), r.Settings.CPUWindow, standIn(r.Settings.RxStandIn))
 		b.WriteString("| path | CPU placement | received | ns/pkt all CPUs | vs kernel bridge | min – max | ns/pkt box | box min – max (spread) | all CPUs − direct | rx wakes/s |\n")
 		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		over := false

@@ -375,3 +375,16 @@ func TestWriteMarkdownBoxSpread(t *testing.T) {
 		t.Errorf("markdown lacks %q:\n%s", want, b.String())
 	}
 }
+
+func TestStandIn(t *testing.T) {
+	for _, tc := range []struct{ rx, want string }{
+		{"", "RPS on b0"}, // reports from before -rx
+		{"rps", "RPS on b0"},
+		{"napi", "threaded NAPI"},
+		{"other", "other"},
+	} {
+		if got := standIn(tc.rx); !strings.Contains(got, tc.want) {
+			t.Errorf("standIn(%q) = %q, want it to contain %q", tc.rx, got, tc.want)
+		}
+	}
+}

@@ -203,6 +203,8 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 	if err != nil {
 		return nil, err
 	}
+	h.t.rx = o.rx
+	rep.Settings.RxStandIn = o.rx
 	defer func() {
 		if cerr := h.t.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("cleanup: %w", cerr))
@@ -275,7 +277,7 @@ func runBench(ctx context.Context, o *options, progress io.Writer) (rep *Report,
 	if o.applianceTune {
 		tune = "run with -tune=true, the harness restoring its steering after the appliance's tuning"
 	}
-	rep.Notes = append(rep.Notes, "placement: \"box rx\" is the CPU RPS steers b0's receive work to (the veth's stand-in for a NIC IRQ); "+
+	rep.Notes = append(rep.Notes, "placement: \"box rx\" is the CPU where b0's receive work runs (the veth's stand-in for a NIC IRQ: "+standIn(o.rx)+"); "+
 		"the e1kbox worker is pinned by the appliance from the tuning package's CPU plan ("+tune+"); "+
 		"the sink hop is steered off the box's receive CPU: to the generator's CPU, or the worker's when the generator shares the receive CPU; "+
 		"the harness's own floating threads (its Go runtime's sysmon and idle threads) are kept off the box's receive CPU during every run, "+

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // requireNetns skips (fails with CI=true) unless the smoke test can run.
@@ -237,5 +239,85 @@ func TestSmokeKernelIPv6(t *testing.T) {
 	}
 	if out, _ := nsRun(ctx, tp.box, "ip", "-6", "-o", "addr", "show"); strings.Contains(out, "b0") || strings.Contains(out, "b1") {
 		t.Errorf("IPv6 left on the box's ports after teardown: %s", out)
+	}
+}
+
+// TestSteerNAPI switches b0 to the threaded-NAPI receive stand-in: RPS
+// off, b0 threaded with deferred wake-ups, its kthreads pinned to the
+// receive CPU and moved when the placement moves; frames still reach
+// the sink through the kernel bridge.
+func TestSteerNAPI(t *testing.T) {
+	requireNetns(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	cpus, err := onlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := newTopo(ctx, os.Getpid(), 102)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Close() })
+	tp.rx = rxNAPI
+	h := &harness{t: tp, cpus: cpus, tmp: t.TempDir(), flows: 64}
+	p := Path{Name: kernelName, Kind: kindKernel}
+	pl, err := placeFor(p, cpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.setup(ctx, p, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if len(tp.napiThreads) == 0 {
+		t.Fatal("no napi kthreads recorded")
+	}
+	sys := func(file string) string {
+		t.Helper()
+		out, err := nsRun(ctx, tp.box, "sh", "-c", "cat /sys/class/net/b0/"+file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	for file, want := range map[string]string{
+		"threaded":             "1",
+		"napi_defer_hard_irqs": strconv.Itoa(rxNAPIDefer),
+		"gro_flush_timeout":    strconv.FormatInt(rxNAPITimeout.Nanoseconds(), 10),
+		"queues/rx-0/rps_cpus": "0",
+	} {
+		if got := strings.TrimLeft(sys(file), "0,"); got != strings.TrimLeft(want, "0,") {
+			t.Errorf("b0 %s = %q, want %q", file, sys(file), want)
+		}
+	}
+	pinned := func(cpu int) {
+		t.Helper()
+		for _, pid := range tp.napiThreads {
+			var set unix.CPUSet
+			if err := unix.SchedGetaffinity(pid, &set); err != nil {
+				t.Fatalf("napi kthread %d: %v", pid, err)
+			}
+			if set.Count() != 1 || !set.IsSet(cpu) {
+				t.Errorf("napi kthread %d: affinity of %d CPUs, cpu %d set %v; want only cpu %d", pid, set.Count(), cpu, set.IsSet(cpu), cpu)
+			}
+		}
+	}
+	pinned(pl.RX)
+	if err := h.waitForward(ctx, p, pl, b, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(cpus) > 1 {
+		moved := pl
+		moved.RX = cpus[len(cpus)-1]
+		threads := slices.Clone(tp.napiThreads)
+		if err := tp.steer(ctx, moved); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(threads, tp.napiThreads) {
+			t.Errorf("second steer changed the kthreads: %v, then %v", threads, tp.napiThreads)
+		}
+		pinned(moved.RX)
 	}
 }
