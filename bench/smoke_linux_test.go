@@ -35,39 +35,45 @@ func requireNetns(t *testing.T) {
 	t.Skipf("test needs %s", strings.Join(missing, ", "))
 }
 
+// smokeHarness sets up the namespaces (sequence number seq) and a harness
+// for path p with receive stand-in rx, with a deadline of timeout; the
+// namespaces go when the test ends.
+func smokeHarness(t *testing.T, seq int, rx string, p Path, timeout time.Duration) (context.Context, *harness, cpuPlace) {
+	t.Helper()
+	requireNetns(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	cpus, err := onlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := newTopo(ctx, os.Getpid(), seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Close() })
+	tp.rx = rx
+	h := &harness{t: tp, cpus: cpus, tmp: t.TempDir(), flows: 64}
+	if _, err := nsRun(ctx, tp.box, "test", "-e", "/proc/sys/net/bridge/bridge-nf-call-iptables"); err == nil {
+		h.brNetfilter = true
+	}
+	pl, err := placeFor(p, cpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, h, pl
+}
+
 // TestSmokeKernelBridge measures the kernel bridge for about a second,
 // checks that a matching bridge-family nft rule stops the traffic (so the
 // rule rows really are on the path), and that the namespaces are gone
 // afterwards.
 func TestSmokeKernelBridge(t *testing.T) {
-	requireNetns(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	cpus, err := onlineCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := newTopo(ctx, os.Getpid(), 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			tp.Close()
-		}
-	})
+	p := Path{Name: kernelName, Kind: kindKernel}
+	ctx, h, pl := smokeHarness(t, 100, rxRPS, p, 45*time.Second)
+	tp, cpus := h.t, h.cpus
 	if mac, err := macOf(tp.sink, "s0"); err != nil || mac.String() != macS0.String() {
 		t.Fatalf("sink MAC %v (%v), want %v", mac, err, macS0)
-	}
-	h := &harness{t: tp, cpus: cpus, tmp: t.TempDir(), flows: 64}
-	if _, err := nsRun(ctx, tp.box, "test", "-e", "/proc/sys/net/bridge/bridge-nf-call-iptables"); err == nil {
-		h.brNetfilter = true
-	}
-	p := Path{Name: kernelName, Kind: kindKernel}
-	pl, err := placeFor(p, cpus)
-	if err != nil {
-		t.Fatal(err)
 	}
 	b, err := h.setup(ctx, p, pl)
 	if err != nil {
@@ -116,7 +122,6 @@ func TestSmokeKernelBridge(t *testing.T) {
 		t.Errorf("bridge left after teardown: %s", out)
 	}
 
-	closed = true
 	if err := tp.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
@@ -180,24 +185,9 @@ func macOf(ns, iface string) (net.HardwareAddr, error) {
 // only established packets still passes them, after establish), and
 // teardown leaves the box without IPv6.
 func TestSmokeKernelIPv6(t *testing.T) {
-	requireNetns(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cpus, err := onlineCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := newTopo(ctx, os.Getpid(), 101)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tp.Close() })
-	h := &harness{t: tp, cpus: cpus, tmp: t.TempDir(), flows: 64}
 	p := Path{Name: kernel6Name, Kind: kindKernel, NAT: true, IPv6: true}
-	pl, err := placeFor(p, cpus)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, h, pl := smokeHarness(t, 101, rxRPS, p, 60*time.Second)
+	tp := h.t
 	b, err := h.setup(ctx, p, pl)
 	if err != nil {
 		t.Fatal(err)
@@ -247,25 +237,9 @@ func TestSmokeKernelIPv6(t *testing.T) {
 // receive CPU and moved when the placement moves; frames still reach
 // the sink through the kernel bridge.
 func TestSteerNAPI(t *testing.T) {
-	requireNetns(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	cpus, err := onlineCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := newTopo(ctx, os.Getpid(), 102)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tp.Close() })
-	tp.rx = rxNAPI
-	h := &harness{t: tp, cpus: cpus, tmp: t.TempDir(), flows: 64}
 	p := Path{Name: kernelName, Kind: kindKernel}
-	pl, err := placeFor(p, cpus)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, h, pl := smokeHarness(t, 102, rxNAPI, p, 45*time.Second)
+	tp, cpus := h.t, h.cpus
 	b, err := h.setup(ctx, p, pl)
 	if err != nil {
 		t.Fatal(err)
