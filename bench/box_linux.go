@@ -39,6 +39,9 @@ func (t *topo) steer(ctx context.Context, pl cpuPlace) error {
 		if err := setRPS(ctx, t.box, "b0", -1); err != nil {
 			return err
 		}
+		if pl.RX < 0 {
+			break // no box on the path (the direct row): b0 carries nothing
+		}
 		pids, err := t.napiOn(ctx)
 		if err != nil {
 			return err

@@ -294,4 +294,10 @@ func TestSteerNAPI(t *testing.T) {
 		}
 		pinned(moved.RX)
 	}
+	// The direct row's placement has no box: nothing to pin, no error.
+	direct := pl
+	direct.RX = -1
+	if err := tp.steer(ctx, direct); err != nil {
+		t.Errorf("steer with no receive CPU: %v", err)
+	}
 }
