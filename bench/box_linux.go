@@ -52,6 +52,10 @@ func (t *topo) steer(ctx context.Context, pl cpuPlace) error {
 			if err := unix.SchedSetaffinity(pid, &set); err != nil {
 				return fmt.Errorf("pin napi kthread %d to cpu %d: %w", pid, pl.RX, err)
 			}
+			attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: rxNAPIPrio}
+			if err := unix.SchedSetAttr(pid, &attr, 0); err != nil {
+				return fmt.Errorf("napi kthread %d to SCHED_FIFO: %w", pid, err)
+			}
 		}
 	default:
 		if err := setRPS(ctx, t.box, "b0", pl.RX); err != nil {

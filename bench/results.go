@@ -494,7 +494,7 @@ func noData(err string) string {
 func standIn(rx string) string {
 	switch rx {
 	case "napi":
-		return "b0's threaded NAPI pinned to it, polling again 50 µs after a poll that found frames"
+		return "b0's threaded NAPI pinned to it at SCHED_FIFO, polling again 50 µs after a poll that found frames"
 	case "rps", "":
 		return "RPS on b0"
 	}

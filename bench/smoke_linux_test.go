@@ -276,6 +276,13 @@ func TestSteerNAPI(t *testing.T) {
 			if set.Count() != 1 || !set.IsSet(cpu) {
 				t.Errorf("napi kthread %d: affinity of %d CPUs, cpu %d set %v; want only cpu %d", pid, set.Count(), cpu, set.IsSet(cpu), cpu)
 			}
+			attr, err := unix.SchedGetAttr(pid, 0)
+			if err != nil {
+				t.Fatalf("napi kthread %d: %v", pid, err)
+			}
+			if attr.Policy != unix.SCHED_FIFO || attr.Priority != rxNAPIPrio {
+				t.Errorf("napi kthread %d: policy %d priority %d, want SCHED_FIFO (%d) at %d", pid, attr.Policy, attr.Priority, unix.SCHED_FIFO, rxNAPIPrio)
+			}
 		}
 	}
 	pinned(pl.RX)
