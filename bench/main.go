@@ -12,6 +12,19 @@ import (
 	"e1kbox/tuning"
 )
 
+// The receive stand-ins: how the frames the generator sends into g0 reach
+// the box's receive CPU, in place of a NIC's interrupt.
+const (
+	// rxRPS: RPS on b0 queues them to the receive CPU's backlog; an IPI
+	// wakes that CPU each time its backlog was empty.
+	rxRPS = "rps"
+	// rxNAPI: b0's threaded NAPI, pinned to the receive CPU, polls them
+	// from the veth's ring; after a poll that found frames it polls again
+	// rxNAPITimeout later instead of being woken (napi_defer_hard_irqs),
+	// as a NIC's interrupt throttling would.
+	rxNAPI = "napi"
+)
+
 // options are the command-line settings.
 type options struct {
 	quick      bool
@@ -75,10 +88,10 @@ func parseFlags(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.rx != "rps" && o.rx != "napi" {
+	if o.rx != rxRPS && o.rx != rxNAPI {
 		return nil, fmt.Errorf("-rx %q is not rps or napi", o.rx)
 	}
-	if o.rx == "napi" && o.applianceTune {
+	if o.rx == rxNAPI && o.applianceTune {
 		// veth polls with NAPI only while GRO is on; the tuning plan turns
 		// GRO off on the box's ports.
 		return nil, fmt.Errorf("-rx napi with -appliance-tune: the appliance's tuning turns GRO off on b0, and veth has no NAPI without it")

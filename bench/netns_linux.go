@@ -69,19 +69,6 @@ type topo struct {
 	napiThreads []int
 }
 
-// The receive stand-ins: how the frames the generator sends into g0 reach
-// the box's receive CPU, in place of a NIC's interrupt.
-const (
-	// rxRPS: RPS on b0 queues them to the receive CPU's backlog; an IPI
-	// wakes that CPU each time its backlog was empty.
-	rxRPS = "rps"
-	// rxNAPI: b0's threaded NAPI, pinned to the receive CPU, polls them
-	// from the veth's ring; after a poll that found frames it polls again
-	// rxNAPITimeout later instead of being woken (napi_defer_hard_irqs),
-	// as a NIC's interrupt throttling would.
-	rxNAPI = "napi"
-)
-
 // rxNAPITimeout and rxNAPIDefer are b0's gro_flush_timeout and
 // napi_defer_hard_irqs under rxNAPI: at most one wake-up per 50 µs
 // (20000/s) while frames arrive, about what e1000e's dynamic interrupt
