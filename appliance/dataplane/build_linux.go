@@ -85,6 +85,50 @@ func (b *builder) attachDrop(pi *portInfo) {
 	pi.kdrop = d
 }
 
+// bindAfterTCX moves the rings of the routed-only ports (Config.routedOnly)
+// behind tcx ingress, where the fast path runs: each such port's kernel
+// drop becomes a demote (ingressdrop.AttachDemote) and its workers bind
+// their rings to the router's EtherTypes (routedBindings). The packets
+// the fast path forwards then never reach a packet socket, so the rings
+// need no socket filter (docs/dataplane.md, Hooks). A port where the
+// demote does not attach keeps its tap and drop.
+func (b *builder) bindAfterTCX(cfg *Config, ports []*portInfo) {
+	for i := range cfg.Ports {
+		pi := ports[i+1]
+		if !cfg.routedOnly(i) || pi.kdrop == nil || pi.kdrop.Demote {
+			continue
+		}
+		d, err := ingressdrop.AttachDemote(pi.iface)
+		if err != nil {
+			b.log.Warn("dataplane: the port's rings stay packet taps", "port", pi.name, "err", err)
+			continue
+		}
+		// The demote runs after the drop, which would starve the rings.
+		if err := pi.kdrop.Close(); err != nil {
+			b.log.Warn("dataplane: closing the kernel drop", "port", pi.name, "err", err)
+		}
+		pi.kdrop = d
+	}
+}
+
+// smallRing is the frame count of the rings of the rare EtherTypes (ARP,
+// loop probes) of a port bound after tcx: the kernel's minimum of two
+// 128 KiB blocks at MTU 1500.
+const smallRing = 128
+
+// routedBindings are the EtherTypes the rings of a routed-only port take
+// (afpacket.Config.Bind): IPv4 and IPv6 on rings of the configured size,
+// ARP on a small one, and on a LAN port the loop probes (frame.
+// EtherTypeLoopback), which find a loop back to the port itself.
+func routedBindings(role Role) []afpacket.Binding {
+	bs := []afpacket.Binding{{EtherType: frame.EtherTypeIPv4}, {EtherType: frame.EtherTypeIPv6},
+		{EtherType: frame.EtherTypeARP, Frames: smallRing}}
+	if role == RoleLAN {
+		bs = append(bs, afpacket.Binding{EtherType: frame.EtherTypeLoopback, Frames: smallRing})
+	}
+	return bs
+}
+
 // prepareLink sets port p's interface up and to the port's MTU (the
 // kernel's TX length check follows the interface MTU) and returns the MTU
 // in force.
@@ -214,7 +258,11 @@ func (b *builder) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worke
 			return ws, fmt.Errorf("%w: port %s: no free worker handle for %d workers", ErrRestartRequired, in.name, n)
 		}
 		rc := rxConfig(cfg.Ring, in.mtu, fanout)
-		rc.SocketFilter = b.t.fp.filterFD()
+		if in.afterTCX() {
+			rc.Bind = routedBindings(p.Role)
+		} else {
+			rc.SocketFilter = b.t.fp.filterFD()
+		}
 		rx, err := afpacket.Open(p.Interface, rc)
 		if err != nil {
 			if prev == nil {

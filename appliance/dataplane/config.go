@@ -336,6 +336,26 @@ func (c *Config) Check() error {
 	return nil
 }
 
+// routedOnly reports whether port i only routes, so that its rings need
+// only the router's EtherTypes: in NAT mode the WAN port, and a LAN port
+// that is the LAN segment's only data port (it bridges to nothing but
+// the host port, whose stack speaks IPv4, IPv6 and ARP).
+func (c *Config) routedOnly(i int) bool {
+	if modeOf(c) != ModeNAT {
+		return false
+	}
+	if c.Ports[i].Role == RoleWAN {
+		return true
+	}
+	lan := 0
+	for j := range c.Ports {
+		if c.Ports[j].Role == RoleLAN {
+			lan++
+		}
+	}
+	return lan == 1
+}
+
 // checkNAT checks the roles and, with stand-ins for what only the system
 // knows (MACs and MTUs of the interfaces), the router's configuration.
 func (c *Config) checkNAT() error {

@@ -190,6 +190,9 @@ func (e *Engine) openFastPath(cfg *Config) {
 		}
 	}
 	fp.prog, fp.mode = prog, mode
+	if mode == fastpath.ModeTCX {
+		e.b.bindAfterTCX(cfg, e.ports)
+	}
 	fp.reader = prog.NewStatsReader()
 	fp.stats = make([]fastpath.Stats, prog.Slots())
 	fp.prev = make([]fastpath.Stats, prog.Slots())

@@ -32,6 +32,10 @@ type portInfo struct {
 	loop     portLoop
 }
 
+// afterTCX reports whether the port's rings are bound to the router's
+// EtherTypes, after tcx ingress (its kernel drop demotes).
+func (pi *portInfo) afterTCX() bool { return pi.kdrop != nil && pi.kdrop.Demote }
+
 // settings is the immutable snapshot the workers load once per batch.
 type settings struct {
 	cfg   *Config

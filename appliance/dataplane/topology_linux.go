@@ -71,7 +71,7 @@ func (t *topology) snapshot(mono int64) Snapshot {
 	s := Snapshot{Ports: make([]PortStats, len(t.ports)-1), Workers: make([]WorkerStats, len(t.workers))}
 	for i, p := range t.ports[1:] {
 		s.Ports[i] = PortStats{ID: p.id, Name: p.name, Interface: p.iface, Kind: kindOf(p), MTU: p.mtu, LinkUp: p.up.Load(),
-			KernelDrop: p.kdrop != nil, KernelDropError: p.kdropErr, Blocks: p.loop.blocks.Load()}
+			KernelDrop: p.kdrop != nil, KernelDropError: p.kdropErr, AfterTCX: p.afterTCX(), Blocks: p.loop.blocks.Load()}
 		if p.loop.blocked(mono) {
 			s.Ports[i].Blocked = true
 			if peer := int(p.loop.peer.Load()); peer < len(t.ports) && t.ports[peer] != nil {

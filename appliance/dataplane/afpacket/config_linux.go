@@ -173,6 +173,41 @@ type Config struct {
 	// SO_ATTACH_BPF before the socket is bound, so that no frame reaches
 	// the ring unfiltered. The socket holds its own reference.
 	SocketFilter int
+	// Bind, when set, binds the RX side to these EtherTypes instead of
+	// all of them (ETH_P_ALL), each on a socket and ring of its own: the
+	// first on the Socket's own descriptor (which also sends), the others
+	// on RX-only sockets that share its fanout mode. NextBlock takes from
+	// whichever ring has frames. A socket bound to an EtherType is not a
+	// packet tap: the kernel hands it frames after tcx ingress, so frames
+	// a tcx program redirects or drops never reach its rings, and after it
+	// cleared a VLAN tag no VLAN device took (such frames arrive untagged,
+	// as PACKET_OTHERHOST). At most MaxBindings.
+	Bind []Binding
+}
+
+// MaxBindings is the most EtherTypes a Socket binds (Config.Bind).
+const MaxBindings = 4
+
+// Binding is one EtherType a Socket receives on a ring of its own
+// (Config.Bind).
+type Binding struct {
+	// EtherType in host order, e.g. unix.ETH_P_IP.
+	EtherType uint16
+	// Frames sizes a FrameRing binding's ring (0: the Config's RxFrames);
+	// a block ring's bindings all take the Config's geometry.
+	Frames int
+}
+
+// bindingFanout is the fanout group of binding k of a socket in group f:
+// a group's members must share the EtherType, so every binding after the
+// first has a group of its own, its ID f.ID with bits 13-14 flipped by k.
+func bindingFanout(f *Fanout, k int) *Fanout {
+	if f == nil || k == 0 {
+		return f
+	}
+	g := *f
+	g.ID ^= uint16(k) << 13
+	return &g
 }
 
 // Geometry is the concrete ring layout Open uses for a Config and an MTU.
@@ -226,6 +261,9 @@ func (c Config) Geometry(mtu int) (Geometry, error) {
 	}
 	if c.NoRX && c.NoTX {
 		return Geometry{}, fmt.Errorf("%w: NoRX and NoTX leave no ring", ErrConfig)
+	}
+	if err := c.checkBind(); err != nil {
+		return Geometry{}, err
 	}
 	g := Geometry{MTU: mtu}
 	if !c.NoRX && c.FrameRing {
@@ -327,5 +365,31 @@ func (c Config) frameGeometry(g *Geometry, page int) error {
 	blocks := max((n+per-1)/per, 2)
 	g.RxBlockSize, g.RxBlockCount = bs, blocks
 	g.RxFrameSize, g.RxFrames = fs, blocks*per
+	return nil
+}
+
+// checkBind checks Config.Bind.
+func (c Config) checkBind() error {
+	if len(c.Bind) == 0 {
+		return nil
+	}
+	if c.NoRX {
+		return fmt.Errorf("%w: Bind without an RX ring", ErrConfig)
+	}
+	if len(c.Bind) > MaxBindings {
+		return fmt.Errorf("%w: %d bindings, at most %d", ErrConfig, len(c.Bind), MaxBindings)
+	}
+	seen := map[uint16]bool{}
+	for _, b := range c.Bind {
+		switch {
+		case b.EtherType == 0 || b.EtherType == unix.ETH_P_ALL:
+			return fmt.Errorf("%w: binding to EtherType %#04x: name one EtherType", ErrConfig, b.EtherType)
+		case seen[b.EtherType]:
+			return fmt.Errorf("%w: EtherType %#04x bound twice", ErrConfig, b.EtherType)
+		case b.Frames < 0:
+			return fmt.Errorf("%w: EtherType %#04x: negative frame count %d", ErrConfig, b.EtherType, b.Frames)
+		}
+		seen[b.EtherType] = true
+	}
 	return nil
 }

@@ -38,6 +38,13 @@ type Socket struct {
 
 	_  [cacheLine]byte
 	rx rxRing
+	// more are the RX-only sockets of Config.Bind's further EtherTypes;
+	// rings is every RX ring (rx first), cur the one whose block is held
+	// and next the one NextBlock looks at first (round robin).
+	more  []*Socket
+	rings []*rxRing
+	cur   *rxRing
+	next  int
 	// wait parks NextBlock's goroutine in the runtime's netpoller until
 	// the ring has a block, efd is signalled or the socket reports an
 	// error (package pollwait says why not ppoll).
@@ -86,6 +93,41 @@ func Open(ifname string, cfg Config) (*Socket, error) {
 }
 
 func (s *Socket) setup(cfg Config) error {
+	if err := s.open(cfg); err != nil {
+		return err
+	}
+	if err := s.openBindings(cfg); err != nil {
+		return err
+	}
+	return s.setupPoll()
+}
+
+// openBindings opens an RX-only socket for each of cfg.Bind's EtherTypes
+// after the first (which the Socket's own descriptor took).
+func (s *Socket) openBindings(cfg Config) error {
+	for k, b := range cfg.Bind[min(1, len(cfg.Bind)):] {
+		bc := cfg
+		bc.NoTX, bc.TxCopy = true, false
+		bc.Bind = []Binding{b}
+		bc.Fanout = bindingFanout(cfg.Fanout, k+1)
+		if b.Frames > 0 {
+			bc.RxFrames = b.Frames
+		}
+		g, err := bc.Geometry(s.geo.MTU)
+		if err != nil {
+			return fmt.Errorf("EtherType %#04x: %w", b.EtherType, err)
+		}
+		m := &Socket{name: s.name, ifindex: s.ifindex, geo: g, fd: -1, efd: -1}
+		s.more = append(s.more, m) // teardown releases it, also on error
+		if err := m.open(bc); err != nil {
+			return fmt.Errorf("EtherType %#04x: %w", b.EtherType, err)
+		}
+	}
+	return nil
+}
+
+// open creates the socket, maps its rings and binds it.
+func (s *Socket) open(cfg Config) error {
 	// Protocol 0: no frames are queued before the rings exist and bind
 	// registers the ETH_P_ALL hook.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
@@ -107,10 +149,7 @@ func (s *Socket) setup(cfg Config) error {
 			return err
 		}
 	}
-	if err := s.bind(cfg); err != nil {
-		return err
-	}
-	return s.setupPoll()
+	return s.bind(cfg)
 }
 
 // setOptions sets the options that come before the rings: the TPACKET
@@ -230,6 +269,9 @@ func (s *Socket) bind(cfg Config) error {
 	proto := uint16(0)
 	if !cfg.NoRX {
 		proto = htons(unix.ETH_P_ALL)
+		if len(cfg.Bind) > 0 {
+			proto = htons(cfg.Bind[0].EtherType)
+		}
 	}
 	if err := unix.Bind(s.fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: s.ifindex}); err != nil {
 		return fmt.Errorf("bind: %w", err)
@@ -259,8 +301,52 @@ func (s *Socket) setupPoll() error {
 	if s.rx.blocks == 0 { // NoRX: NextBlock answers ErrNoRing
 		return nil
 	}
-	s.wait, err = pollwait.New(s.name, s.rx.ready, s.fd, efd)
+	s.rings = []*rxRing{&s.rx}
+	fds := []int{s.fd, efd}
+	for _, m := range s.more {
+		s.rings = append(s.rings, &m.rx)
+		fds = append(fds, m.fd)
+	}
+	s.wait, err = pollwait.New(s.name, s.anyReady, fds...)
 	return err
+}
+
+// anyReady reports whether any RX ring has frames for user space.
+func (s *Socket) anyReady() bool {
+	for _, r := range s.rings {
+		if r.ready() {
+			return true
+		}
+	}
+	return false
+}
+
+// readyRing is the first ring from s.next on that has frames for user
+// space, nil if none has; the one after it is looked at first next time.
+func (s *Socket) readyRing() *rxRing {
+	if len(s.rings) == 1 {
+		if s.rx.ready() {
+			return &s.rx
+		}
+		return nil
+	}
+	for i := range s.rings {
+		j := (s.next + i) % len(s.rings)
+		if r := s.rings[j]; r.ready() {
+			s.next = (j + 1) % len(s.rings)
+			return r
+		}
+	}
+	return nil
+}
+
+// fdOf is the descriptor behind the Waiter's event index i (0: the
+// socket, 1: the eventfd, then the further bindings).
+func (s *Socket) fdOf(i int) int {
+	if i == 0 {
+		return s.fd
+	}
+	return s.more[i-2].fd
 }
 
 func (s *Socket) setInt(level, opt, v int, name string) error {
@@ -276,6 +362,11 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // socket is closed and no method holds the mapping any more.
 func (s *Socket) teardown() error {
 	var errs []error
+	for _, m := range s.more {
+		if err := m.teardown(); err != nil {
+			errs = append(errs, fmt.Errorf("EtherType socket: %w", err))
+		}
+	}
 	if s.fd >= 0 && s.rx.blocks > 0 {
 		s.readKernelStats()
 	}
@@ -324,6 +415,11 @@ func (s *Socket) SetFanout(f Fanout) error {
 	defer s.life.release()
 	if err := s.setFanout(f); err != nil {
 		return fmt.Errorf("afpacket: %s: %w", s.name, err)
+	}
+	for k, m := range s.more {
+		if err := m.setFanout(*bindingFanout(&f, k+1)); err != nil {
+			return fmt.Errorf("afpacket: %s: %w", s.name, err)
+		}
 	}
 	return nil
 }

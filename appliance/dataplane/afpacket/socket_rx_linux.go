@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"e1kbox/appliance/dataplane/pollwait"
 )
 
 // NextBlock returns the next retired RX block, waiting up to timeout for
@@ -20,7 +22,7 @@ func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
 	if s.rx.blocks == 0 {
 		return nil, ErrNoRing
 	}
-	if s.rx.held {
+	if s.cur != nil {
 		s.ReleaseBlock()
 	}
 	if !s.life.acquire() {
@@ -31,8 +33,9 @@ func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
 		limit = time.Now().Add(timeout)
 	}
 	for {
-		if s.rx.ready() {
-			return s.rx.open(), nil // the reference is dropped by ReleaseBlock
+		if r := s.readyRing(); r != nil {
+			s.cur = r
+			return r.open(), nil // the reference is dropped by ReleaseBlock
 		}
 		if s.life.closed() {
 			s.life.release()
@@ -66,11 +69,10 @@ func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
 				return nil, ErrClosed
 			}
 			return nil, nil
-		case ev[0]&unix.EPOLLERR != 0:
-			soerr, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-			if err == nil && soerr != 0 {
+		default:
+			if err := s.socketError(ev); err != nil {
 				s.life.release()
-				return nil, fmt.Errorf("afpacket: %s: %w", s.name, unix.Errno(soerr))
+				return nil, fmt.Errorf("afpacket: %s: %w", s.name, err)
 			}
 		}
 	}
@@ -94,10 +96,12 @@ func (s *Socket) Wake() error {
 // ReleaseBlock hands the current block back to the kernel. Frames of the
 // block must not be used afterwards. It is a no-op without a current block.
 func (s *Socket) ReleaseBlock() {
-	if !s.rx.held {
+	r := s.cur
+	if r == nil {
 		return
 	}
-	truncated, corrupt := s.rx.release()
+	s.cur = nil
+	truncated, corrupt := r.release()
 	if truncated > 0 {
 		s.rxTruncated.Add(uint64(truncated))
 	}
@@ -105,4 +109,19 @@ func (s *Socket) ReleaseBlock() {
 		s.rxCorrupt.Add(1)
 	}
 	s.life.release()
+}
+
+// socketError is the pending error (SO_ERROR) of a descriptor whose
+// event reported one (EPOLLERR), nil if none.
+func (s *Socket) socketError(ev pollwait.Events) error {
+	for i := range 2 + len(s.more) {
+		if i == 1 || ev[i]&unix.EPOLLERR == 0 {
+			continue
+		}
+		soerr, err := unix.GetsockoptInt(s.fdOf(i), unix.SOL_SOCKET, unix.SO_ERROR)
+		if err == nil && soerr != 0 {
+			return unix.Errno(soerr)
+		}
+	}
+	return nil
 }

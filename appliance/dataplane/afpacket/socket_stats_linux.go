@@ -46,15 +46,19 @@ type Stats struct {
 func (s *Socket) Stats() Stats {
 	if s.rx.blocks > 0 && s.life.acquire() {
 		s.readKernelStats()
+		for _, m := range s.more {
+			m.readKernelStats()
+		}
 		s.life.release()
 	}
-	s.statsMu.Lock()
-	st := Stats{
-		RxPackets: s.kstats.packets,
-		RxDrops:   s.kstats.drops,
-		RxFreezes: s.kstats.freezes,
+	var st Stats
+	for _, m := range append([]*Socket{s}, s.more...) {
+		m.statsMu.Lock()
+		st.RxPackets += m.kstats.packets
+		st.RxDrops += m.kstats.drops
+		st.RxFreezes += m.kstats.freezes
+		m.statsMu.Unlock()
 	}
-	s.statsMu.Unlock()
 	st.RxTruncated = s.rxTruncated.Load()
 	st.RxCorrupt = s.rxCorrupt.Load()
 	st.TxDropped = s.txDropped.Load()

@@ -1,4 +1,4 @@
-// Package ingressdrop keeps the kernel's network stack off a data port: a tcx ingress BPF program drops every received frame after the packet taps (AF_PACKET) have seen it.
+// Package ingressdrop keeps the kernel's network stack off a data port: a tcx ingress BPF program drops every received frame after the packet taps (AF_PACKET) have seen it, or demotes it for rings bound after tcx.
 //
 // The dataplane reads a data port's frames from its AF_PACKET ring; the
 // kernel gets the same frames and, in NAT mode, where they are addressed
@@ -11,6 +11,14 @@
 // with bpf(2) (no C, no object file) and attached with a BPF link: the
 // link holds the attachment only while its file descriptor is open, so a
 // crashed or killed appliance gives the kernel its frames back.
+//
+// Rings bound to EtherTypes (afpacket.Config.Bind) are not taps: the
+// kernel hands them frames after tcx ingress, where a drop would starve
+// them too. For such a port AttachDemote marks each frame
+// PACKET_OTHERHOST (bpf_skb_change_type) instead: the kernel's IPv4, IPv6
+// and ARP handlers drop such frames first thing, while packet sockets
+// take them. It drops VLAN-tagged frames outright (the kernel would clear
+// the tag before the rings see it).
 //
 // It needs CONFIG_BPF_SYSCALL and tcx (CONFIG_NET_XGRESS, Linux 6.6+);
 // gokrazy's kernel and the build host's have both.
@@ -28,7 +36,9 @@ import (
 // Drop is one data port's attachment. Close detaches it.
 type Drop struct {
 	Iface string
-	link  int
+	// Demote is set for AttachDemote's program.
+	Demote bool
+	link   int
 }
 
 // tcActShot is TC_ACT_SHOT: drop the frame.
@@ -38,6 +48,36 @@ const tcActShot = 2
 var program = [2]uint64{
 	insn(0xb7, 0, 0, 0, tcActShot), // BPF_ALU64 | BPF_MOV | BPF_K
 	insn(0x95, 0, 0, 0, 0),         // BPF_JMP | BPF_EXIT
+}
+
+// Constants of the demoting program.
+const (
+	tcActOK             = 0  // TC_ACT_OK: on to the protocol handlers
+	packetOtherhost     = 3  // PACKET_OTHERHOST
+	offVLANPresent      = 20 // offsetof(struct __sk_buff, vlan_present)
+	funcSkbChangeType   = 32 // BPF_FUNC_skb_change_type
+	demoteSkipToDropOff = 4  // from the jump to the drop branch
+)
+
+// demote is AttachDemote's program, as struct bpf_insn values:
+//
+//	r2 = *(u32 *)(r1 + offsetof(struct __sk_buff, vlan_present))
+//	if r2 != 0 goto drop
+//	r2 = PACKET_OTHERHOST
+//	call bpf_skb_change_type   // r1 is still the skb
+//	r0 = TC_ACT_OK
+//	exit
+//	drop: r0 = TC_ACT_SHOT
+//	exit
+var demote = [8]uint64{
+	insn(0x61, 2, 1, offVLANPresent, 0),      // BPF_LDX | BPF_MEM | BPF_W
+	insn(0x55, 2, 0, demoteSkipToDropOff, 0), // BPF_JMP | BPF_JNE | BPF_K
+	insn(0xb7, 2, 0, 0, packetOtherhost),     // BPF_ALU64 | BPF_MOV | BPF_K
+	insn(0x85, 0, 0, 0, funcSkbChangeType),   // BPF_JMP | BPF_CALL
+	insn(0xb7, 0, 0, 0, tcActOK),             // BPF_ALU64 | BPF_MOV | BPF_K
+	insn(0x95, 0, 0, 0, 0),                   // BPF_JMP | BPF_EXIT
+	insn(0xb7, 0, 0, 0, tcActShot),           // drop:
+	insn(0x95, 0, 0, 0, 0),                   // BPF_JMP | BPF_EXIT
 }
 
 // insn encodes a struct bpf_insn {u8 code; u8 dst:4, src:4; s16 off; s32 imm}
@@ -102,21 +142,23 @@ func retrySignals(call func() (int, error)) (int, error) {
 	}
 }
 
-// loadProgram loads the dropping program and returns its descriptor.
-func loadProgram() (int, error) {
+// loadProgram loads the program insns, named name, and returns its
+// descriptor.
+func loadProgram(insns []uint64, name string) (int, error) {
 	license := []byte("GPL\x00")
 	attr := progLoadAttr{
 		progType:           unix.BPF_PROG_TYPE_SCHED_CLS,
-		insnCnt:            uint32(len(program)),
-		insns:              uint64(uintptr(unsafe.Pointer(&program[0]))),
+		insnCnt:            uint32(len(insns)),
+		insns:              uint64(uintptr(unsafe.Pointer(&insns[0]))),
 		license:            uint64(uintptr(unsafe.Pointer(&license[0]))),
 		expectedAttachType: unix.BPF_TCX_INGRESS,
 	}
-	copy(attr.progName[:], "e1kbox_drop")
+	copy(attr.progName[:], name)
 	fd, err := bpf(unix.BPF_PROG_LOAD, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
 	runtime.KeepAlive(license)
+	runtime.KeepAlive(insns)
 	if err != nil {
-		return -1, fmt.Errorf("loading the drop program (bpf BPF_PROG_LOAD): %w", err)
+		return -1, fmt.Errorf("loading the %s program (bpf BPF_PROG_LOAD): %w", name, err)
 	}
 	return fd, nil
 }
@@ -124,11 +166,22 @@ func loadProgram() (int, error) {
 // Attach drops every frame the kernel receives on iface after the packet
 // taps, until Close.
 func Attach(iface string) (*Drop, error) {
+	return attach(iface, program[:], "e1kbox_drop", false)
+}
+
+// AttachDemote marks every untagged frame the kernel receives on iface
+// PACKET_OTHERHOST after tcx ingress, and drops the tagged ones, until
+// Close: for a port whose rings are bound to EtherTypes.
+func AttachDemote(iface string) (*Drop, error) {
+	return attach(iface, demote[:], "e1kbox_demote", true)
+}
+
+func attach(iface string, insns []uint64, name string, isDemote bool) (*Drop, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, fmt.Errorf("ingressdrop: %w", err)
 	}
-	prog, err := loadProgram()
+	prog, err := loadProgram(insns, name)
 	if err != nil {
 		return nil, fmt.Errorf("ingressdrop: %s: %w", iface, err)
 	}
@@ -138,7 +191,7 @@ func Attach(iface string) (*Drop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingressdrop: %s: attaching to tcx ingress (bpf BPF_LINK_CREATE): %w", iface, err)
 	}
-	return &Drop{Iface: iface, link: link}, nil
+	return &Drop{Iface: iface, Demote: isDemote, link: link}, nil
 }
 
 // Close detaches the program: the kernel sees iface's frames again.

@@ -21,8 +21,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MaxFDs is how many descriptors a Waiter watches.
-const MaxFDs = 2
+// MaxFDs is how many descriptors a Waiter watches: an AF_PACKET socket's
+// descriptors (one per EtherType it binds, up to four) and its eventfd.
+const MaxFDs = 5
 
 // Waiter waits for any of up to MaxFDs descriptors to be readable (or to
 // report an error), or for a ready function to say so. Wait must be called
