@@ -26,27 +26,18 @@ func withType(f []byte, typ uint16) []byte {
 func byType(t *testing.T, s *Socket, want int, timeout time.Duration) (counts map[uint16]int, batches [][]uint16) {
 	t.Helper()
 	counts = map[uint16]int{}
-	deadline := time.Now().Add(timeout)
-	var p Packet
 	n := 0
-	for n < want && time.Now().Before(deadline) {
-		b, err := s.NextBlock(20 * time.Millisecond)
-		if err != nil {
-			t.Fatalf("NextBlock: %v", err)
-		}
-		if b == nil {
-			continue
-		}
+	readBlocks(t, s, timeout, func(b *Block, p *Packet) bool {
 		var batch []uint16
-		for b.Next(&p) {
+		for b.Next(p) {
 			typ := binary.BigEndian.Uint16(p.Data[12:])
 			counts[typ]++
 			batch = append(batch, typ)
 			n++
 		}
 		batches = append(batches, batch)
-		s.ReleaseBlock()
-	}
+		return n < want
+	})
 	return counts, batches
 }
 

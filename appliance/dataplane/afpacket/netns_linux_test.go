@@ -258,9 +258,27 @@ func parseTestFrame(f []byte) (id uint16, seq uint32, ok bool) {
 func drain(t testing.TB, s *Socket, id uint16, want int, timeout time.Duration, fn func(p *Packet)) int {
 	t.Helper()
 	n := 0
+	readBlocks(t, s, timeout, func(b *Block, p *Packet) bool {
+		for b.Next(p) {
+			if tid, _, ok := parseTestFrame(p.Data); ok && tid == id {
+				n++
+				if fn != nil {
+					fn(p)
+				}
+			}
+		}
+		return n < want
+	})
+	return n
+}
+
+// readBlocks hands fn each block NextBlock returns, with a Packet to
+// iterate it, until fn returns false or timeout passed.
+func readBlocks(t testing.TB, s *Socket, timeout time.Duration, fn func(b *Block, p *Packet) bool) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var p Packet
-	for n < want && time.Now().Before(deadline) {
+	for more := true; more && time.Now().Before(deadline); {
 		b, err := s.NextBlock(20 * time.Millisecond)
 		if err != nil {
 			t.Fatalf("NextBlock: %v", err)
@@ -268,15 +286,7 @@ func drain(t testing.TB, s *Socket, id uint16, want int, timeout time.Duration, 
 		if b == nil {
 			continue
 		}
-		for b.Next(&p) {
-			if tid, _, ok := parseTestFrame(p.Data); ok && tid == id {
-				n++
-				if fn != nil {
-					fn(&p)
-				}
-			}
-		}
+		more = fn(b, &p)
 		s.ReleaseBlock()
 	}
-	return n
 }

@@ -62,19 +62,27 @@ func requireRoot(t *testing.T) {
 	testenv.Require(t, "root", "ip", "ping")
 }
 
-// TestAttach joins namespaces A and B with a veth pair and checks, with a
-// packet socket on B's end: before Attach the kernel in B answers A's
-// ping; with the drop attached it does not, while the packet socket still
-// receives A's frames; after Close the kernel answers again.
-func TestAttach(t *testing.T) {
+// pair makes namespaces A and B, IPv6 off, joined by a veth pair: va
+// (10.199.0.1/24) in A, vb (10.199.0.2/24) in B.
+func pair(t *testing.T) (a, b *netnstest.Namespace) {
+	t.Helper()
 	requireRoot(t)
-	a, b := netnstest.New(t, "ind-a"), netnstest.New(t, "ind-b")
+	a, b = netnstest.New(t, "ind-a"), netnstest.New(t, "ind-b")
 	for _, ns := range []*netnstest.Namespace{a, b} {
 		ns.Sysctl(t, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
 	}
 	netnstest.Veth(t,
 		netnstest.End{NS: a, Name: "va", Addrs: []string{"10.199.0.1/24"}, Up: true},
 		netnstest.End{NS: b, Name: "vb", Addrs: []string{"10.199.0.2/24"}, Up: true})
+	return a, b
+}
+
+// TestAttach joins namespaces A and B with a veth pair and checks, with a
+// packet socket on B's end: before Attach the kernel in B answers A's
+// ping; with the drop attached it does not, while the packet socket still
+// receives A's frames; after Close the kernel answers again.
+func TestAttach(t *testing.T) {
+	a, b := pair(t)
 	ping := func() error {
 		out, err := a.Output("ping", "-c", "3", "-i", "0.2", "-W", "2", "10.199.0.2")
 		if err != nil {
@@ -179,14 +187,7 @@ func TestDemoteEncoding(t *testing.T) {
 // of them and A's VLAN-tagged frames reach neither; with the plain drop
 // the bound socket receives nothing, which is why the demote exists.
 func TestAttachDemote(t *testing.T) {
-	requireRoot(t)
-	a, b := netnstest.New(t, "ind-a"), netnstest.New(t, "ind-b")
-	for _, ns := range []*netnstest.Namespace{a, b} {
-		ns.Sysctl(t, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
-	}
-	netnstest.Veth(t,
-		netnstest.End{NS: a, Name: "va", Addrs: []string{"10.199.0.1/24"}, Up: true},
-		netnstest.End{NS: b, Name: "vb", Addrs: []string{"10.199.0.2/24"}, Up: true})
+	a, b := pair(t)
 	var vbMAC net.HardwareAddr
 	b.Do(t, func() {
 		ifi, err := net.InterfaceByName("vb")
