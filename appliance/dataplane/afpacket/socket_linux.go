@@ -129,7 +129,7 @@ func (s *Socket) openBindings(cfg Config) error {
 // open creates the socket, maps its rings and binds it.
 func (s *Socket) open(cfg Config) error {
 	// Protocol 0: no frames are queued before the rings exist and bind
-	// registers the ETH_P_ALL hook.
+	// registers the ETH_P_ALL hook (or the binding's EtherType).
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("socket: %w", err)

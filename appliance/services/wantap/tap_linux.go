@@ -41,8 +41,10 @@ func Open(iface string, mac net.HardwareAddr, filter []bpf.Instruction) (*Tap, i
 	}
 	// ETH_P_ALL, a tap: it sees the frames before tcx ingress, where the
 	// dataplane keeps the kernel's stack off the WAN port (ingressdrop);
-	// a socket for ETH_P_IP or ETH_P_IPV6 would be handed them after it,
-	// i.e. never.
+	// a socket for ETH_P_IP or ETH_P_IPV6 would be handed them after it:
+	// never where the port's program drops, and only while it demotes
+	// (a NAT box's WAN with the fast path at tcx), a choice the clients
+	// would have to follow across the dataplane's restarts.
 	conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ALL, &packet.Config{Filter: prog})
 	if err != nil {
 		return nil, 0, fmt.Errorf("packet socket on %s: %w", iface, err)
