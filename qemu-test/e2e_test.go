@@ -192,7 +192,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		// The default fastPath (auto) runs on a bridge too: the pings'
 		// MAC pair moves into the kernel.
-		fastPathForwards(t, b, a, bb.ip(), false)
+		fastPathForwards(t, b, a, bb.ip())
 	})
 
 	step("nat mode with commit-confirm", func(t *testing.T) {
@@ -282,7 +282,7 @@ func TestEndToEnd(t *testing.T) {
 		if !strings.Contains(srvLog.String(), wan+" - -") {
 			t.Errorf("the WAN server did not see the box's WAN address %s; its log:\n%s", wan, srvLog.String())
 		}
-		fastPathForwards(t, b, a, "198.51.100.1", true)
+		fastPathForwards(t, b, a, "198.51.100.1")
 		var fwdOut string
 		var fwdErr error
 		for i := 0; i < 10; i++ {
@@ -551,10 +551,10 @@ func digAnswer(t *testing.T, out string) string {
 // fastPathForwards checks that the fast path runs on the image's kernel,
 // on the e1000e ports, and forwards: host a pings dst through the box
 // (bridged or NATed; echo requests after the first replies go through the
-// kernel) and the fast path's counters grow. afterTCX says whether the
-// data ports' rings must sit behind it (a NAT box's routed-only ports)
-// or tap every frame (a bridge). It logs what the kernel offers.
-func fastPathForwards(t *testing.T, b *box, a *host, dst string, afterTCX bool) {
+// kernel) and the fast path's counters grow, and the data ports' rings
+// sit behind it (afterTcx: bound to EtherTypes, no taps). It logs what
+// the kernel offers.
+func fastPathForwards(t *testing.T, b *box, a *host, dst string) {
 	t.Helper()
 	type state struct {
 		Ports []struct {
@@ -596,7 +596,7 @@ func fastPathForwards(t *testing.T, b *box, a *host, dst string, afterTCX bool) 
 		t.Errorf("the fast path forwarded none of the pings (%d frames before, %d after)", before.FastPath.Packets, fp.Packets)
 	}
 	for _, p := range after.Ports {
-		if want := afterTCX && p.Kind == "data"; p.AfterTCX != want {
+		if want := p.Kind == "data"; p.AfterTCX != want {
 			t.Errorf("port %s (%s): afterTcx = %v, want %v", p.Name, p.Kind, p.AfterTCX, want)
 		}
 	}

@@ -85,17 +85,17 @@ func (b *builder) attachDrop(pi *portInfo) {
 	pi.kdrop = d
 }
 
-// bindAfterTCX moves the rings of the routed-only ports (Config.routedOnly)
-// behind tcx ingress, where the fast path runs: each such port's kernel
-// drop becomes a demote (ingressdrop.AttachDemote) and its workers bind
-// their rings to the router's EtherTypes (routedBindings). The packets
-// the fast path forwards then never reach a packet socket, so the rings
-// need no socket filter (docs/dataplane.md, Hooks). A port where the
-// demote does not attach keeps its tap and drop.
+// bindAfterTCX moves the data ports' rings behind tcx ingress, where the
+// fast path runs: each port's kernel drop becomes a demote
+// (ingressdrop.AttachDemote) and its workers bind their rings to IPv4,
+// IPv6, ARP and the demote's marker, which carries every other frame
+// (portBindings). The packets the fast path forwards then never reach a
+// packet socket, so the rings need no socket filter (docs/dataplane.md,
+// Hooks). A port where the demote does not attach keeps its tap and drop.
 func (b *builder) bindAfterTCX(cfg *Config, ports []*portInfo) {
 	for i := range cfg.Ports {
 		pi := ports[i+1]
-		if !cfg.routedOnly(i) || pi.kdrop == nil || pi.kdrop.Demote {
+		if pi.kdrop == nil || pi.kdrop.Demote {
 			continue
 		}
 		d, err := ingressdrop.AttachDemote(pi.iface)
@@ -111,22 +111,25 @@ func (b *builder) bindAfterTCX(cfg *Config, ports []*portInfo) {
 	}
 }
 
-// smallRing is the frame count of the rings of the rare EtherTypes (ARP,
-// loop probes) of a port bound after tcx: the kernel's minimum of two
+// smallRing is the frame count of the rings of the rare frames (ARP; on
+// a routed-only port the marked ones: loop probes, other EtherTypes,
+// tagged frames) of a port bound after tcx: the kernel's minimum of two
 // 128 KiB blocks at MTU 1500.
 const smallRing = 128
 
-// routedBindings are the EtherTypes the rings of a routed-only port take
-// (afpacket.Config.Bind): IPv4 and IPv6 on rings of the configured size,
-// ARP on a small one, and on a LAN port the loop probes (frame.
-// EtherTypeLoopback), which find a loop back to the port itself.
-func routedBindings(role Role) []afpacket.Binding {
-	bs := []afpacket.Binding{{EtherType: frame.EtherTypeIPv4}, {EtherType: frame.EtherTypeIPv6},
-		{EtherType: frame.EtherTypeARP, Frames: smallRing}}
-	if role == RoleLAN {
-		bs = append(bs, afpacket.Binding{EtherType: frame.EtherTypeLoopback, Frames: smallRing})
+// portBindings are the EtherTypes the rings of a port bound after tcx
+// take (afpacket.Config.Bind): IPv4 and IPv6 on rings of the configured
+// size, ARP on a small one, and the demote's marker (every other frame,
+// VLAN-tagged ones included) on a ring of the configured size where the
+// port bridges, a small one where it only routes (Config.routedOnly: the
+// router drops those frames).
+func portBindings(routed bool) []afpacket.Binding {
+	marked := afpacket.Binding{EtherType: ingressdrop.MarkerTPID}
+	if routed {
+		marked.Frames = smallRing
 	}
-	return bs
+	return []afpacket.Binding{{EtherType: frame.EtherTypeIPv4}, {EtherType: frame.EtherTypeIPv6},
+		{EtherType: frame.EtherTypeARP, Frames: smallRing}, marked}
 }
 
 // prepareLink sets port p's interface up and to the port's MTU (the
@@ -259,7 +262,7 @@ func (b *builder) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worke
 		}
 		rc := rxConfig(cfg.Ring, in.mtu, fanout)
 		if in.afterTCX() {
-			rc.Bind = routedBindings(p.Role)
+			rc.Bind = portBindings(cfg.routedOnly(i))
 		} else {
 			rc.SocketFilter = b.t.fp.filterFD()
 		}
@@ -272,6 +275,7 @@ func (b *builder) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worke
 		}
 		w := b.newWorker(ports, in, rx, h, prev)
 		w.fwd.prober = m == 0
+		w.fwd.marked = in.afterTCX()
 		ws = append(ws, w)
 		if err := b.openTX(cfg, w, ports); err != nil {
 			return ws, err

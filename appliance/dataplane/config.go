@@ -336,8 +336,9 @@ func (c *Config) Check() error {
 	return nil
 }
 
-// routedOnly reports whether port i only routes, so that its rings need
-// only the router's EtherTypes: in NAT mode the WAN port, and a LAN port
+// routedOnly reports whether port i only routes, so that the frames its
+// demote marks (other EtherTypes, tagged frames) are the router's to drop
+// and a small ring takes them: in NAT mode the WAN port, and a LAN port
 // that is the LAN segment's only data port (it bridges to nothing but
 // the host port, whose stack speaks IPv4, IPv6 and ARP).
 func (c *Config) routedOnly(i int) bool {

@@ -107,10 +107,9 @@ func testEngineNAT(t *testing.T) {
 	// routed traffic to the router's MAC adds nothing to the box's IP
 	// input counter (without the drop each frame would: ip_rcv counts it,
 	// routes it and drops it).
-	// With the fast path at tcx both ports only route (one LAN port): their
-	// rings are bound to the router's EtherTypes after tcx, and the kernel
-	// drop demotes (the frames reach ip_rcv as PACKET_OTHERHOST, dropped
-	// before it counts them).
+	// With the fast path at tcx the data ports' rings are bound to
+	// EtherTypes after tcx, and the kernel drop demotes (the frames reach
+	// ip_rcv as PACKET_OTHERHOST, dropped before it counts them).
 	snap := e.Snapshot()
 	tcx := snap.FastPath != nil && snap.FastPath.Mode == string(FastPathTCX)
 	if !tcx {

@@ -96,9 +96,18 @@ func TestEngineBridge(t *testing.T) {
 	if len(s.Ports) != 3 || len(s.Workers) != 4 {
 		t.Fatalf("snapshot has %d ports, %d workers", len(s.Ports), len(s.Workers))
 	}
+	// With the fast path at tcx the bridge's data ports read their rings
+	// after tcx too: IPv4, IPv6, ARP and the demote's marked frames.
+	tcx := s.FastPath != nil && s.FastPath.Mode == string(FastPathTCX)
+	if !tcx {
+		t.Errorf("fast path %+v, want tcx", s.FastPath)
+	}
 	for _, p := range s.Ports {
 		if p.RxPackets == 0 || p.TxPackets == 0 || !p.LinkUp || p.Running != p.Workers {
 			t.Errorf("port %s: %+v", p.Name, p)
+		}
+		if want := p.Kind == "data" && tcx; p.AfterTCX != want {
+			t.Errorf("port %s (%s): afterTcx = %v, want %v", p.Name, p.Kind, p.AfterTCX, want)
 		}
 	}
 	ents := e.FDBEntries()

@@ -7,6 +7,7 @@ import (
 
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/ingressdrop"
 	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/rules"
 )
@@ -49,6 +50,10 @@ type fwd struct {
 	inBlocked bool   // the ingress port is
 
 	fp *fpWorker // nil without the fast path (fpworker_linux.go)
+	// marked: the port's rings are bound after tcx, where the kernel
+	// drop's demote marks the frames of other EtherTypes and the tagged
+	// ones (ingressdrop.Unmark).
+	marked bool
 
 	c counters
 }
@@ -96,6 +101,9 @@ func (w *fwd) drop(r Drop) { w.c.drops[r]++ }
 // destination MAC on; origLen its length before any truncation; a tag the
 // kernel stripped is in tag when stripped. It does not allocate.
 func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag) {
+	if w.marked && !stripped {
+		data, origLen, stripped, tag = unmark(data, origLen)
+	}
 	wire, outer, ok := w.receive(data, origLen, stripped, &tag)
 	if !ok {
 		return
@@ -163,6 +171,22 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 		// router sees a copy of the segment's broadcast ARP.
 		w.natFrame(data, true)
 	}
+}
+
+// unmark gives a frame from a ring behind the kernel drop's demote the
+// form a packet tap would have seen: without the demote's marker and,
+// where the kernel had taken the frame's outer VLAN tag off before tcx
+// (every tag the demote finds in the frame), that tag stripped.
+func unmark(data []byte, origLen int) ([]byte, int, bool, frame.VLANTag) {
+	data, ok := ingressdrop.Unmark(data)
+	if !ok {
+		return data, origLen, false, frame.VLANTag{}
+	}
+	origLen -= ingressdrop.MarkerLen
+	if d, tag, err := frame.StripVLAN(data); err == nil {
+		return d, origLen - frame.VLANTagLen, true, tag
+	}
+	return data, origLen, false, frame.VLANTag{}
 }
 
 // receive counts a received frame, checks its length against the ingress

@@ -369,24 +369,30 @@ func TestZeroAllocs(t *testing.T) {
 		name     string
 		data     []byte
 		stripped bool
+		marked   bool // from a ring behind the demote (fwd.marked)
 	}{
-		{"known unicast", tcpFrame(macB, macA, 1, 80, frame.TCPAck), false},
-		{"unknown unicast", tcpFrame(macC, macA, 1, 80, frame.TCPAck), false},
-		{"broadcast", arpFrame(bcast, macA), false},
-		{"stripped tag", tcpFrame(macB, macA, 1, 80, frame.TCPAck), true},
-		{"in-band tag", tcpFrame(macB, macA, 1, 80, frame.TCPAck, frametest.Tag{TPID: frame.EtherTypeVLAN, TCI: 5}), false},
-		{"rule drop", udpFrame(macB, macA, 7, 10), false},
-		{"reject", tcpFrame(macB, macA, 1, 23, frame.TCPSyn), false},
-		{"bad frame", macA[:], false},
+		{"known unicast", tcpFrame(macB, macA, 1, 80, frame.TCPAck), false, false},
+		{"unknown unicast", tcpFrame(macC, macA, 1, 80, frame.TCPAck), false, false},
+		{"broadcast", arpFrame(bcast, macA), false, false},
+		{"stripped tag", tcpFrame(macB, macA, 1, 80, frame.TCPAck), true, false},
+		{"in-band tag", tcpFrame(macB, macA, 1, 80, frame.TCPAck, frametest.Tag{TPID: frame.EtherTypeVLAN, TCI: 5}), false, false},
+		{"rule drop", udpFrame(macB, macA, 7, 10), false, false},
+		{"reject", tcpFrame(macB, macA, 1, 23, frame.TCPSyn), false, false},
+		{"bad frame", macA[:], false, false},
+		{"marked, tagged", tcpFrame(macB, macA, 1, 80, frame.TCPAck, frametest.Tag{TPID: 0x8100, TCI: 0x0fff}, frametest.Tag{TPID: frame.EtherTypeVLAN, TCI: 5}), false, true},
 	}
 	w := b.fwds[1]
+	buf := make([]byte, 2048)
 	for _, fr := range frames {
 		t.Run(fr.name, func(t *testing.T) {
+			w.marked = fr.marked
+			defer func() { w.marked = false }()
 			n := 0
 			allocs := testing.AllocsPerRun(500, func() {
 				n++
 				w.begin(int64(n), int64(n)*int64(time.Millisecond))
-				w.handle(fr.data, len(fr.data), fr.stripped, frame.VLANTag{TPID: frame.EtherTypeVLAN, TCI: 10})
+				data := buf[:copy(buf, fr.data)] // handle unmarks in place
+				w.handle(data, len(data), fr.stripped, frame.VLANTag{TPID: frame.EtherTypeVLAN, TCI: 10})
 				for _, f := range b.tx[1] {
 					if f != nil {
 						f.n = 0
@@ -520,5 +526,44 @@ func TestConfigCheck(t *testing.T) {
 	c := ok()
 	if diff := cmp.Diff(map[string]uint16{"lan": 1, "eth2": 2, "host": 3}, c.PortNames()); diff != "" {
 		t.Errorf("PortNames (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnmark: a frame from a ring behind the demote reaches handle as a
+// tap would have delivered it: the marker gone, the outer tag (which the
+// kernel had offloaded before tcx) stripped into tag, inner tags in place.
+func TestUnmark(t *testing.T) {
+	a, b := [6]byte{2, 0, 0, 0, 0, 0xa}, [6]byte{2, 0, 0, 0, 0, 0xb}
+	marker := frametest.Tag{TPID: 0x8100, TCI: 0x0fff}
+	q5 := frametest.Tag{TPID: frame.EtherTypeVLAN, TCI: 0x2005}
+	ad10 := frametest.Tag{TPID: frame.EtherTypeQinQ, TCI: 10}
+	payload := []byte("payload of the test frame")
+	type out struct {
+		Data     []byte
+		OrigLen  int
+		Stripped bool
+		Tag      frame.VLANTag
+	}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want out
+	}{
+		{"another EtherType, untagged", frametest.Frame(b, a, 0x88b5, payload, marker),
+			out{frametest.Frame(b, a, 0x88b5, payload), 14 + len(payload), false, frame.VLANTag{}}},
+		{"802.1Q", frametest.Frame(b, a, frame.EtherTypeIPv4, payload, marker, q5),
+			out{frametest.Frame(b, a, frame.EtherTypeIPv4, payload), 14 + len(payload), true, frame.VLANTag{TPID: frame.EtherTypeVLAN, TCI: 0x2005}}},
+		{"802.1ad over 802.1Q: the inner tag stays", frametest.Frame(b, a, frame.EtherTypeIPv4, payload, marker, ad10, q5),
+			out{frametest.Frame(b, a, frame.EtherTypeIPv4, payload, q5), 18 + len(payload), true, frame.VLANTag{TPID: frame.EtherTypeQinQ, TCI: 10}}},
+		{"not marked: as it is", frametest.Frame(b, a, frame.EtherTypeIPv4, payload, q5),
+			out{frametest.Frame(b, a, frame.EtherTypeIPv4, payload, q5), 18 + len(payload), false, frame.VLANTag{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got out
+			got.Data, got.OrigLen, got.Stripped, got.Tag = unmark(bytes.Clone(tc.in), len(tc.in))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("unmark (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"e1kbox/appliance/dataplane/afpacket"
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/ingressdrop"
 )
 
 func TestRoutedOnly(t *testing.T) {
@@ -32,20 +33,21 @@ func TestRoutedOnly(t *testing.T) {
 	}
 }
 
-func TestRoutedBindings(t *testing.T) {
-	wan := []afpacket.Binding{{EtherType: frame.EtherTypeIPv4}, {EtherType: frame.EtherTypeIPv6},
+func TestPortBindings(t *testing.T) {
+	base := []afpacket.Binding{{EtherType: frame.EtherTypeIPv4}, {EtherType: frame.EtherTypeIPv6},
 		{EtherType: frame.EtherTypeARP, Frames: smallRing}}
-	lan := append(wan, afpacket.Binding{EtherType: frame.EtherTypeLoopback, Frames: smallRing})
-	if diff := cmp.Diff(wan, routedBindings(RoleWAN)); diff != "" {
-		t.Errorf("WAN (-want +got):\n%s", diff)
+	routed := append(base[:3:3], afpacket.Binding{EtherType: ingressdrop.MarkerTPID, Frames: smallRing})
+	bridged := append(base[:3:3], afpacket.Binding{EtherType: ingressdrop.MarkerTPID})
+	if diff := cmp.Diff(routed, portBindings(true)); diff != "" {
+		t.Errorf("routed-only (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(lan, routedBindings(RoleLAN)); diff != "" {
-		t.Errorf("LAN (-want +got):\n%s", diff)
+	if diff := cmp.Diff(bridged, portBindings(false)); diff != "" {
+		t.Errorf("bridging (-want +got):\n%s", diff)
 	}
-	for _, role := range []Role{RoleLAN, RoleWAN} {
-		cfg := afpacket.Config{Bind: routedBindings(role)}
+	for _, r := range []bool{true, false} {
+		cfg := afpacket.Config{Bind: portBindings(r)}
 		if _, err := cfg.Geometry(1500); err != nil {
-			t.Errorf("role %v: the bindings' ring config: %v", role, err)
+			t.Errorf("routed %v: the bindings' ring config: %v", r, err)
 		}
 	}
 }

@@ -32,8 +32,8 @@ type portInfo struct {
 	loop     portLoop
 }
 
-// afterTCX reports whether the port's rings are bound to the router's
-// EtherTypes, after tcx ingress (its kernel drop demotes).
+// afterTCX reports whether the port's rings are bound to EtherTypes,
+// after tcx ingress (its kernel drop demotes and marks).
 func (pi *portInfo) afterTCX() bool { return pi.kdrop != nil && pi.kdrop.Demote }
 
 // settings is the immutable snapshot the workers load once per batch.

@@ -208,10 +208,9 @@ type PortStats struct {
 	// received frames (package ingressdrop; data ports only).
 	KernelDrop      bool   `json:"kernelDrop"`
 	KernelDropError string `json:"kernelDropError,omitempty"` // why it is not in place
-	// AfterTCX: the port's rings are bound to the router's EtherTypes
-	// and see its frames after tcx ingress, where the fast path forwards
-	// its own without a socket filter; false: they tap every frame
-	// before it.
+	// AfterTCX: the port's rings are bound to EtherTypes and see its
+	// frames after tcx ingress, where the fast path forwards its own
+	// without a socket filter; false: they tap every frame before it.
 	AfterTCX bool `json:"afterTcx"`
 	// Blocked: a loop through this port was found and the port forwards
 	// nothing until it is gone; LoopWith names the other port of the

@@ -181,7 +181,10 @@ type Config struct {
 	// packet tap: the kernel hands it frames after tcx ingress, so frames
 	// a tcx program redirects or drops never reach its rings, and after it
 	// cleared a VLAN tag no VLAN device took (such frames arrive untagged,
-	// as PACKET_OTHERHOST). At most MaxBindings.
+	// as PACKET_OTHERHOST). A bound FrameRing's frames hold two inline
+	// tags more than a tap's: a tcx program may move a frame's offloaded
+	// tag back into it and put one of its own in front (ingressdrop's
+	// marker). At most MaxBindings.
 	Bind []Binding
 }
 
@@ -346,9 +349,13 @@ const tp2HdrLen = 32
 const frameRingBlock = 128 << 10
 
 // frameGeometry sizes a FrameRing: frames a power of two that hold the
-// frame header and a maximum-size frame with one inline VLAN tag.
+// frame header and a maximum-size frame with one inline VLAN tag, three
+// when the ring is bound to EtherTypes (Config.Bind).
 func (c Config) frameGeometry(g *Geometry, page int) error {
 	need := rx2MacOff + g.MTU + ethHdrLen + vlanTagLen
+	if len(c.Bind) > 0 {
+		need += 2 * vlanTagLen
+	}
 	fs := 2048
 	for fs < need {
 		fs *= 2

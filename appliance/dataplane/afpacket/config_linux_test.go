@@ -57,6 +57,20 @@ func TestGeometry(t *testing.T) {
 			want: Geometry{MTU: 1500, RxBlockSize: 4096, RxBlockCount: 2, RxTimeout: 2 * time.Millisecond},
 		},
 		{
+			// 66 + 1960 + 18 = 2044 fits 2048-byte frames ...
+			name: "frame ring, tap",
+			mtu:  1960,
+			cfg:  Config{NoTX: true, FrameRing: true, RxFrames: 64},
+			want: Geometry{MTU: 1960, RxBlockSize: 128 << 10, RxBlockCount: 2, RxFrameSize: 2048, RxFrames: 128},
+		},
+		{
+			// ... and with two more inline tags (2052) does not.
+			name: "frame ring bound to EtherTypes",
+			mtu:  1960,
+			cfg:  Config{NoTX: true, FrameRing: true, RxFrames: 64, Bind: []Binding{{EtherType: 0x0800}}},
+			want: Geometry{MTU: 1960, RxBlockSize: 128 << 10, RxBlockCount: 2, RxFrameSize: 4096, RxFrames: 64},
+		},
+		{
 			name: "tx only",
 			mtu:  1500,
 			cfg:  Config{NoRX: true, TxFrames: 1},

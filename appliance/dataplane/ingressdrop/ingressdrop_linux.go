@@ -8,7 +8,8 @@
 // sockets before the ingress hook (__netif_receive_skb_core), so a tcx
 // ingress program that returns TC_ACT_SHOT leaves the rings untouched and
 // ends the kernel's share there. The program is two instructions loaded
-// with bpf(2) (no C, no object file) and attached with a BPF link: the
+// with bpf(2) (no C, no object file; the demote below is written with
+// cilium/ebpf's asm package) and attached with a BPF link: the
 // link holds the attachment only while its file descriptor is open, so a
 // crashed or killed appliance gives the kernel its frames back.
 //
@@ -17,8 +18,12 @@
 // them too. For such a port AttachDemote marks each frame
 // PACKET_OTHERHOST (bpf_skb_change_type) instead: the kernel's IPv4, IPv6
 // and ARP handlers drop such frames first thing, while packet sockets
-// take them. It drops VLAN-tagged frames outright (the kernel would clear
-// the tag before the rings see it).
+// take them. Every other frame — another EtherType, or VLAN-tagged, whose
+// tag the kernel would clear before the bound rings see it — it marks
+// for the ring bound to MarkerTPID: it pushes a marker tag (MarkerTCI)
+// in front of the frame's own tags and EtherType, so that the kernel
+// hands the frame, with its tags in place, to that ring; Unmark gives the
+// frame back as it came in.
 //
 // It needs CONFIG_BPF_SYSCALL and tcx (CONFIG_NET_XGRESS, Linux 6.6+);
 // gokrazy's kernel and the build host's have both.
@@ -30,6 +35,8 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,35 +57,59 @@ var program = [2]uint64{
 	insn(0x95, 0, 0, 0, 0),         // BPF_JMP | BPF_EXIT
 }
 
-// Constants of the demoting program.
+// Offsets in struct __sk_buff and values the demoting program uses.
 const (
-	tcActOK             = 0  // TC_ACT_OK: on to the protocol handlers
-	packetOtherhost     = 3  // PACKET_OTHERHOST
-	offVLANPresent      = 20 // offsetof(struct __sk_buff, vlan_present)
-	funcSkbChangeType   = 32 // BPF_FUNC_skb_change_type
-	demoteSkipToDropOff = 4  // from the jump to the drop branch
+	tcActOK         = 0  // TC_ACT_OK: on to the protocol handlers
+	packetOtherhost = 3  // PACKET_OTHERHOST
+	offProtocol     = 16 // offsetof(struct __sk_buff, protocol)
+	offVLANPresent  = 20 // offsetof(struct __sk_buff, vlan_present)
 )
 
-// demote is AttachDemote's program, as struct bpf_insn values:
-//
-//	r2 = *(u32 *)(r1 + offsetof(struct __sk_buff, vlan_present))
-//	if r2 != 0 goto drop
-//	r2 = PACKET_OTHERHOST
-//	call bpf_skb_change_type   // r1 is still the skb
-//	r0 = TC_ACT_OK
-//	exit
-//	drop: r0 = TC_ACT_SHOT
-//	exit
-var demote = [8]uint64{
-	insn(0x61, 2, 1, offVLANPresent, 0),      // BPF_LDX | BPF_MEM | BPF_W
-	insn(0x55, 2, 0, demoteSkipToDropOff, 0), // BPF_JMP | BPF_JNE | BPF_K
-	insn(0xb7, 2, 0, 0, packetOtherhost),     // BPF_ALU64 | BPF_MOV | BPF_K
-	insn(0x85, 0, 0, 0, funcSkbChangeType),   // BPF_JMP | BPF_CALL
-	insn(0xb7, 0, 0, 0, tcActOK),             // BPF_ALU64 | BPF_MOV | BPF_K
-	insn(0x95, 0, 0, 0, 0),                   // BPF_JMP | BPF_EXIT
-	insn(0xb7, 0, 0, 0, tcActShot),           // drop:
-	insn(0x95, 0, 0, 0, 0),                   // BPF_JMP | BPF_EXIT
+// demote is AttachDemote's program: untagged IPv4, IPv6 and ARP frames
+// are demoted as they are; every other frame gets the marker tag in front
+// of its own and is demoted, so every frame on the marker's ring starts
+// with it.
+// Two pushes put the marker in the frame: the first makes it the skb's
+// offloaded tag (moving a tag already offloaded into the frame), the
+// second moves it into the frame, sets skb->protocol to its TPID and
+// leaves a second marker offloaded, which the kernel clears after tcx (no
+// VLAN device can have VLAN 4095). A pop would not do: it moves the
+// frame's next tag back out of the frame.
+func demote() asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R2, asm.R6, offVLANPresent, asm.Word),
+		asm.JNE.Imm(asm.R2, 0, "mark"),
+		asm.LoadMem(asm.R2, asm.R6, offProtocol, asm.Word),
+		asm.JEq.Imm(asm.R2, int32(htons(unix.ETH_P_IP)), "demote"),
+		asm.JEq.Imm(asm.R2, int32(htons(unix.ETH_P_IPV6)), "demote"),
+		asm.JEq.Imm(asm.R2, int32(htons(unix.ETH_P_ARP)), "demote"),
+
+		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("mark"),
+		asm.Mov.Imm(asm.R2, int32(htons(MarkerTPID))),
+		asm.Mov.Imm(asm.R3, MarkerTCI),
+		asm.FnSkbVlanPush.Call(),
+		asm.JNE.Imm(asm.R0, 0, "drop"),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, int32(htons(MarkerTPID))),
+		asm.Mov.Imm(asm.R3, MarkerTCI),
+		asm.FnSkbVlanPush.Call(),
+		asm.JNE.Imm(asm.R0, 0, "drop"),
+
+		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("demote"),
+		asm.Mov.Imm(asm.R2, packetOtherhost),
+		asm.FnSkbChangeType.Call(),
+		asm.Mov.Imm(asm.R0, tcActOK),
+		asm.Return(),
+
+		asm.Mov.Imm(asm.R0, tcActShot).WithSymbol("drop"),
+		asm.Return(),
+	}
 }
+
+// htons is v in network byte order, as a little-endian load of it reads
+// (amd64, arm64).
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // insn encodes a struct bpf_insn {u8 code; u8 dst:4, src:4; s16 off; s32 imm}
 // in little-endian order (amd64, arm64).
@@ -166,26 +197,33 @@ func loadProgram(insns []uint64, name string) (int, error) {
 // Attach drops every frame the kernel receives on iface after the packet
 // taps, until Close.
 func Attach(iface string) (*Drop, error) {
-	return attach(iface, program[:], "e1kbox_drop", false)
-}
-
-// AttachDemote marks every untagged frame the kernel receives on iface
-// PACKET_OTHERHOST after tcx ingress, and drops the tagged ones, until
-// Close: for a port whose rings are bound to EtherTypes.
-func AttachDemote(iface string) (*Drop, error) {
-	return attach(iface, demote[:], "e1kbox_demote", true)
-}
-
-func attach(iface string, insns []uint64, name string, isDemote bool) (*Drop, error) {
-	ifi, err := net.InterfaceByName(iface)
-	if err != nil {
-		return nil, fmt.Errorf("ingressdrop: %w", err)
-	}
-	prog, err := loadProgram(insns, name)
+	prog, err := loadProgram(program[:], "e1kbox_drop")
 	if err != nil {
 		return nil, fmt.Errorf("ingressdrop: %s: %w", iface, err)
 	}
 	defer unix.Close(prog) // the link holds its own reference
+	return attach(iface, prog, false)
+}
+
+// AttachDemote demotes every frame the kernel receives on iface to
+// PACKET_OTHERHOST after tcx ingress, marking those that are neither
+// untagged IPv4, IPv6 nor ARP for the ring bound to MarkerTPID (package
+// doc), until Close: for a port whose rings are bound to EtherTypes.
+func AttachDemote(iface string) (*Drop, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "e1kbox_demote", Type: ebpf.SchedCLS,
+		AttachType: ebpf.AttachTCXIngress, Instructions: demote(), License: "GPL"})
+	if err != nil {
+		return nil, fmt.Errorf("ingressdrop: %s: loading the demote program: %w", iface, err)
+	}
+	defer prog.Close() // the link holds its own reference
+	return attach(iface, prog.FD(), true)
+}
+
+func attach(iface string, prog int, isDemote bool) (*Drop, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, fmt.Errorf("ingressdrop: %w", err)
+	}
 	attr := linkCreateAttr{progFd: uint32(prog), targetIfindex: uint32(ifi.Index), attachType: unix.BPF_TCX_INGRESS}
 	link, err := bpf(unix.BPF_LINK_CREATE, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
+	"github.com/google/go-cmp/cmp"
 
 	"golang.org/x/sys/unix"
 )
@@ -160,32 +161,14 @@ func drain(fd int) int {
 	}
 }
 
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
-
-func TestDemoteEncoding(t *testing.T) {
-	// As bpftool -d prints them: the load of __sk_buff.vlan_present, the
-	// jump over four instructions to the drop, the helper call.
-	for i, want := range []uint64{
-		0x0000000000141261, // r2 = *(u32 *)(r1 + 20)
-		0x0000000000040255, // if r2 != 0x0 goto pc+4
-		0x00000003000002b7, // r2 = 3
-		0x0000002000000085, // call bpf_skb_change_type#32
-		0x00000000000000b7, // r0 = 0
-		0x0000000000000095, // exit
-		0x00000002000000b7, // r0 = 2
-		0x0000000000000095, // exit
-	} {
-		if demote[i] != want {
-			t.Errorf("insn %d = %#016x, want %#016x", i, demote[i], want)
-		}
-	}
-}
-
 // TestAttachDemote: with the demote attached to B's end, a socket bound to
 // IPv4 there (not a tap: it sees frames after tcx) receives A's untagged
 // IPv4 frames marked PACKET_OTHERHOST, while the kernel in B answers none
-// of them and A's VLAN-tagged frames reach neither; with the plain drop
-// the bound socket receives nothing, which is why the demote exists.
+// of them; a socket bound to the marker's TPID receives every other frame
+// (another EtherType, 802.1Q-tagged, 802.1ad over 802.1Q) with the marker
+// in front, and Unmark gives back the frame A sent byte for byte (a frame
+// of the marker's own VLAN 4095 too). With the plain drop the bound
+// socket receives nothing, which is why the demote exists.
 func TestAttachDemote(t *testing.T) {
 	a, b := pair(t)
 	var vbMAC net.HardwareAddr
@@ -205,38 +188,59 @@ func TestAttachDemote(t *testing.T) {
 		}
 		return nil
 	}
-	// sendTagged sends n IPv4 frames to 10.199.5.2 in VLAN 5 from A.
-	sendTagged := func(n int) {
+	// testFrame is a 64-byte frame to B with these tags and EtherType,
+	// an IPv4 header to 10.199.5.2 after them when etype is IPv4.
+	testFrame := func(tags []byte, etype uint16) []byte {
+		f := make([]byte, 64)
+		copy(f, vbMAC)
+		copy(f[6:], []byte{2, 0, 0, 0, 0, 0xa})
+		n := 12 + copy(f[12:], tags)
+		f[n], f[n+1] = byte(etype>>8), byte(etype)
+		if etype == unix.ETH_P_IP {
+			ip := f[n+2:]
+			ip[0], ip[8], ip[9] = 0x45, 64, 17
+			ip[2], ip[3] = 0, 46
+			copy(ip[12:], []byte{10, 199, 5, 1, 10, 199, 5, 2})
+		} else {
+			copy(f[n+2:], "e1kbox marker test")
+		}
+		return f
+	}
+	marked := [][]byte{
+		testFrame(nil, 0x88b5), // IEEE local experimental
+		testFrame([]byte{0x81, 0x00, 0x00, 0x05}, unix.ETH_P_IP),                         // VLAN 5
+		testFrame([]byte{0x81, 0x00, 0xa0, 0x00}, unix.ETH_P_IP),                         // priority-tagged
+		testFrame([]byte{0x88, 0xa8, 0x00, 0x0a, 0x81, 0x00, 0x00, 0x14}, unix.ETH_P_IP), // 802.1ad 10, 802.1Q 20
+		testFrame([]byte{0x81, 0x00, 0x0f, 0xff}, unix.ETH_P_IP),                         // VLAN 4095, the marker's
+		testFrame(nil, 0x9000), // a loop probe's EtherType
+	}
+	send := func(frames ...[]byte) {
 		a.Do(t, func() {
 			fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer unix.Close(fd)
-			f := make([]byte, 64)
-			copy(f, vbMAC)
-			copy(f[6:], []byte{2, 0, 0, 0, 0, 0xa})
-			copy(f[12:], []byte{0x81, 0x00, 0x00, 0x05, 0x08, 0x00})
-			ip := f[18:]
-			ip[0], ip[8], ip[9] = 0x45, 64, 17
-			ip[2], ip[3] = 0, 46
-			copy(ip[12:], []byte{10, 199, 5, 1, 10, 199, 5, 2})
-			for range n {
+			for _, f := range frames {
 				if err := unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: ifindex(t, "va")}); err != nil {
-					t.Errorf("sending a tagged frame: %v", err)
+					t.Errorf("sending a test frame: %v", err)
 				}
 			}
 		})
 	}
 	b.Do(t, func() {
-		sock, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
+		bound := func(etype uint16) int {
+			sock, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { unix.Close(sock) })
+			if err := unix.Bind(sock, &unix.SockaddrLinklayer{Protocol: htons(etype), Ifindex: ifindex(t, "vb")}); err != nil {
+				t.Fatal(err)
+			}
+			return sock
 		}
-		defer unix.Close(sock)
-		if err := unix.Bind(sock, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_IP), Ifindex: ifindex(t, "vb")}); err != nil {
-			t.Fatal(err)
-		}
+		sockIP, sockMark := bound(unix.ETH_P_IP), bound(MarkerTPID)
 		d, err := AttachDemote("vb")
 		if err != nil {
 			t.Fatalf("AttachDemote: %v", err)
@@ -247,13 +251,35 @@ func TestAttachDemote(t *testing.T) {
 		if err := ping(); err == nil {
 			t.Errorf("with the demote attached, the kernel in B still answered A's ping")
 		}
-		sendTagged(5)
-		untagged, tagged, notOther := drainTypes(sock)
-		if untagged == 0 || notOther != 0 {
-			t.Errorf("the IPv4-bound socket got %d untagged frames, %d of them not PACKET_OTHERHOST; want some, none", untagged, notOther)
+		send(marked...)
+		var untagged, notOther int
+		for _, r := range drainFrames(sockIP) {
+			if net.IP(r.b[30:34]).String() != "10.199.0.2" {
+				t.Errorf("the IPv4-bound socket got a frame that is not A's ping: %x", r.b)
+				continue
+			}
+			untagged++
+			if r.pkttype != unix.PACKET_OTHERHOST {
+				notOther++
+			}
 		}
-		if tagged != 0 {
-			t.Errorf("the IPv4-bound socket got %d of the VLAN-tagged frames; want none", tagged)
+		if untagged == 0 || notOther != 0 {
+			t.Errorf("the IPv4-bound socket got %d of A's pings, %d of them not PACKET_OTHERHOST; want some, none", untagged, notOther)
+		}
+		var got [][]byte
+		for _, r := range drainFrames(sockMark) {
+			f, ok := Unmark(r.b)
+			if !ok {
+				t.Errorf("the marker-bound socket got a frame without the marker: %x", r.b)
+				continue
+			}
+			if r.pkttype != unix.PACKET_OTHERHOST {
+				t.Errorf("a marked frame came as packet type %d, want PACKET_OTHERHOST", r.pkttype)
+			}
+			got = append(got, f)
+		}
+		if diff := cmp.Diff(marked, got); diff != "" {
+			t.Errorf("frames A sent vs the marker-bound socket's, unmarked (-want +got):\n%s", diff)
 		}
 		d.Close()
 
@@ -262,8 +288,9 @@ func TestAttachDemote(t *testing.T) {
 			t.Fatalf("Attach: %v", err)
 		}
 		ping()
-		if u, tg, _ := drainTypes(sock); u+tg != 0 {
-			t.Errorf("with the plain drop, the IPv4-bound socket got %d frames; want none (it sees frames after tcx)", u+tg)
+		send(marked...)
+		if n := len(drainFrames(sockIP)) + len(drainFrames(sockMark)); n != 0 {
+			t.Errorf("with the plain drop, the bound sockets got %d frames; want none (they see frames after tcx)", n)
 		}
 		drop.Close()
 		if err := ping(); err != nil {
@@ -272,31 +299,31 @@ func TestAttachDemote(t *testing.T) {
 	})
 }
 
-// drainTypes counts the IPv4 frames queued on a packet socket by where
-// they were going (10.199.0.2 untagged, 10.199.5.2 tagged) and how many
-// of the untagged ones were not PACKET_OTHERHOST.
-func drainTypes(fd int) (untagged, tagged, notOther int) {
+// received is a frame read from a packet socket and its packet type.
+type received struct {
+	b       []byte
+	pkttype uint8
+}
+
+// drainFrames reads the frames queued on a packet socket without blocking
+// long.
+func drainFrames(fd int) []received {
 	tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-	buf := make([]byte, 2048)
+	var out []received
 	for {
+		buf := make([]byte, 2048)
 		n, from, err := unix.Recvfrom(fd, buf, 0)
 		if err != nil {
-			return
+			return out
 		}
-		if n < 20 {
+		if n < 34 {
 			continue
 		}
-		// The kernel cleared the tag of a tagged frame before it got
-		// here: every IPv4 header starts at 14.
-		switch dst := net.IP(buf[30:34]).String(); dst {
-		case "10.199.0.2":
-			untagged++
-			if ll, ok := from.(*unix.SockaddrLinklayer); !ok || ll.Pkttype != unix.PACKET_OTHERHOST {
-				notOther++
-			}
-		case "10.199.5.2":
-			tagged++
+		r := received{b: buf[:n]}
+		if ll, ok := from.(*unix.SockaddrLinklayer); ok {
+			r.pkttype = ll.Pkttype
 		}
+		out = append(out, r)
 	}
 }
