@@ -13,6 +13,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/ingressdrop"
 	"e1kbox/rules"
 )
 
@@ -379,7 +380,7 @@ func TestZeroAllocs(t *testing.T) {
 		{"rule drop", udpFrame(macB, macA, 7, 10), false, false},
 		{"reject", tcpFrame(macB, macA, 1, 23, frame.TCPSyn), false, false},
 		{"bad frame", macA[:], false, false},
-		{"marked, tagged", tcpFrame(macB, macA, 1, 80, frame.TCPAck, frametest.Tag{TPID: 0x8100, TCI: 0x0fff}, frametest.Tag{TPID: frame.EtherTypeVLAN, TCI: 5}), false, true},
+		{"marked, tagged", tcpFrame(macB, macA, 1, 80, frame.TCPAck, frametest.Tag{TPID: ingressdrop.MarkerTPID, TCI: ingressdrop.MarkerTCI}, frametest.Tag{TPID: frame.EtherTypeVLAN, TCI: 5}), false, true},
 	}
 	w := b.fwds[1]
 	buf := make([]byte, 2048)
@@ -534,7 +535,7 @@ func TestConfigCheck(t *testing.T) {
 // kernel had offloaded before tcx) stripped into tag, inner tags in place.
 func TestUnmark(t *testing.T) {
 	a, b := [6]byte{2, 0, 0, 0, 0, 0xa}, [6]byte{2, 0, 0, 0, 0, 0xb}
-	marker := frametest.Tag{TPID: 0x8100, TCI: 0x0fff}
+	marker := frametest.Tag{TPID: ingressdrop.MarkerTPID, TCI: ingressdrop.MarkerTCI}
 	q5 := frametest.Tag{TPID: frame.EtherTypeVLAN, TCI: 0x2005}
 	ad10 := frametest.Tag{TPID: frame.EtherTypeQinQ, TCI: 10}
 	payload := []byte("payload of the test frame")
