@@ -52,7 +52,7 @@ const (
 	// with a socket filter on the rings) wherever it loads; where it does
 	// not, the rings carry everything and the snapshot says why.
 	FastPathAuto FastPathMode = "auto"
-	FastPathTCX  FastPathMode = "tcx" // tcx ingress + socket filter
+	FastPathTCX  FastPathMode = "tcx" // tcx ingress, the rings bound behind it
 	FastPathXDP  FastPathMode = "xdp" // generic XDP (no VLAN-tagged traffic)
 	// FastPathOff forwards everything on the rings.
 	FastPathOff FastPathMode = "off"

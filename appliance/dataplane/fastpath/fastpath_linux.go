@@ -15,7 +15,7 @@ type Mode string
 
 // The modes.
 const (
-	ModeTCX Mode = "tcx" // tcx ingress plus a socket filter on the rings
+	ModeTCX Mode = "tcx" // tcx ingress; a socket filter for rings that stay packet taps
 	ModeXDP Mode = "xdp" // generic XDP, before the taps
 )
 
