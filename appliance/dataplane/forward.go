@@ -101,7 +101,9 @@ func (w *fwd) drop(r Drop) { w.c.drops[r]++ }
 // destination MAC on; origLen its length before any truncation; a tag the
 // kernel stripped is in tag when stripped. It does not allocate.
 func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag) {
-	if w.marked && !stripped {
+	// Only a marked frame has the marker's first byte there (an IPv4,
+	// IPv6 or ARP frame has 0x08 or 0x86): the others skip the call.
+	if w.marked && !stripped && len(data) > 12 && data[12] == ingressdrop.MarkerTPID>>8 {
 		data, origLen, stripped, tag = unmark(data, origLen)
 	}
 	wire, outer, ok := w.receive(data, origLen, stripped, &tag)
