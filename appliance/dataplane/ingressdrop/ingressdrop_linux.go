@@ -7,9 +7,9 @@
 // (its cost: docs/dataplane.md, Measured). The kernel taps packet
 // sockets before the ingress hook (__netif_receive_skb_core), so a tcx
 // ingress program that returns TC_ACT_SHOT leaves the rings untouched and
-// ends the kernel's share there. The program is two instructions loaded
-// with bpf(2) (no C, no object file; the demote below is written with
-// cilium/ebpf's asm package) and attached with a BPF link: the
+// ends the kernel's share there. The program is two instructions written
+// with cilium/ebpf's asm package (no C, no object file), as is the demote
+// below, and attached with a BPF link: the
 // link holds the attachment only while its file descriptor is open, so a
 // crashed or killed appliance gives the kernel its frames back.
 //
@@ -32,11 +32,10 @@ package ingressdrop
 import (
 	"fmt"
 	"net"
-	"runtime"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,16 +44,18 @@ type Drop struct {
 	Iface string
 	// Demote is set for AttachDemote's program.
 	Demote bool
-	link   int
+	link   link.Link
 }
 
 // tcActShot is TC_ACT_SHOT: drop the frame.
 const tcActShot = 2
 
-// program is "r0 = TC_ACT_SHOT; exit" as struct bpf_insn values.
-var program = [2]uint64{
-	insn(0xb7, 0, 0, 0, tcActShot), // BPF_ALU64 | BPF_MOV | BPF_K
-	insn(0x95, 0, 0, 0, 0),         // BPF_JMP | BPF_EXIT
+// drop is Attach's program: every frame is dropped.
+func drop() asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Imm(asm.R0, tcActShot),
+		asm.Return(),
+	}
 }
 
 // Offsets in struct __sk_buff and values the demoting program uses.
@@ -111,98 +112,10 @@ func demote() asm.Instructions {
 // (amd64, arm64).
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// insn encodes a struct bpf_insn {u8 code; u8 dst:4, src:4; s16 off; s32 imm}
-// in little-endian order (amd64, arm64).
-func insn(code, dst, src uint8, off int16, imm int32) uint64 {
-	return uint64(code) | uint64(dst&0xf|src<<4)<<8 | uint64(uint16(off))<<16 | uint64(uint32(imm))<<32
-}
-
-// progLoadAttr is the BPF_PROG_LOAD part of union bpf_attr, up to
-// expected_attach_type.
-type progLoadAttr struct {
-	progType           uint32
-	insnCnt            uint32
-	insns              uint64
-	license            uint64
-	logLevel           uint32
-	logSize            uint32
-	logBuf             uint64
-	kernVersion        uint32
-	progFlags          uint32
-	progName           [16]byte
-	progIfindex        uint32
-	expectedAttachType uint32
-}
-
-// linkCreateAttr is the BPF_LINK_CREATE part of union bpf_attr for tcx.
-type linkCreateAttr struct {
-	progFd           uint32
-	targetIfindex    uint32
-	attachType       uint32
-	flags            uint32
-	relativeFd       uint32
-	_                uint32
-	expectedRevision uint64
-}
-
-func bpf(cmd int, attr unsafe.Pointer, size uintptr) (int, error) {
-	return retrySignals(func() (int, error) {
-		r, _, errno := unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(attr), size)
-		if errno != 0 {
-			return -1, errno
-		}
-		return int(r), nil
-	})
-}
-
-// maxSignalRetries bounds retrySignals; a verifier that never finishes
-// between two of the Go runtime's signals is reported, not spun on.
-const maxSignalRetries = 100
-
-// retrySignals repeats call while it fails with EAGAIN or EINTR: the
-// verifier gives up with EAGAIN when a signal is pending (Linux 4.20+),
-// and the Go runtime signals its threads to preempt goroutines — under
-// QEMU TCG even two instructions' verification was interrupted (CI,
-// 2026-12-01). cilium/ebpf retries BPF_PROG_LOAD the same way.
-func retrySignals(call func() (int, error)) (int, error) {
-	for i := 0; ; i++ {
-		r, err := call()
-		if (err != unix.EAGAIN && err != unix.EINTR) || i == maxSignalRetries {
-			return r, err
-		}
-	}
-}
-
-// loadProgram loads the program insns, named name, and returns its
-// descriptor.
-func loadProgram(insns []uint64, name string) (int, error) {
-	license := []byte("GPL\x00")
-	attr := progLoadAttr{
-		progType:           unix.BPF_PROG_TYPE_SCHED_CLS,
-		insnCnt:            uint32(len(insns)),
-		insns:              uint64(uintptr(unsafe.Pointer(&insns[0]))),
-		license:            uint64(uintptr(unsafe.Pointer(&license[0]))),
-		expectedAttachType: unix.BPF_TCX_INGRESS,
-	}
-	copy(attr.progName[:], name)
-	fd, err := bpf(unix.BPF_PROG_LOAD, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
-	runtime.KeepAlive(license)
-	runtime.KeepAlive(insns)
-	if err != nil {
-		return -1, fmt.Errorf("loading the %s program (bpf BPF_PROG_LOAD): %w", name, err)
-	}
-	return fd, nil
-}
-
 // Attach drops every frame the kernel receives on iface after the packet
 // taps, until Close.
 func Attach(iface string) (*Drop, error) {
-	prog, err := loadProgram(program[:], "e1kbox_drop")
-	if err != nil {
-		return nil, fmt.Errorf("ingressdrop: %s: %w", iface, err)
-	}
-	defer unix.Close(prog) // the link holds its own reference
-	return attach(iface, prog, false)
+	return attach(iface, "e1kbox_drop", drop(), false)
 }
 
 // AttachDemote demotes every frame the kernel receives on iface to
@@ -210,35 +123,39 @@ func Attach(iface string) (*Drop, error) {
 // untagged IPv4, IPv6 nor ARP for the ring bound to MarkerTPID (package
 // doc), until Close: for a port whose rings are bound to EtherTypes.
 func AttachDemote(iface string) (*Drop, error) {
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "e1kbox_demote", Type: ebpf.SchedCLS,
-		AttachType: ebpf.AttachTCXIngress, Instructions: demote(), License: "GPL"})
-	if err != nil {
-		return nil, fmt.Errorf("ingressdrop: %s: loading the demote program: %w", iface, err)
-	}
-	defer prog.Close() // the link holds its own reference
-	return attach(iface, prog.FD(), true)
+	return attach(iface, "e1kbox_demote", demote(), true)
 }
 
-func attach(iface string, prog int, isDemote bool) (*Drop, error) {
+// attach loads insns as a tcx ingress program named name and links it
+// to iface, after the programs already there (the fast path anchors
+// itself at the head). ebpf.NewProgram repeats the load while the
+// verifier is interrupted by a signal (EAGAIN), which the Go runtime's
+// preemption signals caused under QEMU TCG even for two instructions.
+func attach(iface, name string, insns asm.Instructions, isDemote bool) (*Drop, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, fmt.Errorf("ingressdrop: %w", err)
 	}
-	attr := linkCreateAttr{progFd: uint32(prog), targetIfindex: uint32(ifi.Index), attachType: unix.BPF_TCX_INGRESS}
-	link, err := bpf(unix.BPF_LINK_CREATE, unsafe.Pointer(&attr), unsafe.Sizeof(attr))
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.SchedCLS,
+		AttachType: ebpf.AttachTCXIngress, Instructions: insns, License: "GPL"})
 	if err != nil {
-		return nil, fmt.Errorf("ingressdrop: %s: attaching to tcx ingress (bpf BPF_LINK_CREATE): %w", iface, err)
+		return nil, fmt.Errorf("ingressdrop: %s: loading the %s program: %w", iface, name, err)
 	}
-	return &Drop{Iface: iface, Demote: isDemote, link: link}, nil
+	defer prog.Close() // the link holds its own reference
+	l, err := link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
+	if err != nil {
+		return nil, fmt.Errorf("ingressdrop: %s: attaching to tcx ingress: %w", iface, err)
+	}
+	return &Drop{Iface: iface, Demote: isDemote, link: l}, nil
 }
 
 // Close detaches the program: the kernel sees iface's frames again.
 func (d *Drop) Close() error {
-	if d == nil || d.link < 0 {
+	if d == nil || d.link == nil {
 		return nil
 	}
-	err := unix.Close(d.link)
-	d.link = -1
+	err := d.link.Close()
+	d.link = nil
 	if err != nil {
 		return fmt.Errorf("ingressdrop: %s: %w", d.Iface, err)
 	}

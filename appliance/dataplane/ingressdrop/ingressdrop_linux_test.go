@@ -14,50 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestProgramEncoding(t *testing.T) {
-	// r0 = 2 (BPF_ALU64|BPF_MOV|BPF_K, imm 2); exit: as libbpf and
-	// bpftool -d print them.
-	for i, want := range []uint64{0x00000002000000b7, 0x0000000000000095} {
-		if program[i] != want {
-			t.Errorf("insn %d = %#016x, want %#016x", i, program[i], want)
-		}
-	}
-}
-
-func TestRetrySignals(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		errs  []error // what the calls return, in order; then success
-		calls int
-		err   error
-	}{
-		{"success at once", nil, 1, nil},
-		{"EAGAIN from a pending signal, then success", []error{unix.EAGAIN, unix.EAGAIN}, 3, nil},
-		{"EINTR, then success", []error{unix.EINTR}, 2, nil},
-		{"other errors are not retried", []error{unix.EPERM}, 1, unix.EPERM},
-		{"bounded", make([]error, maxSignalRetries+5), maxSignalRetries + 1, unix.EAGAIN},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for i, err := range tc.errs {
-				if err == nil {
-					tc.errs[i] = unix.EAGAIN
-				}
-			}
-			calls := 0
-			fd, err := retrySignals(func() (int, error) {
-				calls++
-				if calls <= len(tc.errs) {
-					return -1, tc.errs[calls-1]
-				}
-				return 7, nil
-			})
-			if calls != tc.calls || err != tc.err || (err == nil && fd != 7) {
-				t.Errorf("calls %d, fd %d, err %v; want %d calls, err %v", calls, fd, err, tc.calls, tc.err)
-			}
-		})
-	}
-}
-
 func requireRoot(t *testing.T) {
 	t.Helper()
 	testenv.Require(t, "root", "ip", "ping")
