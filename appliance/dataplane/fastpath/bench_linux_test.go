@@ -1,6 +1,7 @@
 package fastpath
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -84,5 +85,50 @@ func BenchmarkStatsRead(b *testing.B) {
 	}
 	if dst[flows-1].Packets != uint64(p.ncpu) {
 		b.Fatalf("slot %d: %d packets, want %d", flows-1, dst[flows-1].Packets, p.ncpu)
+	}
+}
+
+// BenchmarkFlowCount is the tcx program's time for a frame of an
+// installed NAT flow (64 B UDP/IPv4) when the frames cycle through 1,
+// 1024 or 8192 flows, one run per frame (BPF_PROG_TEST_RUN without
+// repeat, so each run includes the test run's own ~100 ns): the growth
+// with the flow count is what the flow lookup's cache and TLB misses
+// cost, the cost a bench run's 8192 flows pay on every frame
+// (docs/dataplane.md, Measured).
+func BenchmarkFlowCount(b *testing.B) {
+	p, err := Load(Options{Mode: ModeTCX}) // the default sizes, as the dataplane runs it
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	const most = 8192
+	frames := make([][]byte, most)
+	for i := range most {
+		port := uint16(10000 + i)
+		f := natFlow()
+		f.Slot = uint32(i)
+		if err := p.PutNAT(NATKey{Ifindex: 1, Src: lanHost, Dst: server, SrcPort: port, DstPort: 53, Proto: frame.ProtoUDP}, f); err != nil {
+			b.Fatal(err)
+		}
+		h := frametest.IPv4{Src: lanHost, Dst: server, TTL: 64}
+		frames[i] = frametest.Pad(frametest.Frame(routerLAN, hostMAC, frame.EtherTypeIPv4, h.UDPPacket(port, 53, make([]byte, 18))))
+	}
+	for _, flows := range []int{1, 1024, most} {
+		b.Run(strconv.Itoa(flows), func(b *testing.B) {
+			var sum time.Duration
+			n := 0
+			for b.Loop() {
+				verdict, d, err := p.progs.TCX.Benchmark(frames[n%flows], 1, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if verdict != retRedirect {
+					b.Fatalf("verdict %d, want TC_ACT_REDIRECT (%d): the flow's frame was not forwarded", verdict, retRedirect)
+				}
+				sum += d
+				n++
+			}
+			b.ReportMetric(float64(sum.Nanoseconds())/float64(n), "ns/frame")
+		})
 	}
 }
