@@ -1,6 +1,7 @@
 package fastpath
 
 import (
+	"e1kbox/internal/testenv"
 	"strconv"
 	"testing"
 	"time"
@@ -96,6 +97,7 @@ func BenchmarkStatsRead(b *testing.B) {
 // cost, the cost a bench run's 8192 flows pay on every frame
 // (docs/dataplane.md, Measured).
 func BenchmarkFlowCount(b *testing.B) {
+	testenv.Require(b, "root")
 	p, err := Load(Options{Mode: ModeTCX}) // the default sizes, as the dataplane runs it
 	if err != nil {
 		b.Fatal(err)
