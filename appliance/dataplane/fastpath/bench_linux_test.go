@@ -1,7 +1,6 @@
 package fastpath
 
 import (
-	"e1kbox/internal/testenv"
 	"strconv"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/internal/testenv"
 )
 
 // BenchmarkPrograms is the kernel's own time per frame (BPF_PROG_TEST_RUN
