@@ -112,8 +112,7 @@ func BenchmarkFlowCount(b *testing.B) {
 		if err := p.PutNAT(NATKey{Ifindex: 1, Src: lanHost, Dst: server, SrcPort: port, DstPort: 53, Proto: frame.ProtoUDP}, f); err != nil {
 			b.Fatal(err)
 		}
-		h := frametest.IPv4{Src: lanHost, Dst: server, TTL: 64}
-		frames[i] = frametest.Pad(frametest.Frame(routerLAN, hostMAC, frame.EtherTypeIPv4, h.UDPPacket(port, 53, make([]byte, 18))))
+		frames[i] = natUDPFrom(port, nil, 18)
 	}
 	for _, flows := range []int{1, 1024, most} {
 		b.Run(strconv.Itoa(flows), func(b *testing.B) {

@@ -22,11 +22,16 @@ var (
 
 // natUDP is a UDP frame of the flow natFlow installs.
 func natUDP(mod func(*frametest.IPv4), payload int) []byte {
+	return natUDPFrom(40000, mod, payload)
+}
+
+// natUDPFrom is natUDP's frame from source port sport.
+func natUDPFrom(sport uint16, mod func(*frametest.IPv4), payload int) []byte {
 	h := frametest.IPv4{Src: lanHost, Dst: server, TTL: 64}
 	if mod != nil {
 		mod(&h)
 	}
-	return frametest.Pad(frametest.Frame(routerLAN, hostMAC, frame.EtherTypeIPv4, h.UDPPacket(40000, 53, make([]byte, payload))))
+	return frametest.Pad(frametest.Frame(routerLAN, hostMAC, frame.EtherTypeIPv4, h.UDPPacket(sport, 53, make([]byte, payload))))
 }
 
 func natTCP(flags uint8) []byte {
