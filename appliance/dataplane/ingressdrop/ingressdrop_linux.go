@@ -7,9 +7,12 @@
 // (its cost: docs/dataplane.md, Measured). The kernel taps packet
 // sockets before the ingress hook (__netif_receive_skb_core), so a tcx
 // ingress program that returns TC_ACT_SHOT leaves the rings untouched and
-// ends the kernel's share there. The program is two instructions written
-// with cilium/ebpf's asm package (no C, no object file), as is the demote
-// below, and attached with a BPF link: the
+// ends the kernel's share there. It lets one kind of frame through, the
+// WAN clients' DHCP replies, demoted as below: the clients' sockets are
+// bound to IPv4 and IPv6 (package wantap), so they see frames after tcx
+// under either program and no tap sits in front of a data port's fast
+// path. The programs are written with cilium/ebpf's asm package (no C,
+// no object file) and attached with a BPF link: the
 // link holds the attachment only while its file descriptor is open, so a
 // crashed or killed appliance gives the kernel its frames back.
 //
@@ -47,24 +50,83 @@ type Drop struct {
 	link   link.Link
 }
 
-// tcActShot is TC_ACT_SHOT: drop the frame.
-const tcActShot = 2
-
-// drop is Attach's program: every frame is dropped.
-func drop() asm.Instructions {
-	return asm.Instructions{
-		asm.Mov.Imm(asm.R0, tcActShot),
-		asm.Return(),
-	}
-}
-
-// Offsets in struct __sk_buff and values the demoting program uses.
+// Offsets in struct __sk_buff and values the programs use.
 const (
 	tcActOK         = 0  // TC_ACT_OK: on to the protocol handlers
+	tcActShot       = 2  // TC_ACT_SHOT: drop the frame
 	packetOtherhost = 3  // PACKET_OTHERHOST
 	offProtocol     = 16 // offsetof(struct __sk_buff, protocol)
 	offVLANPresent  = 20 // offsetof(struct __sk_buff, vlan_present)
+	offData         = 76 // offsetof(struct __sk_buff, data)
+	offDataEnd      = 80 // offsetof(struct __sk_buff, data_end)
 )
+
+// The headers drop reads, and the WAN clients' ports it lets through.
+const (
+	ethLen  = 14
+	ipv4Len = 20 // without options
+	ipv6Len = 40
+	udpLen  = 8
+	// DHCPv4ClientPort and DHCPv6ClientPort are the UDP ports the WAN
+	// clients (wanclient, dhcp6c) receive their servers' replies on.
+	DHCPv4ClientPort = 68
+	DHCPv6ClientPort = 546
+)
+
+// drop is Attach's program: it drops every frame but the WAN clients'
+// replies — untagged IPv4/UDP to port 68 that is not a later fragment
+// (after the header's options) and IPv6/UDP to port 546 (no extension
+// headers) — which it demotes as AttachDemote does, so that the clients'
+// sockets, bound to IPv4 and IPv6 (package wantap), get them after tcx
+// under either program. The kernel's stack drops them first thing.
+func drop() asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R2, asm.R6, offVLANPresent, asm.Word),
+		asm.JNE.Imm(asm.R2, 0, "drop"),
+		asm.LoadMem(asm.R2, asm.R6, offData, asm.Word),
+		asm.LoadMem(asm.R3, asm.R6, offDataEnd, asm.Word),
+		asm.LoadMem(asm.R4, asm.R6, offProtocol, asm.Word),
+		asm.JEq.Imm(asm.R4, int32(htons(unix.ETH_P_IP)), "ipv4"),
+		asm.JNE.Imm(asm.R4, int32(htons(unix.ETH_P_IPV6)), "drop"),
+
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, ethLen+ipv6Len+udpLen),
+		asm.JGT.Reg(asm.R4, asm.R3, "drop"),
+		asm.LoadMem(asm.R4, asm.R2, ethLen+6, asm.Byte), // next header
+		asm.JNE.Imm(asm.R4, unix.IPPROTO_UDP, "drop"),
+		asm.LoadMem(asm.R4, asm.R2, ethLen+ipv6Len+2, asm.Half),
+		asm.JEq.Imm(asm.R4, int32(htons(DHCPv6ClientPort)), "demote"),
+		asm.Ja.Label("drop"),
+
+		asm.Mov.Reg(asm.R4, asm.R2).WithSymbol("ipv4"),
+		asm.Add.Imm(asm.R4, ethLen+ipv4Len),
+		asm.JGT.Reg(asm.R4, asm.R3, "drop"),
+		asm.LoadMem(asm.R4, asm.R2, ethLen+9, asm.Byte), // protocol
+		asm.JNE.Imm(asm.R4, unix.IPPROTO_UDP, "drop"),
+		asm.LoadMem(asm.R4, asm.R2, ethLen+6, asm.Half), // flags, fragment offset
+		asm.And.Imm(asm.R4, int32(htons(0x1fff))),
+		asm.JNE.Imm(asm.R4, 0, "drop"),
+		asm.LoadMem(asm.R4, asm.R2, ethLen, asm.Byte), // version, IHL
+		asm.And.Imm(asm.R4, 0x0f),
+		asm.LSh.Imm(asm.R4, 2),
+		asm.Add.Reg(asm.R2, asm.R4), // the UDP header is ethLen past this
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, ethLen+udpLen),
+		asm.JGT.Reg(asm.R4, asm.R3, "drop"),
+		asm.LoadMem(asm.R4, asm.R2, ethLen+2, asm.Half),
+		asm.JNE.Imm(asm.R4, int32(htons(DHCPv4ClientPort)), "drop"),
+
+		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("demote"),
+		asm.Mov.Imm(asm.R2, packetOtherhost),
+		asm.FnSkbChangeType.Call(),
+		asm.Mov.Imm(asm.R0, tcActOK),
+		asm.Return(),
+
+		asm.Mov.Imm(asm.R0, tcActShot).WithSymbol("drop"),
+		asm.Return(),
+	}
+}
 
 // demote is AttachDemote's program: untagged IPv4, IPv6 and ARP frames
 // are demoted as they are; every other frame gets the marker tag in front
@@ -113,7 +175,8 @@ func demote() asm.Instructions {
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // Attach drops every frame the kernel receives on iface after the packet
-// taps, until Close.
+// taps but the WAN clients' replies, which it demotes (drop), until
+// Close.
 func Attach(iface string) (*Drop, error) {
 	return attach(iface, "e1kbox_drop", drop(), false)
 }

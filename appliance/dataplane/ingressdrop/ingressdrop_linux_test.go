@@ -3,6 +3,7 @@ package ingressdrop
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,14 +128,7 @@ func drain(fd int) int {
 // socket receives nothing, which is why the demote exists.
 func TestAttachDemote(t *testing.T) {
 	a, b := pair(t)
-	var vbMAC net.HardwareAddr
-	b.Do(t, func() {
-		ifi, err := net.InterfaceByName("vb")
-		if err != nil {
-			t.Fatal(err)
-		}
-		vbMAC = ifi.HardwareAddr
-	})
+	vbMAC := macOf(t, b, "vb")
 	// A static neighbour: B's kernel answers no ARP while demoted.
 	a.IP(t, "neigh", "replace", "10.199.0.2", "lladdr", vbMAC.String(), "dev", "va", "nud", "permanent")
 	ping := func() error {
@@ -170,33 +164,9 @@ func TestAttachDemote(t *testing.T) {
 		testFrame([]byte{0x81, 0x00, 0x0f, 0xff}, unix.ETH_P_IP),                         // VLAN 4095, the marker's
 		testFrame(nil, 0x9000), // a loop probe's EtherType
 	}
-	send := func(frames ...[]byte) {
-		a.Do(t, func() {
-			fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Close(fd)
-			for _, f := range frames {
-				if err := unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: ifindex(t, "va")}); err != nil {
-					t.Errorf("sending a test frame: %v", err)
-				}
-			}
-		})
-	}
+	send := func(frames ...[]byte) { sendFrames(t, a, "va", frames...) }
 	b.Do(t, func() {
-		bound := func(etype uint16) int {
-			sock, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { unix.Close(sock) })
-			if err := unix.Bind(sock, &unix.SockaddrLinklayer{Protocol: htons(etype), Ifindex: ifindex(t, "vb")}); err != nil {
-				t.Fatal(err)
-			}
-			return sock
-		}
-		sockIP, sockMark := bound(unix.ETH_P_IP), bound(MarkerTPID)
+		sockIP, sockMark := bound(t, "vb", unix.ETH_P_IP), bound(t, "vb", MarkerTPID)
 		d, err := AttachDemote("vb")
 		if err != nil {
 			t.Fatalf("AttachDemote: %v", err)
@@ -246,7 +216,7 @@ func TestAttachDemote(t *testing.T) {
 		ping()
 		send(marked...)
 		if n := len(drainFrames(sockIP)) + len(drainFrames(sockMark)); n != 0 {
-			t.Errorf("with the plain drop, the bound sockets got %d frames; want none (they see frames after tcx)", n)
+			t.Errorf("with the plain drop, the bound sockets got %d frames; want none (they see frames after tcx; TestDropPassesClientReplies has the frames it lets through)", n)
 		}
 		drop.Close()
 		if err := ping(); err != nil {
@@ -282,4 +252,123 @@ func drainFrames(fd int) []received {
 		}
 		out = append(out, r)
 	}
+}
+
+// macOf returns the MAC address of ns's interface name.
+func macOf(t *testing.T, ns *netnstest.Namespace, name string) net.HardwareAddr {
+	t.Helper()
+	var mac net.HardwareAddr
+	ns.Do(t, func() {
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mac = ifi.HardwareAddr
+	})
+	return mac
+}
+
+// sendFrames sends frames out of ns's interface name from a packet socket.
+func sendFrames(t *testing.T, ns *netnstest.Namespace, name string, frames ...[]byte) {
+	t.Helper()
+	ns.Do(t, func() {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		for _, f := range frames {
+			if err := unix.Sendto(fd, f, 0, &unix.SockaddrLinklayer{Ifindex: ifindex(t, name)}); err != nil {
+				t.Errorf("sending a test frame: %v", err)
+			}
+		}
+	})
+}
+
+// bound returns a packet socket bound to etype on interface name of the
+// calling thread's namespace, closed when the test ends.
+func bound(t *testing.T, name string, etype uint16) int {
+	t.Helper()
+	sock, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(sock) })
+	if err := unix.Bind(sock, &unix.SockaddrLinklayer{Protocol: htons(etype), Ifindex: ifindex(t, name)}); err != nil {
+		t.Fatal(err)
+	}
+	return sock
+}
+
+// udpTo is a frame to dst carrying a UDP header to dport: over IPv4 with
+// optWords 32-bit words of options, or over IPv6 (no extension header),
+// and 8 bytes of payload.
+func udpTo(dst net.HardwareAddr, v6 bool, optWords int, dport uint16) []byte {
+	f := append(append([]byte(nil), dst...), 2, 0, 0, 0, 0, 0xa)
+	var l3 []byte
+	if v6 {
+		f = append(f, 0x86, 0xdd)
+		l3 = make([]byte, ipv6Len)
+		l3[0], l3[5], l3[6], l3[7] = 0x60, udpLen+8, unix.IPPROTO_UDP, 64
+		l3[8], l3[24] = 0xfe, 0xfe
+	} else {
+		f = append(f, 0x08, 0x00)
+		l3 = make([]byte, ipv4Len+4*optWords)
+		l3[0], l3[3], l3[8], l3[9] = 0x40|byte(5+optWords), byte(len(l3)+udpLen+8), 64, unix.IPPROTO_UDP
+		copy(l3[12:], []byte{10, 199, 0, 1, 255, 255, 255, 255})
+		for i := ipv4Len; i < len(l3); i++ {
+			l3[i] = 1 // NOP options
+		}
+	}
+	udp := []byte{0, 67, byte(dport >> 8), byte(dport), 0, udpLen + 8, 0, 0, 'e', '1', 'k', 'b', 'o', 'x', 0, 0}
+	return append(append(f, l3...), udp...)
+}
+
+// TestDropPassesClientReplies: the plain drop lets the WAN clients'
+// replies (IPv4/UDP to port 68, options or not, and IPv6/UDP to port 546)
+// through to sockets bound to IPv4 and IPv6, demoted to PACKET_OTHERHOST,
+// and nothing else: not UDP to other ports, not a later fragment, not TCP
+// to port 68, not a tagged reply, not a reply cut short in its UDP header.
+// The kernel's stack answers none of them (TestAttach: no ping answered).
+func TestDropPassesClientReplies(t *testing.T) {
+	a, b := pair(t)
+	mac := macOf(t, b, "vb")
+	edit := func(f []byte, fn func([]byte) []byte) []byte { return fn(append([]byte(nil), f...)) }
+	v4 := udpTo(mac, false, 0, DHCPv4ClientPort)
+	v4opts := udpTo(mac, false, 3, DHCPv4ClientPort)
+	v6 := udpTo(mac, true, 0, DHCPv6ClientPort)
+	pass := [][]byte{v4, v4opts, v6}
+	dropped := [][]byte{
+		udpTo(mac, false, 0, 69),
+		udpTo(mac, true, 0, 547),
+		udpTo(mac, true, 0, DHCPv4ClientPort),
+		udpTo(mac, false, 0, DHCPv6ClientPort),
+		edit(v4, func(f []byte) []byte { f[ethLen+7] = 1; return f }),                  // a later fragment
+		edit(v4, func(f []byte) []byte { f[ethLen+9] = unix.IPPROTO_TCP; return f }),   // TCP to 68
+		edit(v6, func(f []byte) []byte { f[ethLen+6] = unix.IPPROTO_TCP; return f }),   // TCP to 546
+		edit(v4opts, func(f []byte) []byte { return f[:ethLen+ipv4Len+12+3] }),         // ends in the UDP header
+		edit(v6, func(f []byte) []byte { return f[:ethLen+ipv6Len+3] }),                // ends before the port
+		edit(v4, func(f []byte) []byte { return slices.Insert(f, 12, 0x81, 0, 0, 5) }), // VLAN 5
+	}
+	b.Do(t, func() {
+		sock4, sock6 := bound(t, "vb", unix.ETH_P_IP), bound(t, "vb", unix.ETH_P_IPV6)
+		d, err := Attach("vb")
+		if err != nil {
+			t.Fatalf("Attach: %v", err)
+		}
+		defer d.Close()
+		sendFrames(t, a, "va", append(append([][]byte(nil), dropped...), pass...)...)
+		var got [][]byte
+		for _, sock := range []int{sock4, sock6} {
+			for _, r := range drainFrames(sock) {
+				if r.pkttype != unix.PACKET_OTHERHOST {
+					t.Errorf("a frame came as packet type %d, want PACKET_OTHERHOST: %x", r.pkttype, r.b)
+				}
+				got = append(got, r.b)
+			}
+		}
+		if diff := cmp.Diff(pass, got); diff != "" {
+			t.Errorf("frames the bound sockets got behind the plain drop (-want +got):\n%s", diff)
+		}
+	})
 }
