@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"e1kbox/appliance/dataplane/ingressdrop"
 	"e1kbox/internal/keatest"
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
@@ -173,5 +174,35 @@ func TestNetnsKea(t *testing.T) {
 	}
 	if s := c2.Stats(); s.Sent["SOLICIT"] == 0 {
 		t.Errorf("stats %+v: no SOLICIT after expiry", s)
+	}
+}
+
+// TestNetnsIngressDrop: on the dataplane's WAN port the kernel's stack gets
+// no frames (ingressdrop's tcx program drops them, or demotes them for the
+// rings bound behind it when the fast path runs): the client, whose socket
+// is bound to IPv6 behind tcx, still gets its binding from Kea under
+// either program. The ISP side knows the client's link-local neighbour
+// statically: the box's kernel answers no solicitation behind the program
+// (the dataplane does on a real box).
+func TestNetnsIngressDrop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		attach func(string) (*ingressdrop.Drop, error)
+	}{{"drop", ingressdrop.Attach}, {"demote", ingressdrop.AttachDemote}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLab(t)
+			l.isp.IP(t, "-6", "neigh", "replace", LinkLocal(boxMAC).String(), "lladdr", boxMAC.String(), "dev", "s0", "nud", "permanent")
+			l.box.Do(t, func() {
+				d, err := tc.attach("c0")
+				if err != nil {
+					t.Fatalf("ingressdrop on c0: %v", err)
+				}
+				t.Cleanup(func() { d.Close() })
+			})
+			_, ch, _ := l.runClient(t, Config{Interface: "c0", MAC: boxMAC, StateDir: filepath.Join(l.dir, "state"), PrefixLength: 56})
+			if first := next(t, ch, 10*time.Second); first.new == nil || len(first.new.Prefixes) != 1 {
+				t.Fatalf("first change %+v behind ingressdrop's %s, want a delegated prefix", first, tc.name)
+			}
+		})
 	}
 }

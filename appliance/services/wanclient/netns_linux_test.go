@@ -511,24 +511,32 @@ func TestNetnsDnsmasq(t *testing.T) {
 }
 
 // TestNetnsIngressDrop: on the dataplane's WAN port the kernel's stack gets
-// no frames (ingressdrop's tcx program drops them after the taps): the
-// client, a tap, still gets its lease.
+// no frames (ingressdrop's tcx program drops them, or demotes them for the
+// rings bound behind it when the fast path runs): the client, whose socket
+// is bound to IPv4 behind tcx, still gets its lease under either program.
 func TestNetnsIngressDrop(t *testing.T) {
-	l := newLab(t)
-	l.startDnsmasq("10.80.0.100", "10.80.0.150")
-	attached := make(chan error, 1)
-	var drop *ingressdrop.Drop
-	goInNS(t, l.box, func() {
-		var err error
-		drop, err = ingressdrop.Attach("c0")
-		attached <- err
-	})
-	if err := <-attached; err != nil {
-		t.Fatalf("ingressdrop on c0: %v", err)
-	}
-	t.Cleanup(func() { drop.Close() })
-	b := l.startClient(Config{Interface: "c0", MAC: boxMAC}, nil)
-	if ch := b.change(t, 20*time.Second); ch.new == nil {
-		t.Fatalf("no lease behind ingressdrop")
+	for _, tc := range []struct {
+		name   string
+		attach func(string) (*ingressdrop.Drop, error)
+	}{{"drop", ingressdrop.Attach}, {"demote", ingressdrop.AttachDemote}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLab(t)
+			l.startDnsmasq("10.80.0.100", "10.80.0.150")
+			attached := make(chan error, 1)
+			var drop *ingressdrop.Drop
+			goInNS(t, l.box, func() {
+				var err error
+				drop, err = tc.attach("c0")
+				attached <- err
+			})
+			if err := <-attached; err != nil {
+				t.Fatalf("ingressdrop on c0: %v", err)
+			}
+			t.Cleanup(func() { drop.Close() })
+			b := l.startClient(Config{Interface: "c0", MAC: boxMAC}, nil)
+			if ch := b.change(t, 20*time.Second); ch.new == nil {
+				t.Fatalf("no lease behind ingressdrop's %s", tc.name)
+			}
+		})
 	}
 }

@@ -16,21 +16,22 @@ import (
 // sizeofAuxdata is sizeof(struct tpacket_auxdata).
 const sizeofAuxdata = 20
 
-// Tap is an AF_PACKET SOCK_RAW socket on the WAN interface whose BPF
-// filter passes only the replies its client wants.
+// Tap is an AF_PACKET SOCK_RAW socket on the WAN interface, bound to one
+// EtherType, whose BPF filter passes only the replies its client wants.
 type Tap struct {
 	conn *packet.Conn
 	raw  syscall.RawConn
 	oob  []byte
 }
 
-// Open opens the tap on iface for frames to mac that filter passes, in
-// the network namespace of the calling thread, and returns it with the
-// interface's MTU. The filter is attached before the socket is bound, so nothing
-// unfiltered is ever queued. PACKET_AUXDATA tells, per frame, whether the
-// UDP checksum was verified or is still to be filled in (a frame from a
-// local veth peer with checksum offload): those are not checked again.
-func Open(iface string, mac net.HardwareAddr, filter []bpf.Instruction) (*Tap, int, error) {
+// Open opens the socket on iface for frames of etherType (ETH_P_IP or
+// ETH_P_IPV6) to mac that filter passes, in the network namespace of the
+// calling thread, and returns it with the interface's MTU. The filter is
+// attached before the socket is bound, so nothing unfiltered is ever
+// queued. PACKET_AUXDATA tells, per frame, whether the UDP checksum was
+// verified or is still to be filled in (a frame from a local veth peer
+// with checksum offload): those are not checked again.
+func Open(iface string, mac net.HardwareAddr, etherType uint16, filter []bpf.Instruction) (*Tap, int, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, 0, err
@@ -39,13 +40,14 @@ func Open(iface string, mac net.HardwareAddr, filter []bpf.Instruction) (*Tap, i
 	if err != nil {
 		return nil, 0, fmt.Errorf("assemble filter: %w", err)
 	}
-	// ETH_P_ALL, a tap: it sees the frames before tcx ingress, where the
-	// dataplane keeps the kernel's stack off the WAN port (ingressdrop);
-	// a socket for ETH_P_IP or ETH_P_IPV6 would be handed them after it:
-	// never where the port's program drops, and only while it demotes
-	// (a NAT box's WAN with the fast path at tcx), a choice the clients
-	// would have to follow across the dataplane's restarts.
-	conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ALL, &packet.Config{Filter: prog})
+	// Bound to one EtherType, not a tap (ETH_P_ALL): the kernel hands the
+	// socket frames after tcx ingress, where the fast path has taken the
+	// WAN port's forwarded frames and ingressdrop's program, drop or
+	// demote, lets the clients' replies on. A tap would see every frame
+	// the port receives before the fast path, and run its filter on it
+	// (docs/dataplane.md, Measured). Such a socket never sees the frames
+	// the box sends (only taps do, dev_queue_xmit_nit).
+	conn, err := packet.Listen(ifi, packet.Raw, int(etherType), &packet.Config{Filter: prog})
 	if err != nil {
 		return nil, 0, fmt.Errorf("packet socket on %s: %w", iface, err)
 	}
@@ -63,23 +65,14 @@ func (t *Tap) setup(ifi *net.Interface, mac net.HardwareAddr) error {
 		return err
 	}
 	t.raw = raw
-	// PACKET_IGNORE_OUTGOING: a client waits for replies only, and a tap
-	// that also sees outgoing frames costs every frame the box sends out
-	// of the WAN port (the fast path's and the rings' alike) an skb clone
-	// and a filter run (docs/dataplane.md, Measured).
-	for _, o := range []struct {
-		name string
-		opt  int
-	}{{"PACKET_AUXDATA", unix.PACKET_AUXDATA}, {"PACKET_IGNORE_OUTGOING", unix.PACKET_IGNORE_OUTGOING}} {
-		var serr error
-		if err := raw.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_PACKET, o.opt, 1)
-		}); err != nil {
-			return err
-		}
-		if serr != nil {
-			return fmt.Errorf("%s: %w", o.name, serr)
-		}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_PACKET, unix.PACKET_AUXDATA, 1)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("PACKET_AUXDATA: %w", serr)
 	}
 	if !bytes.Equal(mac, ifi.HardwareAddr) {
 		// Replies go to our MAC, which is not the NIC's own.
