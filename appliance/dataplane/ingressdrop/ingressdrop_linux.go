@@ -80,7 +80,7 @@ const (
 // sockets, bound to IPv4 and IPv6 (package wantap), get them after tcx
 // under either program. The kernel's stack drops them first thing.
 func drop() asm.Instructions {
-	return asm.Instructions{
+	return append(asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R6, offVLANPresent, asm.Word),
 		asm.JNE.Imm(asm.R2, 0, "drop"),
@@ -116,16 +116,7 @@ func drop() asm.Instructions {
 		asm.JGT.Reg(asm.R4, asm.R3, "drop"),
 		asm.LoadMem(asm.R4, asm.R2, ethLen+2, asm.Half),
 		asm.JNE.Imm(asm.R4, int32(htons(DHCPv4ClientPort)), "drop"),
-
-		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("demote"),
-		asm.Mov.Imm(asm.R2, packetOtherhost),
-		asm.FnSkbChangeType.Call(),
-		asm.Mov.Imm(asm.R0, tcActOK),
-		asm.Return(),
-
-		asm.Mov.Imm(asm.R0, tcActShot).WithSymbol("drop"),
-		asm.Return(),
-	}
+	}, exits()...)
 }
 
 // demote is AttachDemote's program: untagged IPv4, IPv6 and ARP frames
@@ -139,7 +130,7 @@ func drop() asm.Instructions {
 // VLAN device can have VLAN 4095). A pop would not do: it moves the
 // frame's next tag back out of the frame.
 func demote() asm.Instructions {
-	return asm.Instructions{
+	return append(asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R6, offVLANPresent, asm.Word),
 		asm.JNE.Imm(asm.R2, 0, "mark"),
@@ -158,7 +149,13 @@ func demote() asm.Instructions {
 		asm.Mov.Imm(asm.R3, MarkerTCI),
 		asm.FnSkbVlanPush.Call(),
 		asm.JNE.Imm(asm.R0, 0, "drop"),
+	}, exits()...)
+}
 
+// exits are both programs' ends, jumped to with the skb in R6: "demote"
+// marks the frame PACKET_OTHERHOST and hands it on, "drop" drops it.
+func exits() asm.Instructions {
+	return asm.Instructions{
 		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("demote"),
 		asm.Mov.Imm(asm.R2, packetOtherhost),
 		asm.FnSkbChangeType.Call(),
