@@ -67,10 +67,11 @@ const (
 	ipv4Len = 20 // without options
 	ipv6Len = 40
 	udpLen  = 8
-	// DHCPv4ClientPort and DHCPv6ClientPort are the UDP ports the WAN
-	// clients (wanclient, dhcp6c) receive their servers' replies on.
-	DHCPv4ClientPort = 68
-	DHCPv6ClientPort = 546
+	// dhcpv4ClientPort and dhcpv6ClientPort are the UDP ports the WAN
+	// clients (wanclient, dhcp6c) receive their servers' replies on
+	// (their own clientPort; their TestNetnsIngressDrop checks the two agree).
+	dhcpv4ClientPort = 68
+	dhcpv6ClientPort = 546
 )
 
 // drop is Attach's program: it drops every frame but the WAN clients'
@@ -96,7 +97,7 @@ func drop() asm.Instructions {
 		asm.LoadMem(asm.R4, asm.R2, ethLen+6, asm.Byte), // next header
 		asm.JNE.Imm(asm.R4, unix.IPPROTO_UDP, "drop"),
 		asm.LoadMem(asm.R4, asm.R2, ethLen+ipv6Len+2, asm.Half),
-		asm.JEq.Imm(asm.R4, int32(htons(DHCPv6ClientPort)), "demote"),
+		asm.JEq.Imm(asm.R4, int32(htons(dhcpv6ClientPort)), "demote"),
 		asm.Ja.Label("drop"),
 
 		asm.Mov.Reg(asm.R4, asm.R2).WithSymbol("ipv4"),
@@ -115,7 +116,7 @@ func drop() asm.Instructions {
 		asm.Add.Imm(asm.R4, ethLen+udpLen),
 		asm.JGT.Reg(asm.R4, asm.R3, "drop"),
 		asm.LoadMem(asm.R4, asm.R2, ethLen+2, asm.Half),
-		asm.JNE.Imm(asm.R4, int32(htons(DHCPv4ClientPort)), "drop"),
+		asm.JNE.Imm(asm.R4, int32(htons(dhcpv4ClientPort)), "drop"),
 	}, exits()...)
 }
 

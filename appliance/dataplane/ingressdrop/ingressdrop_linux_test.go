@@ -334,15 +334,15 @@ func TestDropPassesClientReplies(t *testing.T) {
 	a, b := pair(t)
 	mac := macOf(t, b, "vb")
 	edit := func(f []byte, fn func([]byte) []byte) []byte { return fn(append([]byte(nil), f...)) }
-	v4 := udpTo(mac, false, 0, DHCPv4ClientPort)
-	v4opts := udpTo(mac, false, 3, DHCPv4ClientPort)
-	v6 := udpTo(mac, true, 0, DHCPv6ClientPort)
+	v4 := udpTo(mac, false, 0, dhcpv4ClientPort)
+	v4opts := udpTo(mac, false, 3, dhcpv4ClientPort)
+	v6 := udpTo(mac, true, 0, dhcpv6ClientPort)
 	pass := [][]byte{v4, v4opts, v6}
 	dropped := [][]byte{
 		udpTo(mac, false, 0, 69),
 		udpTo(mac, true, 0, 547),
-		udpTo(mac, true, 0, DHCPv4ClientPort),
-		udpTo(mac, false, 0, DHCPv6ClientPort),
+		udpTo(mac, true, 0, dhcpv4ClientPort),
+		udpTo(mac, false, 0, dhcpv6ClientPort),
 		edit(v4, func(f []byte) []byte { f[ethLen+7] = 1; return f }),                  // a later fragment
 		edit(v4, func(f []byte) []byte { f[ethLen+9] = unix.IPPROTO_TCP; return f }),   // TCP to 68
 		edit(v6, func(f []byte) []byte { f[ethLen+6] = unix.IPPROTO_TCP; return f }),   // TCP to 546
