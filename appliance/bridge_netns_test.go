@@ -338,6 +338,29 @@ func killPidfile(path string) {
 	}
 }
 
+// tcpRuns sends TCP from host h to an iperf3 server (iperf3 -c and args)
+// in up to three 2 s runs until one delivers at least `least` bytes, and
+// fails the test if none does: on a loaded 2-core machine a lost SYN or
+// first segment costs a 1 s retransmission timeout, which can eat a
+// whole run. Each run waits up to 3 s for the server to answer.
+func (l *lab) tcpRuns(t *testing.T, h int, least float64, args ...string) iperfResult {
+	t.Helper()
+	var res iperfResult
+	for attempt := 1; attempt <= 3; attempt++ {
+		eventually(t, 3*time.Second, "iperf3 server up", func() (bool, string) {
+			r, err := iperf3(l.hosts[h-1], append(append([]string{"-c"}, args...), "-t", "2")...)
+			res = r
+			return err == nil, fmt.Sprint(err)
+		})
+		if res.End.SumReceived.Bytes >= least {
+			return res
+		}
+		t.Logf("TCP run %d to %s: %.0f bytes received", attempt, args[0], res.End.SumReceived.Bytes)
+	}
+	t.Errorf("TCP to %s: %.0f bytes received, want at least %.0f", args[0], res.End.SumReceived.Bytes, least)
+	return res
+}
+
 // eventually polls cond until it holds or d passes.
 func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
@@ -430,40 +453,7 @@ func TestBridgeThreePorts(t *testing.T) {
 		pidfile := filepath.Join(l.dir, "iperf3.pid")
 		l.mustHost(t, 2, "iperf3", "-s", "-D", "--pidfile", pidfile)
 		defer killPidfile(pidfile)
-		var res struct {
-			End struct {
-				SumReceived struct {
-					Bytes         float64
-					BitsPerSecond float64 `json:"bits_per_second"`
-				} `json:"sum_received"`
-				Sum struct {
-					LostPercent float64 `json:"lost_percent"`
-					Packets     float64
-				}
-			}
-		}
-		// Up to three 2 s runs: on a loaded 2-core machine a lost SYN or
-		// first segment costs a 1 s retransmission timeout, which can eat a
-		// whole run.
-		for attempt := 1; attempt <= 3; attempt++ {
-			eventually(t, 3*time.Second, "iperf3 server up", func() (bool, string) {
-				out, err := l.host(1, "iperf3", "-c", "10.50.0.2", "-t", "2", "-J")
-				if err != nil {
-					return false, out
-				}
-				if err := json.Unmarshal([]byte(out), &res); err != nil {
-					return false, err.Error()
-				}
-				return true, ""
-			})
-			if res.End.SumReceived.Bytes >= 1e6 {
-				break
-			}
-			t.Logf("TCP run %d: %.0f bytes received", attempt, res.End.SumReceived.Bytes)
-		}
-		if res.End.SumReceived.Bytes < 1e6 {
-			t.Errorf("TCP: %.0f bytes received", res.End.SumReceived.Bytes)
-		}
+		res := l.tcpRuns(t, 1, 1e6, "10.50.0.2")
 		t.Logf("TCP through the bridge: %.1f Mbit/s", res.End.SumReceived.BitsPerSecond/1e6)
 		s0 := l.stats(t)
 		out := l.mustHost(t, 1, "iperf3", "-c", "10.50.0.2", "-u", "-b", "20M", "-t", "2", "-J")
@@ -588,24 +578,7 @@ func TestBridgeThreePorts(t *testing.T) {
 		pidfile := filepath.Join(l.dir, "iperf3-box.pid")
 		l.box.Run(t, "iperf3", "-s", "-B", "10.50.0.254", "-p", "5202", "-D", "--pidfile", pidfile)
 		defer killPidfile(pidfile)
-		var res struct {
-			End struct {
-				SumReceived struct {
-					Bytes         float64
-					BitsPerSecond float64 `json:"bits_per_second"`
-				} `json:"sum_received"`
-			}
-		}
-		eventually(t, 3*time.Second, "iperf3 to the host port", func() (bool, string) {
-			out, err := l.host(2, "iperf3", "-c", "10.50.0.254", "-p", "5202", "-t", "1", "-J")
-			if err != nil {
-				return false, out
-			}
-			return json.Unmarshal([]byte(out), &res) == nil, out
-		})
-		if res.End.SumReceived.Bytes < 1e5 {
-			t.Errorf("TCP to the host port: %.0f bytes", res.End.SumReceived.Bytes)
-		}
+		res := l.tcpRuns(t, 2, 1e5, "10.50.0.254", "-p", "5202")
 		t.Logf("TCP to the host port: %.1f Mbit/s", res.End.SumReceived.BitsPerSecond/1e6)
 	})
 
