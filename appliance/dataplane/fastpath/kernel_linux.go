@@ -28,8 +28,11 @@ type KernelReport struct {
 	// Config maps each of KernelOptions to its value ("y", "m", or "n"
 	// for not set); empty when /proc/config.gz is missing.
 	Config map[string]string `json:"config,omitempty"`
-	// JIT is /proc/sys/net/core/bpf_jit_enable ("0", "1", "2"), or
-	// "absent" when the kernel has no BPF JIT (the interpreter runs BPF).
+	// JIT is /proc/sys/net/core/bpf_jit_enable ("0", "1", "2"). That
+	// sysctl exists only in the initial network namespace; elsewhere (a
+	// box run in a namespace, the bench) JIT comes from the config: "1"
+	// when CONFIG_BPF_JIT_ALWAYS_ON is set, "absent" when CONFIG_BPF_JIT
+	// is not (the interpreter runs BPF), "unknown" when neither tells.
 	JIT string `json:"jit"`
 }
 
@@ -41,17 +44,31 @@ func ReadKernel() KernelReport {
 	if unix.Uname(&u) == nil {
 		r.Release = unix.ByteSliceToString(u.Release[:])
 	}
-	r.JIT = "absent"
-	if b, err := os.ReadFile("/proc/sys/net/core/bpf_jit_enable"); err == nil {
-		r.JIT = strings.TrimSpace(string(b))
-	}
 	if f, err := os.Open("/proc/config.gz"); err == nil {
 		defer f.Close()
 		if z, err := gzip.NewReader(f); err == nil {
 			r.Config = parseConfig(bufio.NewScanner(z))
 		}
 	}
+	b, err := os.ReadFile("/proc/sys/net/core/bpf_jit_enable")
+	r.JIT = jitState(strings.TrimSpace(string(b)), err == nil, r.Config)
 	return r
+}
+
+// jitState is KernelReport.JIT: the sysctl's value where it could be
+// read, else what config (parseConfig's map, nil without one) says.
+func jitState(sysctl string, read bool, config map[string]string) string {
+	switch {
+	case read:
+		return sysctl
+	case config == nil:
+		return "unknown"
+	case config["CONFIG_BPF_JIT"] != "y":
+		return "absent"
+	case config["CONFIG_BPF_JIT_ALWAYS_ON"] == "y":
+		return "1"
+	}
+	return "unknown"
 }
 
 // parseConfig picks KernelOptions out of a kernel .config.
