@@ -166,6 +166,11 @@ type HostInfo struct {
 	Kernel string `json:"kernel"`
 	CPUs   string `json:"cpus"`
 	Model  string `json:"cpu_model,omitempty"`
+	// BPFJIT is whether the host's kernel JIT-compiles the fast path's
+	// programs (fastpath.KernelReport.JIT: "1", "0", "2", "absent",
+	// "unknown"): the gokrazy image's kernel has no JIT, so its rows would
+	// cost more there.
+	BPFJIT string `json:"bpf_jit,omitempty"`
 	// IdleBusy is the fraction of all CPUs busy before the run with no
 	// traffic: other load on the machine that skews the numbers.
 	IdleBusy float64 `json:"idle_busy"`
@@ -508,6 +513,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.Host.Model != "" {
 		fmt.Fprintf(&b, " (%s)", r.Host.Model)
 	}
+	if j := jitText(r.Host.BPFJIT); j != "" {
+		fmt.Fprintf(&b, ", %s", j)
+	}
 	fmt.Fprintf(&b, ", %.0f%% busy before the run. %s; UDP/IPv4, %d flows; medians of %d runs of %s after %s warm-up.\n\n",
 		100*r.Host.IdleBusy, r.Settings.Generator, r.Settings.Flows, r.Settings.Reps, r.Settings.Duration, r.Settings.Warmup)
 	b.WriteString("| path | CPU placement | pps (median) | vs kernel bridge | min – max | offered |\n")
@@ -581,4 +589,19 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// jitText describes HostInfo.BPFJIT for the report's first line.
+func jitText(jit string) string {
+	switch jit {
+	case "":
+		return ""
+	case "1", "2":
+		return "BPF JIT on"
+	case "0":
+		return "BPF JIT off (the interpreter runs the fast path)"
+	case "absent":
+		return "no BPF JIT (the interpreter runs the fast path)"
+	}
+	return "BPF JIT " + jit
 }

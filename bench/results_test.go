@@ -182,7 +182,7 @@ func testReport() *Report {
 	ss = append(ss, over...)
 	r := &Report{
 		Started:  time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC),
-		Host:     HostInfo{Kernel: "6.18", CPUs: "0-1", Model: "Test CPU", IdleBusy: 0.01},
+		Host:     HostInfo{Kernel: "6.18", CPUs: "0-1", Model: "Test CPU", BPFJIT: "1", IdleBusy: 0.01},
 		Settings: Settings{Reps: 3, Warmup: "500ms", Duration: "2s", CPUWindow: "3s", Sizes: []int{64}, Flows: 8192, Rate: 200000, Generator: "gen"},
 		Samples:  ss,
 		Notes:    []string{"a note"},
@@ -200,7 +200,7 @@ func TestWriteMarkdown(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"### e1kbox bench, 2026-11-30 08:00 UTC",
-		"Kernel 6.18, CPUs 0-1 (Test CPU), 1% busy before the run. gen; UDP/IPv4, 8192 flows; medians of 3 runs of 2s after 500ms warm-up.",
+		"Kernel 6.18, CPUs 0-1 (Test CPU), BPF JIT on, 1% busy before the run. gen; UDP/IPv4, 8192 flows; medians of 3 runs of 2s after 500ms warm-up.",
 		"| path | CPU placement | pps (median) | vs kernel bridge | min – max | offered |",
 		"| kernel bridge 64B | gen cpu1, box rx cpu0, sink cpu1 | 1.000 Mpps | 1.00x | 1.000 Mpps – 1.000 Mpps | 2.000 Mpps |",
 		"| e1kbox bridge 64B |  | 0.520 Mpps | 0.52x |",

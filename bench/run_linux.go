@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"e1kbox/appliance/dataplane/fastpath"
 )
 
 // Tools the harness runs, and the Debian packages that hold them.
@@ -82,6 +84,7 @@ func hostInfo() HostInfo {
 	if syscall.Uname(&u) == nil {
 		h.Kernel = cString(u.Release[:])
 	}
+	h.BPFJIT = fastpath.ReadKernel().JIT
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
