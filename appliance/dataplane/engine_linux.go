@@ -384,7 +384,7 @@ func (e *Engine) Health() Health {
 func (e *Engine) Snapshot() Snapshot {
 	e.fp.syncCounts()
 	now := time.Now()
-	s := e.topo.Load().snapshot(e.Now())
+	s := e.topo.Load().snapshot()
 	e.fp.snapshot(&s)
 	s.Time = now
 	s.Uptime = Duration(now.Sub(e.start).Round(time.Millisecond))

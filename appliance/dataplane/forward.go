@@ -75,7 +75,7 @@ func (w *fwd) begin(now, mono int64) {
 			continue
 		}
 		w.up[id] = p.up.Load()
-		if p.loop.blocked(mono) {
+		if p.loop.blocked() {
 			w.up[id] = false
 			w.blocked |= 1 << id
 		}

@@ -171,7 +171,7 @@ func (fp *fastPath) port(id uint16) (*portInfo, bool) {
 		return nil, false
 	}
 	pi := ports[id]
-	return pi, !pi.host && pi.up.Load() && fp.ifindex[id] != 0 && !pi.loop.blocked(fp.e.Now())
+	return pi, !pi.host && pi.up.Load() && fp.ifindex[id] != 0 && !pi.loop.blocked()
 }
 
 // install takes an offered flow into the kernel if it still is one the

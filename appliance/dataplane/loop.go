@@ -18,9 +18,10 @@ import (
 // receiving worker blocks the higher-numbered of the two ports (the same
 // choice whichever way the probes go) for loopHold, and probes that keep
 // coming back keep it blocked: a blocked port forwards nothing either way
-// but keeps sending and receiving probes, and opens again loopHold after
-// the last one came back. The WAN and host ports never take part. See
-// docs/dataplane.md (Loop protection).
+// but keeps sending and receiving probes. loopHold after the last one came
+// back the monitor opens it again, after it made the FDB forget what it
+// learned while the loop stood. The WAN and host ports never take part.
+// See docs/dataplane.md (Loop protection).
 const (
 	probeInterval = 500 * time.Millisecond
 	loopHold      = 2 * time.Second
@@ -53,9 +54,12 @@ func newLoopGuard() (*loopGuard, error) {
 
 // portLoop is a port's loop state, on its portInfo.
 type portLoop struct {
-	// blockedUntil is the engine time (ns) before which the port is
-	// blocked; 0: never blocked. Written by the workers that receive a
-	// probe, read by all once per batch.
+	// blockedUntil is the engine time (ns) until which the port's block
+	// holds; 0: not blocked. Workers that receive a probe set or extend
+	// it, and all read it once per batch; only the monitor sets it back
+	// to 0, once the hold is over and the FDB has forgotten the loop's
+	// paths (open), so that no frame is forwarded on an entry learned on
+	// the detour.
 	blockedUntil atomic.Int64
 	peer         atomic.Uint32 // the other end of the last loop found
 	moves        atomic.Uint64 // FDB moves to this port (the monitor watches for flaps)
@@ -65,9 +69,24 @@ type portLoop struct {
 	lastMoves  uint64
 }
 
-func (l *portLoop) blocked(mono int64) bool {
+// blocked reports whether the port is blocked: from a probe's return
+// until the monitor opens it again.
+func (l *portLoop) blocked() bool { return l.blockedUntil.Load() != 0 }
+
+// expired returns the block's hold time if it is over at mono (0 if the
+// port is not blocked or the hold goes on).
+func (l *portLoop) expired(mono int64) int64 {
 	until := l.blockedUntil.Load()
-	return until != 0 && mono < until
+	if until == 0 || mono < until {
+		return 0
+	}
+	return until
+}
+
+// open ends the block whose hold ran until until, unless a probe came
+// back meanwhile and extended it; it reports whether the port is open.
+func (l *portLoop) open(until int64) bool {
+	return l.blockedUntil.CompareAndSwap(until, 0)
 }
 
 // bridged reports whether port id takes part in bridging (and so in loop
@@ -117,7 +136,7 @@ func (w *fwd) probeIn(from uint16) {
 	}
 	victim, peer := max(in, from), min(in, from)
 	l := &w.ports[victim].loop
-	if !l.blocked(w.mono) {
+	if !l.blocked() {
 		l.blocks.Add(1)
 	}
 	l.peer.Store(uint32(peer))
@@ -130,33 +149,26 @@ func (w *fwd) probeIn(from uint16) {
 }
 
 // pollLoops runs with the link poll: it sends probes at once when a port's
-// MACs flap, and acts on ports that became blocked or open again: the FDB
-// forgets its dynamic entries, and the change is logged.
+// MACs flap, and settles the ports' loop states (settleLoops), logging
+// the changes.
 func (e *Engine) pollLoops(tick uint64) {
 	g := e.deps.loop
 	flap := false
-	now := e.Now()
-	for _, p := range e.topo.Load().ports[1:] {
+	ports := e.topo.Load().ports[1:]
+	for _, p := range ports {
 		l := &p.loop
 		m := l.moves.Load()
 		if m-l.lastMoves >= flapMoves {
 			flap = true
 		}
 		l.lastMoves = m
-		if g.off.Load() {
-			l.blockedUntil.Store(0)
-		}
-		b := l.blocked(now)
-		if b == l.wasBlocked {
-			continue
-		}
-		l.wasBlocked = b
-		// Either way the paths changed: the FDB forgets what it learned
-		// (in a storm, wrong ports; after it, MACs learned on the detour).
+	}
+	for _, p := range settleLoops(ports, e.Now(), g.off.Load(), func() {
 		e.fdb.Flush(0, false)
 		e.fp.fdbFlushed()
-		if b {
-			e.log.Warn("dataplane loop: port blocked", "port", p.name, "loop_with", e.portName(uint16(l.peer.Load())))
+	}) {
+		if p.loop.wasBlocked {
+			e.log.Warn("dataplane loop: port blocked", "port", p.name, "loop_with", e.portName(uint16(p.loop.peer.Load())))
 		} else {
 			e.log.Info("dataplane loop gone: port forwards again", "port", p.name)
 		}
@@ -167,6 +179,39 @@ func (e *Engine) pollLoops(tick uint64) {
 			e.wakeProbers()
 		}
 	}
+}
+
+// settleLoops is the monitor's turn on the ports' loop states at engine
+// time now (off: loop protection is off, every block ends). When a port
+// became blocked or its hold is over, flush makes the FDB forget its
+// dynamic entries (in a storm they point to wrong ports; after it, to
+// the detour) and only then does an expired port open again. It returns
+// the ports whose state changed (their wasBlocked is the new state).
+func settleLoops(ports []*portInfo, now int64, off bool, flush func()) []*portInfo {
+	var changed []*portInfo
+	for _, p := range ports {
+		if p == nil {
+			continue
+		}
+		l := &p.loop
+		until := l.expired(now)
+		if off {
+			until = l.blockedUntil.Load()
+		}
+		b := l.blocked()
+		if b == l.wasBlocked && until == 0 {
+			continue
+		}
+		flush()
+		if until != 0 && l.open(until) {
+			b = false
+		}
+		if b != l.wasBlocked {
+			l.wasBlocked = b
+			changed = append(changed, p)
+		}
+	}
+	return changed
 }
 
 // portName names port id of the running topology ("" if none).

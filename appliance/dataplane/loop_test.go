@@ -89,7 +89,7 @@ func TestLoopProtection(t *testing.T) {
 			}
 			var blocked []uint16
 			for _, pi := range b.ports[1:] {
-				if pi.loop.blocked(b.clock) {
+				if pi.loop.blocked() {
 					blocked = append(blocked, pi.id)
 				}
 			}
@@ -139,11 +139,13 @@ func TestBlockedPort(t *testing.T) {
 	b.clock += int64(loopHold) - int64(100*time.Millisecond)
 	b.rx(3, sendProbe(b, g, 2), false, frame.VLANTag{})
 	b.clock += int64(loopHold) - int64(100*time.Millisecond)
-	if !b.ports[3].loop.blocked(b.clock) || b.ports[2].loop.blocked(b.clock) {
+	b.openExpired() // the monitor's poll
+	if !b.ports[3].loop.blocked() || b.ports[2].loop.blocked() {
 		t.Fatalf("after %v: port 3 blocked %v (probes kept coming), port 2 blocked %v (none came); want true, false",
-			2*loopHold, b.ports[3].loop.blocked(b.clock), b.ports[2].loop.blocked(b.clock))
+			2*loopHold, b.ports[3].loop.blocked(), b.ports[2].loop.blocked())
 	}
 	b.clock += int64(200 * time.Millisecond)
+	b.openExpired()
 	if out := b.rx(1, arpFrame(bcast, macA), false, frame.VLANTag{}); !slices.Equal(got(out), []int{2, 3, 4}) {
 		t.Errorf("after the loop went, a broadcast went to %v, want [2 3 4]", got(out))
 	}
@@ -207,9 +209,43 @@ func TestLoopProbeVLAN(t *testing.T) {
 		if tt.port == 1 {
 			// Back in on port 3 (VLAN-unaware: it keeps its tag).
 			b.rx(3, p, false, frame.VLANTag{})
-			if !b.ports[3].loop.blocked(b.clock) {
+			if !b.ports[3].loop.blocked() {
 				t.Errorf("port 1's tagged probe back on port 3 did not block port 3")
 			}
 		}
+	}
+}
+
+// openExpired is the monitor's turn (settleLoops) on b's ports.
+func (b *testBridge) openExpired() {
+	settleLoops(b.ports, b.clock, false, func() { b.fdb.Flush(0, false) })
+}
+
+// TestBlockedPortOpensAfterFlush: a port whose hold is over stays blocked
+// until the monitor has made the FDB forget what it learned while the
+// loop stood, so that no frame follows an entry learned on the detour.
+func TestBlockedPortOpensAfterFlush(t *testing.T) {
+	b := newTestBridge(t, 3, false, "", false, nil)
+	g := withLoopGuard(t, b)
+	b.rx(3, sendProbe(b, g, 2), false, frame.VLANTag{}) // a loop between 2 and 3 blocks 3
+	b.openExpired()
+	if !b.ports[3].loop.blocked() || !b.ports[3].loop.wasBlocked {
+		t.Fatal("port 3 not blocked after its probe came back")
+	}
+	// While the loop stands, macB's frames come in by the detour, on port 1.
+	b.rx(1, arpFrame(bcast, macB), false, frame.VLANTag{})
+	b.clock += int64(loopHold) + int64(time.Millisecond)
+	if !b.ports[3].loop.blocked() {
+		t.Fatal("port 3 opened by itself when its hold was over; want the monitor to open it")
+	}
+	if out := b.rx(2, tcpFrame(macB, macA, 1, 2, frame.TCPSyn), false, frame.VLANTag{}); !slices.Equal(got(out), []int{1}) {
+		t.Fatalf("before the monitor's turn, a frame to macB went to %v, want [1] (port 3 still blocked)", got(out))
+	}
+	changed := settleLoops(b.ports, b.clock, false, func() { b.fdb.Flush(0, false) })
+	if len(changed) != 1 || changed[0].id != 3 || b.ports[3].loop.blocked() {
+		t.Fatalf("the monitor's turn changed %d ports, port 3 blocked %v; want port 3 opened", len(changed), b.ports[3].loop.blocked())
+	}
+	if out := b.rx(2, tcpFrame(macB, macA, 1, 2, frame.TCPSyn), false, frame.VLANTag{}); !slices.Equal(got(out), []int{1, 3}) {
+		t.Errorf("after the port opened, a frame to macB went to %v, want flooded to [1 3] (the detour's entry forgotten)", got(out))
 	}
 }

@@ -66,13 +66,13 @@ func kindOf(p *portInfo) string {
 
 // snapshot sums the ports' and workers' counters: what the workers
 // published (once per batch) and the sockets' kernel statistics, those of
-// retired sockets included; mono is the engine clock (loop blocks).
-func (t *topology) snapshot(mono int64) Snapshot {
+// retired sockets included.
+func (t *topology) snapshot() Snapshot {
 	s := Snapshot{Ports: make([]PortStats, len(t.ports)-1), Workers: make([]WorkerStats, len(t.workers))}
 	for i, p := range t.ports[1:] {
 		s.Ports[i] = PortStats{ID: p.id, Name: p.name, Interface: p.iface, Kind: kindOf(p), MTU: p.mtu, LinkUp: p.up.Load(),
 			KernelDrop: p.kdrop != nil, KernelDropError: p.kdropErr, AfterTCX: p.afterTCX(), Blocks: p.loop.blocks.Load()}
-		if p.loop.blocked(mono) {
+		if p.loop.blocked() {
 			s.Ports[i].Blocked = true
 			if peer := int(p.loop.peer.Load()); peer < len(t.ports) && t.ports[peer] != nil {
 				s.Ports[i].LoopWith = t.ports[peer].name

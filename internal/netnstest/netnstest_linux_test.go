@@ -212,6 +212,43 @@ func TestDo(t *testing.T) {
 	}
 }
 
+// TestIn: In runs fn inside the namespace from any goroutine, returns its
+// error, and leaves the thread where it was.
+func TestIn(t *testing.T) {
+	testenv.Require(t, "root", "ip")
+	ns := New(t, "nstest")
+	Veth(t, End{NS: ns, Name: "iv0"}, End{NS: ns, Name: "iv1"})
+	id := netnsID(t, path(ns.Name()))
+	type result struct {
+		inside, before, after string
+		err                   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var res result
+		res.before, _ = threadNetns()
+		res.err = ns.In(func() error {
+			res.inside, _ = threadNetns()
+			if _, err := net.InterfaceByName("iv0"); err != nil {
+				return err
+			}
+			return errors.New("fn's own error")
+		})
+		res.after, _ = threadNetns()
+		done <- res
+	}()
+	res := <-done
+	if res.inside != id || res.after != res.before || res.err == nil || res.err.Error() != "fn's own error" {
+		t.Errorf("In: thread in %q (want %q), after in %q (was %q), error %v (want fn's own)", res.inside, id, res.after, res.before, res.err)
+	}
+	gone := &Namespace{name: "nstest-absent-" + ns.Name()}
+	if err := gone.In(func() error { return nil }); err == nil {
+		t.Error("In of a namespace that does not exist returned no error")
+	}
+}
+
 func TestCleanup(t *testing.T) {
 	testenv.Require(t, "root", "ip", "sleep")
 	var name string
