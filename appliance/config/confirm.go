@@ -175,12 +175,13 @@ func (s *Store) Rollback() (*Config, error) {
 	return s.rollback("rolled back through the API"), nil
 }
 
-// expire rolls back change id when its deadline passed unconfirmed.
+// expire rolls back change id when its deadline passed unconfirmed and
+// its timer was not stopped meanwhile (a Close, Confirm or new change).
 func (s *Store) expire(id uint64) {
 	s.op.Lock()
 	defer s.op.Unlock()
 	s.mu.Lock()
-	if s.pending == nil || s.pending.ID != id {
+	if s.armed != id || s.pending == nil || s.pending.ID != id {
 		s.mu.Unlock()
 		return
 	}
@@ -226,12 +227,16 @@ func (s *Store) rollback(why string) *Config {
 func (s *Store) arm(p *Pending, after time.Duration) {
 	s.stopTimer()
 	id := p.ID
+	s.armed = id
 	s.timer = time.AfterFunc(after, func() { s.expire(id) })
 }
 
+// stopTimer stops the rollback timer; a timer that has fired already
+// finds it stopped (armed) and does nothing.
 func (s *Store) stopTimer() {
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
 	}
+	s.armed = 0
 }

@@ -78,6 +78,13 @@ func TestCrashSafety(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	floor := DefaultFDBSize
 	var pendingSeen, progressed int
+	// A kill comes up to 20ms after the start, or up to window after
+	// "ready". On a loaded machine the saver may save nothing that soon:
+	// a kill after "ready" that found no progress doubles the window (up
+	// to maxWindow), one that did shrinks it back towards 20ms, so that
+	// most of these kills land in the save loop, early in it.
+	const minWindow, maxWindow = 20 * time.Millisecond, 640 * time.Millisecond
+	window := minWindow
 	i := 0
 	for ; i < maxKills && (i < kills || progressed < kills/4); i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -92,7 +99,8 @@ func TestCrashSafety(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Kill during Load half of the time, during the save loop otherwise.
-		if rng.IntN(2) == 0 {
+		afterReady := rng.IntN(2) == 0
+		if afterReady {
 			line, _ := bufio.NewReader(out).ReadString('\n')
 			if line != "ready\n" {
 				cmd.Process.Kill()
@@ -100,9 +108,14 @@ func TestCrashSafety(t *testing.T) {
 				t.Fatalf("kill %d: saver said %q; stderr: %s", i, line, stderr.String())
 			}
 		}
-		time.Sleep(time.Duration(rng.IntN(20000)) * time.Microsecond)
+		if afterReady {
+			time.Sleep(time.Duration(rng.Int64N(int64(window))))
+		} else {
+			time.Sleep(time.Duration(rng.Int64N(int64(minWindow))))
+		}
 		if err := cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
+			cmd.Wait()
+			t.Fatalf("kill %d: %v; stderr: %s", i, err, stderr.String())
 		}
 		cmd.Wait()
 		if strings.Contains(stderr.String(), "saver:") {
@@ -126,6 +139,12 @@ func TestCrashSafety(t *testing.T) {
 		}
 		if n > floor {
 			progressed++
+		}
+		switch {
+		case afterReady && n > floor:
+			window = max(window*4/5, minWindow)
+		case afterReady:
+			window = min(2*window, maxWindow)
 		}
 		history, _ := filepath.Glob(filepath.Join(filepath.Dir(paths.Live), "history", "*.json"))
 		inHistory := false
@@ -171,7 +190,7 @@ func TestCrashSafety(t *testing.T) {
 		}
 		floor = got
 	}
-	t.Logf("%d kills: the saver progressed before %d of them, %d hit a pending change; final fdbSize %d", i, progressed, pendingSeen, floor)
+	t.Logf("%d kills: the saver progressed before %d of them, %d hit a pending change; final fdbSize %d, kill window %s", i, progressed, pendingSeen, floor, window.Round(time.Millisecond))
 	if progressed < kills/4 {
 		t.Errorf("the saver made progress before only %d of %d kills; the kills do not exercise saving", progressed, i)
 	}

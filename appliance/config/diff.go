@@ -177,27 +177,6 @@ func enabledNames(c *Config) []string {
 	return names
 }
 
-func (p *Port) mtu() int {
-	if p.MTU == 0 {
-		return DefaultMTU
-	}
-	return p.MTU
-}
-
-func (b *Bridge) size() int {
-	if b.FDBSize == 0 {
-		return DefaultFDBSize
-	}
-	return b.FDBSize
-}
-
-func (c *Conntrack) size() int {
-	if c.Size == 0 {
-		return DefaultConntrackSize
-	}
-	return c.Size
-}
-
 // sections compares two configs section by section.
 func sections(old, new *Config) Changes {
 	var ch Changes

@@ -101,15 +101,23 @@ func TestChangesSerialized(t *testing.T) {
 		running = fdbSize(c)
 		return nil
 	})
+	// The configs are made here: variant fails the test, which only the
+	// test's goroutine may do.
+	configs := make([][]*Config, 4)
+	for g := range configs {
+		for i := range 25 {
+			configs[g] = append(configs[g], variant(t, 1000+100*g+i))
+		}
+	}
 	var wg sync.WaitGroup
-	for g := range 4 {
+	for g := range configs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range 25 {
 				switch i % 5 {
 				case 0, 1, 2:
-					id, err := s.Apply(variant(t, 1000+100*g+i), 5*time.Millisecond)
+					id, err := s.Apply(configs[g][i], 5*time.Millisecond)
 					if err == nil && i%5 == 1 {
 						s.Confirm(id)
 					}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/netip"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -263,108 +262,4 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Marshal is not a fixed point (%v):\n%s\n%s", err, b, b2)
 		}
 	})
-}
-
-func TestIPv6StaticRoundTrip(t *testing.T) {
-	tests := []struct {
-		name, json string
-		want       IPv6
-	}{
-		{"none", `{}`, IPv6{Enabled: ptr(true), DHCPServer: ptr(true), WANAddress: WANAddressAuto, PrefixLength: DefaultIPv6PrefixLength}},
-		{"prefix", `{"prefix": "2001:db8:7::/48"}`,
-			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), WANAddress: WANAddressAuto, PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7::/48")}},
-		{"WAN address by SLAAC only", `{"wanAddress": "slaac"}`,
-			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), WANAddress: WANAddressSLAAC, PrefixLength: DefaultIPv6PrefixLength}},
-		{"prefix and gateway", `{"prefix": "2001:db8:7:1::/64", "gateway": "fe80::1"}`,
-			IPv6{Enabled: ptr(true), DHCPServer: ptr(true), WANAddress: WANAddressAuto, PrefixLength: DefaultIPv6PrefixLength, Prefix: netip.MustParsePrefix("2001:db8:7:1::/64"),
-				Gateway: netip.MustParseAddr("fe80::1")}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			doc := `{"version": 3, "mode": "nat", "ports": [{"name": "wan", "interface": "eth1", "role": "wan"},
-				{"name": "lan", "interface": "eth2", "role": "lan"}], "ipv6": ` + tt.json + `}`
-			c, err := Parse([]byte(doc))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, c.IPv6, cmpConfig); diff != "" {
-				t.Errorf("Parse (-want +got):\n%s", diff)
-			}
-			b, err := Marshal(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := Parse(b)
-			if err != nil {
-				t.Fatalf("Parse(Marshal): %v\n%s", err, b)
-			}
-			if diff := cmp.Diff(c.IPv6, again.IPv6, cmpConfig); diff != "" {
-				t.Errorf("Parse(Marshal) (-want +got):\n%s", diff)
-			}
-			if got := strings.Contains(string(b), `"prefix"`); got != tt.want.Prefix.IsValid() {
-				t.Errorf("Marshal has a prefix field: %v, want %v\n%s", got, tt.want.Prefix.IsValid(), b)
-			}
-		})
-	}
-}
-
-// TestIPv6WANAddress: what each ipv6.wanAddress asks for, with a
-// delegated and with a static prefix.
-func TestIPv6WANAddress(t *testing.T) {
-	for _, tc := range []struct {
-		set         WANAddress
-		static      bool
-		slaac, iaNA bool
-	}{
-		{WANAddressAuto, false, true, true},
-		{WANAddressAuto, true, true, false},
-		{WANAddressSLAAC, false, true, false},
-		{WANAddressDHCPv6, false, false, true},
-		{WANAddressDHCPv6, true, false, true},
-		{WANAddressOff, false, false, false},
-		{"", false, true, true},
-	} {
-		s := IPv6{WANAddress: tc.set}
-		if tc.static {
-			s.Prefix = netip.MustParsePrefix("2001:db8:7::/48")
-		}
-		if got, want := [2]bool{s.WANSLAAC(), s.WANIANA()}, [2]bool{tc.slaac, tc.iaNA}; got != want {
-			t.Errorf("%q (static prefix %v): SLAAC, IA_NA = %v, want %v", tc.set, tc.static, got, want)
-		}
-	}
-}
-
-// TestIPv6DHCPServerDefault: ipv6.dhcpServer defaults to ipv6.enabled (so
-// on in NAT mode), an explicit value survives, and the server runs only
-// while IPv6 does.
-func TestIPv6DHCPServerDefault(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		ipv6      string
-		stored    bool
-		serverOn  bool
-		ipv6Route bool
-	}{
-		{"NAT defaults", `{}`, true, true, true},
-		{"IPv6 off", `{"enabled": false}`, false, false, false},
-		{"server off", `{"dhcpServer": false}`, false, false, true},
-		{"server on, IPv6 off", `{"enabled": false, "dhcpServer": true}`, true, false, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(`{"version": 3, "mode": "nat", "ports": [
-				{"name": "wan", "interface": "eth1", "role": "wan", "addresses": ["192.0.2.2/24"]},
-				{"name": "lan", "interface": "eth2", "role": "lan", "addresses": ["192.168.1.1/24"]}],
-				"nat": {"gateway": "192.0.2.1"}, "ipv6": ` + tc.ipv6 + `}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Validate(testEnv); err != nil {
-				t.Fatalf("Validate: %v", err)
-			}
-			got := [3]bool{c.IPv6.DHCPServer != nil && *c.IPv6.DHCPServer, c.IPv6.DHCPServerOn(), c.IPv6.IsEnabled()}
-			if want := [3]bool{tc.stored, tc.serverOn, tc.ipv6Route}; got != want {
-				t.Errorf("dhcpServer stored, DHCPServerOn, IsEnabled = %v, want %v", got, want)
-			}
-		})
-	}
 }

@@ -60,6 +60,7 @@ type Store struct {
 	pending    *Pending
 	source     string // where the running config came from (Source)
 	timer      *time.Timer
+	armed      uint64 // the change the timer rolls back, 0 when stopped
 	warnings   []string
 	onRollback func(*Config)
 
@@ -367,12 +368,18 @@ func (s *Store) Check(data []byte) (*Config, error) {
 	return s.check(data)
 }
 
-// Close stops the rollback timer. A pending change stays pending: the next
-// Load rolls it back.
+// Close stops the rollback timer and waits for a rollback the timer has
+// begun, so that nothing runs on the Store's behalf after it returns. A
+// pending change stays pending: the next Load rolls it back. The Run and
+// OnRollback functions must not call it.
 func (s *Store) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.stopTimer()
+	s.mu.Unlock()
+	// A rollback in progress holds op; one whose timer fired but that has
+	// not taken op yet finds the timer stopped.
+	s.op.Lock()
+	defer s.op.Unlock()
 }
 
 // History lists the saved versions, newest first.
