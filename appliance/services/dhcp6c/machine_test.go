@@ -13,6 +13,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
 
+	"e1kbox/appliance/services/dhcpclient"
 	"e1kbox/internal/netnstest"
 )
 
@@ -69,7 +70,7 @@ func startFake(t *testing.T, cfg Config) *fakeRun {
 	}
 	f := &fakeRun{t: t, c: c, link: newFakeLink(), changes: make(chan change, 16),
 		server: &dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: ispMAC}}
-	c.open = func() (transport, int, error) { return f.link, 1500, nil }
+	c.core.Open = func() (dhcpclient.Transport, int, error) { return f.link, 1500, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

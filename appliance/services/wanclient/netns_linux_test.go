@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"e1kbox/appliance/dataplane/ingressdrop"
+	"e1kbox/appliance/services/dhcpclient"
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 )
@@ -190,14 +191,14 @@ type boxClient struct {
 // for the dataplane, which answers ARP for the WAN address on the box:
 // it gives the ISP's kernel a neighbour entry for the address, which
 // dnsmasq needs to unicast its answers to renewals.
-func (l *lab) startClient(cfg Config, clk clock) *boxClient {
+func (l *lab) startClient(cfg Config, clk dhcpclient.Clock) *boxClient {
 	l.t.Helper()
 	c, err := New(cfg, slog.New(slog.NewTextHandler(testWriter{l.t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		l.t.Fatal(err)
 	}
 	if clk != nil {
-		c.clock = clk
+		c.core.Clock = clk
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &boxClient{c: c, changes: make(chan change, 64), done: make(chan error, 1), cancel: cancel}
@@ -384,7 +385,7 @@ func TestNetnsDnsmasq(t *testing.T) {
 			// The renewal at T1 is unicast: to 10.80.0.1 at the ISP's MAC,
 			// from the leased address.
 			unicast := capture(t, l.isp, "s0", func(b []byte) bool {
-				u, why := decodeUDP(b, serverPort, true)
+				u, why := dhcpclient.DecodeIPv4(b, serverPort, true)
 				return why == "" && macEqual(u.DstMAC, ispMAC) && u.DstIP == ispIP && u.SrcIP == first.Addr.Addr()
 			})
 			if !eventually(10*time.Second, func() bool {
