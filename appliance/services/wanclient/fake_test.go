@@ -192,19 +192,26 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// run starts Run; the test's cleanup stops it and checks it returned nil.
+// run starts Run; the test's cleanup stops it, checks it returned nil and
+// waits for it.
 func (e *env) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.done = make(chan error, 1)
 	go func() {
-		e.done <- e.c.Run(ctx, func(old, new *Lease) { e.changes <- change{old, new} })
+		e.done <- e.c.Run(ctx, func(old, new *Lease) {
+			select {
+			case e.changes <- change{old, new}:
+			case <-ctx.Done(): // the test is over: nobody reads
+			}
+		})
 	}()
 	e.t.Cleanup(func() {
 		cancel()
 		if err := e.wait(); err != nil {
 			e.t.Errorf("Run: %v", err)
 		}
+		<-e.done // joined, also when wait gave up on it
 	})
 }
 
