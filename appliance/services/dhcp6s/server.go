@@ -1,6 +1,7 @@
 package dhcp6s
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,9 +53,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("dhcp6s: %w", err)
 	}
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	s := &Server{cfg: cfg, log: log.With("iface", cfg.Interface), now: time.Now, lim: newLimiter(cfg.Rate, cfg.ClientRate)}
 	s.ans.Store(newAnswers(cfg.DUID, cfg.DNS, cfg.Domains, cfg.InfoRefresh))
 	return s, nil

@@ -1,6 +1,7 @@
 package dhcpclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,9 +74,7 @@ type stopCall[F any] struct {
 // failures as topic; open opens its transport. Nothing is opened before
 // Run.
 func NewCore[L Lease[L], F any](name, topic, iface string, log *slog.Logger, open Opener) *Core[L, F] {
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	return &Core[L, F]{Clock: RealClock{}, Open: open, Log: log.With("iface", iface), name: name, topic: topic,
 		wake: make(chan struct{}, 1), stats: newCounters()}
 }

@@ -319,19 +319,7 @@ func (s *Server) Leases() []Lease {
 // lease) into a static lease kept in the lease file: from then on the
 // device always gets it and nobody else does.
 func (s *Server) MakeStatic(hw net.HardwareAddr) error {
-	m, ok := macOf(hw)
-	if !ok {
-		return fmt.Errorf("dhcpd: make static %v: not an Ethernet address", hw)
-	}
-	s.mu.Lock()
-	err := s.makeStatic(m)
-	s.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("dhcpd: make static %v: %w", hw, err)
-	}
-	s.log.Info("dhcpd: lease made static", "mac", m)
-	s.changed()
-	return nil
+	return s.device(hw, "make static", "lease made static", s.makeStatic)
 }
 
 func (s *Server) makeStatic(m mac) error {
@@ -366,17 +354,23 @@ func (s *Server) makeStatic(m mac) error {
 // MakeStatic; its addresses become free. A static lease of the config
 // cannot be forgotten (ErrConfigStatic).
 func (s *Server) Forget(hw net.HardwareAddr) error {
+	return s.device(hw, "forget", "lease forgotten", s.forget)
+}
+
+// device runs op (MakeStatic's or Forget's) on the table entries of the
+// device hw and logs done: errors say what was asked for.
+func (s *Server) device(hw net.HardwareAddr, what, done string, op func(mac) error) error {
 	m, ok := macOf(hw)
 	if !ok {
-		return fmt.Errorf("dhcpd: forget %v: not an Ethernet address", hw)
+		return fmt.Errorf("dhcpd: %s %v: not an Ethernet address", what, hw)
 	}
 	s.mu.Lock()
-	err := s.forget(m)
+	err := op(m)
 	s.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("dhcpd: forget %v: %w", hw, err)
+		return fmt.Errorf("dhcpd: %s %v: %w", what, hw, err)
 	}
-	s.log.Info("dhcpd: lease forgotten", "mac", m)
+	s.log.Info("dhcpd: "+done, "mac", m)
 	s.changed()
 	return nil
 }

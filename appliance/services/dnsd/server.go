@@ -1,6 +1,7 @@
 package dnsd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,9 +64,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	ns, err := captureNetns()
 	if err != nil {
 		return nil, fmt.Errorf("dnsd: %w", err)

@@ -1,6 +1,7 @@
 package ra
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,9 +54,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("ra: %w", err)
 	}
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	cfg.MAC = slices.Clone(cfg.MAC)
 	cfg.DNS = slices.Clone(cfg.DNS)
 	cfg.Domains = slices.Clone(cfg.Domains)

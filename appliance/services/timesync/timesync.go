@@ -2,6 +2,7 @@
 package timesync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -178,9 +179,7 @@ type source struct {
 
 // New returns a client for cfg; it does nothing until Run.
 func New(cfg Config, log *slog.Logger) (*Client, error) {
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	c := &Client{
 		log:    log,
 		dial:   dialUDP,
