@@ -47,8 +47,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("dhcp6s: %w", err)
 	}
-	log = cmp.Or(log, slog.Default())
-	s := &Server{cfg: cfg, log: log.With("iface", cfg.Interface), now: time.Now, lim: newLimiter(cfg.Rate, cfg.ClientRate)}
+	s := &Server{cfg: cfg, log: cmp.Or(log, slog.Default()).With("iface", cfg.Interface), now: time.Now, lim: newLimiter(cfg.Rate, cfg.ClientRate)}
 	s.ans.Store(newAnswers(cfg.DUID, cfg.DNS, cfg.Domains, cfg.InfoRefresh))
 	return s, nil
 }

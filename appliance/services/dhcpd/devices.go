@@ -1,10 +1,47 @@
 package dhcpd
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"slices"
+	"time"
+)
+
+// State is a lease's state.
+type State string
+
+// Lease states.
+const (
+	StateOffered  State = "offered"  // offered, not yet requested
+	StateBound    State = "bound"    // acknowledged and not expired
+	StateExpired  State = "expired"  // its lease ran out; the address is remembered for the client
+	StateReleased State = "released" // the client gave it back
+	StateReserved State = "reserved" // a static lease the device has not taken yet
+)
+
+// Lease is one entry of the lease table, as Leases reports it.
+type Lease struct {
+	MAC      net.HardwareAddr
+	ClientID string // option 61 in hex, empty if the client sent none
+	IP       netip.Addr
+	Hostname string
+	Expiry   time.Time // end of the lease or of the offer; zero for a reserved static
+	LastSeen time.Time
+	Static   bool
+	// InConfig: Static and from the config, which Forget refuses to
+	// drop; false for a static lease MakeStatic made.
+	InConfig bool
+	State    State
+}
+
+// Errors of MakeStatic and Forget.
+var (
+	ErrNoLease      = errors.New("no lease for this MAC")
+	ErrConfigStatic = errors.New("is a static lease of the config")
+	// ErrAlreadyStatic: MakeStatic was called for a device it made static.
+	ErrAlreadyStatic = errors.New("already static")
 )
 
 // Leases returns the table (without expired offers) and the static leases

@@ -2,7 +2,6 @@
 package dhcpd
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -22,39 +21,6 @@ const (
 	QuarantineTime = 10 * time.Minute
 )
 
-// State is a lease's state.
-type State string
-
-// Lease states.
-const (
-	StateOffered  State = "offered"  // offered, not yet requested
-	StateBound    State = "bound"    // acknowledged and not expired
-	StateExpired  State = "expired"  // its lease ran out; the address is remembered for the client
-	StateReleased State = "released" // the client gave it back
-	StateReserved State = "reserved" // a static lease the device has not taken yet
-)
-
-// Lease is one entry of the lease table, as Leases reports it.
-type Lease struct {
-	MAC      net.HardwareAddr
-	ClientID string // option 61 in hex, empty if the client sent none
-	IP       netip.Addr
-	Hostname string
-	Expiry   time.Time // end of the lease or of the offer; zero for a reserved static
-	LastSeen time.Time
-	Static   bool
-	// InConfig: Static and from the config, which Forget refuses to
-	// drop; false for a static lease MakeStatic made.
-	InConfig bool
-	State    State
-}
-
-// Name is a local host name and its address.
-type Name struct {
-	Hostname string
-	Addr     netip.Addr
-}
-
 // Stats are the server's counters.
 type Stats struct {
 	Discovers, Offers, Requests, Acks, Naks uint64
@@ -64,49 +30,6 @@ type Stats struct {
 	LeasesInUse                             int    // bound, unexpired leases (static ones too)
 	Offered                                 int    // pending offers
 	LeaseFileWrites                         uint64 // lease file writes (changes are coalesced)
-}
-
-// Errors of MakeStatic and Forget.
-var (
-	ErrNoLease      = errors.New("no lease for this MAC")
-	ErrConfigStatic = errors.New("is a static lease of the config")
-	// ErrAlreadyStatic: MakeStatic was called for a device it made static.
-	ErrAlreadyStatic = errors.New("already static")
-)
-
-// entry is one client's state in the table.
-type entry struct {
-	key      string // client identity: "id:" + hex(option 61) or "hw:" + MAC
-	mac      mac
-	cid      string // hex(option 61)
-	ip       netip.Addr
-	hostname string
-	state    State // offered, bound, expired or released
-	expiry   time.Time
-	lastSeen time.Time
-
-	heap *entryHeap // the heap e is in; nil for a static hold
-	hidx int        // e's index in it
-}
-
-// live reports whether e holds its address now: an offer or a lease that
-// has not run out.
-func (e *entry) live(now time.Time) bool {
-	return (e.state == StateOffered || e.state == StateBound) && now.Before(e.expiry)
-}
-
-// stateAt is e's state as seen at now.
-func (e *entry) stateAt(now time.Time) State {
-	if e.state == StateBound && !now.Before(e.expiry) {
-		return StateExpired
-	}
-	return e.state
-}
-
-// pin is a static lease made by MakeStatic; it lives in the lease file.
-type pin struct {
-	IP       netip.Addr
-	Hostname string
 }
 
 // Server is the DHCPv4 server. Its methods are safe for concurrent use.

@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/netip"
 	"slices"
 	"sync"
-	"time"
-
-	"github.com/mdlayher/ndp"
 )
 
 // Server announces the LAN's prefixes. Serve drives it; SetPrefixes,
@@ -45,11 +41,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("ra: %w", err)
 	}
-	log = cmp.Or(log, slog.Default())
 	cfg.MAC = slices.Clone(cfg.MAC)
 	cfg.DNS = slices.Clone(cfg.DNS)
 	cfg.Domains = slices.Clone(cfg.Domains)
-	return &Server{cfg: cfg, log: log.With("iface", cfg.Interface), kick: make(chan struct{}, 1),
+	return &Server{cfg: cfg, log: cmp.Or(log, slog.Default()).With("iface", cfg.Interface), kick: make(chan struct{}, 1),
 		stats: Stats{Sent: map[string]uint64{}, Dropped: map[string]uint64{}}}, nil
 }
 
@@ -123,59 +118,6 @@ func (s *Server) Stats() Stats {
 	st := s.stats
 	st.Sent, st.Dropped = maps.Clone(s.stats.Sent), maps.Clone(s.stats.Dropped)
 	return st
-}
-
-// advertisement is the RA to send at now, or nil when there is nothing to
-// announce; deprecated prefixes past their valid time are forgotten.
-func (s *Server) advertisement(now time.Time, mac net.HardwareAddr) *ndp.RouterAdvertisement {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deprecated = slices.DeleteFunc(s.deprecated, func(p Prefix) bool { return !now.Before(p.Valid) })
-	ra := &ndp.RouterAdvertisement{CurrentHopLimit: 64, OtherConfiguration: s.cfg.OtherConfig}
-	valid := false
-	for _, p := range s.current {
-		if !now.Before(p.Valid) {
-			continue
-		}
-		valid = true
-		ra.Options = append(ra.Options, pio(p.Prefix, min(left(now, p.Preferred), preferredLimit), min(left(now, p.Valid), validLimit)))
-	}
-	for _, p := range s.deprecated {
-		ra.Options = append(ra.Options, pio(p.Prefix, 0, 0))
-	}
-	if len(ra.Options) == 0 {
-		return nil
-	}
-	if valid {
-		ra.RouterLifetime = s.cfg.RouterLifetime
-	}
-	if len(mac) == 6 {
-		ra.Options = append(ra.Options, &ndp.LinkLayerAddress{Direction: ndp.Source, Addr: mac})
-	}
-	if s.cfg.MTU > 0 {
-		ra.Options = append(ra.Options, ndp.NewMTU(uint32(s.cfg.MTU)))
-	}
-	life := 3 * s.cfg.MaxInterval // RFC 8106 section 5.1
-	if !valid {
-		life = 0
-	}
-	if len(s.cfg.DNS) > 0 {
-		ra.Options = append(ra.Options, &ndp.RecursiveDNSServer{Lifetime: life, Servers: s.cfg.DNS})
-	}
-	if len(s.cfg.Domains) > 0 {
-		ra.Options = append(ra.Options, &ndp.DNSSearchList{Lifetime: life, DomainNames: s.cfg.Domains})
-	}
-	return ra
-}
-
-func pio(p netip.Prefix, preferred, valid time.Duration) *ndp.PrefixInformation {
-	return &ndp.PrefixInformation{PrefixLength: uint8(p.Bits()), OnLink: true, AutonomousAddressConfiguration: true,
-		PreferredLifetime: preferred, ValidLifetime: valid, Prefix: p.Addr()}
-}
-
-// left is the whole seconds from now to t, at least 0.
-func left(now, t time.Time) time.Duration {
-	return max(t.Sub(now), 0).Truncate(time.Second)
 }
 
 func (s *Server) count(kind string) {
