@@ -140,3 +140,38 @@ func normalize(cfg Config) (Config, []server, error) {
 	cfg.Servers = specs
 	return cfg, servers, nil
 }
+
+// Update replaces the configuration from the next round on; a changed
+// server list starts a round at once. Servers that stay keep their state
+// (backoff, kiss of death, counters). An invalid cfg changes nothing.
+func (c *Client) Update(cfg Config) error {
+	cfg, servers, err := normalize(cfg)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	changed := !slices.Equal(cfg.Servers, c.cfg.Servers)
+	old := c.sources
+	c.sources = nil
+	for _, srv := range servers {
+		i := slices.IndexFunc(old, func(s *source) bool { return s.srv == srv })
+		if i >= 0 {
+			c.sources = append(c.sources, old[i])
+			continue
+		}
+		c.sources = append(c.sources, &source{srv: srv, st: ServerStatus{Server: srv.String()}})
+	}
+	c.cfg = cfg
+	if c.poll == 0 {
+		c.poll = cfg.MinInterval
+	}
+	c.poll = min(max(c.poll, cfg.MinInterval), cfg.Interval)
+	if changed {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
