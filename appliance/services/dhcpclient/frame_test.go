@@ -38,59 +38,54 @@ func refChecksum(b []byte) uint16 {
 	return ^uint16(s)
 }
 
+// TestMarshalChecksums checks the headers and checksums Marshal writes
+// against refChecksum (the UDP checksum over the pseudo-header of RFC 768
+// or RFC 8200 section 8.1), and the round trip through the decoder.
 func TestMarshalChecksums(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 300, 1471} {
-		payload := make([]byte, n)
-		for i := range payload {
-			payload[i] = byte(i*7 + 3)
-		}
-		f := Frame{DstMAC: serverMAC, SrcMAC: clientMAC, SrcIP: leaseIP, DstIP: serverIP, SrcPort: 68, DstPort: 67, Payload: payload}
-		b := f.Marshal()
-		ip := b[ethLen : ethLen+ipv4Len]
-		if got := refChecksum(ip); got != 0 {
-			t.Errorf("payload %d: IPv4 header checksum does not verify (%#04x)", n, got)
-		}
-		udp := b[ethLen+ipv4Len:]
-		pseudo := append(append(append([]byte(nil), ip[12:20]...), 0, frame.ProtoUDP), byte(len(udp)>>8), byte(len(udp)))
-		if got := refChecksum(append(pseudo, udp...)); got != 0 {
-			t.Errorf("payload %d: UDP checksum does not verify (%#04x)", n, got)
-		}
-		got, why := DecodeIPv4(b, 67, false)
-		if why != "" {
-			t.Fatalf("payload %d: decode: %s", n, why)
-		}
-		if diff := cmp.Diff(f, got, addrCmp); diff != "" {
-			t.Errorf("payload %d: round trip (-want +got):\n%s", n, diff)
-		}
-	}
-}
-
-// TestMarshalIPv6 checks an IPv6 frame's header and UDP checksum (over the
-// pseudo-header of RFC 8200 section 8.1) and the round trip through
-// DecodeIPv6.
-func TestMarshalIPv6(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 300, 1431} {
-		payload := make([]byte, n)
-		for i := range payload {
-			payload[i] = byte(i*5 + 1)
-		}
-		f := Frame{DstMAC: clientMAC, SrcMAC: serverMAC, SrcIP: serverLL, DstIP: clientLL, SrcPort: 547, DstPort: 546, Payload: payload}
-		b := f.Marshal()
-		ip := b[ethLen : ethLen+ipv6Len]
-		if ip[0] != 0x60 || ip[6] != frame.ProtoUDP || ip[7] != hopLimit || int(ip[4])<<8|int(ip[5]) != udpLen+n {
-			t.Errorf("payload %d: IPv6 header %x", n, ip)
-		}
-		udp := b[ethLen+ipv6Len:]
-		pseudo := append(append([]byte(nil), ip[8:40]...), 0, 0, byte(len(udp)>>8), byte(len(udp)), 0, 0, 0, frame.ProtoUDP)
-		if got := refChecksum(append(pseudo, udp...)); got != 0 {
-			t.Errorf("payload %d: UDP checksum does not verify (%#04x)", n, got)
-		}
-		got, why := DecodeIPv6(b, clientMAC, clientLL, 546, false)
-		if why != "" {
-			t.Fatalf("payload %d: decode: %s", n, why)
-		}
-		if diff := cmp.Diff(f, got, addrCmp); diff != "" {
-			t.Errorf("payload %d: round trip (-want +got):\n%s", n, diff)
+	for _, fam := range []struct {
+		name             string
+		srcIP, dstIP     netip.Addr
+		srcPort, dstPort uint16
+		ipLen, maxLen    int // header and the largest payload of a 1514-byte frame
+		decode           func(b []byte) (Frame, string)
+		pseudo           func(ip []byte, n int) []byte
+	}{
+		{"IPv4", leaseIP, serverIP, 68, 67, ipv4Len, 1471,
+			func(b []byte) (Frame, string) { return DecodeIPv4(b, 67, false) },
+			func(ip []byte, n int) []byte {
+				return append(append([]byte(nil), ip[12:20]...), 0, frame.ProtoUDP, byte(n>>8), byte(n))
+			}},
+		{"IPv6", serverLL, clientLL, 547, 546, ipv6Len, 1431,
+			func(b []byte) (Frame, string) { return DecodeIPv6(b, clientMAC, clientLL, 546, false) },
+			func(ip []byte, n int) []byte {
+				return append(append([]byte(nil), ip[8:40]...), 0, 0, byte(n>>8), byte(n), 0, 0, 0, frame.ProtoUDP)
+			}},
+	} {
+		for _, n := range []int{0, 1, 2, 3, 300, fam.maxLen} {
+			payload := make([]byte, n)
+			for i := range payload {
+				payload[i] = byte(i*7 + 3)
+			}
+			f := Frame{DstMAC: clientMAC, SrcMAC: serverMAC, SrcIP: fam.srcIP, DstIP: fam.dstIP, SrcPort: fam.srcPort, DstPort: fam.dstPort, Payload: payload}
+			b := f.Marshal()
+			ip := b[ethLen : ethLen+fam.ipLen]
+			switch {
+			case fam.ipLen == ipv4Len && refChecksum(ip) != 0:
+				t.Errorf("%s, payload %d: IPv4 header checksum does not verify (%#04x)", fam.name, n, refChecksum(ip))
+			case fam.ipLen == ipv6Len && (ip[0] != 0x60 || ip[6] != frame.ProtoUDP || ip[7] != hopLimit || int(ip[4])<<8|int(ip[5]) != udpLen+n):
+				t.Errorf("%s, payload %d: IPv6 header %x", fam.name, n, ip)
+			}
+			udp := b[ethLen+fam.ipLen:]
+			if got := refChecksum(append(fam.pseudo(ip, len(udp)), udp...)); got != 0 {
+				t.Errorf("%s, payload %d: UDP checksum does not verify (%#04x)", fam.name, n, got)
+			}
+			got, why := fam.decode(b)
+			if why != "" {
+				t.Fatalf("%s, payload %d: decode: %s", fam.name, n, why)
+			}
+			if diff := cmp.Diff(f, got, addrCmp); diff != "" {
+				t.Errorf("%s, payload %d: round trip (-want +got):\n%s", fam.name, n, diff)
+			}
 		}
 	}
 }
