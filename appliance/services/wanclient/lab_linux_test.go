@@ -80,7 +80,7 @@ func (l *lab) startDnsmasq(from, to string) {
 	l.mu.Lock()
 	l.dnsmasq, l.dnsLog = cmd, buf
 	l.mu.Unlock()
-	if !eventually(10*time.Second, func() bool { return strings.Contains(buf.String(), "DHCP, IP range "+from) }) {
+	if !eventually(30*time.Second, func() bool { return strings.Contains(buf.String(), "DHCP, IP range "+from) }) {
 		l.t.Fatalf("dnsmasq did not start:\n%s", buf.String())
 	}
 }
