@@ -2,37 +2,51 @@ package dhcp6c
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv6"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
-// Client holds the WAN's DHCPv6 bindings. Run drives it; Current, Stats
-// and DUID may be called from any goroutine.
+const (
+	clientPort = 546
+	serverPort = 547
+)
+
+// allServers is All_DHCP_Relay_Agents_and_Servers, ff02::1:2, and its
+// Ethernet multicast address (RFC 2464 section 7).
+var (
+	allServers    = netip.MustParseAddr("ff02::1:2")
+	allServersMAC = net.HardwareAddr{0x33, 0x33, 0x00, 0x01, 0x00, 0x02}
+)
+
+// Client holds the WAN's DHCPv6 bindings. Run drives it; Current, Stats,
+// Decline and DUID may be called from any goroutine.
 type Client struct {
-	cfg   Config
-	log   *slog.Logger
-	clock clock
-	open  opener
-	rand  func() float64 // in [-1, 1): the RAND of RFC 8415 section 15
-	duid  dhcpv6.DUID
-	ll    netip.Addr
+	cfg  Config
+	log  *slog.Logger
+	rand func() float64 // in [-1, 1): the RAND of RFC 8415 section 15, ×10
+	duid dhcpv6.DUID
+	ll   netip.Addr
+	core *dhcpclient.Core[*Lease, dhcpclient.Frame]
 
 	mu       sync.Mutex
-	lease    *Lease
-	stats    counters
-	run      bool
-	declines []netip.Addr  // for the machine to decline (Decline)
-	wake     chan struct{} // Decline's signal to the machine
+	declines []netip.Addr // for the machine to decline (Decline)
 }
+
+// Stats is what the client did: messages by type (Sent: SOLICIT,
+// REQUEST, RENEW, REBIND, DECLINE, retransmissions included; Received:
+// ADVERTISE, REPLY for our client ID, used or not), dropped frames by
+// reason, the state (soliciting, requesting, bound, renewing, rebinding,
+// declining; stopped outside Run) and the last error.
+type Stats = dhcpclient.Stats
 
 // New checks cfg, reads (or makes and keeps) the DUID and returns a
 // client; nothing is opened before Run. A nil log logs to slog.Default.
@@ -40,22 +54,15 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("dhcp6c: %w", err)
 	}
-	if log == nil {
-		log = slog.Default()
-	}
-	c := &Client{
-		cfg: cfg, log: log.With("iface", cfg.Interface), clock: realClock{},
-		rand:  func() float64 { return 2*rand.Float64() - 1 },
-		ll:    LinkLocal(cfg.MAC),
-		stats: newCounters(),
-		wake:  make(chan struct{}, 1),
-	}
 	d, err := loadDUID(cfg.StateDir, cfg.MAC, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("dhcp6c: %w", err)
 	}
-	c.duid = d
-	c.open = func() (transport, int, error) { return openPacket(cfg.Interface, cfg.MAC) }
+	c := &Client{cfg: cfg, rand: func() float64 { return 2*rand.Float64() - 1 }, duid: d, ll: LinkLocal(cfg.MAC)}
+	c.core = dhcpclient.NewCore[*Lease, dhcpclient.Frame]("dhcp6c", "wan dhcpv6", cfg.Interface, log, func() (dhcpclient.Transport, int, error) {
+		return dhcpclient.OpenIPv6(cfg.Interface, cfg.MAC, clientPort)
+	})
+	c.log = c.core.Log
 	return c, nil
 }
 
@@ -76,81 +83,39 @@ func (c *Client) LinkLocal() netip.Addr { return c.ll }
 // Run keeps the lease (Current and the state file). Run may be called
 // again after it returned, not twice at once.
 func (c *Client) Run(ctx context.Context, onChange func(old, new *Lease)) error {
-	c.mu.Lock()
-	if c.run {
-		c.mu.Unlock()
-		return errors.New("dhcp6c: Run is already running")
-	}
-	c.run = true
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.run = false
-		c.stats.state = stateStopped
-		c.mu.Unlock()
-	}()
-	tr, _, err := c.open()
-	if err != nil {
-		err = fmt.Errorf("dhcp6c: %w", err)
-		c.setError(err)
-		return err
-	}
-	frames := make(chan received, 32)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() { c.readLoop(tr, frames, stop) })
-	defer func() {
-		close(stop)
-		tr.Close()
-		wg.Wait()
-	}()
 	if onChange == nil {
 		onChange = func(_, _ *Lease) {}
 	}
-	return newMachine(c, tr, onChange).run(ctx, frames)
+	return c.core.Run(ctx, c.decode, func(tr dhcpclient.Transport, _ int) dhcpclient.Machine[dhcpclient.Frame] {
+		return newMachine(c, tr, onChange)
+	})
 }
 
-// readLoop checks the frames the transport receives and hands their
-// payloads (copied) to the state machine until stop is closed.
-func (c *Client) readLoop(tr transport, out chan<- received, stop <-chan struct{}) {
-	buf := make([]byte, 1<<16)
-	pause := time.Second
-	for {
-		n, csumValid, err := tr.Read(buf)
-		if err != nil {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) {
-				return
-			}
-			c.setError(fmt.Errorf("read: %w", err))
-			select {
-			case <-stop:
-				return
-			case <-time.After(pause):
-			}
-			pause = min(2*pause, 30*time.Second)
-			continue
-		}
-		pause = time.Second
-		r, why := decodeFrame(buf[:n], c.cfg.MAC, c.ll, csumValid)
-		if why != "" {
-			c.ignore(why)
-			continue
-		}
-		r.SrcMAC = append(net.HardwareAddr(nil), r.SrcMAC...)
-		r.Payload = append([]byte(nil), r.Payload...)
-		select {
-		case out <- r:
-		case <-stop:
-			return
-		default:
-			c.ignore(dropQueueFull)
-		}
+// decode checks a frame from the socket (decodeFrame) and copies what the
+// machine keeps of it.
+func (c *Client) decode(b []byte, csumValid bool) (dhcpclient.Frame, string) {
+	f, why := decodeFrame(b, c.cfg.MAC, c.ll, csumValid)
+	if why != "" {
+		return dhcpclient.Frame{}, why
 	}
+	return dhcpclient.Frame{
+		SrcMAC:  append(net.HardwareAddr(nil), f.SrcMAC...),
+		SrcIP:   f.SrcIP,
+		Payload: append([]byte(nil), f.Payload...),
+	}, ""
+}
+
+// decodeFrame checks an Ethernet frame from the socket and returns its
+// DHCPv6 payload (aliasing b) if it is a UDP datagram from port 547 to
+// port 546 for mac and ll (unicast) or a multicast group; why says what is
+// wrong otherwise. csumValid skips the UDP checksum the kernel vouched
+// for.
+func decodeFrame(b []byte, mac net.HardwareAddr, ll netip.Addr, csumValid bool) (dhcpclient.Frame, string) {
+	f, why := dhcpclient.DecodeIPv6(b, mac, ll, clientPort, csumValid)
+	if why == "" && f.SrcPort != serverPort {
+		why = dhcpclient.DropWrongPort
+	}
+	return f, why
 }
 
 // Decline says that addr, an address of the lease, is another node's
@@ -163,10 +128,7 @@ func (c *Client) Decline(addr netip.Addr) {
 	c.mu.Lock()
 	c.declines = append(c.declines, addr)
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.core.Wake()
 }
 
 // takeDeclines returns the addresses Decline named since the last call.
@@ -179,47 +141,7 @@ func (c *Client) takeDeclines() []netip.Addr {
 }
 
 // Current returns a copy of the bound lease, or nil.
-func (c *Client) Current() *Lease {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lease.Clone()
-}
+func (c *Client) Current() *Lease { return c.core.Current() }
 
 // Stats returns a snapshot of the counters.
-func (c *Client) Stats() Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stats.snapshot()
-}
-
-func (c *Client) setLease(l *Lease) {
-	c.mu.Lock()
-	c.lease = l.Clone()
-	c.mu.Unlock()
-}
-
-func (c *Client) setState(s state) {
-	c.mu.Lock()
-	c.stats.state = s
-	c.mu.Unlock()
-}
-
-func (c *Client) setError(err error) {
-	c.log.Warn("wan dhcpv6", "err", err)
-	c.mu.Lock()
-	c.stats.lastError = err.Error()
-	c.stats.lastErrorAt = c.clock.Now()
-	c.mu.Unlock()
-}
-
-func (c *Client) ignore(why string) {
-	c.mu.Lock()
-	c.stats.ignored[why]++
-	c.mu.Unlock()
-}
-
-func (c *Client) count(m map[string]uint64, t dhcpv6.MessageType) {
-	c.mu.Lock()
-	m[t.String()]++
-	c.mu.Unlock()
-}
+func (c *Client) Stats() Stats { return c.core.Stats() }

@@ -6,7 +6,9 @@
 // 546 and builds Ethernet, IPv6 and UDP around each message itself, from
 // the link-local address derived from the router's WAN MAC (modified
 // EUI-64). github.com/insomniacslk/dhcp/dhcpv6 encodes and decodes the
-// messages.
+// messages. The socket, the framing, the run loop, the state files and
+// the stats are the machinery it shares with wanclient (package
+// dhcpclient); this package holds the protocol.
 //
 // Client.Run is the RFC 8415 client state machine (section 18):
 //

@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"e1kbox/appliance/dataplane/frame"
 )
 
 var (
@@ -25,3 +27,10 @@ func next(t *testing.T, ch <-chan change, within time.Duration) change {
 		return change{}
 	}
 }
+
+// The header lengths of the frames the tests build and take apart.
+const (
+	ethHdrLen  = frame.EthernetHeaderLen
+	ipv6HdrLen = frame.IPv6HeaderLen
+	udpHdrLen  = frame.UDPHeaderLen
+)

@@ -104,6 +104,10 @@ func until(at time.Time, d time.Duration) time.Time {
 // noBinding says which of our IAs a Reply has NoBinding for.
 type noBinding struct{ pd, na bool }
 
+func isNoBinding(st *dhcpv6.OptStatusCode) bool {
+	return st != nil && st.StatusCode == iana.StatusNoBinding
+}
+
 // offered collects the usable prefixes and addresses of msg's IAs with our
 // IAID (valid lifetime above 0, preferred not above valid, RFC 8415 18.2.10.1)
 // and the prefixes returned with valid lifetime 0 (gone).
@@ -112,9 +116,7 @@ func offered(msg *dhcpv6.Message, iaid [4]byte, at time.Time) (ps []Prefix, as [
 		if pd.IaId != iaid {
 			continue
 		}
-		if st := pd.Options.Status(); st != nil && st.StatusCode == iana.StatusNoBinding {
-			nb.pd = true
-		}
+		nb.pd = nb.pd || isNoBinding(pd.Options.Status())
 		for _, p := range pd.Options.Prefixes() {
 			pfx, ok := netipPrefix(p.Prefix)
 			if !ok || pfx.Bits() > 64 || !pfx.Addr().IsGlobalUnicast() {
@@ -137,9 +139,7 @@ func offered(msg *dhcpv6.Message, iaid [4]byte, at time.Time) (ps []Prefix, as [
 		if na.IaId != iaid {
 			continue
 		}
-		if st := na.Options.Status(); st != nil && st.StatusCode == iana.StatusNoBinding {
-			nb.na = true
-		}
+		nb.na = nb.na || isNoBinding(na.Options.Status())
 		for _, a := range na.Options.Addresses() {
 			addr, ok := netip.AddrFromSlice(a.IPv6Addr)
 			if !ok || !addr.Is6() || !addr.IsGlobalUnicast() || a.ValidLifetime == 0 || a.PreferredLifetime > a.ValidLifetime {

@@ -13,6 +13,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
 
+	"e1kbox/appliance/services/dhcpclient"
 	"e1kbox/internal/netnstest"
 )
 
@@ -23,10 +24,11 @@ type fakeLink struct {
 	out    chan *dhcpv6.Message
 	closed chan struct{}
 	once   sync.Once
+	quit   chan struct{} // the test is over: nobody reads out
 }
 
 func newFakeLink() *fakeLink {
-	return &fakeLink{in: make(chan []byte, 16), out: make(chan *dhcpv6.Message, 64), closed: make(chan struct{})}
+	return &fakeLink{in: make(chan []byte, 16), out: make(chan *dhcpv6.Message, 64), closed: make(chan struct{}), quit: make(chan struct{})}
 }
 
 func (f *fakeLink) Read(b []byte) (int, bool, error) {
@@ -43,8 +45,12 @@ func (f *fakeLink) Write(frame []byte, _ net.HardwareAddr) error {
 	if err != nil {
 		return err
 	}
-	f.out <- msg
-	return nil
+	select {
+	case f.out <- msg:
+		return nil
+	case <-f.quit:
+		return net.ErrClosed
+	}
 }
 
 func (f *fakeLink) Close() error {
@@ -69,14 +75,24 @@ func startFake(t *testing.T, cfg Config) *fakeRun {
 	}
 	f := &fakeRun{t: t, c: c, link: newFakeLink(), changes: make(chan change, 16),
 		server: &dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: ispMAC}}
-	c.open = func() (transport, int, error) { return f.link, 1500, nil }
+	c.core.Open = func() (dhcpclient.Transport, int, error) { return f.link, 1500, nil }
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
-		c.Run(ctx, func(old, new *Lease) { f.changes <- change{old, new} })
+		done <- c.Run(ctx, func(old, new *Lease) {
+			select {
+			case f.changes <- change{old, new}:
+			case <-ctx.Done():
+			}
+		})
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		close(f.link.quit)
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 	return f
 }
 

@@ -61,7 +61,13 @@ func (l *lab) runClient(t *testing.T, cfg Config) (*Client, <-chan change, func(
 	ch := make(chan change, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := l.box.Go(t, func() {
-		if err := c.Run(ctx, func(old, new *Lease) { ch <- change{old, new} }); err != nil {
+		onChange := func(old, new *Lease) {
+			select {
+			case ch <- change{old, new}:
+			case <-ctx.Done(): // stopped: nobody reads
+			}
+		}
+		if err := c.Run(ctx, onChange); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})

@@ -15,7 +15,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
 
-	"e1kbox/appliance/atomicfile"
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 // Files in Config.StateDir.
@@ -50,10 +50,7 @@ func loadDUID(dir string, mac net.HardwareAddr, now time.Time) (dhcpv6.DUID, err
 		return nil, err
 	}
 	d := &dhcpv6.DUIDLLT{HWType: iana.HWTypeEthernet, Time: uint32(now.Sub(duidEpoch) / time.Second), LinkLayerAddr: mac}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("keep DUID: %w", err)
-	}
-	if err := atomicfile.Write(path, []byte(hex.EncodeToString(d.ToBytes())+"\n"), 0o644); err != nil {
+	if err := dhcpclient.SaveFile(path, []byte(hex.EncodeToString(d.ToBytes())+"\n")); err != nil {
 		return nil, fmt.Errorf("keep DUID: %w", err)
 	}
 	return d, nil
@@ -89,11 +86,7 @@ func encodeLease(duid dhcpv6.DUID, iaid [4]byte, l *Lease) ([]byte, error) {
 	for _, a := range l.Addrs {
 		f.Addrs = append(f.Addrs, Address{a.Addr, a.Preferred.Round(0), a.Valid.Round(0)})
 	}
-	b, err := json.MarshalIndent(&f, "", "\t")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
+	return dhcpclient.EncodeJSON(&f)
 }
 
 // errOtherClient says the lease file holds a lease of another DUID or IAID.
@@ -142,33 +135,20 @@ func decodeLease(data []byte, duid dhcpv6.DUID, iaid [4]byte) (*Lease, error) {
 
 // loadLease reads the lease file in dir; none is no error.
 func loadLease(dir string, duid dhcpv6.DUID, iaid [4]byte) (*Lease, error) {
-	path := filepath.Join(dir, leaseFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	l, err := decodeLease(data, duid, iaid)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return l, nil
+	return dhcpclient.LoadFile(filepath.Join(dir, leaseFile), func(data []byte) (*Lease, error) {
+		return decodeLease(data, duid, iaid)
+	})
 }
 
 // saveLease writes the lease file in dir atomically; a nil lease removes it.
 func saveLease(dir string, duid dhcpv6.DUID, iaid [4]byte, l *Lease) error {
 	path := filepath.Join(dir, leaseFile)
 	if l == nil {
-		return atomicfile.Remove(path)
+		return dhcpclient.RemoveFile(path)
 	}
 	data, err := encodeLease(duid, iaid, l)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return atomicfile.Write(path, data, 0o644)
+	return dhcpclient.SaveFile(path, data)
 }

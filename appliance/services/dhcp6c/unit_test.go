@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 var addrCmp = cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})
@@ -52,13 +54,13 @@ func TestLinkLocal(t *testing.T) {
 	}
 }
 
-func replyFrame(payload []byte, mutate func(*udp6Frame)) []byte {
-	f := udp6Frame{DstMAC: boxMAC, SrcMAC: ispMAC, SrcIP: LinkLocal(ispMAC), DstIP: LinkLocal(boxMAC),
+func replyFrame(payload []byte, mutate func(*dhcpclient.Frame)) []byte {
+	f := dhcpclient.Frame{DstMAC: boxMAC, SrcMAC: ispMAC, SrcIP: LinkLocal(ispMAC), DstIP: LinkLocal(boxMAC),
 		SrcPort: serverPort, DstPort: clientPort, Payload: payload}
 	if mutate != nil {
 		mutate(&f)
 	}
-	return f.marshal()
+	return f.Marshal()
 }
 
 func TestDecodeFrame(t *testing.T) {
@@ -70,18 +72,18 @@ func TestDecodeFrame(t *testing.T) {
 		why   string
 	}{
 		{"reply", good, ""},
-		{"to ff02::1:2", replyFrame(payload, func(f *udp6Frame) { f.DstMAC, f.DstIP = allServersMAC, allServers }), ""},
-		{"short", good[:ethHdrLen+ipv6HdrLen+4], dropShort},
-		{"ipv4", withByte(good, 12, 0x08, 13, 0x00), dropNotIPv6},
-		{"version 4", withByte(good, ethHdrLen, 0x40), dropBadIPHeader},
-		{"payload length past the end", withByte(good, ethHdrLen+4, 0x10), dropBadIPHeader},
-		{"extension header", withByte(good, ethHdrLen+6, 0), dropNotUDP},
-		{"other MAC", replyFrame(payload, func(f *udp6Frame) { f.DstMAC = ispMAC }), dropNotForUs},
-		{"other address", replyFrame(payload, func(f *udp6Frame) { f.DstIP = netip.MustParseAddr("fe80::9") }), dropNotForUs},
-		{"udp length short", withByte(good, ethHdrLen+ipv6HdrLen+5, 4), dropBadUDPLength},
-		{"checksum", withByte(good, len(good)-1, 0xff), dropBadUDPChecksum},
-		{"zero checksum", withByte(good, ethHdrLen+ipv6HdrLen+6, 0, ethHdrLen+ipv6HdrLen+7, 0), dropBadUDPChecksum},
-		{"wrong port", replyFrame(payload, func(f *udp6Frame) { f.SrcPort = 53 }), dropWrongPort},
+		{"to ff02::1:2", replyFrame(payload, func(f *dhcpclient.Frame) { f.DstMAC, f.DstIP = allServersMAC, allServers }), ""},
+		{"short", good[:ethHdrLen+ipv6HdrLen+4], dhcpclient.DropShort},
+		{"ipv4", withByte(good, 12, 0x08, 13, 0x00), dhcpclient.DropNotIPv6},
+		{"version 4", withByte(good, ethHdrLen, 0x40), dhcpclient.DropBadIPHeader},
+		{"payload length past the end", withByte(good, ethHdrLen+4, 0x10), dhcpclient.DropBadIPHeader},
+		{"extension header", withByte(good, ethHdrLen+6, 0), dhcpclient.DropNotUDP},
+		{"other MAC", replyFrame(payload, func(f *dhcpclient.Frame) { f.DstMAC = ispMAC }), dhcpclient.DropNotForUs},
+		{"other address", replyFrame(payload, func(f *dhcpclient.Frame) { f.DstIP = netip.MustParseAddr("fe80::9") }), dhcpclient.DropNotForUs},
+		{"udp length short", withByte(good, ethHdrLen+ipv6HdrLen+5, 4), dhcpclient.DropBadUDPLength},
+		{"checksum", withByte(good, len(good)-1, 0xff), dhcpclient.DropBadUDPChecksum},
+		{"zero checksum", withByte(good, ethHdrLen+ipv6HdrLen+6, 0, ethHdrLen+ipv6HdrLen+7, 0), dhcpclient.DropBadUDPChecksum},
+		{"wrong port", replyFrame(payload, func(f *dhcpclient.Frame) { f.SrcPort = 53 }), dhcpclient.DropWrongPort},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, why := decodeFrame(tc.frame, boxMAC, LinkLocal(boxMAC), false)

@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// Name is a local host name and its address.
+type Name struct {
+	Hostname string
+	Addr     netip.Addr
+}
+
 // namesCache holds the local names, rebuilt when the table changed (gen)
 // or a lease that gave a name ran out (until).
 type namesCache struct {

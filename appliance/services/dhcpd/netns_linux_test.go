@@ -5,16 +5,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"e1kbox/internal/dhcptest"
 	"e1kbox/internal/netnstest"
@@ -30,51 +26,39 @@ func requireNetns(t *testing.T) {
 	testenv.Require(t, "root", "ip", "ss", "dhclient", "udhcpc")
 }
 
-// serve runs s.Serve in the namespace: on a goroutine whose OS thread
-// entered it (and is never unlocked, so it ends with the goroutine). It
-// returns once port 67 is bound; stop ends Serve (also at cleanup).
+// serve runs s.Serve in the namespace (netnstest's Go: on a thread that
+// entered it for good). It returns once port 67 is bound; stop ends Serve
+// and waits for it (also at cleanup).
 func serve(t *testing.T, ns *netnstest.Namespace, s *Server) (stop func()) {
 	t.Helper()
-	f, err := os.Open("/run/netns/" + ns.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns: %w", err)
-			return
+	var err error // Serve's, once ended is closed
+	ended := make(chan struct{})
+	wait := ns.Go(t, func() {
+		defer close(ended)
+		err = s.Serve(ctx)
+	})
+	stop = sync.OnceFunc(func() {
+		cancel()
+		wait()
+		if err != nil {
+			t.Errorf("Serve: %v", err)
 		}
-		errc <- s.Serve(ctx)
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-errc; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-			f.Close()
-		})
-	}
+	})
 	t.Cleanup(stop)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	bound := func() bool {
 		out, _ := ns.Command("ss", "-Huln", "sport", "=", ":67").Output()
-		if len(bytes.TrimSpace(out)) > 0 {
-			return stop
-		}
-		select {
-		case err := <-errc:
-			t.Fatalf("Serve ended at once: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Serve did not bind port 67 within 5 s")
-		}
+		return len(bytes.TrimSpace(out)) > 0
 	}
+	netnstest.WaitFor(t, 30*time.Second, "Serve binds port 67", func() bool {
+		select {
+		case <-ended:
+			t.Fatalf("Serve ended at once: %v", err)
+		default:
+		}
+		return bound()
+	})
+	return stop
 }
 
 // testLAN is the router namespace with br0 (10.70.0.1/24) and its clients.
@@ -113,25 +97,18 @@ func (l *testLAN) client(t *testing.T, mac string) *lanClient {
 	c.ns.Run(t, "ip", "link", "set", "c0", "up")
 	// A client's first DISCOVER must not be lost to a link coming up:
 	// wait for the carrier and the bridge port forwarding.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	netnstest.WaitFor(t, 30*time.Second, c.Name+": link up and forwarding", func() bool {
 		up := strings.Contains(c.ns.Run(t, "ip", "link", "show", "c0"), "state UP")
-		fwd := strings.Contains(l.router.Run(t, "ip", "-d", "link", "show", port), "state forwarding")
-		if up && fwd {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: link not up and forwarding within 5 s", c.Name)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return up && strings.Contains(l.router.Run(t, "ip", "-d", "link", "show", port), "state forwarding")
+	})
+	return c
 }
 
 // waitLease waits until the server has a lease for mac in state st and
 // returns it.
 func waitLease(t *testing.T, s *Server, mac string, st State) Lease {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a loaded machine's clients are slow
 	for {
 		for _, l := range s.Leases() {
 			if l.MAC.String() == mac && l.State == st {

@@ -168,7 +168,7 @@ func TestPersistCoalesced(t *testing.T) {
 		defer close(done)
 		s.writer(ctx)
 	}()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
 
 	a := dora(t, s, macA)
 	for range 100 {

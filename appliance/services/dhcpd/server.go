@@ -2,7 +2,6 @@
 package dhcpd
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -22,39 +21,6 @@ const (
 	QuarantineTime = 10 * time.Minute
 )
 
-// State is a lease's state.
-type State string
-
-// Lease states.
-const (
-	StateOffered  State = "offered"  // offered, not yet requested
-	StateBound    State = "bound"    // acknowledged and not expired
-	StateExpired  State = "expired"  // its lease ran out; the address is remembered for the client
-	StateReleased State = "released" // the client gave it back
-	StateReserved State = "reserved" // a static lease the device has not taken yet
-)
-
-// Lease is one entry of the lease table, as Leases reports it.
-type Lease struct {
-	MAC      net.HardwareAddr
-	ClientID string // option 61 in hex, empty if the client sent none
-	IP       netip.Addr
-	Hostname string
-	Expiry   time.Time // end of the lease or of the offer; zero for a reserved static
-	LastSeen time.Time
-	Static   bool
-	// InConfig: Static and from the config, which Forget refuses to
-	// drop; false for a static lease MakeStatic made.
-	InConfig bool
-	State    State
-}
-
-// Name is a local host name and its address.
-type Name struct {
-	Hostname string
-	Addr     netip.Addr
-}
-
 // Stats are the server's counters.
 type Stats struct {
 	Discovers, Offers, Requests, Acks, Naks uint64
@@ -64,49 +30,6 @@ type Stats struct {
 	LeasesInUse                             int    // bound, unexpired leases (static ones too)
 	Offered                                 int    // pending offers
 	LeaseFileWrites                         uint64 // lease file writes (changes are coalesced)
-}
-
-// Errors of MakeStatic and Forget.
-var (
-	ErrNoLease      = errors.New("no lease for this MAC")
-	ErrConfigStatic = errors.New("is a static lease of the config")
-	// ErrAlreadyStatic: MakeStatic was called for a device it made static.
-	ErrAlreadyStatic = errors.New("already static")
-)
-
-// entry is one client's state in the table.
-type entry struct {
-	key      string // client identity: "id:" + hex(option 61) or "hw:" + MAC
-	mac      mac
-	cid      string // hex(option 61)
-	ip       netip.Addr
-	hostname string
-	state    State // offered, bound, expired or released
-	expiry   time.Time
-	lastSeen time.Time
-
-	heap *entryHeap // the heap e is in; nil for a static hold
-	hidx int        // e's index in it
-}
-
-// live reports whether e holds its address now: an offer or a lease that
-// has not run out.
-func (e *entry) live(now time.Time) bool {
-	return (e.state == StateOffered || e.state == StateBound) && now.Before(e.expiry)
-}
-
-// stateAt is e's state as seen at now.
-func (e *entry) stateAt(now time.Time) State {
-	if e.state == StateBound && !now.Before(e.expiry) {
-		return StateExpired
-	}
-	return e.state
-}
-
-// pin is a static lease made by MakeStatic; it lives in the lease file.
-type pin struct {
-	IP       netip.Addr
-	Hostname string
 }
 
 // Server is the DHCPv4 server. Its methods are safe for concurrent use.
@@ -278,130 +201,6 @@ func (s *Server) changed() {
 	if s.OnChange != nil {
 		s.OnChange()
 	}
-}
-
-// Leases returns the table (without expired offers) and the static leases
-// no device has taken yet, ordered by address.
-func (s *Server) Leases() []Lease {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	var out []Lease
-	held := map[netip.Addr]bool{}
-	for _, e := range s.byKey {
-		if e.state == StateOffered && !now.Before(e.expiry) {
-			continue
-		}
-		held[e.ip] = true
-		static := s.holdsStatic(e)
-		_, pinned := s.pins[e.mac]
-		out = append(out, Lease{
-			MAC: slices.Clone(net.HardwareAddr(e.mac[:])), ClientID: e.cid, IP: e.ip, Hostname: e.hostname,
-			Expiry: e.expiry, LastSeen: e.lastSeen, Static: static, InConfig: static && !pinned, State: e.stateAt(now),
-		})
-	}
-	for m, st := range s.static {
-		if !held[st.IP] {
-			_, pinned := s.pins[m]
-			out = append(out, Lease{MAC: slices.Clone(st.MAC), IP: st.IP, Hostname: st.Hostname, Static: true, InConfig: !pinned, State: StateReserved})
-		}
-	}
-	slices.SortFunc(out, func(a, b Lease) int {
-		if c := a.IP.Compare(b.IP); c != 0 {
-			return c
-		}
-		return slices.Compare(a.MAC, b.MAC)
-	})
-	return out
-}
-
-// MakeStatic turns the address the device hw holds (its most recently seen
-// lease) into a static lease kept in the lease file: from then on the
-// device always gets it and nobody else does.
-func (s *Server) MakeStatic(hw net.HardwareAddr) error {
-	m, ok := macOf(hw)
-	if !ok {
-		return fmt.Errorf("dhcpd: make static %v: not an Ethernet address", hw)
-	}
-	s.mu.Lock()
-	err := s.makeStatic(m)
-	s.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("dhcpd: make static %v: %w", hw, err)
-	}
-	s.log.Info("dhcpd: lease made static", "mac", m)
-	s.changed()
-	return nil
-}
-
-func (s *Server) makeStatic(m mac) error {
-	if s.pol.static[m].MAC != nil {
-		return ErrConfigStatic
-	}
-	if _, ok := s.pins[m]; ok {
-		return ErrAlreadyStatic
-	}
-	var best *entry
-	for _, e := range s.byKey {
-		if e.mac == m && e.state != StateOffered && (best == nil || e.lastSeen.After(best.lastSeen)) {
-			best = e
-		}
-	}
-	if best == nil {
-		return ErrNoLease
-	}
-	if !s.pol.host(best.ip) {
-		return fmt.Errorf("address %v is no longer a host address of the subnet", best.ip)
-	}
-	if om, ok := s.staticIP[best.ip]; ok && om != m {
-		return fmt.Errorf("address %v is the static address of %v", best.ip, om)
-	}
-	s.pins[m] = pin{IP: best.ip, Hostname: best.hostname}
-	s.rebuildStatics()
-	s.names.gen++
-	return nil
-}
-
-// Forget removes every entry of the device hw and its static lease made by
-// MakeStatic; its addresses become free. A static lease of the config
-// cannot be forgotten (ErrConfigStatic).
-func (s *Server) Forget(hw net.HardwareAddr) error {
-	m, ok := macOf(hw)
-	if !ok {
-		return fmt.Errorf("dhcpd: forget %v: not an Ethernet address", hw)
-	}
-	s.mu.Lock()
-	err := s.forget(m)
-	s.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("dhcpd: forget %v: %w", hw, err)
-	}
-	s.log.Info("dhcpd: lease forgotten", "mac", m)
-	s.changed()
-	return nil
-}
-
-func (s *Server) forget(m mac) error {
-	if s.pol.static[m].MAC != nil {
-		return ErrConfigStatic
-	}
-	found := false
-	for _, e := range s.byKey {
-		if e.mac == m {
-			s.del(e)
-			found = true
-		}
-	}
-	if _, ok := s.pins[m]; ok {
-		delete(s.pins, m)
-		s.rebuildStatics()
-		found = true
-	}
-	if !found {
-		return ErrNoLease
-	}
-	s.names.gen++
-	return nil
 }
 
 // Stats returns the counters.

@@ -6,6 +6,41 @@ import (
 	"time"
 )
 
+// entry is one client's state in the table.
+type entry struct {
+	key      string // client identity: "id:" + hex(option 61) or "hw:" + MAC
+	mac      mac
+	cid      string // hex(option 61)
+	ip       netip.Addr
+	hostname string
+	state    State // offered, bound, expired or released
+	expiry   time.Time
+	lastSeen time.Time
+
+	heap *entryHeap // the heap e is in; nil for a static hold
+	hidx int        // e's index in it
+}
+
+// live reports whether e holds its address now: an offer or a lease that
+// has not run out.
+func (e *entry) live(now time.Time) bool {
+	return (e.state == StateOffered || e.state == StateBound) && now.Before(e.expiry)
+}
+
+// stateAt is e's state as seen at now.
+func (e *entry) stateAt(now time.Time) State {
+	if e.state == StateBound && !now.Before(e.expiry) {
+		return StateExpired
+	}
+	return e.state
+}
+
+// pin is a static lease made by MakeStatic; it lives in the lease file.
+type pin struct {
+	IP       netip.Addr
+	Hostname string
+}
+
 // The table's indexes: byKey and byIP hold every entry; the dynamic ones
 // (all but static holds) are also in one of two heaps ordered by expiry,
 // offers in s.offers and the rest in s.leased, so the entry to reclaim is

@@ -1,6 +1,7 @@
 package dnsd
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -113,36 +114,16 @@ type settings struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Domain == "" {
-		c.Domain = DefaultDomain
-	}
-	if c.CacheSize == 0 {
-		c.CacheSize = DefaultCacheSize
-	}
-	if c.CacheBytes == 0 {
-		c.CacheBytes = DefaultCacheBytes
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.MaxTTL == 0 {
-		c.MaxTTL = DefaultMaxTTL
-	}
-	if c.NegativeMaxTTL == 0 {
-		c.NegativeMaxTTL = DefaultNegativeMaxTTL
-	}
-	if c.LocalTTL == 0 {
-		c.LocalTTL = DefaultLocalTTL
-	}
-	if c.RateLimit == 0 {
-		c.RateLimit = DefaultRateLimit
-	}
-	if c.RateBurst == 0 {
-		c.RateBurst = DefaultRateBurst
-	}
-	if c.UDPSize == 0 {
-		c.UDPSize = DefaultUDPSize
-	}
+	c.Domain = cmp.Or(c.Domain, DefaultDomain)
+	c.CacheSize = cmp.Or(c.CacheSize, DefaultCacheSize)
+	c.CacheBytes = cmp.Or(c.CacheBytes, DefaultCacheBytes)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.MaxTTL = cmp.Or(c.MaxTTL, DefaultMaxTTL)
+	c.NegativeMaxTTL = cmp.Or(c.NegativeMaxTTL, DefaultNegativeMaxTTL)
+	c.LocalTTL = cmp.Or(c.LocalTTL, DefaultLocalTTL)
+	c.RateLimit = cmp.Or(c.RateLimit, DefaultRateLimit)
+	c.RateBurst = cmp.Or(c.RateBurst, DefaultRateBurst)
+	c.UDPSize = cmp.Or(c.UDPSize, DefaultUDPSize)
 	return c
 }
 

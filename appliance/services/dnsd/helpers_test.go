@@ -156,18 +156,20 @@ func listenPair(t testing.TB, addr string) (net.PacketConn, net.Listener) {
 
 // serveOn runs a dns.Server until the test ends.
 func serveOn(t testing.TB, srv *dns.Server) {
+	t.Helper()
 	started := make(chan struct{})
 	srv.NotifyStartedFunc = func() { close(started) }
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.ActivateAndServe()
-	}()
-	<-started
-	t.Cleanup(func() {
-		srv.Shutdown()
-		<-done
-	})
+	done := make(chan error, 1)
+	go func() { done <- srv.ActivateAndServe() }()
+	select {
+	case <-started:
+		t.Cleanup(func() {
+			srv.Shutdown()
+			<-done
+		})
+	case err := <-done:
+		t.Fatalf("dns.Server did not start: %v", err)
+	}
 }
 
 // answers returns an answer func: name (canonical) → records; other names

@@ -2,82 +2,35 @@ package dnsd
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/miekg/dns"
-	"golang.org/x/sys/unix"
 
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 )
 
-// A minimal netns helper (internal/netnstest is not in this tree yet).
-
-var nsSeq atomic.Int64
-
-// addNetns creates a network namespace named for the test process, with
-// lo up, deleted when the test ends.
-func addNetns(t *testing.T, role string) string {
+// newNetns creates a namespace with lo up, deleted when the test ends.
+func newNetns(t *testing.T, role string) *netnstest.Namespace {
 	t.Helper()
-	name := fmt.Sprintf("dnsd-%s-%d-%d", role, os.Getpid(), nsSeq.Add(1))
-	run(t, "ip", "netns", "add", name)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
-	run(t, "ip", "-n", name, "link", "set", "lo", "up")
-	return name
-}
-
-// run runs a command and returns its output, failing the test on an error.
-func run(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// inNetns runs fn on an OS thread inside ns: the sockets fn creates belong
-// to ns for good.
-func inNetns(t *testing.T, ns string, fn func()) {
-	t.Helper()
-	f, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			t.Errorf("setns %s: %v", ns, err)
-			return
-		}
-		fn()
-	}()
-	<-done
+	ns := netnstest.New(t, "dnsd-"+role)
+	ns.IP(t, "link", "set", "lo", "up")
+	return ns
 }
 
 // veth links two namespaces with one address on each end.
-func veth(t *testing.T, ns1, if1, addr1, ns2, if2, addr2 string) {
+func veth(t *testing.T, ns1 *netnstest.Namespace, if1, addr1 string, ns2 *netnstest.Namespace, if2, addr2 string) {
 	t.Helper()
-	run(t, "ip", "-n", ns1, "link", "add", if1, "type", "veth", "peer", "name", if2, "netns", ns2)
-	run(t, "ip", "-n", ns1, "addr", "add", addr1, "dev", if1)
-	run(t, "ip", "-n", ns2, "addr", "add", addr2, "dev", if2)
-	run(t, "ip", "-n", ns1, "link", "set", if1, "up")
-	run(t, "ip", "-n", ns2, "link", "set", if2, "up")
+	netnstest.Veth(t, netnstest.End{NS: ns1, Name: if1, Addrs: []string{addr1}, Up: true},
+		netnstest.End{NS: ns2, Name: if2, Addrs: []string{addr2}, Up: true})
 }
 
 // digResult is what dig printed: the status, the header flags and the
@@ -88,10 +41,10 @@ type digResult struct {
 	Answers []string
 }
 
-func dig(t *testing.T, ns string, args ...string) digResult {
+func dig(t *testing.T, ns *netnstest.Namespace, args ...string) digResult {
 	t.Helper()
-	full := append([]string{"ip", "netns", "exec", ns, "dig", "@192.168.77.1", "+time=3", "+tries=1", "+noall", "+comments", "+answer"}, args...)
-	out := run(t, full...)
+	full := append([]string{"dig", "@192.168.77.1", "+time=3", "+tries=1", "+noall", "+comments", "+answer"}, args...)
+	out := ns.Run(t, full...)
 	var r digResult
 	for _, line := range strings.Split(out, "\n") {
 		switch {
@@ -119,7 +72,7 @@ func dig(t *testing.T, ns string, args ...string) digResult {
 // answer dig gets comes from the server.
 func TestNetnsDnsmasqDig(t *testing.T) {
 	testenv.Require(t, "root", "ip", "dig", "dnsmasq")
-	isp, box, lan := addNetns(t, "isp"), addNetns(t, "box"), addNetns(t, "lan")
+	isp, box, lan := newNetns(t, "isp"), newNetns(t, "box"), newNetns(t, "lan")
 	veth(t, box, "wan0", "198.51.100.2/24", isp, "up0", "198.51.100.1/24")
 	veth(t, box, "lan0", "192.168.77.1/24", lan, "eth0", "192.168.77.10/24")
 
@@ -128,7 +81,7 @@ func TestNetnsDnsmasqDig(t *testing.T) {
 		big[i] = `"` + strings.Repeat(string(rune('a'+i)), 250) + `"`
 	}
 	upLog := &logBuffer{}
-	cmd := exec.Command("ip", "netns", "exec", isp, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
+	cmd := isp.Command("dnsmasq", "--no-daemon", "--conf-file=/dev/null",
 		"--no-resolv", "--no-hosts", "--bind-interfaces", "--listen-address=198.51.100.1", "--pid-file=",
 		"--log-queries", "--log-facility=-", "--local-ttl=300",
 		"--address=/example.test/192.0.2.7", "--host-record=www.example.test,192.0.2.8",
@@ -144,8 +97,8 @@ func TestNetnsDnsmasqDig(t *testing.T) {
 			t.Logf("dnsmasq log:\n%s", upLog)
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for exec.Command("ip", "netns", "exec", isp, "dig", "@198.51.100.1", "+time=1", "+tries=1", "ready.example.test").Run() != nil {
+	deadline := time.Now().Add(30 * time.Second)
+	for isp.Command("dig", "@198.51.100.1", "+time=1", "+tries=1", "ready.example.test").Run() != nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("dnsmasq does not answer:\n%s", upLog)
 		}
@@ -156,7 +109,7 @@ func TestNetnsDnsmasqDig(t *testing.T) {
 
 	logs := &logBuffer{}
 	var s *Server
-	inNetns(t, box, func() {
+	box.Do(t, func() {
 		var err error
 		s, err = New(Config{
 			Listen:    []netip.AddrPort{netip.MustParseAddrPort("192.168.77.1:53")},
@@ -279,11 +232,11 @@ func TestNetnsDnsmasqDig(t *testing.T) {
 // never be asked.
 func TestNetnsSockets(t *testing.T) {
 	testenv.Require(t, "root", "ip")
-	ns := addNetns(t, "sock")
+	ns := newNetns(t, "sock")
 	decoy := startUpstream(t, answers(map[string][]string{"x.test.": {"x.test. 300 IN A 192.0.2.66"}}))
 	var inside *fakeUpstream
 	var s *Server
-	inNetns(t, ns, func() {
+	ns.Do(t, func() {
 		pc, err := net.ListenPacket("udp", decoy.addr.String())
 		if err != nil {
 			t.Errorf("the namespace's loopback: %v", err)
@@ -312,19 +265,19 @@ func TestNetnsSockets(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-	}()
+	})
 	// Update from this (unlocked) goroutine: the new listener is the namespace's too.
 	if err := s.Update(Config{Listen: []netip.AddrPort{s.Addrs()[0], netip.MustParseAddrPort("127.0.0.2:0")}, Upstreams: []netip.AddrPort{decoy.addr}, RateLimit: -1}); err != nil {
 		t.Fatal(err)
 	}
 	addrs := s.Addrs()
 	var got []string
-	inNetns(t, ns, func() {
+	ns.Do(t, func() {
 		for i, name := range []string{"x.test.", "y.test."} {
 			for _, network := range []string{"udp", "tcp"} {
 				r, err := exchange(network, addrs[i], query(name, dns.TypeA), "", 3*time.Second)

@@ -5,16 +5,12 @@ package timesync
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 )
 
@@ -35,76 +32,24 @@ import (
 // recording fake clock; a Go falseticker an hour ahead listens in srv2 on
 // port 1123. All traffic stays inside these namespaces.
 
-var nsSeq atomic.Int64
-
-// netns is a network namespace made for the test.
-type netns struct {
-	name string
-	file *os.File
-}
-
-func run(t *testing.T, args ...string) {
+// newNetns creates a namespace with lo up, removed when the test ends.
+func newNetns(t *testing.T, role string) *netnstest.Namespace {
 	t.Helper()
-	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-func newNetns(t *testing.T, role string) *netns {
-	t.Helper()
-	name := fmt.Sprintf("tsync-%d-%d-%s", os.Getpid(), nsSeq.Add(1), role)
-	run(t, "ip", "netns", "add", name)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v\n%s", name, err, out)
-		}
-	})
-	f, err := os.Open("/run/netns/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	run(t, "ip", "-n", name, "link", "set", "lo", "up")
-	return &netns{name: name, file: f}
-}
-
-// do runs fn on a thread switched into the namespace; sockets made in fn
-// stay in it.
-func (n *netns) do(fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	if err := unix.Setns(int(n.file.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("setns %s: %w", n.name, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		// Leave the thread locked: it dies with the goroutine instead of
-		// running others in the wrong namespace.
-		return fmt.Errorf("setns back from %s: %w", n.name, err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
+	ns := netnstest.New(t, "tsync-"+role)
+	ns.IP(t, "link", "set", "lo", "up")
+	return ns
 }
 
 // link joins a (device veth0, address aAddr) and b (device bDev, address
 // bAddr) with a veth pair.
-func link(t *testing.T, a *netns, aAddr string, b *netns, bDev, bAddr string) {
+func link(t *testing.T, a *netnstest.Namespace, aAddr string, b *netnstest.Namespace, bDev, bAddr string) {
 	t.Helper()
-	run(t, "ip", "-n", a.name, "link", "add", "veth0", "type", "veth", "peer", "name", bDev, "netns", b.name)
-	run(t, "ip", "-n", a.name, "addr", "add", aAddr, "dev", "veth0")
-	run(t, "ip", "-n", b.name, "addr", "add", bAddr, "dev", bDev)
-	run(t, "ip", "-n", a.name, "link", "set", "veth0", "up")
-	run(t, "ip", "-n", b.name, "link", "set", bDev, "up")
+	netnstest.Veth(t, netnstest.End{NS: a, Name: "veth0", Addrs: []string{aAddr}, Up: true},
+		netnstest.End{NS: b, Name: bDev, Addrs: []string{bAddr}, Up: true})
 }
 
 // startChrony runs chronyd as a stratum 8 server in ns until the test ends.
-func startChrony(t *testing.T, ns *netns) {
+func startChrony(t *testing.T, ns *netnstest.Namespace) {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "chrony.conf")
@@ -123,7 +68,7 @@ func startChrony(t *testing.T, ns *netns) {
 	}
 	// -d: foreground, log to stderr; -x: never adjust the system clock;
 	// -u root: no privilege drop (the pid file stays removable).
-	cmd := exec.Command("ip", "netns", "exec", ns.name, "chronyd", "-d", "-x", "-u", "root", "-f", conf)
+	cmd := ns.Command("chronyd", "-d", "-x", "-u", "root", "-f", conf)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -140,7 +85,7 @@ func startChrony(t *testing.T, ns *netns) {
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("chronyd in %s:\n%s", ns.name, out.String())
+			t.Logf("chronyd in %s:\n%s", ns.Name(), out.String())
 		}
 	})
 }
@@ -164,7 +109,7 @@ func TestChrony(t *testing.T) {
 	startChrony(t, srv1)
 	startChrony(t, srv2)
 	var falseConn *net.UDPConn
-	if err := srv2.do(func() (err error) {
+	if err := srv2.In(func() (err error) {
 		falseConn, err = net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(10, 77, 2, 1), Port: 1123})
 		return err
 	}); err != nil {
@@ -187,7 +132,7 @@ func TestChrony(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.dial = func(_ netip.Addr, ap netip.AddrPort) (conn net.Conn, err error) {
-		err = cli.do(func() (err error) {
+		err = cli.In(func() (err error) {
 			conn, err = net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(ap))
 			return err
 		})
@@ -200,7 +145,7 @@ func TestChrony(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	defer func() { cancel(); wg.Wait() }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
 
 	waitSynced(t, c, 10*time.Second)
 	actions, _ := clock.record()

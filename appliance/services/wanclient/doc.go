@@ -7,7 +7,9 @@
 // around each DHCP message itself (github.com/insomniacslk/dhcp/dhcpv4
 // encodes and decodes the messages). AF_PACKET taps run before the
 // dataplane's tcx ingress drop, so the socket sees the server's replies
-// although the kernel never does.
+// although the kernel never does. The socket, the framing, the run loop,
+// the lease file and the stats are the machinery it shares with dhcp6c
+// (package dhcpclient); this package holds the protocol.
 //
 // Client.Run is the RFC 2131 state machine:
 //

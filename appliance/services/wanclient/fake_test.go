@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/iana"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 // The unit tests drive a Client through a fake clock and a fake transport:
@@ -170,9 +172,9 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, clk: newFakeClock(), tr: newFakeTransport(), c: c, changes: make(chan change, 16)}
-	c.clock = e.clk
+	c.core.Clock = e.clk
 	c.jitter = func() time.Duration { return 0 }
-	c.open = func() (transport, int, error) {
+	c.core.Open = func() (dhcpclient.Transport, int, error) {
 		e.mu.Lock()
 		e.opens++
 		e.mu.Unlock()
@@ -190,19 +192,26 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// run starts Run; the test's cleanup stops it and checks it returned nil.
+// run starts Run; the test's cleanup stops it, checks it returned nil and
+// waits for it.
 func (e *env) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.done = make(chan error, 1)
 	go func() {
-		e.done <- e.c.Run(ctx, func(old, new *Lease) { e.changes <- change{old, new} })
+		e.done <- e.c.Run(ctx, func(old, new *Lease) {
+			select {
+			case e.changes <- change{old, new}:
+			case <-ctx.Done(): // the test is over: nobody reads
+			}
+		})
 	}()
 	e.t.Cleanup(func() {
 		cancel()
 		if err := e.wait(); err != nil {
 			e.t.Errorf("Run: %v", err)
 		}
+		<-e.done // joined, also when wait gave up on it
 	})
 }
 
@@ -232,7 +241,7 @@ func (e *env) next() sent {
 	e.t.Helper()
 	select {
 	case f := <-e.tr.out:
-		u, why := decodeUDP(f.frame, serverPort, false)
+		u, why := dhcpclient.DecodeIPv4(f.frame, serverPort, false)
 		if why != "" {
 			e.t.Fatalf("client sent a bad frame (%s): %x", why, f.frame)
 		}
@@ -357,13 +366,13 @@ func (s fakeServer) msg(req *dhcpv4.DHCPv4, t dhcpv4.MessageType, yiaddr netip.A
 
 // frame wraps a reply for the client's MAC, IP destination dst.
 func (s fakeServer) frame(m *dhcpv4.DHCPv4, dst netip.Addr) []byte {
-	f := udpFrame{
+	f := dhcpclient.Frame{
 		DstMAC: m.ClientHWAddr, SrcMAC: s.mac,
 		SrcIP: s.ip, DstIP: dst,
 		SrcPort: serverPort, DstPort: clientPort,
 		Payload: m.ToBytes(),
 	}
-	return f.marshal()
+	return f.Marshal()
 }
 
 // reply answers req with a frame of type t.

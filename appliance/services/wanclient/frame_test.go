@@ -9,55 +9,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"golang.org/x/net/bpf"
+
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/services/dhcpclient"
 )
 
-// refChecksum is the Internet checksum computed the slow, obvious way,
-// as a check on sum and fold.
-func refChecksum(b []byte) uint16 {
-	var s uint64
-	for i := 0; i < len(b); i += 2 {
-		w := uint64(b[i]) << 8
-		if i+1 < len(b) {
-			w |= uint64(b[i+1])
-		}
-		s += w
-		s = s&0xffff + s>>16
-	}
-	return ^uint16(s)
-}
+const ethHdrLen = frame.EthernetHeaderLen
 
 // offerFrame is a server's OFFER to the client.
 func offerFrame(t testing.TB) []byte {
 	t.Helper()
 	req := &dhcpv4.DHCPv4{TransactionID: dhcpv4.TransactionID{1, 2, 3, 4}, ClientHWAddr: clientMAC, ClientIPAddr: net.IPv4zero}
 	return srv.frame(srv.msg(req, dhcpv4.MessageTypeOffer, leaseIP, leaseOpts()...), leaseIP)
-}
-
-func TestMarshalChecksums(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 300, 1471} {
-		payload := make([]byte, n)
-		for i := range payload {
-			payload[i] = byte(i*7 + 3)
-		}
-		f := udpFrame{DstMAC: serverMAC, SrcMAC: clientMAC, SrcIP: leaseIP, DstIP: serverIP, SrcPort: 68, DstPort: 67, Payload: payload}
-		b := f.marshal()
-		ip := b[ethHdrLen : ethHdrLen+ipv4HdrLen]
-		if got := refChecksum(ip); got != 0 {
-			t.Errorf("payload %d: IPv4 header checksum does not verify (%#04x)", n, got)
-		}
-		udp := b[ethHdrLen+ipv4HdrLen:]
-		pseudo := append(append(append([]byte(nil), ip[12:20]...), 0, ipProtoUDP), byte(len(udp)>>8), byte(len(udp)))
-		if got := refChecksum(append(pseudo, udp...)); got != 0 {
-			t.Errorf("payload %d: UDP checksum does not verify (%#04x)", n, got)
-		}
-		got, why := decodeUDP(b, 67, false)
-		if why != "" {
-			t.Fatalf("payload %d: decode: %s", n, why)
-		}
-		if diff := cmp.Diff(f, got, leaseCmp); diff != "" {
-			t.Errorf("payload %d: round trip (-want +got):\n%s", n, diff)
-		}
-	}
 }
 
 // TestDecodeReply checks every reason a frame is dropped.
@@ -71,7 +34,7 @@ func TestDecodeReply(t *testing.T) {
 		if !keepSum {
 			ip := b[ethHdrLen:]
 			binary.BigEndian.PutUint16(ip[10:12], 0)
-			binary.BigEndian.PutUint16(ip[10:12], ^fold(sum(ip[:int(ip[0]&0xf)*4], 0)))
+			binary.BigEndian.PutUint16(ip[10:12], frame.Checksum(ip[:int(ip[0]&0xf)*4], 0))
 		}
 		return b
 	}
@@ -80,7 +43,7 @@ func TestDecodeReply(t *testing.T) {
 		ip := b[ethHdrLen:]
 		udp := ip[ipv4HdrLen:]
 		binary.BigEndian.PutUint16(udp[6:8], 0)
-		binary.BigEndian.PutUint16(udp[6:8], ^fold(sum(udp, pseudoSum([4]byte(ip[12:16]), [4]byte(ip[16:20]), len(udp)))))
+		binary.BigEndian.PutUint16(udp[6:8], frame.Checksum(udp, frame.PseudoSumIPv4([4]byte(ip[12:16]), [4]byte(ip[16:20]), frame.ProtoUDP, uint16(len(udp)))))
 		return b
 	}
 	withMsg := func(f func(m *dhcpv4.DHCPv4)) []byte {
@@ -90,8 +53,8 @@ func TestDecodeReply(t *testing.T) {
 		return srv.frame(m, leaseIP)
 	}
 	rawPayload := func(p []byte) []byte {
-		f := udpFrame{DstMAC: clientMAC, SrcMAC: serverMAC, SrcIP: serverIP, DstIP: leaseIP, SrcPort: 67, DstPort: 68, Payload: p}
-		return f.marshal()
+		f := dhcpclient.Frame{DstMAC: clientMAC, SrcMAC: serverMAC, SrcIP: serverIP, DstIP: leaseIP, SrcPort: 67, DstPort: 68, Payload: p}
+		return f.Marshal()
 	}
 	for _, tc := range []struct {
 		name      string
@@ -100,23 +63,23 @@ func TestDecodeReply(t *testing.T) {
 		want      string
 	}{
 		{"good", good, false, ""},
-		{"short", good[:40], false, dropShort},
-		{"ARP", edit(func(b []byte) { b[12], b[13] = 0x08, 0x06 }, true), false, dropNotIPv4},
-		{"VLAN tag", edit(func(b []byte) { b[12], b[13] = 0x81, 0x00 }, true), false, dropNotIPv4},
-		{"IPv6 version", edit(func(b []byte) { b[ethHdrLen] = 0x65 }, false), false, dropBadIPHeader},
-		{"IHL 4", edit(func(b []byte) { b[ethHdrLen] = 0x44 }, true), false, dropBadIPHeader},
-		{"truncated", good[:200], false, dropBadIPHeader},
-		{"IP checksum", edit(func(b []byte) { b[ethHdrLen+10] ^= 0xff }, true), false, dropBadIPChecksum},
-		{"more fragments", edit(func(b []byte) { b[ethHdrLen+6] = 0x20 }, false), false, dropFragment},
-		{"later fragment", edit(func(b []byte) { b[ethHdrLen+7] = 0x10 }, false), false, dropFragment},
-		{"TCP", edit(func(b []byte) { b[ethHdrLen+9] = 6 }, false), false, dropNotUDP},
-		{"UDP length short", udpFix(edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+4], b[ethHdrLen+ipv4HdrLen+5] = 0, 7 }, true)), false, dropBadUDPLength},
-		{"UDP length long", edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+4] = 0xff }, true), false, dropBadUDPLength},
-		{"UDP checksum", edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+6] ^= 0xff }, true), false, dropBadUDPChecksum},
+		{"short", good[:40], false, dhcpclient.DropShort},
+		{"ARP", edit(func(b []byte) { b[12], b[13] = 0x08, 0x06 }, true), false, dhcpclient.DropNotIPv4},
+		{"VLAN tag", edit(func(b []byte) { b[12], b[13] = 0x81, 0x00 }, true), false, dhcpclient.DropNotIPv4},
+		{"IPv6 version", edit(func(b []byte) { b[ethHdrLen] = 0x65 }, false), false, dhcpclient.DropBadIPHeader},
+		{"IHL 4", edit(func(b []byte) { b[ethHdrLen] = 0x44 }, true), false, dhcpclient.DropBadIPHeader},
+		{"truncated", good[:200], false, dhcpclient.DropBadIPHeader},
+		{"IP checksum", edit(func(b []byte) { b[ethHdrLen+10] ^= 0xff }, true), false, dhcpclient.DropBadIPChecksum},
+		{"more fragments", edit(func(b []byte) { b[ethHdrLen+6] = 0x20 }, false), false, dhcpclient.DropFragment},
+		{"later fragment", edit(func(b []byte) { b[ethHdrLen+7] = 0x10 }, false), false, dhcpclient.DropFragment},
+		{"TCP", edit(func(b []byte) { b[ethHdrLen+9] = 6 }, false), false, dhcpclient.DropNotUDP},
+		{"UDP length short", udpFix(edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+4], b[ethHdrLen+ipv4HdrLen+5] = 0, 7 }, true)), false, dhcpclient.DropBadUDPLength},
+		{"UDP length long", edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+4] = 0xff }, true), false, dhcpclient.DropBadUDPLength},
+		{"UDP checksum", edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+6] ^= 0xff }, true), false, dhcpclient.DropBadUDPChecksum},
 		{"UDP checksum vouched by the kernel", edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+6] ^= 0xff }, true), true, ""},
 		{"no UDP checksum", edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+6], b[ethHdrLen+ipv4HdrLen+7] = 0, 0 }, true), false, ""},
-		{"to port 67", udpFix(edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+3] = 67 }, true)), false, dropWrongPort},
-		{"from port 1234", udpFix(edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen], b[ethHdrLen+ipv4HdrLen+1] = 0x04, 0xd2 }, true)), false, dropWrongPort},
+		{"to port 67", udpFix(edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+3] = 67 }, true)), false, dhcpclient.DropWrongPort},
+		{"from port 1234", udpFix(edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen], b[ethHdrLen+ipv4HdrLen+1] = 0x04, 0xd2 }, true)), false, dhcpclient.DropWrongPort},
 		{"not DHCP", rawPayload([]byte("hello")), false, dropBadDHCP},
 		{"bad cookie", udpFix(edit(func(b []byte) { b[ethHdrLen+ipv4HdrLen+udpHdrLen+236] = 0 }, true)), false, dropBadDHCP},
 		{"BOOTREQUEST", withMsg(func(m *dhcpv4.DHCPv4) { m.OpCode = dhcpv4.OpcodeBootRequest }), false, dropNotReply},
@@ -135,7 +98,7 @@ func TestDecodeReply(t *testing.T) {
 	ip[0] = 0x46
 	binary.BigEndian.PutUint16(ip[2:4], binary.BigEndian.Uint16(ip[2:4])+4)
 	binary.BigEndian.PutUint16(ip[10:12], 0)
-	binary.BigEndian.PutUint16(ip[10:12], ^fold(sum(ip[:24], 0)))
+	binary.BigEndian.PutUint16(ip[10:12], frame.Checksum(ip[:24], 0))
 	r, why := decodeReply(withOpts, false)
 	if why != "" || r.Msg.MessageType() != dhcpv4.MessageTypeOffer || r.SrcIP != serverIP || !macEqual(r.SrcMAC, serverMAC) {
 		t.Errorf("IPv4 options: decodeReply = %+v, %q", r, why)
@@ -166,9 +129,9 @@ func TestIgnored(t *testing.T) {
 		{offer(func(m *dhcpv4.DHCPv4) { m.TransactionID[0] ^= 0xff }), dropWrongXID},
 		{broadcast(offer(func(m *dhcpv4.DHCPv4) { m.ClientHWAddr = otherMAC })), dropWrongChaddr},
 		{toOther, dropNotOurMAC},
-		{badSum, dropBadUDPChecksum},
-		{good[:100], dropBadIPHeader},
-		{good[:20], dropShort},
+		{badSum, dhcpclient.DropBadUDPChecksum},
+		{good[:100], dhcpclient.DropBadIPHeader},
+		{good[:20], dhcpclient.DropShort},
 		{offer(func(m *dhcpv4.DHCPv4) { m.UpdateOption(dhcpv4.OptMessageType(dhcpv4.MessageTypeAck)) }), dropUnexpected},
 		{offer(func(m *dhcpv4.DHCPv4) { m.YourIPAddr = net.IPv4zero }), dropBadOffer},
 		{offer(func(m *dhcpv4.DHCPv4) { m.YourIPAddr = net.IPv4(224, 0, 0, 1) }), dropBadOffer},
@@ -200,13 +163,13 @@ func TestIgnored(t *testing.T) {
 }
 
 func TestReplyFilter(t *testing.T) {
-	vm, err := bpf.NewVM(replyFilter)
+	vm, err := bpf.NewVM(dhcpclient.FilterIPv4(clientPort))
 	if err != nil {
 		t.Fatal(err)
 	}
 	good := offerFrame(t)
-	request := (&udpFrame{DstMAC: broadcastMAC, SrcMAC: clientMAC, SrcIP: zeroAddr, DstIP: bcastAddr, SrcPort: 68, DstPort: 67, Payload: make([]byte, 300)}).marshal()
-	dns := (&udpFrame{DstMAC: clientMAC, SrcMAC: serverMAC, SrcIP: serverIP, DstIP: leaseIP, SrcPort: 53, DstPort: 5353, Payload: make([]byte, 40)}).marshal()
+	request := (&dhcpclient.Frame{DstMAC: broadcastMAC, SrcMAC: clientMAC, SrcIP: zeroAddr, DstIP: bcastAddr, SrcPort: 68, DstPort: 67, Payload: make([]byte, 300)}).Marshal()
+	dns := (&dhcpclient.Frame{DstMAC: clientMAC, SrcMAC: serverMAC, SrcIP: serverIP, DstIP: leaseIP, SrcPort: 53, DstPort: 5353, Payload: make([]byte, 40)}).Marshal()
 	withOpts := append(append(append([]byte(nil), good[:ethHdrLen+ipv4HdrLen]...), 1, 1, 1, 0), good[ethHdrLen+ipv4HdrLen:]...)
 	withOpts[ethHdrLen] = 0x46
 	tcp := append([]byte(nil), good...)
@@ -242,7 +205,7 @@ func TestReplyFilter(t *testing.T) {
 			t.Errorf("%s: filter cuts the frame to %d bytes", tc.name, n)
 		}
 	}
-	if _, err := bpf.Assemble(replyFilter); err != nil {
+	if _, err := bpf.Assemble(dhcpclient.FilterIPv4(clientPort)); err != nil {
 		t.Errorf("assemble: %v", err)
 	}
 }

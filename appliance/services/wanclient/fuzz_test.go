@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/insomniacslk/dhcp/dhcpv4"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 // discardTransport takes every frame and never receives one.
@@ -54,12 +56,12 @@ func FuzzReply(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	c.clock = newFakeClock()
+	c.core.Clock = newFakeClock()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// data as a whole frame, and as the DHCP payload of a good frame
 		// (so that mutations reach the DHCP parser past the checksums).
-		wrapped := (&udpFrame{DstMAC: clientMAC, SrcMAC: serverMAC, SrcIP: serverIP, DstIP: leaseIP,
-			SrcPort: serverPort, DstPort: clientPort, Payload: data}).marshal()
+		wrapped := (&dhcpclient.Frame{DstMAC: clientMAC, SrcMAC: serverMAC, SrcIP: serverIP, DstIP: leaseIP,
+			SrcPort: serverPort, DstPort: clientPort, Payload: data}).Marshal()
 		for i, frame := range [][]byte{data, data, wrapped} {
 			csumValid := i == 1
 			r, why := decodeReply(frame, csumValid)
@@ -80,7 +82,7 @@ func FuzzReply(f *testing.F) {
 			r.Msg.ClientHWAddr = clientMAC
 			for _, s := range []state{stateSelecting, stateRequesting, stateInitReboot, stateRenewing, stateRebinding} {
 				m := fuzzMachine(c, s, r.Msg.TransactionID)
-				m.handle(r, epoch.Add(time.Second))
+				m.Handle(r, epoch.Add(time.Second))
 				if m.lease != nil {
 					checkLease(t, m.lease)
 				}

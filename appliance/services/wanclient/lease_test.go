@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/insomniacslk/dhcp/dhcpv4"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 func TestLeaseFromACK(t *testing.T) {
@@ -174,13 +176,13 @@ func TestLeaseFile(t *testing.T) {
 	if _, err := loadLease(path, otherMAC); !errors.Is(err, errOtherMAC) {
 		t.Errorf("load for another MAC: %v, want errOtherMAC", err)
 	}
-	if err := removeLease(path); err != nil {
+	if err := dhcpclient.RemoveFile(path); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := loadLease(path, clientMAC); got != nil || err != nil {
 		t.Errorf("after remove: %v, %v; want no lease and no error", got, err)
 	}
-	if err := removeLease(path); err != nil {
+	if err := dhcpclient.RemoveFile(path); err != nil {
 		t.Errorf("removing a missing lease file: %v", err)
 	}
 }

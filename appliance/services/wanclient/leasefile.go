@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"time"
 
-	"e1kbox/appliance/atomicfile"
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 // leaseFile is the lease file's JSON: the lease and the MAC it is for.
@@ -37,11 +35,7 @@ func encodeLease(mac net.HardwareAddr, l *Lease) ([]byte, error) {
 		// Wall clock only: the monotonic reading means nothing after a reboot.
 		Obtained: l.Obtained.Round(0), T1: l.T1.Round(0), T2: l.T2.Round(0), Expiry: l.Expiry.Round(0),
 	}
-	b, err := json.MarshalIndent(&f, "", "\t")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
+	return dhcpclient.EncodeJSON(&f)
 }
 
 // errOtherMAC says the lease file holds a lease for another MAC.
@@ -99,34 +93,14 @@ func decodeLease(data []byte, mac net.HardwareAddr) (*Lease, error) {
 
 // loadLease reads the lease file; a missing file is no lease and no error.
 func loadLease(path string, mac net.HardwareAddr) (*Lease, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	l, err := decodeLease(data, mac)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return l, nil
+	return dhcpclient.LoadFile(path, func(data []byte) (*Lease, error) { return decodeLease(data, mac) })
 }
 
-// saveLease writes the lease file atomically: a temp file in the same
-// directory, fsync, rename, fsync of the directory.
+// saveLease writes the lease file atomically.
 func saveLease(path string, mac net.HardwareAddr, l *Lease) error {
 	data, err := encodeLease(mac, l)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, data, 0o644)
-}
-
-// removeLease removes the lease file, and makes the removal durable.
-func removeLease(path string) error {
-	return atomicfile.Remove(path)
+	return dhcpclient.SaveFile(path, data)
 }

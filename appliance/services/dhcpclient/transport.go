@@ -1,10 +1,10 @@
-package dhcp6c
+package dhcpclient
 
 import "net"
 
-// transport carries Ethernet frames on the WAN interface: the packet
+// Transport carries Ethernet frames on the WAN interface: the packet
 // socket, or a fake in tests.
-type transport interface {
+type Transport interface {
 	// Read blocks for the next frame that passed the socket's filter.
 	// csumValid says the kernel vouches for its UDP checksum.
 	Read(b []byte) (n int, csumValid bool, err error)
@@ -14,5 +14,5 @@ type transport interface {
 	Close() error
 }
 
-// opener opens the transport.
-type opener func() (tr transport, mtu int, err error)
+// Opener opens the transport and says the interface's MTU.
+type Opener func() (tr Transport, mtu int, err error)
