@@ -28,11 +28,12 @@ func (m *machine) request(adv *dhcpv6.Message, now time.Time) {
 	m.msg.AddOption(dhcpv6.OptServerID(adv.Options.ServerID()))
 	ps, as, _, _ := offered(adv, m.iaid, now)
 	m.setIAs(ps, as)
-	m.send()
+	m.transmit(now)
 }
 
 // exchange starts a new exchange of type t in state s: a new transaction
-// ID and message, sent now (REQUEST sends itself once its IAs are set).
+// ID and message, sent now (REQUEST is sent by request, once its server
+// and IAs are set).
 func (m *machine) exchange(s state, t dhcpv6.MessageType, rt dhcpclient.Retrans, now time.Time) {
 	m.setState(s)
 	msg, err := dhcpv6.NewMessage()
@@ -65,7 +66,6 @@ func (m *machine) exchange(s state, t dhcpv6.MessageType, rt dhcpclient.Retrans,
 	case dhcpv6.MessageTypeRebind:
 		m.setIAs(m.lease.Prefixes, m.lease.Addrs)
 	case dhcpv6.MessageTypeRequest:
-		m.next = now
 		return
 	}
 	m.transmit(now)

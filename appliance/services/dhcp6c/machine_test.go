@@ -357,3 +357,25 @@ func TestDeclineWhileRenewing(t *testing.T) {
 		t.Errorf("addresses (-want +got):\n%s", diff)
 	}
 }
+
+// TestRequestSentOnce: the REQUEST that an Advertise starts is sent once,
+// with its Elapsed Time option (RFC 8415 21.9: in every message of an
+// exchange), and not again before its first retransmission time (REQ_TIMEOUT
+// 1 s, less at most 10 %). It used to go twice at once.
+func TestRequestSentOnce(t *testing.T) {
+	f := startFake(t, Config{Interface: "wan", MAC: boxMAC, PrefixLength: 56})
+	sol := f.sent(dhcpv6.MessageTypeSolicit, 2*time.Second)
+	f.answer(sol, dhcpv6.MessageTypeAdvertise, dhcpv6.OptPreference(255), iapd(iana.StatusSuccess))
+	req := f.sent(dhcpv6.MessageTypeRequest, 2*time.Second)
+	if req.GetOneOption(dhcpv6.OptionElapsedTime) == nil {
+		t.Errorf("the first REQUEST has no Elapsed Time option: %v", req.Options)
+	}
+	select {
+	case m := <-f.link.out:
+		t.Errorf("a second %s %v right after the first REQUEST, want none before its retransmission time", m.MessageType, m.Options)
+	case <-time.After(800 * time.Millisecond):
+	}
+	if n := f.c.Stats().Sent["REQUEST"]; n != 1 {
+		t.Errorf("REQUESTs sent: %d, want 1", n)
+	}
+}
