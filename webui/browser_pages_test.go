@@ -30,19 +30,16 @@ type pageFakes struct {
 }
 
 // docShot saves a screenshot, and with E1KBOX_DOCS_SHOTS=1 also as
-// docs/dashboard-NAME.png (how the committed screenshots are made).
+// docs/dashboard-NAME.png (how the committed screenshots are made; without
+// it the test writes nothing into the tree).
 func docShot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	// Notices of earlier steps (a rollback banner, toasts) are not part of
 	// the page shown.
 	eval[bool](t, ctx, `((b => { if (b.classList.contains('rolledback')) b.hidden = true; })(document.getElementById('banner')), document.getElementById('toasts').replaceChildren(), true)`)
-	shot(t, ctx, name)
-	if os.Getenv("E1KBOX_DOCS_SHOTS") != "1" {
+	b := shot(t, ctx, name)
+	if os.Getenv("E1KBOX_DOCS_SHOTS") != "1" || b == nil {
 		return
-	}
-	b, err := os.ReadFile(filepath.Join(screenshotDir, name+".png"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join("..", "docs", "dashboard-"+name+".png"), b, 0o644); err != nil {
 		t.Fatal(err)
@@ -68,6 +65,33 @@ func checkAxis(t *testing.T, ctx context.Context, chart string) {
 		t.Errorf("%s: %v time labels", chart, res[0])
 	} else if res[1] < 8 {
 		t.Errorf("%s: time labels %v px apart (want at least 8 px of space between them)", chart, res[1])
+	}
+}
+
+// noClippedButtons fails the test if a button on the page (a <button> or a
+// .btn link) does not show its whole text: its text is wider than its box
+// (scrollWidth > clientWidth), or the box reaches past the visible part of
+// a scrolling or clipping element around it, or past the window.
+func noClippedButtons(t *testing.T, ctx context.Context, where string) {
+	t.Helper()
+	clipped := eval[[]string](t, ctx, `(() => {
+		const bad = [];
+		for (const b of document.querySelectorAll('button, .btn')) {
+			if (!b.getClientRects().length) continue; // not shown
+			const label = b.textContent.trim() || b.getAttribute('aria-label') || b.id;
+			if (b.scrollWidth > b.clientWidth) { bad.push(label + ': text ' + b.scrollWidth + ' px in ' + b.clientWidth + ' px'); continue; }
+			const r = b.getBoundingClientRect();
+			if (r.left < -0.5 || r.right > document.documentElement.clientWidth + 0.5) { bad.push(label + ': outside the window'); continue; }
+			for (let a = b.parentElement; a; a = a.parentElement) {
+				if (getComputedStyle(a).overflowX === 'visible') continue;
+				const ar = a.getBoundingClientRect();
+				if (r.left < ar.left - 0.5 || r.right > ar.right + 0.5) { bad.push(label + ': cut off by ' + a.tagName.toLowerCase() + '.' + a.className); break; }
+			}
+		}
+		return bad;
+	})()`)
+	if len(clipped) > 0 {
+		t.Errorf("%s: buttons not shown whole:\n%s", where, strings.Join(clipped, "\n"))
 	}
 }
 
@@ -182,6 +206,9 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		if got := eval[string](t, ctx, `document.querySelector('#dev-summary').textContent`); got != "3 online · 4 known" {
 			t.Errorf("summary %q", got)
 		}
+		// At 1280 px every action shows its whole label (it read "Forg…"
+		// and "Edit in Conf…", cut off by the table's scroll box).
+		noClippedButtons(t, ctx, "devices at 1280 px")
 		docShot(t, ctx, "devices")
 		click(t, ctx, `#dev-body tr[data-mac="52:54:00:aa:00:01"] button[data-action="static"]`)
 		waitFor(t, ctx, "made static", `!document.querySelector('#dev-body tr[data-mac="52:54:00:aa:00:01"] button[data-action="static"]')`, 10*time.Second)
@@ -230,6 +257,7 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		time.Sleep(300 * time.Millisecond) // the live poll is waiting
 		log.Error("a new record for the live tail", "n", 42)
 		waitFor(t, ctx, "live tail", `document.querySelector('#log-body tr[data-seq] td.msg').textContent.startsWith('a new record for the live tail')`, 10*time.Second)
+		noClippedButtons(t, ctx, "logs"+" at 1280 px")
 		docShot(t, ctx, "logs")
 	})
 
@@ -266,6 +294,7 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		if body != "PCAPNG iface=eth2 proto=udp host=192.168.1.10 l4=53 count=1000" {
 			t.Errorf("capture file %q", body)
 		}
+		noClippedButtons(t, ctx, "diagnostics"+" at 1280 px")
 		docShot(t, ctx, "diagnostics")
 	})
 
@@ -324,6 +353,7 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		waitForGo(t, "syslog target file", 5*time.Second, func() bool { b, _ := os.ReadFile(file); return string(b) == "192.168.1.10:514\n" })
 		click(t, ctx, `#reboot`)
 		waitForGo(t, "reboot", 5*time.Second, func() bool { return fk.diag.rebooted() == 1 })
+		noClippedButtons(t, ctx, "admin"+" at 1280 px")
 		docShot(t, ctx, "admin")
 	})
 
@@ -356,7 +386,7 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		defer cancel()
 		u, _ := neturl.Parse(url)
 		u.User = neturl.UserPassword(User, testPassword)
-		within(t, "opening a tab", 30*time.Second, func() error { return chromedp.Do(bctx) })
+		within(t, "opening a tab", 30*time.Second, cancel, func() error { return chromedp.Do(bctx) })
 		step(t, bctx, "overview via credentials", 30*time.Second, chromedp.Navigate(u.String()), chromedp.WaitVisible(chromedp.CSS(`#ports .card.port`)))
 		waitFor(t, bctx, "live stream", `document.querySelector('#live').classList.contains('on')`, 10*time.Second)
 		if got := evalAsync(t, bctx, `fetch(new URL('/api/info', location.origin)).then(r => String(r.status))`); got != "200" {

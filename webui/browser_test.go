@@ -26,14 +26,31 @@ import (
 
 const chromiumPath = "/usr/bin/chromium"
 
-// screenshotDir keeps the browser tests' screenshots (only overview.png is
-// committed; see its .gitignore).
-const screenshotDir = "testdata/screenshots"
+// shotDirKey is the context key of the directory the screenshots go to.
+type shotDirKey struct{}
+
+// screenshotDir is where the browser test's screenshots go: a directory of
+// the test's own, removed after it, so that tests write nothing into the
+// tree. To keep them (to look at a failure, or to refresh the committed
+// testdata/screenshots/overview.png), name a directory:
+//
+//	E1KBOX_SCREENSHOTS=$PWD/testdata/screenshots go test -run TestBrowser ./webui/
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("E1KBOX_SCREENSHOTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
 
 // newBrowser starts a headless Chromium for the test. Without Chromium the
-// test fails under CI=true and is skipped otherwise.
+// test fails under CI=true and is skipped otherwise. The context carries
+// the screenshot directory (screenshotDir).
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	shots := screenshotDir(t)
 	path := chromiumPath
 	if _, err := os.Stat(path); err != nil {
 		if p, lerr := exec.LookPath("chromium"); lerr == nil {
@@ -57,16 +74,17 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	)
-	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancel := chromedp.NewContext(context.WithValue(actx, shotDirKey{}, shots))
 	t.Cleanup(func() { cancel(); acancel() })
-	within(t, "starting chromium", 60*time.Second, func() error { return chromedp.Do(ctx) })
+	within(t, "starting chromium", 60*time.Second, cancel, func() error { return chromedp.Do(ctx) })
 	return ctx
 }
 
 // within runs a call that must not have a deadline on its context (the
 // first on a chromedp context: the deadline would end the browser or tab)
-// and fails the test if it does not return in time.
-func within(t *testing.T, what string, d time.Duration, f func() error) {
+// and fails the test if it does not return in time. Then cancel, the
+// context's own, ends the call, and within waits for it to return.
+func within(t *testing.T, what string, d time.Duration, cancel context.CancelFunc, f func() error) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- f() }()
@@ -76,6 +94,8 @@ func within(t *testing.T, what string, d time.Duration, f func() error) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	case <-time.After(d):
+		cancel()
+		<-done
 		t.Fatalf("%s: no answer in %v", what, d)
 	}
 }
@@ -107,7 +127,7 @@ func tab(t *testing.T, browser context.Context, password string) context.Context
 		cancel()
 	})
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(User+":"+password))
-	within(t, "opening a tab", 30*time.Second, func() error {
+	within(t, "opening a tab", 30*time.Second, cancel, func() error {
 		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
 			return err
 		}
@@ -184,24 +204,27 @@ func click(t *testing.T, ctx context.Context, selector string) {
 	}
 }
 
-// shot saves a full-page screenshot.
-func shot(t *testing.T, ctx context.Context, name string) {
+// shot saves a full-page screenshot as NAME.png in the context's
+// screenshot directory and returns it (nil if the browser made none).
+func shot(t *testing.T, ctx context.Context, name string) []byte {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Logf("screenshot %s: %v", name, err)
-		return
+		return nil
 	}
-	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
-		t.Fatal(err)
+	dir, _ := ctx.Value(shotDirKey{}).(string)
+	if dir == "" {
+		t.Fatalf("screenshot %s: the context has no screenshot directory (make it with newBrowser)", name)
 	}
-	p := filepath.Join(screenshotDir, name+".png")
+	p := filepath.Join(dir, name+".png")
 	if err := os.WriteFile(p, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot %s", p)
+	return png
 }
 
 func TestBrowser(t *testing.T) {
@@ -385,6 +408,7 @@ func TestBrowser(t *testing.T) {
 		step(t, ctx, "banner gone", 10*time.Second, chromedp.WaitNotVisible(chromedp.CSS(`#banner`)))
 		waitFor(t, ctx, "edited rule first", `document.querySelector('#rules-body tr[data-index="0"] td.rule').textContent.startsWith('ip saddr 10.0.0.0/8 tcp dport 3389 counter drop')`, 10*time.Second)
 		waitFor(t, ctx, "its counter", `parseInt(document.querySelector('#rules-body tr[data-index="0"] td.packets').textContent.replace(/,/g, '')) > 0`, 10*time.Second)
+		noClippedButtons(t, ctx, "rules"+" at 1280 px")
 		shot(t, ctx, "rules")
 		cfg, v := f.store.Current()
 		var c struct {
@@ -425,6 +449,7 @@ func TestBrowser(t *testing.T) {
 		if left < 20 || left > 30 {
 			t.Errorf("countdown shows %v s, want about 30", left)
 		}
+		noClippedButtons(t, ctx, "config-pending"+" at 1280 px")
 		shot(t, ctx, "config-pending")
 		click(t, ctx, `#confirm-change`)
 		step(t, ctx, "banner gone", 10*time.Second, chromedp.WaitNotVisible(chromedp.CSS(`#banner`)))
@@ -479,6 +504,7 @@ func TestBrowser(t *testing.T) {
 		waitFor(t, ctx, "page 3 of 50", `document.querySelector('#ct-info').textContent.startsWith('101–150 of')`, 5*time.Second)
 		click(t, ctx, `#ct-prev`)
 		waitFor(t, ctx, "back to page 2", `document.querySelector('#ct-info').textContent.startsWith('51–100 of')`, 5*time.Second)
+		noClippedButtons(t, ctx, "connections"+" at 1280 px")
 		shot(t, ctx, "connections")
 	})
 
@@ -489,6 +515,7 @@ func TestBrowser(t *testing.T) {
 			{"system", `#history-body tr td.mono`},
 		} {
 			step(t, ctx, p.page, 15*time.Second, chromedp.Navigate(url+"#/"+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			noClippedButtons(t, ctx, p.page+" at 1280 px")
 			shot(t, ctx, p.page)
 		}
 		if up := eval[string](t, ctx, `document.querySelector('#sys-uptime').textContent`); up != "1d 2h" {
