@@ -130,7 +130,7 @@ func TestCSRF(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := f.req("POST", "/api/config/validate", valid, tt.headers...)
+			res := f.on(t).req("POST", "/api/config/validate", valid, tt.headers...)
 			body := readAll(t, res)
 			if res.StatusCode != tt.want {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, tt.want, body)
@@ -202,7 +202,7 @@ func TestInvalidConfig(t *testing.T) {
 			t.Run(tt.name+path, func(t *testing.T) {
 				_, before := f.store.Current()
 				var got errorBody
-				f.doJSON("POST", path, []byte(tt.cfg), http.StatusBadRequest, &got)
+				f.on(t).doJSON("POST", path, []byte(tt.cfg), http.StatusBadRequest, &got)
 				if diff := cmp.Diff(tt.want, got.Errors); diff != "" {
 					t.Errorf("field errors (-want +got):\n%s", diff)
 				}
@@ -513,7 +513,7 @@ func TestConntrackAPI(t *testing.T) {
 				}
 			}
 			var page ConnPage
-			f.doJSON("GET", "/api/conntrack?"+tt.query, nil, http.StatusOK, &page)
+			f.on(t).doJSON("GET", "/api/conntrack?"+tt.query, nil, http.StatusOK, &page)
 			if page.Total != len(want) {
 				t.Errorf("total %d, want %d", page.Total, len(want))
 			}
@@ -650,7 +650,7 @@ func TestRulesAPI(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before, _ := f.store.Current()
 			var got errorBody
-			f.doJSON("PUT", "/api/rules", []byte(tt.body), http.StatusBadRequest, &got)
+			f.on(t).doJSON("PUT", "/api/rules", []byte(tt.body), http.StatusBadRequest, &got)
 			for _, e := range got.Errors {
 				if e.Message == "" {
 					t.Errorf("error at %q without a message", e.Path)

@@ -133,7 +133,8 @@ type fakeStore struct {
 	current  int
 	pending  *PendingInfo
 	prev     int
-	timer    *time.Timer
+	timer    *time.Timer    // rolls the pending change back
+	rolling  sync.WaitGroup // the timer's callback, when it runs
 	states   map[PendingID]ApplyState
 	n        int
 	applies  int
@@ -259,8 +260,27 @@ func (s *fakeStore) Apply(b []byte, timeout time.Duration) (PendingID, error) {
 	id := PendingID("change-" + strconv.Itoa(s.n))
 	s.pending = &PendingInfo{ID: id, Version: v, Previous: s.versions[s.prev].v, Deadline: time.Now().Add(timeout)}
 	s.states[id] = ApplyPending
-	s.timer = time.AfterFunc(timeout, func() { s.Rollback(id) })
+	s.rolling.Add(1)
+	s.timer = time.AfterFunc(timeout, func() {
+		defer s.rolling.Done()
+		s.Rollback(id)
+	})
 	return id, nil
+}
+
+// stopTimer stops the rollback timer; s.mu is held.
+func (s *fakeStore) stopTimer() {
+	if s.timer != nil && s.timer.Stop() {
+		s.rolling.Done()
+	}
+}
+
+// stop ends the rollback timer and waits for its callback if it runs.
+func (s *fakeStore) stop() {
+	s.mu.Lock()
+	s.stopTimer()
+	s.mu.Unlock()
+	s.rolling.Wait()
 }
 
 func (s *fakeStore) Confirm(id PendingID) error {
@@ -269,7 +289,7 @@ func (s *fakeStore) Confirm(id PendingID) error {
 	if s.pending == nil || s.pending.ID != id {
 		return fmt.Errorf("change %s: %w", id, ErrNotFound)
 	}
-	s.timer.Stop()
+	s.stopTimer()
 	s.pending = nil
 	s.states[id] = ApplyConfirmed
 	return nil
@@ -281,7 +301,7 @@ func (s *fakeStore) Rollback(id PendingID) error {
 	if s.pending == nil || s.pending.ID != id {
 		return fmt.Errorf("change %s: %w", id, ErrNotFound)
 	}
-	s.timer.Stop()
+	s.stopTimer()
 	s.pending = nil
 	s.current = s.prev
 	s.states[id] = ApplyRolledBack
@@ -569,8 +589,17 @@ func startFixture(t *testing.T, edit func(*Options), run bool) *fixture {
 		cancel()
 		<-done
 		f.ts.Close()
+		f.store.stop()
 	})
 	return f
+}
+
+// on returns the fixture for a subtest: its helpers fail t, which runs on
+// the subtest's goroutine, not the test that made the fixture.
+func (f *fixture) on(t *testing.T) *fixture {
+	g := *f
+	g.t = t
+	return &g
 }
 
 // req sends a request with the right credentials (and the CSRF header for
