@@ -126,8 +126,5 @@ func (s *Server) handleNeighbours(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, err.Error())
 		return
 	}
-	if ns == nil {
-		ns = []Neighbour{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"neighbours": ns})
+	writeJSON(w, http.StatusOK, map[string]any{"neighbours": nonNil(ns)})
 }

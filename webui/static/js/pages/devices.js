@@ -4,7 +4,7 @@
 // of their MAC.
 
 import { api } from '../api.js';
-import { h, replace, bytes, ago, duration, toast, count } from '../dom.js';
+import { h, replace, bytes, ago, duration, toast, count, every } from '../dom.js';
 
 const STATE = { bound: 'ok', offered: 'warn', reserved: '', expired: 'bad', released: '' };
 const NEIGH = { reachable: 'ok', stale: '', incomplete: 'warn' };
@@ -102,7 +102,5 @@ export default function devices(el) {
       replace(tbody, h('tr', {}, h('td', { colspan: 9, class: 'empty' }, `Cannot load the devices: ${e.message}`)));
     }
   }
-  load();
-  const timer = setInterval(load, 5000);
-  return () => clearInterval(timer);
+  return every(5000, load);
 }
