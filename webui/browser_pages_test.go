@@ -29,78 +29,6 @@ type pageFakes struct {
 	updater *fakeUpdater
 }
 
-// docShot saves a screenshot, and with E1KBOX_DOCS_SHOTS=1 also as
-// docs/dashboard-NAME.png (how the committed screenshots are made; without
-// it the test writes nothing into the tree).
-func docShot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	// Notices of earlier steps (a rollback banner, toasts) are not part of
-	// the page shown.
-	eval[bool](t, ctx, `((b => { if (b.classList.contains('rolledback')) b.hidden = true; })(document.getElementById('banner')), document.getElementById('toasts').replaceChildren(), true)`)
-	b := shot(t, ctx, name)
-	if os.Getenv("E1KBOX_DOCS_SHOTS") != "1" || b == nil {
-		return
-	}
-	if err := os.WriteFile(filepath.Join("..", "docs", "dashboard-"+name+".png"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// checkAxis fails the test if two time labels of a chart overlap.
-func checkAxis(t *testing.T, ctx context.Context, chart string) {
-	t.Helper()
-	res := eval[[]float64](t, ctx, `(() => {
-		const ticks = JSON.parse(document.querySelector('`+chart+`').dataset.xticks || '[]');
-		const c = document.createElement('canvas').getContext('2d');
-		c.font = getComputedStyle(document.querySelector('`+chart+`')).font || '12px system-ui';
-		c.font = '12px system-ui, sans-serif';
-		let minGap = 1e9;
-		for (let i = 1; i < ticks.length; i++) {
-			const w = (c.measureText(ticks[i-1][1]).width + c.measureText(ticks[i][1]).width) / 2;
-			minGap = Math.min(minGap, ticks[i][0] - ticks[i-1][0] - w);
-		}
-		return [ticks.length, minGap];
-	})()`)
-	if res[0] < 2 {
-		t.Errorf("%s: %v time labels", chart, res[0])
-	} else if res[1] < 8 {
-		t.Errorf("%s: time labels %v px apart (want at least 8 px of space between them)", chart, res[1])
-	}
-}
-
-// noClippedButtons fails the test if a button on the page (a <button> or a
-// .btn link) does not show its whole text: its text is wider than its box
-// (scrollWidth > clientWidth), or the box reaches past the visible part of
-// a scrolling or clipping element around it, or past the window.
-func noClippedButtons(t *testing.T, ctx context.Context, where string) {
-	t.Helper()
-	clipped := eval[[]string](t, ctx, `(() => {
-		const bad = [];
-		for (const b of document.querySelectorAll('button, .btn')) {
-			if (!b.getClientRects().length) continue; // not shown
-			const label = b.textContent.trim() || b.getAttribute('aria-label') || b.id;
-			if (b.scrollWidth > b.clientWidth) { bad.push(label + ': text ' + b.scrollWidth + ' px in ' + b.clientWidth + ' px'); continue; }
-			const r = b.getBoundingClientRect();
-			if (r.left < -0.5 || r.right > document.documentElement.clientWidth + 0.5) { bad.push(label + ': outside the window'); continue; }
-			for (let a = b.parentElement; a; a = a.parentElement) {
-				if (getComputedStyle(a).overflowX === 'visible') continue;
-				const ar = a.getBoundingClientRect();
-				if (r.left < ar.left - 0.5 || r.right > ar.right + 0.5) { bad.push(label + ': cut off by ' + a.tagName.toLowerCase() + '.' + a.className); break; }
-			}
-		}
-		return bad;
-	})()`)
-	if len(clipped) > 0 {
-		t.Errorf("%s: buttons not shown whole:\n%s", where, strings.Join(clipped, "\n"))
-	}
-}
-
-// noDialogs answers every confirm() with yes.
-func noDialogs(t *testing.T, ctx context.Context) {
-	t.Helper()
-	eval[bool](t, ctx, `(window.confirm = () => true, true)`)
-}
-
 func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url string, fk pageFakes) {
 	t.Run("overview shows the network", func(t *testing.T) {
 		step(t, ctx, "overview", 30*time.Second, chromedp.Navigate(url+"#/overview"), chromedp.WaitVisible(chromedp.CSS(`#wan`)))
@@ -444,28 +372,4 @@ func passwordChange(t *testing.T, ctx context.Context, f *fixture, url string) {
 			}
 		}
 	})
-}
-
-// evalAsync evaluates an expression that yields a promise of a string.
-func evalAsync(t *testing.T, ctx context.Context, expr string) string {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(sctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
-}
-
-// waitForGo polls a Go condition.
-func waitForGo(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
