@@ -66,12 +66,8 @@ type AdminAnswer struct {
 
 func (s *Server) handleAdmin(w http.ResponseWriter, r *http.Request) {
 	target, err := readTrimmed(s.opts.SyslogTargetFile)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, AdminAnswer{PasswordFile: s.opts.PasswordFiles[0], GokrazyPort: s.opts.GokrazyPort,
-		SyslogTarget: target, CanReboot: s.opts.Power != nil})
+	writeResult(w, AdminAnswer{PasswordFile: s.opts.PasswordFiles[0], GokrazyPort: s.opts.GokrazyPort,
+		SyslogTarget: target, CanReboot: s.opts.Power != nil}, err, http.StatusInternalServerError)
 }
 
 // readTrimmed reads a small file; a missing one is "".

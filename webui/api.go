@@ -105,6 +105,16 @@ func readQuery[Q any](w http.ResponseWriter, r *http.Request, parse func(url.Val
 	return q, err == nil
 }
 
+// writeResult answers v, or, when err is set, the error with status
+// failed.
+func writeResult(w http.ResponseWriter, v any, err error, failed int) {
+	if err != nil {
+		writeError(w, failed, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 func notAvailable(w http.ResponseWriter, what string) {
 	writeError(w, http.StatusNotFound, what+" is not available on this box")
 }
@@ -196,11 +206,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	hm, err := s.history.columns(r.URL.Query().Get("range"))
 	s.mu.Unlock()
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, hm)
+	writeResult(w, hm, err, http.StatusBadRequest)
 }
 
 func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
