@@ -130,40 +130,27 @@ func (h *harness) setupPath(ctx context.Context, p Path) (*box, error) {
 	return nil, fmt.Errorf("path %q: unknown kind %d", p.Name, p.Kind)
 }
 
-// kernelBridge builds br0 over b0 and b1 with br_netfilter's hooks off
-// (when the module is there) and loads the path's nftables rules into a
-// bridge-family forward chain.
-func (h *harness) kernelBridge(ctx context.Context, p Path) (*box, error) {
+// kernelBox readies the box namespace for a kernel path: it runs the setup
+// commands there and loads the path's nftables rules, if any. The box's
+// Close runs every teardown command, whatever fails, and a failed setup
+// is torn down.
+func (h *harness) kernelBox(ctx context.Context, p Path, setup, teardown [][]string) (*box, error) {
 	ns := h.t.box
 	b := &box{close: func() error {
 		var errs []error
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if _, err := nsRun(ctx, ns, "nft", "flush", "ruleset"); err != nil {
-			errs = append(errs, err)
-		}
-		if _, err := run(ctx, "ip", "-n", ns, "link", "del", "br0"); err != nil {
-			errs = append(errs, err)
+		for _, s := range teardown {
+			if _, err := nsRun(ctx, ns, s...); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		return errors.Join(errs...)
 	}}
-	steps := [][]string{
-		{"ip", "-n", ns, "link", "add", "br0", "type", "bridge"},
-		{"ip", "-n", ns, "link", "set", "b0", "master", "br0"},
-		{"ip", "-n", ns, "link", "set", "b1", "master", "br0"},
-		{"ip", "-n", ns, "link", "set", "br0", "up"},
-	}
-	for _, s := range steps {
-		if _, err := run(ctx, s[0], s[1:]...); err != nil {
+	for _, s := range setup {
+		if _, err := nsRun(ctx, ns, s...); err != nil {
 			b.Close()
-			return nil, err
-		}
-	}
-	if h.brNetfilter {
-		if _, err := nsRun(ctx, ns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=0",
-			"net.bridge.bridge-nf-call-ip6tables=0", "net.bridge.bridge-nf-call-arptables=0"); err != nil {
-			b.Close()
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
 	}
 	if script := nftRules(p); script != "" {
@@ -175,50 +162,47 @@ func (h *harness) kernelBridge(ctx context.Context, p Path) (*box, error) {
 	return b, nil
 }
 
+// kernelBridge builds br0 over b0 and b1 with br_netfilter's hooks off
+// (when the module is there) and loads the path's nftables rules into a
+// bridge-family forward chain.
+func (h *harness) kernelBridge(ctx context.Context, p Path) (*box, error) {
+	setup := [][]string{
+		{"ip", "link", "add", "br0", "type", "bridge"},
+		{"ip", "link", "set", "b0", "master", "br0"},
+		{"ip", "link", "set", "b1", "master", "br0"},
+		{"ip", "link", "set", "br0", "up"},
+	}
+	if h.brNetfilter {
+		setup = append(setup, []string{"sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=0",
+			"net.bridge.bridge-nf-call-ip6tables=0", "net.bridge.bridge-nf-call-arptables=0"})
+	}
+	return h.kernelBox(ctx, p, setup, [][]string{
+		{"nft", "flush", "ruleset"},
+		{"ip", "link", "del", "br0"},
+	})
+}
+
 // kernelNAT makes the box namespace a router between b0 (LAN) and b1
 // (WAN) with an nftables masquerade rule (and the path's forward rules).
 // The gateway's neighbour entry is static: the sink answers no ARP
 // unless the sink's ARP is on (natSink), and the kernel path does not
 // need it.
 func (h *harness) kernelNAT(ctx context.Context, p Path) (*box, error) {
-	ns := h.t.box
-	b := &box{close: func() error {
-		var errs []error
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		for _, s := range [][]string{
-			{"nft", "flush", "ruleset"},
-			{"sysctl", "-q", "-w", "net.ipv4.ip_forward=0"},
-			{"ip", "route", "flush", "table", "main"},
-			{"ip", "neigh", "flush", "dev", natWANPort},
-			{"ip", "addr", "flush", "dev", natLANPort},
-			{"ip", "addr", "flush", "dev", natWANPort},
-		} {
-			if _, err := nsRun(ctx, ns, s...); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
-	}}
-	steps := [][]string{
+	return h.kernelBox(ctx, p, [][]string{
 		{"sysctl", "-q", "-w", "net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
 			"net.ipv4.conf." + natLANPort + ".rp_filter=0", "net.ipv4.conf." + natWANPort + ".rp_filter=0"},
 		{"ip", "addr", "add", natLAN.String(), "dev", natLANPort},
 		{"ip", "addr", "add", natWAN.String(), "dev", natWANPort},
 		{"ip", "route", "add", "default", "via", natGatewayIP.String(), "dev", natWANPort},
 		{"ip", "neigh", "replace", natGatewayIP.String(), "lladdr", macS0.String(), "dev", natWANPort, "nud", "permanent"},
-	}
-	for _, s := range steps {
-		if _, err := nsRun(ctx, ns, s...); err != nil {
-			b.Close()
-			return nil, fmt.Errorf("%s: %w", p.Name, err)
-		}
-	}
-	if err := nftLoad(ctx, ns, nftRules(p)); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("%s: %w", p.Name, err)
-	}
-	return b, nil
+	}, [][]string{
+		{"nft", "flush", "ruleset"},
+		{"sysctl", "-q", "-w", "net.ipv4.ip_forward=0"},
+		{"ip", "route", "flush", "table", "main"},
+		{"ip", "neigh", "flush", "dev", natWANPort},
+		{"ip", "addr", "flush", "dev", natLANPort},
+		{"ip", "addr", "flush", "dev", natWANPort},
+	})
 }
 
 // kernelIPv6 makes the box namespace an IPv6 router between b0 (LAN,
@@ -227,25 +211,7 @@ func (h *harness) kernelNAT(ctx context.Context, p Path) (*box, error) {
 // The neighbours (the sink as the gateway, the generator for the
 // replies) are static, as the IPv4 kernel NAT's gateway is.
 func (h *harness) kernelIPv6(ctx context.Context, p Path) (*box, error) {
-	ns := h.t.box
-	b := &box{close: func() error {
-		var errs []error
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		for _, s := range [][]string{
-			{"nft", "flush", "ruleset"},
-			// Turning IPv6 off drops the ports' addresses, routes and
-			// neighbours.
-			{"sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=0", "net.ipv6.conf." + natLANPort + ".disable_ipv6=1",
-				"net.ipv6.conf." + natWANPort + ".disable_ipv6=1"},
-		} {
-			if _, err := nsRun(ctx, ns, s...); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
-	}}
-	steps := [][]string{
+	return h.kernelBox(ctx, p, [][]string{
 		{"sysctl", "-q", "-w", "net.ipv6.conf." + natLANPort + ".accept_dad=0", "net.ipv6.conf." + natWANPort + ".accept_dad=0",
 			"net.ipv6.conf." + natLANPort + ".disable_ipv6=0", "net.ipv6.conf." + natWANPort + ".disable_ipv6=0",
 			"net.ipv6.conf.all.forwarding=1"},
@@ -253,18 +219,13 @@ func (h *harness) kernelIPv6(ctx context.Context, p Path) (*box, error) {
 		{"ip", "-6", "neigh", "replace", ipv6Gateway.String(), "lladdr", macS0.String(), "dev", natWANPort, "nud", "permanent"},
 		{"ip", "-6", "neigh", "replace", ipv6GenIP.String(), "lladdr", macG0.String(), "dev", natLANPort, "nud", "permanent"},
 		{"ip", "-6", "route", "add", "default", "via", ipv6Gateway.String(), "dev", natWANPort},
-	}
-	for _, s := range steps {
-		if _, err := nsRun(ctx, ns, s...); err != nil {
-			b.Close()
-			return nil, fmt.Errorf("%s: %w", p.Name, err)
-		}
-	}
-	if err := nftLoad(ctx, ns, nftRules(p)); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("%s: %w", p.Name, err)
-	}
-	return b, nil
+	}, [][]string{
+		{"nft", "flush", "ruleset"},
+		// Turning IPv6 off drops the ports' addresses, routes and
+		// neighbours.
+		{"sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=0", "net.ipv6.conf." + natLANPort + ".disable_ipv6=1",
+			"net.ipv6.conf." + natWANPort + ".disable_ipv6=1"},
+	})
 }
 
 // ipv6Ends turns IPv6 on (off: off again) where the IPv6 paths need the

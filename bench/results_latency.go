@@ -80,24 +80,16 @@ func SummarizeLatency(samples []Sample, paths []string) ([]LatencyRow, []ConnRow
 	slices.SortStableFunc(order, func(a, b key) int {
 		return cmp.Or(cmp.Compare(pathIndex(a.path), pathIndex(b.path)), strings.Compare(a.kind, b.kind), cmp.Compare(a.load, b.load))
 	})
-	med := func(ss []Sample, f func(Sample) float64) float64 {
-		xs := make([]float64, len(ss))
-		for i, s := range ss {
-			xs[i] = f(s)
-		}
-		return Median(xs)
-	}
 	var rows []LatencyRow
 	p99 := map[key]float64{}
 	for _, k := range order {
 		ss := groups[k]
 		r := LatencyRow{Path: k.path, Kind: k.kind, Load: k.load, Runs: len(ss),
-			Rate: med(ss, func(s Sample) float64 { return s.Offered }),
-			P50:  med(ss, func(s Sample) float64 { return s.P50 }), P99: med(ss, func(s Sample) float64 { return s.P99 }),
-			P999:     med(ss, func(s Sample) float64 { return s.P999 }),
-			MinP99:   slices.MinFunc(ss, func(a, b Sample) int { return cmp.Compare(a.P99, b.P99) }).P99,
-			MaxP99:   slices.MaxFunc(ss, func(a, b Sample) int { return cmp.Compare(a.P99, b.P99) }).P99,
+			Rate: medianOf(ss, func(s Sample) float64 { return s.Offered }),
+			P50:  medianOf(ss, func(s Sample) float64 { return s.P50 }), P99: medianOf(ss, func(s Sample) float64 { return s.P99 }),
+			P999:     medianOf(ss, func(s Sample) float64 { return s.P999 }),
 			AddedP99: math.NaN()}
+		r.MinP99, r.MaxP99 = rangeOf(ss, func(s Sample) float64 { return s.P99 })
 		for _, s := range ss {
 			r.Samples += s.Samples
 		}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -99,8 +100,8 @@ func NewSet(opts SetOptions) *Set {
 		logRing = 256
 	}
 	s := &Set{
-		logLimit:    NewLimiter(orDefault(opts.LogRate, 10), orDefaultInt(opts.LogBurst, 20)),
-		rejectLimit: NewLimiter(orDefault(opts.RejectRate, 1000), orDefaultInt(opts.RejectBurst, 100)),
+		logLimit:    NewLimiter(cmp.Or(opts.LogRate, 10), cmp.Or(opts.LogBurst, 20)),
+		rejectLimit: NewLimiter(cmp.Or(opts.RejectRate, 1000), cmp.Or(opts.RejectBurst, 100)),
 		ids:         map[string]uint32{},
 		chunks:      make([][]*counterChunk, n),
 	}
@@ -117,20 +118,6 @@ func NewSet(opts SetOptions) *Set {
 	}
 	s.Swap(empty)
 	return s
-}
-
-func orDefault(v, d float64) float64 {
-	if v == 0 {
-		return d
-	}
-	return v
-}
-
-func orDefaultInt(v, d int) int {
-	if v == 0 {
-		return d
-	}
-	return v
 }
 
 // Table returns the current table.

@@ -201,8 +201,25 @@ func TestSetConcurrent(t *testing.T) {
 	}
 	s.Swap(tables[0])
 	const perWorker = 20000
-	var wg sync.WaitGroup
+	// The swapper runs until the workers are done; the cleanup stops and
+	// joins it also when the test fails first.
 	stop := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+				s.Swap(tables[i%len(tables)])
+				s.Counters()
+			}
+		}
+	}()
+	stopSwapper := sync.OnceFunc(func() { close(stop); <-swapped })
+	t.Cleanup(stopSwapper)
+	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Add(1)
 		go func() {
@@ -220,19 +237,8 @@ func TestSetConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	go func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-				s.Swap(tables[i%len(tables)])
-				s.Counters()
-			}
-		}
-	}()
 	wg.Wait()
-	close(stop)
+	stopSwapper()
 	if got := counts(s)["tcp dport 22 counter accept"]; got != perWorker {
 		t.Errorf("tcp dport 22 counted %d times, want %d", got, perWorker)
 	}

@@ -144,7 +144,7 @@ func (t *Tuner) MitigateHang(ifname string) []Report {
 	sum.Status = StatusOK
 	var changed []string
 	for _, name := range hangMitigation {
-		r := (&featureKnob{p: pt, name: name}).Apply("off")
+		r := applyTyped[Feature](&featureKnob{p: pt, name: name}, "off")
 		t.logReport(r)
 		switch r.Status {
 		case StatusChanged:

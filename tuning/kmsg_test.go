@@ -70,6 +70,10 @@ func TestWatchHangs(t *testing.T) {
 			mu.Unlock()
 		})
 	}()
+	// Stop and join the watcher: below, or here when the test fails first.
+	var watchErr error
+	stop := sync.OnceFunc(func() { cancel(); watchErr = <-done })
+	t.Cleanup(stop)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()
@@ -80,9 +84,9 @@ func TestWatchHangs(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("WatchHangs = %v, want nil after cancel", err)
+	stop()
+	if watchErr != nil {
+		t.Fatalf("WatchHangs = %v, want nil after cancel", watchErr)
 	}
 	want := []brief{
 		{"hang-mitigation", "eth1", "changed", ""},

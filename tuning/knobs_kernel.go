@@ -19,12 +19,9 @@ const copybreakPath = "/sys/module/e1000e/parameters/copybreak"
 // e1000e ports and read by the driver for every received frame.
 type copybreakKnob struct{ r root }
 
-func (k *copybreakKnob) Name() string             { return "copybreak" }
-func (k *copybreakKnob) Target() string           { return "e1000e (all ports)" }
-func (k *copybreakKnob) ResetsLink() bool         { return false }
-func (k *copybreakKnob) Read() (string, error)    { return readTyped[uint64](k) }
-func (k *copybreakKnob) Check(want string) Report { return checkTyped[uint64](k, want) }
-func (k *copybreakKnob) Apply(want string) Report { return applyTyped[uint64](k, want) }
+func (k *copybreakKnob) Name() string     { return "copybreak" }
+func (k *copybreakKnob) Target() string   { return "e1000e (all ports)" }
+func (k *copybreakKnob) ResetsLink() bool { return false }
 
 func (k *copybreakKnob) parse(want string) (uint64, string, error) {
 	n, err := strconv.ParseUint(want, 10, 32)
@@ -73,11 +70,8 @@ func (k *sysctlKnob) Name() string {
 	}
 	return strings.Join(parts, ".")
 }
-func (k *sysctlKnob) Target() string           { return k.target }
-func (k *sysctlKnob) ResetsLink() bool         { return false }
-func (k *sysctlKnob) Read() (string, error)    { return readTyped[string](k) }
-func (k *sysctlKnob) Check(want string) Report { return checkTyped[string](k, want) }
-func (k *sysctlKnob) Apply(want string) Report { return applyTyped[string](k, want) }
+func (k *sysctlKnob) Target() string   { return k.target }
+func (k *sysctlKnob) ResetsLink() bool { return false }
 
 func (k *sysctlKnob) path() string { return "/proc/sys/" + k.key }
 
@@ -125,8 +119,8 @@ func (r root) bridgeNFMissing() error {
 	}
 }
 
-func newBridgeNFKnob(r root, key string) *sysctlKnob {
-	return &sysctlKnob{r: r, key: "net/bridge/" + key, target: "bridge netfilter", missing: r.bridgeNFMissing}
+func newBridgeNFKnob(r root, key string) Knob {
+	return knob[string]{&sysctlKnob{r: r, key: "net/bridge/" + key, target: "bridge netfilter", missing: r.bridgeNFMissing}}
 }
 
 // kernelConfig returns the value of option in /proc/config.gz ("y", "m",

@@ -311,6 +311,8 @@ func TestOpenKmsgReal(t *testing.T) {
 			}
 		}
 	}()
+	// Should Close not unblock it, the reader ends with the test's process;
+	// it calls nothing of the test's.
 	time.Sleep(50 * time.Millisecond)
 	k.Close()
 	select {

@@ -102,6 +102,14 @@ type typed[T any] interface {
 	format(v T) string
 }
 
+// knob is the Knob made of a typed inside: Read, Check and Apply are the
+// generic helpers' over its methods.
+type knob[T any] struct{ typed[T] }
+
+func (k knob[T]) Read() (string, error)    { return readTyped(k.typed) }
+func (k knob[T]) Check(want string) Report { return checkTyped(k.typed, want) }
+func (k knob[T]) Apply(want string) Report { return applyTyped(k.typed, want) }
+
 // noter is implemented by knobs that have something to say about a state
 // that matches the plan (e.g. an IRQ whose effective CPU has not moved yet).
 type noter[T any] interface {

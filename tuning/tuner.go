@@ -115,7 +115,7 @@ func (t *Tuner) Steps(p Plan) ([]Step, []Report) {
 	r := t.root()
 	var steps []Step
 	if p.Copybreak != nil {
-		steps = append(steps, Step{Knob: &copybreakKnob{r: r}, Want: strconv.FormatUint(uint64(*p.Copybreak), 10)})
+		steps = append(steps, Step{Knob: knob[uint64]{&copybreakKnob{r: r}}, Want: strconv.FormatUint(uint64(*p.Copybreak), 10)})
 	}
 	if p.BridgeNetfilterOff {
 		for _, key := range bridgeNFKeys {
@@ -161,26 +161,26 @@ func (t *Tuner) portSteps(pt *port, pp PortPlan) []Step {
 		}
 	}
 	if pp.RxRing != 0 || pp.TxRing != 0 {
-		add(&ringKnob{p: pt}, ringWantString(pp.RxRing, pp.TxRing))
+		add(knob[ringWant]{&ringKnob{p: pt}}, ringWantString(pp.RxRing, pp.TxRing))
 	}
 	if pp.ITR != "" {
-		add(&itrKnob{p: pt}, string(pp.ITR))
+		add(knob[uint32]{&itrKnob{p: pt}}, string(pp.ITR))
 	}
 	for _, name := range featureOrder(pp.Offloads) {
-		add(&featureKnob{p: pt, name: name}, onOff(pp.Offloads[name]))
+		add(knob[Feature]{&featureKnob{p: pt, name: name}}, onOff(pp.Offloads[name]))
 	}
 	for _, v := range Vectors {
 		if cpu, ok := pp.IRQ[v]; ok {
-			add(&irqKnob{p: pt, vector: v}, strconv.Itoa(cpu))
+			add(knob[irqState]{&irqKnob{p: pt, vector: v}}, strconv.Itoa(cpu))
 		}
 	}
 	if pp.RPS != "" {
 		for _, q := range pt.rxQueues() {
-			add(&rpsKnob{p: pt, queue: q}, pp.RPS)
+			add(knob[CPUSet]{&rpsKnob{p: pt, queue: q}}, pp.RPS)
 		}
 	}
 	if pp.Threaded != nil {
-		add(&threadedKnob{p: pt}, onOff(*pp.Threaded))
+		add(knob[string]{&threadedKnob{p: pt}}, onOff(*pp.Threaded))
 	}
 	if pp.Data {
 		for _, q := range t.quietSysctls(pt.name) {
@@ -190,8 +190,17 @@ func (t *Tuner) portSteps(pt *port, pp PortPlan) []Step {
 	return append(reset, live...)
 }
 
+// isFeature reports whether k is an offload (ethtool -K) knob.
+func isFeature(k Knob) bool {
+	f, ok := k.(knob[Feature])
+	if ok {
+		_, ok = f.typed.(*featureKnob)
+	}
+	return ok
+}
+
 type sysctlStep struct {
-	knob *sysctlKnob
+	knob Knob
 	want string
 }
 
@@ -199,8 +208,8 @@ type sysctlStep struct {
 // port; see the package documentation for the choice of values.
 func (t *Tuner) quietSysctls(ifname string) []sysctlStep {
 	r := t.root()
-	k := func(key string, guard func() error) *sysctlKnob {
-		return &sysctlKnob{r: r, key: strings.ReplaceAll(key, "IF", ifname), target: ifname, guard: guard}
+	k := func(key string, guard func() error) Knob {
+		return knob[string]{&sysctlKnob{r: r, key: strings.ReplaceAll(key, "IF", ifname), target: ifname, guard: guard}}
 	}
 	noV4 := func() error { return t.noAddrs(ifname, false) }
 	noV6 := func() error { return t.noAddrs(ifname, true) }
@@ -306,7 +315,7 @@ func (t *Tuner) Apply(ctx context.Context, p Plan) []Report {
 			if rep.Status == StatusChanged {
 				changed[s.Port] = true
 			}
-			if _, ok := s.Knob.(*featureKnob); ok && (rep.Status == StatusChanged || rep.Status == StatusOK) {
+			if isFeature(s.Knob) && (rep.Status == StatusChanged || rep.Status == StatusOK) {
 				features = append(features, appliedFeature{s, rep.After})
 			}
 			reports = append(reports, rep)

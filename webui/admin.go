@@ -2,7 +2,6 @@ package webui
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -67,12 +66,8 @@ type AdminAnswer struct {
 
 func (s *Server) handleAdmin(w http.ResponseWriter, r *http.Request) {
 	target, err := readTrimmed(s.opts.SyslogTargetFile)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, AdminAnswer{PasswordFile: s.opts.PasswordFiles[0], GokrazyPort: s.opts.GokrazyPort,
-		SyslogTarget: target, CanReboot: s.opts.Power != nil})
+	writeResult(w, AdminAnswer{PasswordFile: s.opts.PasswordFiles[0], GokrazyPort: s.opts.GokrazyPort,
+		SyslogTarget: target, CanReboot: s.opts.Power != nil}, err, http.StatusInternalServerError)
 }
 
 // readTrimmed reads a small file; a missing one is "".
@@ -110,13 +105,8 @@ func checkNewPassword(pw string) error {
 // password file (gokrazy's /perm/gokr-pw.txt, which gokrazy reads first at
 // boot), then used by the dashboard at once.
 func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r)
-	if !ok {
-		return
-	}
 	var pc PasswordChange
-	if err := json.Unmarshal(b, &pc); err != nil {
-		writeError(w, http.StatusBadRequest, "decoding password change: "+err.Error())
+	if !readJSON(w, r, "password change", &pc) {
 		return
 	}
 	cur := s.currentAuth()
@@ -197,13 +187,8 @@ func checkSyslogTarget(t string) error {
 }
 
 func (s *Server) handleSyslog(w http.ResponseWriter, r *http.Request) {
-	b, ok := readBody(w, r)
-	if !ok {
-		return
-	}
 	var st SyslogTarget
-	if err := json.Unmarshal(b, &st); err != nil {
-		writeError(w, http.StatusBadRequest, "decoding syslog target: "+err.Error())
+	if !readJSON(w, r, "syslog target", &st) {
 		return
 	}
 	st.Target = strings.TrimSpace(st.Target)
@@ -238,11 +223,7 @@ func (s *Server) handleNICs(w http.ResponseWriter, r *http.Request) {
 		notAvailable(w, "the interface list")
 		return
 	}
-	ns := s.opts.NICs.NICs()
-	if ns == nil {
-		ns = []NIC{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"nics": ns})
+	writeJSON(w, http.StatusOK, map[string]any{"nics": nonNil(s.opts.NICs.NICs())})
 }
 
 // WriteFileAtomic replaces path with data: a temporary file in the same

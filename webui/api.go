@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -79,8 +80,52 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return b, true
 }
 
+// readJSON reads a size-limited body and decodes it into v; it answers
+// 413 or 400 (naming what it decoded) itself and returns false when it
+// failed.
+func readJSON(w http.ResponseWriter, r *http.Request, what string, v any) bool {
+	b, ok := readBody(w, r)
+	if !ok {
+		return false
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		writeError(w, http.StatusBadRequest, "decoding "+what+": "+err.Error())
+		return false
+	}
+	return true
+}
+
+// readQuery parses the request's query with parse; it answers 400 itself
+// and returns false when it failed.
+func readQuery[Q any](w http.ResponseWriter, r *http.Request, parse func(url.Values) (Q, error)) (Q, bool) {
+	q, err := parse(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+	}
+	return q, err == nil
+}
+
+// writeResult answers v, or, when err is set, the error with status
+// failed.
+func writeResult(w http.ResponseWriter, v any, err error, failed int) {
+	if err != nil {
+		writeError(w, failed, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 func notAvailable(w http.ResponseWriter, what string) {
 	writeError(w, http.StatusNotFound, what+" is not available on this box")
+}
+
+// nonNil returns list, or an empty list for nil: answers have [], not
+// null, for none.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
 }
 
 // Info is the answer of GET /api/info: what the box is and which pages
@@ -161,11 +206,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	hm, err := s.history.columns(r.URL.Query().Get("range"))
 	s.mu.Unlock()
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, hm)
+	writeResult(w, hm, err, http.StatusBadRequest)
 }
 
 func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
@@ -173,9 +214,8 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		notAvailable(w, "the log")
 		return
 	}
-	q, err := ParseLogQuery(r.URL.Query())
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	q, ok := readQuery(w, r, ParseLogQuery)
+	if !ok {
 		return
 	}
 	wait, err := intParam(r.URL.Query(), "wait", 0, 0, 30)
@@ -207,12 +247,7 @@ func (s *Server) handleRules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := s.opts.Rules.Table()
-	if t.Policies == nil {
-		t.Policies = []PolicyStat{}
-	}
-	if t.Rules == nil {
-		t.Rules = []RuleStat{}
-	}
+	t.Policies, t.Rules = nonNil(t.Policies), nonNil(t.Rules)
 	writeJSON(w, http.StatusOK, t)
 }
 
@@ -224,21 +259,23 @@ type ConnPage struct {
 	Entries []Conn `json:"entries"`
 }
 
-func (s *Server) handleConntrack(w http.ResponseWriter, r *http.Request) {
+// connQuery reads the connection filters of a request; false when it
+// answered an error (no connection tracking here, a bad filter).
+func (s *Server) connQuery(w http.ResponseWriter, r *http.Request) (ConnQuery, bool) {
 	if s.opts.Conntrack == nil {
 		notAvailable(w, "connection tracking (NAT mode)")
-		return
+		return ConnQuery{}, false
 	}
-	q, err := ParseConnQuery(r.URL.Query())
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	return readQuery(w, r, ParseConnQuery)
+}
+
+func (s *Server) handleConntrack(w http.ResponseWriter, r *http.Request) {
+	q, ok := s.connQuery(w, r)
+	if !ok {
 		return
 	}
 	page, total := s.opts.Conntrack.Query(q)
-	if page == nil {
-		page = []Conn{}
-	}
-	writeJSON(w, http.StatusOK, ConnPage{Total: total, Offset: q.Offset, Limit: q.Limit, Entries: page})
+	writeJSON(w, http.StatusOK, ConnPage{Total: total, Offset: q.Offset, Limit: q.Limit, Entries: nonNil(page)})
 }
 
 func (s *Server) handleConntrackDelete(w http.ResponseWriter, r *http.Request) {
@@ -261,17 +298,11 @@ func (s *Server) handleConntrackDelete(w http.ResponseWriter, r *http.Request) {
 // handleConntrackDeleteMatching deletes the connections matching the
 // filters (addr, port, proto, state, kind): at least one, or all=true.
 func (s *Server) handleConntrackDeleteMatching(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Conntrack == nil {
-		notAvailable(w, "connection tracking (NAT mode)")
+	q, ok := s.connQuery(w, r)
+	if !ok {
 		return
 	}
-	v := r.URL.Query()
-	q, err := ParseConnQuery(v)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if !q.Addr.IsValid() && q.Port == 0 && q.Proto == "" && q.State == "" && q.Kind == "" && v.Get("all") != "true" {
+	if !q.Addr.IsValid() && q.Port == 0 && q.Proto == "" && q.State == "" && q.Kind == "" && r.URL.Query().Get("all") != "true" {
 		writeError(w, http.StatusBadRequest, "no filter: name connections with addr, port, proto, state or kind, or pass all=true")
 		return
 	}
@@ -288,10 +319,7 @@ func (s *Server) handleFDB(w http.ResponseWriter, r *http.Request) {
 		notAvailable(w, "the bridge forwarding database (bridge mode)")
 		return
 	}
-	e := s.opts.FDB.Entries()
-	if e == nil {
-		e = []FDBEntry{}
-	}
+	e := nonNil(s.opts.FDB.Entries())
 	slices.SortStableFunc(e, func(a, b FDBEntry) int {
 		if c := strings.Compare(a.Port, b.Port); c != 0 {
 			return c
@@ -309,11 +337,7 @@ func (s *Server) handleTuning(w http.ResponseWriter, r *http.Request) {
 		notAvailable(w, "tuning")
 		return
 	}
-	rs := s.opts.Tuning.Reports()
-	if rs == nil {
-		rs = []TuningReport{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"reports": rs})
+	writeJSON(w, http.StatusOK, map[string]any{"reports": nonNil(s.opts.Tuning.Reports())})
 }
 
 // systemInfo asks System and fills what it left out from the process.

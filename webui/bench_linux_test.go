@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -58,6 +59,10 @@ func BenchmarkPublish100Clients(b *testing.B) {
 	b.Cleanup(srv.Close)
 	ts := srv.URL
 	var received [clients]atomic.Int64
+	// The readers end when their connections close (the cleanups below,
+	// which run before this one).
+	var readers sync.WaitGroup
+	b.Cleanup(readers.Wait)
 	hdr := http.Header{}
 	hdr.Set("Authorization", basicHeader(testPassword).Get("Authorization"))
 	for i := range clients {
@@ -66,7 +71,7 @@ func BenchmarkPublish100Clients(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { c.Close() })
-		go io.Copy(countingWriter{&received[i]}, c.NetConn())
+		readers.Go(func() { io.Copy(countingWriter{&received[i]}, c.NetConn()) })
 	}
 	for s.Clients() < clients {
 		time.Sleep(time.Millisecond)

@@ -29,54 +29,6 @@ type pageFakes struct {
 	updater *fakeUpdater
 }
 
-// docShot saves a screenshot, and with E1KBOX_DOCS_SHOTS=1 also as
-// docs/dashboard-NAME.png (how the committed screenshots are made).
-func docShot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	// Notices of earlier steps (a rollback banner, toasts) are not part of
-	// the page shown.
-	eval[bool](t, ctx, `((b => { if (b.classList.contains('rolledback')) b.hidden = true; })(document.getElementById('banner')), document.getElementById('toasts').replaceChildren(), true)`)
-	shot(t, ctx, name)
-	if os.Getenv("E1KBOX_DOCS_SHOTS") != "1" {
-		return
-	}
-	b, err := os.ReadFile(filepath.Join(screenshotDir, name+".png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join("..", "docs", "dashboard-"+name+".png"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// checkAxis fails the test if two time labels of a chart overlap.
-func checkAxis(t *testing.T, ctx context.Context, chart string) {
-	t.Helper()
-	res := eval[[]float64](t, ctx, `(() => {
-		const ticks = JSON.parse(document.querySelector('`+chart+`').dataset.xticks || '[]');
-		const c = document.createElement('canvas').getContext('2d');
-		c.font = getComputedStyle(document.querySelector('`+chart+`')).font || '12px system-ui';
-		c.font = '12px system-ui, sans-serif';
-		let minGap = 1e9;
-		for (let i = 1; i < ticks.length; i++) {
-			const w = (c.measureText(ticks[i-1][1]).width + c.measureText(ticks[i][1]).width) / 2;
-			minGap = Math.min(minGap, ticks[i][0] - ticks[i-1][0] - w);
-		}
-		return [ticks.length, minGap];
-	})()`)
-	if res[0] < 2 {
-		t.Errorf("%s: %v time labels", chart, res[0])
-	} else if res[1] < 8 {
-		t.Errorf("%s: time labels %v px apart (want at least 8 px of space between them)", chart, res[1])
-	}
-}
-
-// noDialogs answers every confirm() with yes.
-func noDialogs(t *testing.T, ctx context.Context) {
-	t.Helper()
-	eval[bool](t, ctx, `(window.confirm = () => true, true)`)
-}
-
 func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url string, fk pageFakes) {
 	t.Run("overview shows the network", func(t *testing.T) {
 		step(t, ctx, "overview", 30*time.Second, chromedp.Navigate(url+"#/overview"), chromedp.WaitVisible(chromedp.CSS(`#wan`)))
@@ -182,6 +134,9 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		if got := eval[string](t, ctx, `document.querySelector('#dev-summary').textContent`); got != "3 online · 4 known" {
 			t.Errorf("summary %q", got)
 		}
+		// At 1280 px every action shows its whole label (it read "Forg…"
+		// and "Edit in Conf…", cut off by the table's scroll box).
+		noClippedButtons(t, ctx, "devices at 1280 px")
 		docShot(t, ctx, "devices")
 		click(t, ctx, `#dev-body tr[data-mac="52:54:00:aa:00:01"] button[data-action="static"]`)
 		waitFor(t, ctx, "made static", `!document.querySelector('#dev-body tr[data-mac="52:54:00:aa:00:01"] button[data-action="static"]')`, 10*time.Second)
@@ -230,6 +185,7 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		time.Sleep(300 * time.Millisecond) // the live poll is waiting
 		log.Error("a new record for the live tail", "n", 42)
 		waitFor(t, ctx, "live tail", `document.querySelector('#log-body tr[data-seq] td.msg').textContent.startsWith('a new record for the live tail')`, 10*time.Second)
+		noClippedButtons(t, ctx, "logs"+" at 1280 px")
 		docShot(t, ctx, "logs")
 	})
 
@@ -266,6 +222,7 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		if body != "PCAPNG iface=eth2 proto=udp host=192.168.1.10 l4=53 count=1000" {
 			t.Errorf("capture file %q", body)
 		}
+		noClippedButtons(t, ctx, "diagnostics"+" at 1280 px")
 		docShot(t, ctx, "diagnostics")
 	})
 
@@ -324,6 +281,7 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		waitForGo(t, "syslog target file", 5*time.Second, func() bool { b, _ := os.ReadFile(file); return string(b) == "192.168.1.10:514\n" })
 		click(t, ctx, `#reboot`)
 		waitForGo(t, "reboot", 5*time.Second, func() bool { return fk.diag.rebooted() == 1 })
+		noClippedButtons(t, ctx, "admin"+" at 1280 px")
 		docShot(t, ctx, "admin")
 	})
 
@@ -356,7 +314,7 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		defer cancel()
 		u, _ := neturl.Parse(url)
 		u.User = neturl.UserPassword(User, testPassword)
-		within(t, "opening a tab", 30*time.Second, func() error { return chromedp.Do(bctx) })
+		within(t, "opening a tab", 30*time.Second, cancel, func() error { return chromedp.Do(bctx) })
 		step(t, bctx, "overview via credentials", 30*time.Second, chromedp.Navigate(u.String()), chromedp.WaitVisible(chromedp.CSS(`#ports .card.port`)))
 		waitFor(t, bctx, "live stream", `document.querySelector('#live').classList.contains('on')`, 10*time.Second)
 		if got := evalAsync(t, bctx, `fetch(new URL('/api/info', location.origin)).then(r => String(r.status))`); got != "200" {
@@ -414,28 +372,4 @@ func passwordChange(t *testing.T, ctx context.Context, f *fixture, url string) {
 			}
 		}
 	})
-}
-
-// evalAsync evaluates an expression that yields a promise of a string.
-func evalAsync(t *testing.T, ctx context.Context, expr string) string {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(sctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
-}
-
-// waitForGo polls a Go condition.
-func waitForGo(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

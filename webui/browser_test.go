@@ -2,207 +2,19 @@ package webui
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"net/netip"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"e1kbox/internal/testenv"
-
-	"github.com/chromedp/cdproto/network"
-	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
-
-const chromiumPath = "/usr/bin/chromium"
-
-// screenshotDir keeps the browser tests' screenshots (only overview.png is
-// committed; see its .gitignore).
-const screenshotDir = "testdata/screenshots"
-
-// newBrowser starts a headless Chromium for the test. Without Chromium the
-// test fails under CI=true and is skipped otherwise.
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromiumPath
-	if _, err := os.Stat(path); err != nil {
-		if p, lerr := exec.LookPath("chromium"); lerr == nil {
-			path = p
-		} else {
-			testenv.Unavailable(t, fmt.Sprintf("chromium not installed (%v); the browser tests need Debian's chromium", err))
-		}
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox, // tests run as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); acancel() })
-	within(t, "starting chromium", 60*time.Second, func() error { return chromedp.Do(ctx) })
-	return ctx
-}
-
-// within runs a call that must not have a deadline on its context (the
-// first on a chromedp context: the deadline would end the browser or tab)
-// and fails the test if it does not return in time.
-func within(t *testing.T, what string, d time.Duration, f func() error) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	case <-time.After(d):
-		t.Fatalf("%s: no answer in %v", what, d)
-	}
-}
-
-// tab opens a new tab that sends Basic credentials with every request. A
-// JavaScript exception on its pages fails the test.
-func tab(t *testing.T, browser context.Context, password string) context.Context {
-	t.Helper()
-	var mu sync.Mutex
-	var exceptions []string
-	ctx, cancel := chromedp.NewContext(browser, chromedp.WithListener(func(ev any) {
-		if e, ok := ev.(*cdpruntime.EventExceptionThrown); ok && e.ExceptionDetails != nil {
-			d := e.ExceptionDetails
-			msg := d.Text
-			if d.Exception != nil && d.Exception.Description != "" {
-				msg += " " + d.Exception.Description
-			}
-			mu.Lock()
-			exceptions = append(exceptions, fmt.Sprintf("%s:%d: %s", d.URL, d.LineNumber+1, msg))
-			mu.Unlock()
-		}
-	}))
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range exceptions {
-			t.Errorf("JavaScript exception: %s", e)
-		}
-		cancel()
-	})
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(User+":"+password))
-	within(t, "opening a tab", 30*time.Second, func() error {
-		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-			return err
-		}
-		_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}})
-		return err
-	})
-	return ctx
-}
-
-// step runs actions with a time limit and fails the test on error.
-func step(t *testing.T, ctx context.Context, what string, timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := chromedp.Do(sctx, actions...); err != nil {
-		shot(t, ctx, "failed-"+strings.ReplaceAll(what, " ", "-"))
-		// What the page loaded, and how long each took, for the log.
-		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-		res, derr := chromedp.Run(dctx, chromedp.Evaluate[[]string](`performance.getEntriesByType('resource').map(e => e.name + ' ' + Math.round(e.duration) + 'ms ' + (e.responseStatus || ''))`))
-		dcancel()
-		t.Logf("resources loaded by the page (%v):\n%s", derr, strings.Join(res, "\n"))
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// eval evaluates a JavaScript expression.
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(sctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
-}
-
-// waitFor polls a JavaScript condition until it holds.
-func waitFor(t *testing.T, ctx context.Context, what, cond string, timeout time.Duration) {
-	t.Helper()
-	step(t, ctx, what, timeout+5*time.Second, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond))(ctx, tg)
-		return chromedp.Void{}, err
-	})
-}
-
-// setInput types a value into an input or select the way a user would:
-// value, then input and change events.
-func setInput(t *testing.T, ctx context.Context, selector, value string) {
-	t.Helper()
-	sel, _ := json.Marshal(selector)
-	val, _ := json.Marshal(value)
-	ok := eval[bool](t, ctx, fmt.Sprintf(`(() => {
-		const el = document.querySelector(%s);
-		if (!el) return false;
-		el.value = %s;
-		el.dispatchEvent(new Event('input', {bubbles: true}));
-		el.dispatchEvent(new Event('change', {bubbles: true}));
-		return true;
-	})()`, sel, val))
-	if !ok {
-		t.Fatalf("no element %s", selector)
-	}
-}
-
-// click waits for an element to be visible and clicks it (in JavaScript:
-// a coordinate click can land on the sticky header).
-func click(t *testing.T, ctx context.Context, selector string) {
-	t.Helper()
-	step(t, ctx, "click "+selector, 10*time.Second, chromedp.WaitVisible(chromedp.CSS(selector)))
-	sel, _ := json.Marshal(selector)
-	if !eval[bool](t, ctx, fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el || el.disabled) return false; el.click(); return true; })()`, sel)) {
-		t.Fatalf("cannot click %s", selector)
-	}
-}
-
-// shot saves a full-page screenshot.
-func shot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(screenshotDir, name+".png")
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot %s", p)
-}
 
 func TestBrowser(t *testing.T) {
 	browser := newBrowser(t)
@@ -385,6 +197,7 @@ func TestBrowser(t *testing.T) {
 		step(t, ctx, "banner gone", 10*time.Second, chromedp.WaitNotVisible(chromedp.CSS(`#banner`)))
 		waitFor(t, ctx, "edited rule first", `document.querySelector('#rules-body tr[data-index="0"] td.rule').textContent.startsWith('ip saddr 10.0.0.0/8 tcp dport 3389 counter drop')`, 10*time.Second)
 		waitFor(t, ctx, "its counter", `parseInt(document.querySelector('#rules-body tr[data-index="0"] td.packets').textContent.replace(/,/g, '')) > 0`, 10*time.Second)
+		noClippedButtons(t, ctx, "rules"+" at 1280 px")
 		shot(t, ctx, "rules")
 		cfg, v := f.store.Current()
 		var c struct {
@@ -425,6 +238,7 @@ func TestBrowser(t *testing.T) {
 		if left < 20 || left > 30 {
 			t.Errorf("countdown shows %v s, want about 30", left)
 		}
+		noClippedButtons(t, ctx, "config-pending"+" at 1280 px")
 		shot(t, ctx, "config-pending")
 		click(t, ctx, `#confirm-change`)
 		step(t, ctx, "banner gone", 10*time.Second, chromedp.WaitNotVisible(chromedp.CSS(`#banner`)))
@@ -479,6 +293,7 @@ func TestBrowser(t *testing.T) {
 		waitFor(t, ctx, "page 3 of 50", `document.querySelector('#ct-info').textContent.startsWith('101–150 of')`, 5*time.Second)
 		click(t, ctx, `#ct-prev`)
 		waitFor(t, ctx, "back to page 2", `document.querySelector('#ct-info').textContent.startsWith('51–100 of')`, 5*time.Second)
+		noClippedButtons(t, ctx, "connections"+" at 1280 px")
 		shot(t, ctx, "connections")
 	})
 
@@ -489,6 +304,7 @@ func TestBrowser(t *testing.T) {
 			{"system", `#history-body tr td.mono`},
 		} {
 			step(t, ctx, p.page, 15*time.Second, chromedp.Navigate(url+"#/"+p.page), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			noClippedButtons(t, ctx, p.page+" at 1280 px")
 			shot(t, ctx, p.page)
 		}
 		if up := eval[string](t, ctx, `document.querySelector('#sys-uptime').textContent`); up != "1d 2h" {

@@ -38,6 +38,25 @@ func (s *Server) configStore(w http.ResponseWriter) (ConfigStore, bool) {
 	return s.opts.Config, true
 }
 
+// configBody is configStore and readBody: the store and the request's
+// body, or false when it answered an error.
+func (s *Server) configBody(w http.ResponseWriter, r *http.Request) (ConfigStore, []byte, bool) {
+	cs, ok := s.configStore(w)
+	if !ok {
+		return nil, nil, false
+	}
+	b, ok := readBody(w, r)
+	return cs, b, ok
+}
+
+// validate checks a config: JSON syntax, then the store's checks.
+func validate(cs ConfigStore, cfg []byte) []FieldError {
+	if errs := syntaxErrors(cfg); errs != nil {
+		return errs
+	}
+	return cs.Validate(cfg)
+}
+
 func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	cs, ok := s.configStore(w)
 	if !ok {
@@ -69,19 +88,11 @@ func syntaxErrors(b []byte) []FieldError {
 }
 
 func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request) {
-	cs, ok := s.configStore(w)
+	cs, b, ok := s.configBody(w, r)
 	if !ok {
 		return
 	}
-	b, ok := readBody(w, r)
-	if !ok {
-		return
-	}
-	errs := syntaxErrors(b)
-	if errs == nil {
-		errs = cs.Validate(b)
-	}
-	if len(errs) > 0 {
+	if errs := validate(cs, b); len(errs) > 0 {
 		writeFieldErrors(w, errs)
 		return
 	}
@@ -110,11 +121,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, cs ConfigStore, c
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	errs := syntaxErrors(cfg)
-	if errs == nil {
-		errs = cs.Validate(cfg)
-	}
-	if len(errs) > 0 {
+	if errs := validate(cs, cfg); len(errs) > 0 {
 		if mapErrs != nil {
 			errs = mapErrs(errs)
 		}
@@ -140,15 +147,9 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, cs ConfigStore, c
 }
 
 func (s *Server) handleApply(w http.ResponseWriter, r *http.Request) {
-	cs, ok := s.configStore(w)
-	if !ok {
-		return
+	if cs, b, ok := s.configBody(w, r); ok {
+		s.apply(w, r, cs, b, nil)
 	}
-	b, ok := readBody(w, r)
-	if !ok {
-		return
-	}
-	s.apply(w, r, cs, b, nil)
 }
 
 func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
@@ -173,30 +174,26 @@ func (s *Server) handleChange(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleConfirm(w http.ResponseWriter, r *http.Request) {
-	cs, ok := s.configStore(w)
-	if !ok {
-		return
-	}
-	id := PendingID(r.PathValue("id"))
-	if err := cs.Confirm(id); err != nil {
-		writeStoreError(w, fmt.Errorf("confirming %s: %w", id, err))
-		return
-	}
-	s.log.Info("config change confirmed", "id", string(id))
-	writeJSON(w, http.StatusOK, ChangeAnswer{ID: id, State: cs.State(id)})
+	s.settle(w, r, ConfigStore.Confirm, "confirming", "config change confirmed")
 }
 
 func (s *Server) handleRollback(w http.ResponseWriter, r *http.Request) {
+	s.settle(w, r, ConfigStore.Rollback, "rolling back", "config change rolled back on request")
+}
+
+// settle ends the pending change the path names with end (Confirm or
+// Rollback): doing names it in an error, done in the log.
+func (s *Server) settle(w http.ResponseWriter, r *http.Request, end func(ConfigStore, PendingID) error, doing, done string) {
 	cs, ok := s.configStore(w)
 	if !ok {
 		return
 	}
 	id := PendingID(r.PathValue("id"))
-	if err := cs.Rollback(id); err != nil {
-		writeStoreError(w, fmt.Errorf("rolling back %s: %w", id, err))
+	if err := end(cs, id); err != nil {
+		writeStoreError(w, fmt.Errorf("%s %s: %w", doing, id, err))
 		return
 	}
-	s.log.Info("config change rolled back on request", "id", string(id))
+	s.log.Info(done, "id", string(id))
 	writeJSON(w, http.StatusOK, ChangeAnswer{ID: id, State: cs.State(id)})
 }
 
@@ -205,11 +202,7 @@ func (s *Server) handleConfigHistory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	h := cs.History()
-	if h == nil {
-		h = []Version{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"current": cs.Version().ID, "versions": h})
+	writeJSON(w, http.StatusOK, map[string]any{"current": cs.Version().ID, "versions": nonNil(cs.History())})
 }
 
 func (s *Server) handleConfigVersion(w http.ResponseWriter, r *http.Request) {

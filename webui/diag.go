@@ -276,35 +276,36 @@ func (n *ndjson) fail(err error) {
 	n.send("error", map[string]string{"error": err.Error()})
 }
 
-func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) {
-	var req PingRequest
+// diagStream runs a diagnostic that reports what it finds as it goes:
+// each find a line of type typ, then the result a line of type end, or
+// the error.
+func diagStream[Req, Find, Result any](s *Server, w http.ResponseWriter, r *http.Request, typ, end string,
+	run func(context.Context, Req, func(Find)) (Result, error)) {
+	var req Req
 	ctx, done, ok := s.diagStart(w, r, &req)
 	if !ok {
 		return
 	}
 	defer done()
 	out := &ndjson{w: w, rc: http.NewResponseController(w)}
-	sum, err := s.opts.Diagnostics.Ping(ctx, req, func(p PingReply) { out.send("reply", p) })
+	res, err := run(ctx, req, func(f Find) { out.send(typ, f) })
 	if err != nil {
 		out.fail(err)
 		return
 	}
-	out.send("summary", sum)
+	out.send(end, res)
+}
+
+func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) {
+	diagStream(s, w, r, "reply", "summary", func(ctx context.Context, req PingRequest, f func(PingReply)) (PingSummary, error) {
+		return s.opts.Diagnostics.Ping(ctx, req, f)
+	})
 }
 
 func (s *Server) handleTraceroute(w http.ResponseWriter, r *http.Request) {
-	var req TraceRequest
-	ctx, done, ok := s.diagStart(w, r, &req)
-	if !ok {
-		return
-	}
-	defer done()
-	out := &ndjson{w: w, rc: http.NewResponseController(w)}
-	if err := s.opts.Diagnostics.Traceroute(ctx, req, func(h TraceHop) { out.send("hop", h) }); err != nil {
-		out.fail(err)
-		return
-	}
-	out.send("done", struct{}{})
+	diagStream(s, w, r, "hop", "done", func(ctx context.Context, req TraceRequest, f func(TraceHop)) (struct{}, error) {
+		return struct{}{}, s.opts.Diagnostics.Traceroute(ctx, req, f)
+	})
 }
 
 func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
@@ -319,12 +320,7 @@ func (s *Server) handleLookup(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if res.Answer == nil {
-		res.Answer = []string{}
-	}
-	if res.Authority == nil {
-		res.Authority = []string{}
-	}
+	res.Answer, res.Authority = nonNil(res.Answer), nonNil(res.Authority)
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -333,11 +329,7 @@ func (s *Server) handleDiagSources(w http.ResponseWriter, r *http.Request) {
 		notAvailable(w, "diagnostics")
 		return
 	}
-	src := s.opts.Diagnostics.Sources()
-	if src == nil {
-		src = []DiagSource{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"sources": src, "capture": s.opts.Capture != nil})
+	writeJSON(w, http.StatusOK, map[string]any{"sources": nonNil(s.opts.Diagnostics.Sources()), "capture": s.opts.Capture != nil})
 }
 
 // lazyWriter sets the download headers on the first write.

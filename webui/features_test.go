@@ -147,7 +147,9 @@ func TestLogBook(t *testing.T) {
 	// Wait wakes up for a new entry.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	go func() { time.Sleep(50 * time.Millisecond); log.Info("late") }()
+	late := make(chan struct{})
+	go func() { defer close(late); time.Sleep(50 * time.Millisecond); log.Info("late") }()
+	t.Cleanup(func() { <-late })
 	if !b.Wait(ctx, 13) {
 		t.Error("Wait did not see the new entry")
 	}
@@ -162,11 +164,14 @@ func TestLogsAPILongPoll(t *testing.T) {
 	if len(p.Entries) != 1 || p.Last != 1 {
 		t.Fatalf("page %+v", p)
 	}
+	added := make(chan struct{})
 	go func() {
+		defer close(added)
 		time.Sleep(200 * time.Millisecond)
 		book.Add(LogEntry{Message: "other"})
 		book.Add(LogEntry{Message: "wanted", Level: "error"})
 	}()
+	t.Cleanup(func() { <-added })
 	start := time.Now()
 	f.doJSON("GET", "/api/logs?after=1&wait=10&level=error", nil, http.StatusOK, &p)
 	if len(p.Entries) != 1 || p.Entries[0].Message != "wanted" || time.Since(start) > 5*time.Second {

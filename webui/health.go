@@ -109,11 +109,7 @@ func (s *Server) handleDataplane(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := s.opts.Dataplane.Detail()
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+	writeResult(w, d, err, http.StatusServiceUnavailable)
 }
 
 func (s *Server) handleNeighbours(w http.ResponseWriter, r *http.Request) {
@@ -122,12 +118,5 @@ func (s *Server) handleNeighbours(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, err := s.opts.Neighbours.Neighbours()
-	if err != nil {
-		writeError(w, http.StatusConflict, err.Error())
-		return
-	}
-	if ns == nil {
-		ns = []Neighbour{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"neighbours": ns})
+	writeResult(w, map[string]any{"neighbours": nonNil(ns)}, err, http.StatusConflict)
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -101,6 +102,17 @@ type acc struct {
 	sum    point
 }
 
+// findOrAdd returns the element of *list that match picks, the first,
+// after appending fresh when there is none.
+func findOrAdd[T any](list *[]T, match func(T) bool, fresh T) *T {
+	i := slices.IndexFunc(*list, match)
+	if i < 0 {
+		*list = append(*list, fresh)
+		i = len(*list) - 1
+	}
+	return &(*list)[i]
+}
+
 // add adds p; when p belongs to a later bucket it first closes the open
 // one and returns its average.
 func (a *acc) add(p point) (point, bool) {
@@ -118,14 +130,7 @@ func (a *acc) add(p point) (point, bool) {
 	a.n++
 	s := &a.sum
 	for _, pp := range p.Ports {
-		i := 0
-		for i < len(s.Ports) && s.Ports[i].Name != pp.Name {
-			i++
-		}
-		if i == len(s.Ports) {
-			s.Ports = append(s.Ports, portPoint{Name: pp.Name})
-		}
-		q := &s.Ports[i]
+		q := findOrAdd(&s.Ports, func(q portPoint) bool { return q.Name == pp.Name }, portPoint{Name: pp.Name})
 		q.RxPPS += pp.RxPPS
 		q.TxPPS += pp.TxPPS
 		q.RxBPS += pp.RxBPS
@@ -133,14 +138,7 @@ func (a *acc) add(p point) (point, bool) {
 	}
 	s.Drops += p.Drops
 	for _, c := range p.CPUs {
-		i := 0
-		for i < len(s.CPUs) && s.CPUs[i].CPU != c.CPU {
-			i++
-		}
-		if i == len(s.CPUs) {
-			s.CPUs = append(s.CPUs, cpuPoint{CPU: c.CPU})
-		}
-		s.CPUs[i].Busy += c.Busy
+		findOrAdd(&s.CPUs, func(q cpuPoint) bool { return q.CPU == c.CPU }, cpuPoint{CPU: c.CPU}).Busy += c.Busy
 	}
 	if p.Conns < 0 || s.Conns < 0 {
 		s.Conns = -1

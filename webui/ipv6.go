@@ -114,19 +114,6 @@ func fillNilIPv6(st *IPv6Status) {
 	if st == nil {
 		return
 	}
-	if st.Delegated == nil {
-		st.Delegated = []IPv6Prefix{}
-	}
-	if st.LAN == nil {
-		st.LAN = []IPv6Prefix{}
-	}
-	if st.WANAddresses == nil {
-		st.WANAddresses = []WANAddress{}
-	}
-	if st.LANAddresses == nil {
-		st.LANAddresses = []netip.Addr{}
-	}
-	if st.DNS == nil {
-		st.DNS = []netip.Addr{}
-	}
+	st.Delegated, st.LAN, st.WANAddresses = nonNil(st.Delegated), nonNil(st.LAN), nonNil(st.WANAddresses)
+	st.LANAddresses, st.DNS = nonNil(st.LANAddresses), nonNil(st.DNS)
 }

@@ -218,15 +218,7 @@ func (s *Server) handleRouter(w http.ResponseWriter, r *http.Request) {
 
 // fillNil makes lists empty rather than null in JSON.
 func fillNil(st *RouterStatus) {
-	if st.WAN.DNS == nil {
-		st.WAN.DNS = []netip.Addr{}
-	}
-	if st.DNS.Listen == nil {
-		st.DNS.Listen = []netip.AddrPort{}
-	}
-	if st.DNS.Upstreams == nil {
-		st.DNS.Upstreams = []netip.AddrPort{}
-	}
+	st.WAN.DNS, st.DNS.Listen, st.DNS.Upstreams = nonNil(st.WAN.DNS), nonNil(st.DNS.Listen), nonNil(st.DNS.Upstreams)
 	if st.IPv6 != nil {
 		v6 := *st.IPv6 // the implementation's may be shared
 		fillNilIPv6(&v6)
@@ -267,9 +259,7 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
 		notAvailable(w, "the device list (NAT mode with the DHCP server)")
 		return
 	}
-	if ds == nil {
-		ds = []Device{}
-	}
+	ds = nonNil(ds)
 	slices.SortStableFunc(ds, func(a, b Device) int { return a.Address.Compare(b.Address) })
 	now := time.Now()
 	a := DevicesAnswer{Devices: ds}

@@ -239,11 +239,7 @@ func mapRuleErrors(key string) func([]FieldError) []FieldError {
 // handlePutRules replaces the rule set through the config store (commit-
 // confirm like any other change).
 func (s *Server) handlePutRules(w http.ResponseWriter, r *http.Request) {
-	cs, ok := s.configStore(w)
-	if !ok {
-		return
-	}
-	b, ok := readBody(w, r)
+	cs, b, ok := s.configBody(w, r)
 	if !ok {
 		return
 	}

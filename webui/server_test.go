@@ -67,8 +67,11 @@ func TestServeTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
+	var serveErr error
+	served := make(chan struct{})
+	go func() { defer close(served); serveErr = s.Serve(ctx, ln) }()
+	// Stopped and joined below, or here when the test fails first.
+	t.Cleanup(func() { cancel(); <-served })
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	req, _ := http.NewRequest("GET", "https://"+ln.Addr().String()+"/api/system", nil)
@@ -90,9 +93,9 @@ func TestServeTLS(t *testing.T) {
 	}
 	cancel()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve: %v", err)
+	case <-served:
+		if serveErr != nil {
+			t.Errorf("Serve: %v", serveErr)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after cancel")

@@ -93,7 +93,7 @@ func TestUpdateAPI(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u.refuse = tc.refuse
-			res := f.req(http.MethodPost, "/api/system/update", tc.body, tc.headers...)
+			res := f.on(t).req(http.MethodPost, "/api/system/update", tc.body, tc.headers...)
 			if res.StatusCode != tc.want {
 				t.Errorf("status %d, want %d: %s", res.StatusCode, tc.want, readAll(t, res))
 			}

@@ -153,9 +153,13 @@ func TestStuckClient(t *testing.T) {
 	stats.extra = 2000 // about 120 kB per message, to fill the socket buffers fast
 	f := newFixture(t, func(o *Options) {
 		o.Stats = stats
+		// The good client's slack is the queue (16 messages, 320 ms) and
+		// the write timeout: enough for a reader on a loaded 2-core
+		// machine (a queue of 2, 40 ms, dropped it there now and then).
+		// The stuck client fills its socket buffers and then the queue.
 		o.Interval = 20 * time.Millisecond
-		o.SendQueue = 2
-		o.WriteTimeout = 300 * time.Millisecond
+		o.SendQueue = 16
+		o.WriteTimeout = 2 * time.Second
 	})
 
 	// The stuck client: a WebSocket handshake by hand, then nothing read.

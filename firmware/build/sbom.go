@@ -6,7 +6,9 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 
 	"e1kbox/firmware/gaf"
@@ -42,7 +44,7 @@ func (b *builder) sbom(bins map[string]string) ([]byte, string, error) {
 		return nil, "", err
 	}
 	s := SBOM{ConfigHash: FileHash{Path: "config.json", Hash: fmt.Sprintf("%x", sha256.Sum256(cfg))}, ExtraFileHashes: []FileHash{}}
-	for _, host := range sortedKeys(bins) {
+	for _, host := range slices.Sorted(maps.Keys(bins)) {
 		info, err := buildinfo.ReadFile(host)
 		if err != nil {
 			return nil, "", fmt.Errorf("build info of %s: %w", bins[host], err)

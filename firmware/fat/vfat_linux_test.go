@@ -157,7 +157,9 @@ func qemuListing(t *testing.T, img string) map[string]string {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The boot takes about 40 s under TCG on a busy 2-core machine; the
+	// limit leaves room for a CI run with other packages beside it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// TCG, not KVM: nested KVM (as on the CI host) fails with "emulation
 	// failure" in the kernel's decompressor. no_timer_check: on a loaded

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -184,7 +185,7 @@ func (c *Config) Validate() error {
 		pkgs[p] = true
 	}
 	extra := map[string]string{}
-	for _, p := range sortedKeys(c.PackageConfig) {
+	for _, p := range slices.Sorted(maps.Keys(c.PackageConfig)) {
 		pc := c.PackageConfig[p]
 		if !pkgs[p] {
 			add("PackageConfig[%q]: package is not in Packages or GokrazyPackages", p)
@@ -213,10 +214,10 @@ func (c *Config) Validate() error {
 			}
 			extra[dst] = p
 		}
-		for _, dst := range sortedKeys(pc.ExtraFileContents) {
+		for _, dst := range slices.Sorted(maps.Keys(pc.ExtraFileContents)) {
 			check("ExtraFileContents", dst)
 		}
-		for _, dst := range sortedKeys(pc.ExtraFilePaths) {
+		for _, dst := range slices.Sorted(maps.Keys(pc.ExtraFilePaths)) {
 			check("ExtraFilePaths", dst)
 		}
 		if pc.Basename != "" && strings.Contains(pc.Basename, "/") {
@@ -322,15 +323,6 @@ func (c *Config) SerialConsoleArg() string {
 		return "serial0,115200"
 	}
 	return c.SerialConsole
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // ConfigFile returns the config.json that path names: path itself, or

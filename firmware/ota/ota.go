@@ -142,9 +142,15 @@ func (u *run) step(name string, f func() error) error {
 // ErrReverted (the box is back on the previous build by itself),
 // ErrRefused, ErrNoAnswer or ErrLost.
 func Update(ctx context.Context, opts Options) (*Report, error) {
+	return timed(ctx, opts, (*run).update)
+}
+
+// timed runs one way of updating and returns its report with the total
+// time.
+func timed(ctx context.Context, opts Options, way func(*run, context.Context) error) (*Report, error) {
 	u := newRun(opts)
 	start := time.Now()
-	err := u.update(ctx)
+	err := way(u, ctx)
 	u.report.Total = time.Since(start)
 	return u.report, err
 }
@@ -331,11 +337,7 @@ func (u *run) getJSON(ctx context.Context, url string, v any, auth bool) error {
 // appliance's health on it (gok has none); the box's guard reverts a build
 // that stays unhealthy.
 func GokPath(ctx context.Context, opts Options) (*Report, error) {
-	u := newRun(opts)
-	start := time.Now()
-	err := u.gokPath(ctx)
-	u.report.Total = time.Since(start)
-	return u.report, err
+	return timed(ctx, opts, (*run).gokPath)
 }
 
 func (u *run) gokPath(ctx context.Context) error {

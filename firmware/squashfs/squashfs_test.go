@@ -218,7 +218,8 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	setup := func() *FS {
+	setup := func(t *testing.T) *FS {
+		t.Helper()
 		f := New(testTime)
 		for _, err := range []error{
 			f.AddFile("/etc/hosts", 0o644, []byte("x")),
@@ -269,7 +270,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := setup()
+			f := setup(t)
 			before := writeImage(t, f)
 			err := tt.op(f)
 			if tt.wantErr == nil {

@@ -110,6 +110,14 @@ export function toast(msg, kind = '') {
   setTimeout(() => t.remove(), kind === 'bad' ? 8000 : 4000);
 }
 
+// every runs fn now and then every ms; it returns the function that stops
+// it (a page's cleanup).
+export function every(ms, fn) {
+  fn();
+  const timer = setInterval(fn, ms);
+  return () => clearInterval(timer);
+}
+
 // debounce delays fn until calls stop for ms.
 export function debounce(fn, ms) {
   let t;

@@ -1,7 +1,7 @@
 // Bridge: the forwarding database (MAC, port, VLAN, age).
 
 import { api } from '../api.js';
-import { h, replace, count, duration } from '../dom.js';
+import { h, replace, count, duration, every } from '../dom.js';
 
 export default function bridge(el) {
   const filter = h('input', { id: 'fdb-filter', placeholder: 'filter by MAC, port or VLAN', oninput: () => render() });
@@ -38,7 +38,5 @@ export default function bridge(el) {
       replace(tbody, h('tr', {}, h('td', { colspan: 5, class: 'empty' }, `Cannot load the FDB: ${e.message}`)));
     }
   }
-  load();
-  const timer = setInterval(load, 3000);
-  return () => clearInterval(timer);
+  return every(3000, load);
 }

@@ -4,7 +4,7 @@
 // of their MAC.
 
 import { api } from '../api.js';
-import { h, replace, bytes, ago, duration, toast, count } from '../dom.js';
+import { h, replace, bytes, ago, duration, toast, count, every } from '../dom.js';
 
 const STATE = { bound: 'ok', offered: 'warn', reserved: '', expired: 'bad', released: '' };
 const NEIGH = { reachable: 'ok', stale: '', incomplete: 'warn' };
@@ -21,7 +21,7 @@ export default function devices(el) {
 
   replace(el,
     h('div', { class: 'page-head' }, h('h1', {}, 'Devices'), summary, h('span', { class: 'spacer' }), filter),
-    h('div', { class: 'table-wrap' }, h('table', {},
+    h('div', { class: 'table-wrap' }, h('table', { class: 'dense' },
       h('thead', {}, h('tr', {},
         h('th', {}, 'Name'), h('th', {}, 'MAC address'), h('th', {}, 'Address'), h('th', {}, 'State'),
         h('th', {}, 'Lease ends'), h('th', {}, 'Last seen'), h('th', { class: 'num' }, 'Received'), h('th', { class: 'num' }, 'Sent'), h('th', {}))),
@@ -41,17 +41,17 @@ export default function devices(el) {
       h('td', { class: 'name' }, d.hostname || h('span', { class: 'muted' }, '(no name)')),
       h('td', { class: 'mono' }, d.mac),
       h('td', { class: 'mono' }, d.address),
-      h('td', {}, h('span', { class: `pill ${STATE[d.state] || ''}` }, d.state),
+      h('td', { class: 'pills' }, h('span', { class: `pill ${STATE[d.state] || ''}` }, d.state),
         d.static ? [' ', h('span', { class: 'pill', title: d.in_config ? 'a static lease of the configuration' : 'made static here' }, d.in_config ? 'static · config' : 'static')] : null),
       h('td', { class: 'nowrap' }, d.expiry ? (Date.parse(d.expiry) > Date.now() ? `in ${duration((Date.parse(d.expiry) - Date.now()) / 1000)}` : 'ended') : '–'),
       h('td', { class: 'nowrap' }, ago(d.last_seen)),
       h('td', { class: 'num' }, bytes(d.bytes_in)),
       h('td', { class: 'num' }, bytes(d.bytes_out)),
-      h('td', { class: 'actions' },
+      h('td', { class: 'actions' }, h('div', { class: 'acts' },
         d.static ? null : h('button', { class: 'btn small', type: 'button', 'data-action': 'static', onclick: () => act(d, 'static') }, 'Make static'),
         // A static lease of the config is the config's to drop.
         d.in_config ? h('a', { class: 'btn small', href: '#/config', 'data-action': 'config' }, 'Edit in Config')
-          : h('button', { class: 'btn small danger', type: 'button', 'data-action': 'forget', onclick: () => act(d, 'forget') }, 'Forget')),
+          : h('button', { class: 'btn small danger', type: 'button', 'data-action': 'forget', onclick: () => act(d, 'forget') }, 'Forget'))),
     )) : h('tr', {}, h('td', { colspan: 9, class: 'empty' }, list.length ? 'No device matches.' : 'No device has asked for an address yet.')));
     renderNeigh(f);
   }
@@ -102,7 +102,5 @@ export default function devices(el) {
       replace(tbody, h('tr', {}, h('td', { colspan: 9, class: 'empty' }, `Cannot load the devices: ${e.message}`)));
     }
   }
-  load();
-  const timer = setInterval(load, 5000);
-  return () => clearInterval(timer);
+  return every(5000, load);
 }

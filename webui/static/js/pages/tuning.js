@@ -2,7 +2,7 @@
 // and what it is now.
 
 import { api } from '../api.js';
-import { h, replace } from '../dom.js';
+import { h, replace, every } from '../dom.js';
 
 const STATUS = { ok: 'ok', changed: 'ok', differs: 'warn', unavailable: '', error: 'bad' };
 
@@ -38,7 +38,5 @@ export default function tuning(el) {
           h('td', { class: 'muted' }, r.message || ''))))))) :
         h('div', { class: 'card empty' }, 'No knobs reported.'));
   }
-  load();
-  const timer = setInterval(load, 10000);
-  return () => clearInterval(timer);
+  return every(10000, load);
 }
