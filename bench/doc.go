@@ -66,12 +66,12 @@
 // b0 there with RPS: an IPI wakes that CPU each time its backlog ran
 // empty, so a path that drains faster than the generator sends can be
 // woken for every few frames (the "second wake mode" of
-// docs/bench-2026-12-03.md). -rx napi turns on b0's GRO and threaded NAPI
+// docs/performance.md). -rx napi turns on b0's GRO and threaded NAPI
 // instead, pins the NAPI kthread to the receive CPU at SCHED_FIFO (as
 // softirq work preempts the threads there) and defers its
 // wake-ups (napi_defer_hard_irqs 2, gro_flush_timeout 50 µs), as a NIC's
 // interrupt throttling does; every row then also pays GRO and a kthread's
-// context switches (docs/bench-2026-12-03.md, "A NAPI receive stand-in").
+// context switches (docs/performance.md, "Standing in for a NIC's interrupt").
 //
 // Usage (root):
 //
