@@ -44,26 +44,34 @@ struct nat_key {
 	__u8 pad[3];
 };
 
-// nat_val is what a NAT flow's frames become.
-struct nat_val {
+// fwd is what a routed flow, NAT or IPv6, does with its frames at the
+// Ethernet layer, and the bounds and checks they pass.
+struct fwd {
 	__u8 dmac[6];	 // next hop
 	__u8 smac[6];	 // the router's MAC on the egress side
 	__u8 in_dmac[6]; // the router's MAC on the ingress side
 	__u8 in_smac[6]; // the source's MAC, checked when flags & NAT_CHECK_SMAC
-	__be32 saddr;	 // translated addresses and ports (ICMP: the
-	__be32 daddr;	 // echo identifier in sport for requests,
-	__be16 sport;	 // dport for replies)
-	__be16 dport;
 	__u32 out_ifindex;
-	__u32 slot;	   // stats index
-	__u16 max_frame;   // longest frame in and out (MTU + 14)
-	__u16 max_ip;	   // longest IP packet on the egress side
-	__u8 flags;	   // NAT_*
-	__u8 icmp_type;	   // the echo type of this direction
-	__u8 tcp_seen;	   // written by the program: it tracked a frame
-	__u8 wscale;	   // TCP: the sender's window scale shift
-	__u32 ack;	   // highest TCP ack of this direction: the router's at PutNAT, then the program's
-	__u32 win;	   // its last window (unscaled): the router's at PutNAT, then the program's
+	__u32 slot;	 // stats index
+	__u16 max_frame; // longest frame in and out (MTU + 14)
+	__u16 max_ip;	 // longest IP packet on the egress side
+	__u8 flags;	 // NAT_CHECK_SMAC
+	__u8 icmp_type;	 // the echo type of this direction
+	__u8 pad[2];
+};
+
+// nat_val is what a NAT flow's frames become.
+struct nat_val {
+	struct fwd fwd;
+	__be32 saddr;	// translated addresses and ports (ICMP: the
+	__be32 daddr;	// echo identifier in sport for requests,
+	__be16 sport;	// dport for replies)
+	__be16 dport;
+	__u8 tcp_seen;	// written by the program: it tracked a frame
+	__u8 wscale;	// TCP: the sender's window scale shift
+	__u8 pad[2];
+	__u32 ack;	// highest TCP ack of this direction: the router's at PutNAT, then the program's
+	__u32 win;	// its last window (unscaled): the router's at PutNAT, then the program's
 };
 
 #define NAT_CHECK_SMAC 1
@@ -88,17 +96,7 @@ struct r6_key {
 // r6_val is what a routed IPv6 flow's frames become: new Ethernet
 // addresses and one hop less (the hop limit is in no checksum).
 struct r6_val {
-	__u8 dmac[6];	 // next hop
-	__u8 smac[6];	 // the router's MAC on the egress side
-	__u8 in_dmac[6]; // the router's MAC on the ingress side
-	__u8 in_smac[6]; // the source's MAC, checked when flags & NAT_CHECK_SMAC
-	__u32 out_ifindex;
-	__u32 slot;	 // stats index
-	__u16 max_frame; // longest frame in and out (MTU + 14)
-	__u16 max_ip;	 // longest IP packet on the egress side
-	__u8 flags;	 // NAT_CHECK_SMAC
-	__u8 icmp_type;	 // the echo type of this direction
-	__u8 pad[2];
+	struct fwd fwd;
 };
 
 // br_key is a bridged MAC pair: ingress port, outer VLAN, destination and
@@ -175,33 +173,21 @@ struct handshake {
 
 #define HS_MAGIC 0xe1cb0c5a
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct nat_key);
-	__type(value, struct nat_val);
-} nat_flows SEC(".maps");
+// MAP declares a map of type t with n entries of key k and value v.
+#define MAP(t, name, n, k, v)		\
+	struct {			\
+		__uint(type, t);	\
+		__uint(max_entries, n);	\
+		__type(key, k);		\
+		__type(value, v);	\
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct r6_key);
-	__type(value, struct r6_val);
-} r6_flows SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct br_key);
-	__type(value, struct br_val);
-} br_pairs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 32768);
-	__type(key, struct micro_key);
-	__type(value, struct micro_val);
-} br_micro SEC(".maps");
+// The flow maps, which the Go side fills (PutNAT, PutIPv6, PutPair,
+// PutMicro); Load sizes them.
+MAP(BPF_MAP_TYPE_HASH, nat_flows, 65536, struct nat_key, struct nat_val);
+MAP(BPF_MAP_TYPE_HASH, r6_flows, 16384, struct r6_key, struct r6_val);
+MAP(BPF_MAP_TYPE_HASH, br_pairs, 4096, struct br_key, struct br_val);
+MAP(BPF_MAP_TYPE_HASH, br_micro, 32768, struct micro_key, struct micro_val);
 
 // stats holds every CPU's counters of every slot, CPU by CPU: CPU c's
 // counters of slot s are at c * nslots + s. It is a plain array that
@@ -231,23 +217,10 @@ struct live {
 	__u32 r6;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct live);
-} live SEC(".maps");
+MAP(BPF_MAP_TYPE_ARRAY, live, 1, __u32, struct live);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, NUM_PUNTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} punts SEC(".maps");
+// punts counts the frames left to the slow path, by reason (Punts).
+MAP(BPF_MAP_TYPE_PERCPU_ARRAY, punts, NUM_PUNTS, __u32, __u64);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct handshake);
-} hs SEC(".maps");
+// hs is each CPU's handshake between fp_filter and fp_tcx.
+MAP(BPF_MAP_TYPE_PERCPU_ARRAY, hs, 1, __u32, struct handshake);

@@ -51,3 +51,22 @@ static __always_inline __u16 updb2(__u16 csum, __u16 from, __u16 to)
 	__u16 init = s + (s >> 16);
 	return ~(__u16)fold((__u64)init + to);
 }
+
+// l4_upd4 and l4_upd2 are updb4 and updb2 of an L4 checksum: a UDP
+// checksum of zero (the sender computed none) stays zero, and an update
+// never makes one zero (0xffff stands for it).
+static __always_inline __u16 l4_upd4(__u16 csum, __u32 from, __u32 to, int udp)
+{
+	if (udp && csum == 0)
+		return 0;
+	csum = updb4(csum, from, to);
+	return udp && csum == 0 ? 0xffff : csum;
+}
+
+static __always_inline __u16 l4_upd2(__u16 csum, __u16 from, __u16 to, int udp)
+{
+	if (udp && csum == 0)
+		return 0;
+	csum = updb2(csum, from, to);
+	return udp && csum == 0 ? 0xffff : csum;
+}

@@ -93,6 +93,19 @@ static __always_inline int classify(struct pkt *p, struct cls *c)
 	return r;
 }
 
+// routed_rewrite rewrites the headers of a routed flow's frame (c->kind
+// KIND_NAT or KIND_R6) and points *f at the flow's forwarding. It returns
+// the number of bytes to store back, 0 to punt.
+static __always_inline int routed_rewrite(struct pkt *p, struct cls *c, struct fwd **f)
+{
+	if (c->kind == KIND_NAT) {
+		*f = &c->nat->fwd;
+		return nat_rewrite(p, c->nat);
+	}
+	*f = &c->r6->fwd;
+	return r6_rewrite(p, c->r6);
+}
+
 SEC("socket")
 int fp_filter(struct __sk_buff *skb)
 {
@@ -181,43 +194,34 @@ int fp_tcx(struct __sk_buff *skb)
 		}
 	}
 	__u32 w = wire(&p);
-	if (c.kind == KIND_NAT) {
-		struct nat_val *v = c.nat;
-		int n = nat_rewrite(&p, v);
-		if (n == 0 || n > HDR_MAX) {
-			if (said == 1)
-				return bpf_redirect(skb->ifindex, BPF_F_INGRESS_);
-			count_punt(PUNT_CSUM);
-			return TCX_NEXT;
-		}
-		if (bpf_skb_store_bytes(skb, 0, p.b, n, 0) < 0) {
-			count_punt(PUNT_ERR);
-			return 2; // TC_ACT_SHOT
-		}
-		if (!tracked)
-			nat_track(&p, v);
-		count_flow(v->slot, w, p.iplen);
-		return bpf_redirect(v->out_ifindex, 0);
-	}
-	if (c.kind == KIND_R6) {
-		struct r6_val *v = c.r6;
-		int n = r6_rewrite(&p, v);
-		if (bpf_skb_store_bytes(skb, 0, p.b, n, 0) < 0) {
+	if (c.kind == KIND_BRIDGE) {
+		struct br_val *v = c.br;
+		if (bridge_egress(skb, &p, v) < 0) {
 			count_punt(PUNT_ERR);
 			return 2; // TC_ACT_SHOT
 		}
 		count_flow(v->slot, w, p.iplen);
+		if (c.slot2)
+			count_flow(c.slot2, w, p.iplen);
 		return bpf_redirect(v->out_ifindex, 0);
 	}
-	struct br_val *v = c.br;
-	if (bridge_egress(skb, &p, v) < 0) {
+	// A routed flow, NAT or IPv6.
+	struct fwd *f;
+	int n = routed_rewrite(&p, &c, &f);
+	if (n == 0 || n > HDR_MAX) {
+		if (said == 1)
+			return bpf_redirect(skb->ifindex, BPF_F_INGRESS_);
+		count_punt(PUNT_CSUM);
+		return TCX_NEXT;
+	}
+	if (bpf_skb_store_bytes(skb, 0, p.b, n, 0) < 0) {
 		count_punt(PUNT_ERR);
-		return 2;
+		return 2; // TC_ACT_SHOT
 	}
-	count_flow(v->slot, w, p.iplen);
-	if (c.slot2)
-		count_flow(c.slot2, w, p.iplen);
-	return bpf_redirect(v->out_ifindex, 0);
+	if (c.kind == KIND_NAT && !tracked)
+		nat_track(&p, c.nat);
+	count_flow(f->slot, w, p.iplen);
+	return bpf_redirect(f->out_ifindex, 0);
 }
 
 SEC("xdp")
@@ -225,58 +229,39 @@ int fp_xdp(struct xdp_md *ctx)
 {
 	struct pkt p = {};
 	struct cls c = {};
-	p.len = ctx->data_end - ctx->data;
-	p.ifindex = ctx->ingress_ifindex;
-	__u32 n = p.len;
-	if (n > HDR_MAX)
-		n = HDR_MAX;
-	if (n < 34)
-		return XDP_PASS_;
-	// n is 34..HDR_MAX; the mask keeps the verifier's bound on it
-	// (34..97, inside p.b) whatever registers clang picks.
-	__u32 extra = n - 34;
-	asm volatile("%0 &= 0x3f" : "+r"(extra));
-	if (bpf_xdp_load_bytes(ctx, 0, p.b, 34 + extra) < 0)
+	if (load_xdp(ctx, &p) < 0)
 		return XDP_PASS_;
 	int r = classify(&p, &c);
 	if (r) {
 		count_punt(r - 1);
 		return XDP_PASS_;
 	}
-	if (c.kind == KIND_NAT) {
-		struct nat_val *v = c.nat;
-		int m = nat_rewrite(&p, v);
-		if (m == 0 || m > HDR_MAX) {
-			count_punt(PUNT_CSUM);
-			return XDP_PASS_;
-		}
-		if (bpf_xdp_store_bytes(ctx, 0, p.b, m) < 0) {
-			count_punt(PUNT_ERR);
-			return XDP_PASS_;
-		}
-		nat_track(&p, v);
-		count_flow(v->slot, p.len, p.iplen);
-		return bpf_redirect(v->out_ifindex, 0);
-	}
-	if (c.kind == KIND_R6) {
-		struct r6_val *v = c.r6;
-		int m = r6_rewrite(&p, v);
-		if (bpf_xdp_store_bytes(ctx, 0, p.b, m) < 0) {
-			count_punt(PUNT_ERR);
+	if (c.kind == KIND_BRIDGE) {
+		struct br_val *v = c.br;
+		if (v->egress != BR_EGRESS_ASIS) {
+			count_punt(PUNT_VLAN);
 			return XDP_PASS_;
 		}
 		count_flow(v->slot, p.len, p.iplen);
+		if (c.slot2)
+			count_flow(c.slot2, p.len, p.iplen);
 		return bpf_redirect(v->out_ifindex, 0);
 	}
-	struct br_val *v = c.br;
-	if (v->egress != BR_EGRESS_ASIS) {
-		count_punt(PUNT_VLAN);
+	// A routed flow, NAT or IPv6.
+	struct fwd *f;
+	int n = routed_rewrite(&p, &c, &f);
+	if (n == 0 || n > HDR_MAX) {
+		count_punt(PUNT_CSUM);
 		return XDP_PASS_;
 	}
-	count_flow(v->slot, p.len, p.iplen);
-	if (c.slot2)
-		count_flow(c.slot2, p.len, p.iplen);
-	return bpf_redirect(v->out_ifindex, 0);
+	if (bpf_xdp_store_bytes(ctx, 0, p.b, n) < 0) {
+		count_punt(PUNT_ERR);
+		return XDP_PASS_;
+	}
+	if (c.kind == KIND_NAT)
+		nat_track(&p, c.nat);
+	count_flow(f->slot, p.len, p.iplen);
+	return bpf_redirect(f->out_ifindex, 0);
 }
 
 char __license[] SEC("license") = "GPL";

@@ -36,20 +36,9 @@ static __always_inline int classify_r6(struct pkt *p, struct cls *c)
 	struct r6_key k = {};
 	k.ifindex = p->ifindex;
 	k.proto = proto;
-	if (proto == IPPROTO_TCP_ || proto == IPPROTO_UDP_) {
-		__builtin_memcpy(&k.sport, &b[54], 2);
-		__builtin_memcpy(&k.dport, &b[56], 2);
-	} else if (proto == IPPROTO_ICMPV6_) {
-		if (b[54] == 128)
-			__builtin_memcpy(&k.sport, &b[58], 2);
-		else if (b[54] == 129)
-			__builtin_memcpy(&k.dport, &b[58], 2);
-		else {
-			c->r6why = PUNT_ICMP + 1;
-			return PUNT_MISS + 1;
-		}
-	} else {
-		c->r6why = PUNT_EXT + 1;
+	int r = key_ports(b, 54, proto, IPPROTO_ICMPV6_, ICMPV6_ECHO_REQUEST_, ICMPV6_ECHO_REPLY_, &k.sport, &k.dport);
+	if (r) {
+		c->r6why = r;
 		return PUNT_MISS + 1;
 	}
 	if (v6_scoped(&b[L3 + 8]) || v6_scoped(&b[L3 + 24])) {
@@ -61,22 +50,21 @@ static __always_inline int classify_r6(struct pkt *p, struct cls *c)
 	struct r6_val *v = bpf_map_lookup_elem(&r6_flows, &k);
 	if (!v)
 		return PUNT_MISS + 1;
-	int r = ipv6_ok(p);
+	r = ipv6_ok(p);
 	if (r)
 		return r;
 	// route6 forwards the IP packet without what follows it: a padded
 	// frame is the slow path's, which trims it.
 	if (p->len != L3 + p->iplen)
 		return PUNT_IP + 1;
-	if (!mac_eq(b, v->in_dmac) || (v->flags & NAT_CHECK_SMAC && !mac_eq(&b[6], v->in_smac)))
+	if (!fwd_mac_ok(b, &v->fwd))
 		return PUNT_MAC + 1;
 	if (b[L3 + 7] <= 1)
 		return PUNT_TTL + 1;
-	if (proto == IPPROTO_TCP_ && !nat_tcp_ok(b[54 + 13]))
-		return PUNT_TCP + 1;
-	if (proto == IPPROTO_ICMPV6_ && b[54] != v->icmp_type)
-		return PUNT_ICMP + 1;
-	if (p->len > v->max_frame || p->iplen > v->max_ip)
+	r = fwd_l4_ok(b, 54, proto, IPPROTO_ICMPV6_, &v->fwd);
+	if (r)
+		return r;
+	if (!fwd_mtu_ok(p, &v->fwd))
 		return PUNT_MTU + 1;
 	c->kind = KIND_R6;
 	c->r6 = v;
@@ -90,7 +78,6 @@ static __always_inline int r6_rewrite(struct pkt *p, struct r6_val *v)
 {
 	__u8 *b = p->b;
 	b[L3 + 7] -= 1;
-	mac_cpy(b, v->dmac);
-	mac_cpy(&b[6], v->smac);
+	fwd_macs(b, &v->fwd);
 	return L3 + 8;
 }

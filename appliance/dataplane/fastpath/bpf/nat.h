@@ -11,6 +11,12 @@
 #include "parse.h"
 #include "routed.h"
 
+// nat_echo_id is the identifier a NAT flow gives the echo in b.
+static __always_inline __u16 nat_echo_id(const __u8 *b, const struct nat_val *v)
+{
+	return bpf_ntohs(b[34] == ICMP_ECHO_ ? v->sport : v->dport);
+}
+
 // classify_nat looks p up as a NAT flow (an untagged IPv4 frame): the
 // lookup comes first, so that a frame of no NAT flow goes on to the
 // bridge's pairs whatever its TTL or checksum.
@@ -25,19 +31,8 @@ static __always_inline int classify_nat(struct pkt *p, struct cls *c)
 	__builtin_memcpy(&k.saddr, &b[L3 + 12], 4);
 	__builtin_memcpy(&k.daddr, &b[L3 + 16], 4);
 	k.proto = proto;
-	if (proto == IPPROTO_TCP_ || proto == IPPROTO_UDP_) {
-		__builtin_memcpy(&k.sport, &b[34], 2);
-		__builtin_memcpy(&k.dport, &b[36], 2);
-	} else if (proto == IPPROTO_ICMP_) {
-		if (b[34] == 8)
-			__builtin_memcpy(&k.sport, &b[38], 2);
-		else if (b[34] == 0)
-			__builtin_memcpy(&k.dport, &b[38], 2);
-		else
-			return PUNT_MISS + 1;
-	} else {
+	if (key_ports(b, 34, proto, IPPROTO_ICMP_, ICMP_ECHO_, ICMP_ECHOREPLY_, &k.sport, &k.dport))
 		return PUNT_MISS + 1;
-	}
 	struct nat_val *v = bpf_map_lookup_elem(&nat_flows, &k);
 	if (!v)
 		return PUNT_MISS + 1;
@@ -47,23 +42,22 @@ static __always_inline int classify_nat(struct pkt *p, struct cls *c)
 	r = l4_ok(p, proto, 0);
 	if (r)
 		return r;
-	if (!mac_eq(b, v->in_dmac) || (v->flags & NAT_CHECK_SMAC && !mac_eq(&b[6], v->in_smac)))
+	if (!fwd_mac_ok(b, &v->fwd))
 		return PUNT_MAC + 1;
-	if (proto == IPPROTO_TCP_ && !nat_tcp_ok(b[34 + 13]))
-		return PUNT_TCP + 1;
-	if (proto == IPPROTO_ICMP_ && b[34] != v->icmp_type)
-		return PUNT_ICMP + 1;
+	r = fwd_l4_ok(b, 34, proto, IPPROTO_ICMP_, &v->fwd);
+	if (r)
+		return r;
 	if (proto == IPPROTO_ICMP_) {
 		// An identifier change that makes the checksum zero:
 		// frame.SetICMPEchoID then sums the whole message, which is
 		// the slow path's job. Decided here, so that the filter never
 		// keeps out of the rings a frame nat_rewrite refuses.
 		__u16 from = be16(&b[38]);
-		__u16 to = bpf_ntohs(b[34] == 8 ? v->sport : v->dport);
+		__u16 to = nat_echo_id(b, v);
 		if (from != to && updb2(be16(&b[36]), from, to) == 0)
 			return PUNT_CSUM + 1;
 	}
-	if (p->len > v->max_frame || p->iplen > v->max_ip)
+	if (!fwd_mtu_ok(p, &v->fwd))
 		return PUNT_MTU + 1;
 	c->kind = KIND_NAT;
 	c->nat = v;
@@ -94,33 +88,20 @@ static __always_inline int nat_rewrite(struct pkt *p, struct nat_val *v)
 	__u16 l4s = be16(&b[l4c]);
 	int pseudo = proto != IPPROTO_ICMP_;
 	int udp = proto == IPPROTO_UDP_;
-	__u32 old, nw;
-
-	old = be32(&b[L3 + 12]);
-	nw = bpf_ntohl(v->saddr);
-	if (old != nw) {
-		if (pseudo && !(udp && l4s == 0)) {
-			l4s = updb4(l4s, old, nw);
-			if (udp && l4s == 0)
-				l4s = 0xffff;
-		}
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		__u32 old = be32(&b[L3 + 12 + 4 * i]);
+		__u32 nw = bpf_ntohl(i == 0 ? v->saddr : v->daddr);
+		if (old == nw)
+			continue;
+		if (pseudo)
+			l4s = l4_upd4(l4s, old, nw, udp);
 		ipc = upd32(ipc, old, nw);
-		put32(&b[L3 + 12], nw);
-	}
-	old = be32(&b[L3 + 16]);
-	nw = bpf_ntohl(v->daddr);
-	if (old != nw) {
-		if (pseudo && !(udp && l4s == 0)) {
-			l4s = updb4(l4s, old, nw);
-			if (udp && l4s == 0)
-				l4s = 0xffff;
-		}
-		ipc = upd32(ipc, old, nw);
-		put32(&b[L3 + 16], nw);
+		put32(&b[L3 + 12 + 4 * i], nw);
 	}
 	if (proto == IPPROTO_ICMP_) {
 		__u16 from = be16(&b[38]);
-		__u16 to = bpf_ntohs(b[34] == 8 ? v->sport : v->dport);
+		__u16 to = nat_echo_id(b, v);
 		if (from != to) {
 			l4s = updb2(l4s, from, to);
 			// frame.SetICMPEchoID fixes a zero result by summing
@@ -136,11 +117,7 @@ static __always_inline int nat_rewrite(struct pkt *p, struct nat_val *v)
 			__u16 to = bpf_ntohs(i == 0 ? v->sport : v->dport);
 			if (from == to)
 				continue;
-			if (!(udp && l4s == 0)) {
-				l4s = updb2(l4s, from, to);
-				if (udp && l4s == 0)
-					l4s = 0xffff;
-			}
+			l4s = l4_upd2(l4s, from, to, udp);
 			put16(&b[34 + 2 * i], to);
 		}
 	}
@@ -150,8 +127,7 @@ static __always_inline int nat_rewrite(struct pkt *p, struct nat_val *v)
 	ipc = upd16(ipc, word, word - 0x100);
 	b[L3 + 8] -= 1;
 	put16(&b[L3 + 10], ipc);
-	mac_cpy(b, v->dmac);
-	mac_cpy(&b[6], v->smac);
+	fwd_macs(b, &v->fwd);
 	return hdr;
 }
 

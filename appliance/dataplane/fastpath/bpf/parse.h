@@ -19,6 +19,12 @@
 #define IPPROTO_UDP_ 17
 #define IPPROTO_ICMPV6_ 58
 
+// The echo types of ICMP and ICMPv6.
+#define ICMP_ECHO_ 8
+#define ICMP_ECHOREPLY_ 0
+#define ICMPV6_ECHO_REQUEST_ 128
+#define ICMPV6_ECHO_REPLY_ 129
+
 #define TCP_FIN 0x01
 #define TCP_SYN 0x02
 #define TCP_RST 0x04
@@ -167,7 +173,19 @@ static __always_inline void mac_cpy(__u8 *d, const __u8 *s)
 // holds in metadata.
 static __always_inline __u32 wire(const struct pkt *p) { return p->len + (p->vlan_present ? 4 : 0); }
 
-// load reads the start of an skb into p.
+// load_len is how much of a frame of len bytes, at least 34, the
+// classifier reads: up to HDR_MAX.
+static __always_inline __u32 load_len(__u32 len)
+{
+	__u32 n = len > HDR_MAX ? HDR_MAX : len;
+	// n is 34..HDR_MAX; the mask keeps the verifier's bound on it
+	// (34..97, inside p->b) whatever registers clang picks.
+	__u32 extra = n - 34;
+	asm volatile("%0 &= 0x3f" : "+r"(extra));
+	return 34 + extra;
+}
+
+// load_skb reads the start of an skb into p.
 static __always_inline int load_skb(struct __sk_buff *skb, struct pkt *p)
 {
 	p->len = skb->len;
@@ -175,16 +193,18 @@ static __always_inline int load_skb(struct __sk_buff *skb, struct pkt *p)
 	p->vlan_present = skb->vlan_present;
 	p->vlan_tci = skb->vlan_tci;
 	p->vlan_proto = skb->vlan_proto;
-	__u32 n = p->len;
-	if (n > HDR_MAX)
-		n = HDR_MAX;
-	if (n < 34)
+	if (p->len < 34 || bpf_skb_load_bytes(skb, 0, p->b, load_len(p->len)) < 0)
 		return -1;
-	// n is 34..HDR_MAX; the mask keeps the verifier's bound on it
-	// (34..97, inside p->b) whatever registers clang picks, as in fp_xdp.
-	__u32 extra = n - 34;
-	asm volatile("%0 &= 0x3f" : "+r"(extra));
-	if (bpf_skb_load_bytes(skb, 0, p->b, 34 + extra) < 0)
+	return 0;
+}
+
+// load_xdp reads the start of an XDP frame into p (generic XDP cannot
+// see a tag the NIC stripped: p has none).
+static __always_inline int load_xdp(struct xdp_md *ctx, struct pkt *p)
+{
+	p->len = ctx->data_end - ctx->data;
+	p->ifindex = ctx->ingress_ifindex;
+	if (p->len < 34 || bpf_xdp_load_bytes(ctx, 0, p->b, load_len(p->len)) < 0)
 		return -1;
 	return 0;
 }
