@@ -43,10 +43,10 @@ static __always_inline int fwd_mac_ok(const __u8 *b, const struct fwd *f)
 	return mac_eq(b, f->in_dmac) && !(f->flags & NAT_CHECK_SMAC && !mac_eq(&b[6], f->in_smac));
 }
 
-// nat_tcp_ok: the flags of a packet of an established connection that
-// the slow path would forward without a state change (frame.TCP.ValidFlags
-// without SYN, FIN, RST).
-static __always_inline int nat_tcp_ok(__u8 flags)
+// tcp_established_ok: the flags of a packet of an established connection
+// that the slow path would forward without a state change
+// (frame.TCP.ValidFlags without SYN, FIN, RST).
+static __always_inline int tcp_established_ok(__u8 flags)
 {
 	__u8 f = flags & ~(TCP_PSH | TCP_ECE | TCP_CWR);
 	return f == TCP_ACK || f == (TCP_ACK | TCP_URG);
@@ -57,7 +57,7 @@ static __always_inline int nat_tcp_ok(__u8 flags)
 // punt reason + 1.
 static __always_inline int fwd_l4_ok(const __u8 *b, __u32 l4, __u8 proto, __u8 icmp, const struct fwd *f)
 {
-	if (proto == IPPROTO_TCP_ && !nat_tcp_ok(b[l4 + 13]))
+	if (proto == IPPROTO_TCP_ && !tcp_established_ok(b[l4 + 13]))
 		return PUNT_TCP + 1;
 	if (proto == icmp && b[l4] != f->icmp_type)
 		return PUNT_ICMP + 1;
