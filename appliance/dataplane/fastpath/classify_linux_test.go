@@ -3,6 +3,7 @@ package fastpath
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -186,13 +187,17 @@ func TestStatsPerCPU(t *testing.T) {
 	}
 	// CPU c forwards c+1 frames.
 	for c := range cpus {
-		onCPU(t, c, func() {
+		err := onCPU(c, func() error {
 			for range c + 1 {
 				if ret, _, err := tryRun(p.progs.TCX, fr); err != nil || ret != retRedirect {
-					t.Errorf("CPU %d: returned %d, %v; want a redirect", c, int32(ret), err)
+					return fmt.Errorf("returned %d, %v; want a redirect", int32(ret), err)
 				}
 			}
+			return nil
 		})
+		if err != nil {
+			t.Errorf("CPU %d: %v", c, err)
+		}
 	}
 	want := uint64(0)
 	for c := range cpus {
@@ -232,22 +237,20 @@ func TestStatsPerCPU(t *testing.T) {
 	}
 }
 
-// onCPU runs f on a thread pinned to cpu (f must not call t.Fatal).
-func onCPU(t *testing.T, cpu int, f func()) {
-	t.Helper()
-	done := make(chan struct{})
+// onCPU runs f on a thread pinned to cpu and returns its error.
+func onCPU(cpu int, f func() error) error {
+	errc := make(chan error, 1)
 	go func() {
-		defer close(done)
 		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
 		var set unix.CPUSet
 		set.Set(cpu)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			t.Errorf("pinning to CPU %d: %v", cpu, err)
+			errc <- fmt.Errorf("pinning to CPU %d: %w", cpu, err)
 			return
 		}
-		f()
+		errc <- f()
 	}()
-	<-done
+	return <-errc
 }
 
 // TestBridge checks pairs and microflows: a pair forwards frames of its

@@ -76,6 +76,8 @@
 // without a BPF JIT (the gokrazy kernel has none: the interpreter runs
 // them). KernelReport says what the running kernel offers.
 //
-// The C source is bpf/fastpath.c; fastpath_bpfel.{go,o} are generated from
-// it with Debian's clang (go generate) and committed.
+// The C source is bpf/fastpath.c, the one compilation unit, and the
+// headers it includes, one for each concern (bpf/fastpath.c lists them);
+// fastpath_bpfel.{go,o} are generated from it with Debian's clang (go
+// generate) and committed.
 package fastpath

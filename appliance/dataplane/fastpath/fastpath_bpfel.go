@@ -42,6 +42,21 @@ type fastpathFlowStats struct {
 	Last    uint64
 }
 
+type fastpathFwd struct {
+	_          structs.HostLayout
+	Dmac       [6]uint8
+	Smac       [6]uint8
+	InDmac     [6]uint8
+	InSmac     [6]uint8
+	OutIfindex uint32
+	Slot       uint32
+	MaxFrame   uint16
+	MaxIp      uint16
+	Flags      uint8
+	IcmpType   uint8
+	Pad        [2]uint8
+}
+
 type fastpathMicroKey struct {
 	_         structs.HostLayout
 	Pair      uint32
@@ -72,25 +87,17 @@ type fastpathNatKey struct {
 }
 
 type fastpathNatVal struct {
-	_          structs.HostLayout
-	Dmac       [6]uint8
-	Smac       [6]uint8
-	InDmac     [6]uint8
-	InSmac     [6]uint8
-	Saddr      uint32
-	Daddr      uint32
-	Sport      uint16
-	Dport      uint16
-	OutIfindex uint32
-	Slot       uint32
-	MaxFrame   uint16
-	MaxIp      uint16
-	Flags      uint8
-	IcmpType   uint8
-	TcpSeen    uint8
-	Wscale     uint8
-	Ack        uint32
-	Win        uint32
+	_       structs.HostLayout
+	Fwd     fastpathFwd
+	Saddr   uint32
+	Daddr   uint32
+	Sport   uint16
+	Dport   uint16
+	TcpSeen uint8
+	Wscale  uint8
+	Pad     [2]uint8
+	Ack     uint32
+	Win     uint32
 }
 
 type fastpathR6Key struct {
@@ -105,18 +112,8 @@ type fastpathR6Key struct {
 }
 
 type fastpathR6Val struct {
-	_          structs.HostLayout
-	Dmac       [6]uint8
-	Smac       [6]uint8
-	InDmac     [6]uint8
-	InSmac     [6]uint8
-	OutIfindex uint32
-	Slot       uint32
-	MaxFrame   uint16
-	MaxIp      uint16
-	Flags      uint8
-	IcmpType   uint8
-	Pad        [2]uint8
+	_   structs.HostLayout
+	Fwd fastpathFwd
 }
 
 // Names of all BPF objects in the ELF.

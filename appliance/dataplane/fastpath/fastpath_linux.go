@@ -54,21 +54,35 @@ type Program struct {
 	live  liveFlags         // what the live map holds
 }
 
-// liveFlags is the live map's value (struct live in bpf/fastpath.c): the
+// liveFlags is the live map's value (struct live in bpf/abi.h): the
 // flow maps that have held a flow, which the programs look up.
 type liveFlags struct {
 	NAT, IPv6 uint32
 }
 
+// liveMap names a flow map the programs skip until it has held a flow.
+type liveMap int
+
+// The flow maps by how the programs look them up.
+const (
+	liveAlways liveMap = iota // pairs and microflows: looked up from the start
+	liveNAT
+	liveIPv6
+)
+
 // markLive opens the NAT (or the IPv6) flow map to lookups, before its
 // first flow is put: until then the programs skip the map. It stays open.
-func (p *Program) markLive(nat bool) error {
+func (p *Program) markLive(m liveMap) error {
+	if m == liveAlways {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	next := p.live
-	if nat {
+	switch m {
+	case liveNAT:
 		next.NAT = 1
-	} else {
+	case liveIPv6:
 		next.IPv6 = 1
 	}
 	if next == p.live {

@@ -1,7 +1,5 @@
 package fastpath
 
-import "fmt"
-
 // IPv6Key is a routed IPv6 flow as its frames arrive: one direction of a
 // route6 connection. ICMPv6 echo carries the identifier in SrcPort for
 // requests and in DstPort for replies (0 in the other).
@@ -33,32 +31,18 @@ type IPv6Flow struct {
 	ICMPType uint8
 }
 
-func (k *IPv6Key) raw() fastpathR6Key {
-	return fastpathR6Key{Ifindex: uint32(k.Ifindex), Saddr: k.Src, Daddr: k.Dst, Sport: ne16(k.SrcPort), Dport: ne16(k.DstPort), Proto: k.Proto}
+func (k *IPv6Key) raw() *fastpathR6Key {
+	return &fastpathR6Key{Ifindex: uint32(k.Ifindex), Saddr: k.Src, Daddr: k.Dst, Sport: ne16(k.SrcPort), Dport: ne16(k.DstPort), Proto: k.Proto}
 }
 
 // PutIPv6 installs (or replaces) a routed IPv6 flow.
 func (p *Program) PutIPv6(k IPv6Key, f IPv6Flow) error {
-	if int(f.Slot) >= p.slots {
-		return fmt.Errorf("fastpath: slot %d out of range", f.Slot)
-	}
-	v := fastpathR6Val{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC, OutIfindex: uint32(f.OutIfindex),
-		Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP), IcmpType: f.ICMPType}
-	if f.CheckSrcMAC {
-		v.Flags |= 1
-	}
-	if err := p.markLive(false); err != nil {
-		return err
-	}
-	rk := k.raw()
-	if err := p.maps.R6Flows.Put(&rk, &v); err != nil {
-		return fmt.Errorf("fastpath: IPv6 flow: %w", err)
-	}
-	return nil
+	v := fastpathR6Val{Fwd: fastpathFwd{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC, Flags: checkFlags(f.CheckSrcMAC),
+		OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP), IcmpType: f.ICMPType}}
+	return p.put(p.maps.R6Flows, "IPv6 flow", f.Slot, liveIPv6, k.raw(), &v)
 }
 
 // DeleteIPv6 removes a routed IPv6 flow; a missing flow is no error.
 func (p *Program) DeleteIPv6(k IPv6Key) error {
-	rk := k.raw()
-	return ignoreMissing(p.maps.R6Flows.Delete(&rk), "IPv6 flow")
+	return ignoreMissing(p.maps.R6Flows.Delete(k.raw()), "IPv6 flow")
 }

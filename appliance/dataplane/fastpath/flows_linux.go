@@ -53,37 +53,24 @@ type NATFlow struct {
 	WinScale uint8
 }
 
-func (k *NATKey) raw() fastpathNatKey {
-	return fastpathNatKey{Ifindex: uint32(k.Ifindex), Saddr: ne32(k.Src), Daddr: ne32(k.Dst),
+func (k *NATKey) raw() *fastpathNatKey {
+	return &fastpathNatKey{Ifindex: uint32(k.Ifindex), Saddr: ne32(k.Src), Daddr: ne32(k.Dst),
 		Sport: ne16(k.SrcPort), Dport: ne16(k.DstPort), Proto: k.Proto}
 }
 
 // PutNAT installs (or replaces) a NAT flow.
 func (p *Program) PutNAT(k NATKey, f NATFlow) error {
-	if int(f.Slot) >= p.slots {
-		return fmt.Errorf("fastpath: slot %d out of range", f.Slot)
-	}
-	v := fastpathNatVal{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC,
+	v := fastpathNatVal{
+		Fwd: fastpathFwd{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC, Flags: checkFlags(f.CheckSrcMAC),
+			OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP), IcmpType: f.ICMPType},
 		Saddr: ne32(f.Src), Daddr: ne32(f.Dst), Sport: ne16(f.SrcPort), Dport: ne16(f.DstPort),
-		OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP),
-		IcmpType: f.ICMPType, Ack: f.Ack, Win: uint32(f.Win), Wscale: min(f.WinScale, 14)}
-	if f.CheckSrcMAC {
-		v.Flags |= 1
-	}
-	if err := p.markLive(true); err != nil {
-		return err
-	}
-	rk := k.raw()
-	if err := p.maps.NatFlows.Put(&rk, &v); err != nil {
-		return fmt.Errorf("fastpath: NAT flow: %w", err)
-	}
-	return nil
+		Ack: f.Ack, Win: uint32(f.Win), Wscale: min(f.WinScale, 14)}
+	return p.put(p.maps.NatFlows, "NAT flow", f.Slot, liveNAT, k.raw(), &v)
 }
 
 // DeleteNAT removes a NAT flow; a missing flow is no error.
 func (p *Program) DeleteNAT(k NATKey) error {
-	rk := k.raw()
-	return ignoreMissing(p.maps.NatFlows.Delete(&rk), "NAT flow")
+	return ignoreMissing(p.maps.NatFlows.Delete(k.raw()), "NAT flow")
 }
 
 // TCPTrack is what a TCP NAT flow's frames told of their sender: the
@@ -97,9 +84,8 @@ type TCPTrack struct {
 // NATTrack returns a NAT flow's TCP tracking; ok is false when the flow
 // is not installed.
 func (p *Program) NATTrack(k NATKey) (t TCPTrack, ok bool, err error) {
-	rk := k.raw()
 	var v fastpathNatVal
-	if err := p.maps.NatFlows.Lookup(&rk, &v); err != nil {
+	if err := p.maps.NatFlows.Lookup(k.raw(), &v); err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			return TCPTrack{}, false, nil
 		}
@@ -108,109 +94,28 @@ func (p *Program) NATTrack(k NATKey) (t TCPTrack, ok bool, err error) {
 	return TCPTrack{Seen: v.TcpSeen != 0, Ack: v.Ack, Win: v.Win}, true, nil
 }
 
-// Tag is the TPID of a pair's outer VLAN tag.
-type Tag uint8
-
-// The tags.
-const (
-	Untagged Tag = iota
-	Tag8021Q
-	Tag8021AD
-)
-
-// PairKey is a bridged MAC pair: the ingress port, the outer VLAN tag (as
-// the kernel holds it: the NIC's or the stack's stripped tag) and the
-// destination and source MACs.
-type PairKey struct {
-	Ifindex  int
-	VID      uint16
-	Tag      Tag
-	Dst, Src [6]byte
-}
-
-// Egress is what a pair does to the VLAN tag.
-type Egress uint8
-
-// The egress modes (the dataplane's for a VLAN-aware output port).
-const (
-	EgressAsIs  Egress = iota // the frame leaves as it came
-	EgressUntag               // without its outer tag
-	EgressTag                 // with an 802.1Q outer tag of VID (keeping a tag's PCP and DEI)
-)
-
-// Pair is a bridged pair's forwarding.
-type Pair struct {
-	OutIfindex int
-	// Slot counts every frame of the pair (port counters, FDB refresh).
-	Slot uint32
-	// MaxWire bounds the frame on the wire (outer tag included) as it
-	// arrives, for the ingress and the egress MTU.
-	MaxWire int
-	Egress  Egress
-	VID     uint16
-	// L2Only: the rules give every frame of the pair this verdict, so no
-	// microflow is needed; otherwise a frame needs a PutMicro entry too.
-	L2Only bool
-}
-
-func (k *PairKey) raw() fastpathBrKey {
-	return fastpathBrKey{Ifindex: uint32(k.Ifindex), Vid: k.VID, Tagged: uint8(k.Tag), Dmac: k.Dst, Smac: k.Src}
-}
-
-// PutPair installs (or replaces) a bridged pair.
-func (p *Program) PutPair(k PairKey, f Pair) error {
-	if int(f.Slot) >= p.slots {
-		return fmt.Errorf("fastpath: slot %d out of range", f.Slot)
+// checkFlags is fwd.flags for a flow that checks (or not) its frames'
+// source MAC.
+func checkFlags(checkSrcMAC bool) uint8 {
+	if checkSrcMAC {
+		return 1 // NAT_CHECK_SMAC
 	}
-	v := fastpathBrVal{OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxWire: clamp16(f.MaxWire), Vid: f.VID, Egress: uint8(f.Egress)}
-	if f.L2Only {
-		v.L2only = 1
-	}
-	rk := k.raw()
-	if err := p.maps.BrPairs.Put(&rk, &v); err != nil {
-		return fmt.Errorf("fastpath: pair: %w", err)
-	}
-	return nil
+	return 0
 }
 
-// DeletePair removes a pair; a missing pair is no error.
-func (p *Program) DeletePair(k PairKey) error {
-	rk := k.raw()
-	return ignoreMissing(p.maps.BrPairs.Delete(&rk), "pair")
-}
-
-// MicroKey is a bridged TCP or UDP flow of a pair that is not L2Only: the
-// pair's slot and the frame's 5-tuple (IPv4 addresses in the first four
-// bytes).
-type MicroKey struct {
-	Pair             uint32
-	EtherType        uint16
-	Proto            uint8
-	SrcPort, DstPort uint16
-	Src, Dst         [16]byte
-}
-
-func (k *MicroKey) raw() fastpathMicroKey {
-	return fastpathMicroKey{Pair: k.Pair, Ethertype: k.EtherType, Proto: k.Proto, Sport: ne16(k.SrcPort), Dport: ne16(k.DstPort),
-		Saddr: k.Src, Daddr: k.Dst}
-}
-
-// PutMicro installs (or replaces) a microflow whose frames count in slot.
-func (p *Program) PutMicro(k MicroKey, slot uint32) error {
+// put installs (or replaces) k → v in m, a flow whose frames count in
+// slot; live is m as markLive names it.
+func (p *Program) put(m *ebpf.Map, what string, slot uint32, live liveMap, k, v any) error {
 	if int(slot) >= p.slots {
 		return fmt.Errorf("fastpath: slot %d out of range", slot)
 	}
-	rk := k.raw()
-	if err := p.maps.BrMicro.Put(&rk, &fastpathMicroVal{Slot: slot}); err != nil {
-		return fmt.Errorf("fastpath: microflow: %w", err)
+	if err := p.markLive(live); err != nil {
+		return err
+	}
+	if err := m.Put(k, v); err != nil {
+		return fmt.Errorf("fastpath: %s: %w", what, err)
 	}
 	return nil
-}
-
-// DeleteMicro removes a microflow; a missing one is no error.
-func (p *Program) DeleteMicro(k MicroKey) error {
-	rk := k.raw()
-	return ignoreMissing(p.maps.BrMicro.Delete(&rk), "microflow")
 }
 
 func ignoreMissing(err error, what string) error {
