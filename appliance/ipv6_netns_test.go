@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"e1kbox/appliance/dataplane"
+	"e1kbox/appliance/router"
 	"e1kbox/internal/keatest"
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
@@ -417,7 +418,7 @@ func TestIPv6StaticPrefix(t *testing.T) {
 // domain; from the WAN it does not answer.
 func (l *v6Lab) boxDNS6(t *testing.T, d netip.Prefix) netip.Addr {
 	t.Helper()
-	box := boxLANAddr(netip.PrefixFrom(d.Addr(), 64)).Addr()
+	box := router.BoxLANAddr(netip.PrefixFrom(d.Addr(), 64)).Addr()
 	var out string
 	eventually(t, 15*time.Second, "h1's rdisc6 shows the box's DNS "+box.String(), func() (bool, string) {
 		out, _ = l.host(1, "rdisc6", "-1", "-w", "2000", "eth0")
