@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -324,82 +321,6 @@ func discoverFlood(t *testing.T, n int) [][]byte {
 		frames[i] = frametest.Frame(bcast, src, frame.EtherTypeIPv4, ip.UDPPacket(68, 67, m.ToBytes()))
 	}
 	return frames
-}
-
-// helperUDPEcho answers every datagram on addr, until stdin closes:
-// "whoami" with "you ADDR:PORT" (the source it saw), anything else with
-// itself.
-func helperUDPEcho(addr string) error {
-	c, err := net.ListenPacket("udp4", addr)
-	if err != nil {
-		return err
-	}
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		c.Close()
-	}()
-	fmt.Println("serving")
-	buf := make([]byte, 65536)
-	for {
-		n, from, err := c.ReadFrom(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
-		}
-		reply := buf[:n]
-		if string(reply) == "whoami" {
-			reply = []byte("you " + from.String())
-		}
-		c.WriteTo(reply, from)
-	}
-}
-
-// helperUDPClient sends from local port port what stdin says ("send
-// ADDR:PORT SIZE": the test payload; "whoami ADDR:PORT") and prints every
-// datagram it receives: "recv FROM SIZE DIGEST", or "recv FROM TEXT" for
-// a whoami answer.
-func helperUDPClient(port string) error {
-	var p int
-	fmt.Sscan(port, &p)
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: p})
-	if err != nil {
-		return err
-	}
-	go func() {
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := c.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if s := string(buf[:n]); strings.HasPrefix(s, "you ") {
-				fmt.Printf("recv %s %s\n", from, strings.TrimPrefix(s, "you "))
-				continue
-			}
-			d := sha256.Sum256(buf[:n])
-			fmt.Printf("recv %s %d %s\n", from, n, hex.EncodeToString(d[:8]))
-		}
-	}()
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		var verb, to string
-		var n int
-		fmt.Sscan(sc.Text(), &verb, &to, &n)
-		dst, err := net.ResolveUDPAddr("udp4", to)
-		if err != nil {
-			return err
-		}
-		b := []byte("whoami")
-		if verb == "send" {
-			b, _ = payload(n)
-		}
-		if _, err := c.WriteTo(b, dst); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // TestWANLease follows the WAN lease through its life with dnsmasq as the
