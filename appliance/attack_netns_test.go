@@ -153,10 +153,10 @@ func (l *lab) natFlood(t *testing.T, name string, frame func(int) []byte, baseRa
 	lan, gw := l.hosts[nsLAN-1], l.hosts[nsGW-1]
 	r := natFloodRun{name: name, s0: l.stats(t)}
 	cpu := l.cpuMeter(t)
-	smp := l.sample(time.Second)
+	smp := l.sample(t, time.Second)
 	flood := startFlood(t, gw, "eth0", floodAim, floodAim*int(floodTime/time.Second), frame)
 	time.Sleep(500 * time.Millisecond)
-	stream := startIperf3(lan, "-c", natServer, "-t", "8", "-b", streamRate)
+	stream := startIperf3(t, lan, "-c", natServer, "-t", "8", "-b", streamRate)
 	dialed := l.paced(t, nsLAN, natServer+":8080", 100, 8*time.Second)
 	inbound := l.paced(t, nsInet, natWANAddr+":8081", 20, 8*time.Second)
 	time.Sleep(4 * time.Second)

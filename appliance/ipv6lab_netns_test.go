@@ -163,17 +163,31 @@ func (l *v6Lab) reach(t *testing.T, addr netip.Addr) {
 // serveHTTP answers with the client's address on addr inside ns.
 func serveHTTP(t *testing.T, ns *netnstest.Namespace, addr string) {
 	t.Helper()
+	serveIn(t, ns, addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "from %s", r.RemoteAddr)
+	}))
+}
+
+// serveIn serves h on addr inside ns until the test's cleanup, which
+// closes the server and waits for it.
+func serveIn(t *testing.T, ns *netnstest.Namespace, addr string, h http.Handler) {
+	t.Helper()
 	var ln net.Listener
 	var err error
 	ns.Do(t, func() { ln, err = net.Listen("tcp", addr) })
 	if err != nil {
 		t.Fatalf("listen on %s: %v", addr, err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "from %s", r.RemoteAddr)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	srv := &http.Server{Handler: h}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
 }
 
 // dig asks the DNS server at server for name's AAAA from h1 (ns 1) or the

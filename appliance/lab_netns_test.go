@@ -130,15 +130,23 @@ func (l *lab) start(flags ...string) {
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	l.exit = make(chan error, 1)
-	go func() { l.exit <- l.cmd.Wait() }()
+	// The exit goes to l.exit (for stop) once; the cleanup kills an
+	// appliance still running and waits for its exit either way.
+	cmd, log, exit, exited := l.cmd, l.log, make(chan error, 1), make(chan struct{})
+	l.exit = exit
+	go func() {
+		exit <- cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
-		if l.cmd.ProcessState == nil {
-			l.cmd.Process.Kill()
-			<-l.exit
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
 		}
 		if t.Failed() {
-			t.Logf("appliance log:\n%s", l.log)
+			t.Logf("appliance log:\n%s", log)
 		}
 	})
 	deadline := time.Now().Add(15 * time.Second)
@@ -356,6 +364,42 @@ func (l *lab) tcpRuns(t *testing.T, h int, least float64, args ...string) iperfR
 	}
 	t.Errorf("TCP to %s: %.0f bytes received, want at least %.0f", args[0], res.End.SumReceived.Bytes, least)
 	return res
+}
+
+// background runs fn on a goroutine of its own: wait waits for its
+// result; end closes the stop channel fn is given (fn returns soon after)
+// and then waits. fn must not stop the test (no t.Fatal, nor a helper that
+// calls it, such as netnstest's Do or Run: it uses ns.In and reports
+// through its result). The test's cleanup ends it, also when the test
+// fails first, so that it never outlives the test.
+func background[T any](t testing.TB, fn func(stop <-chan struct{}) T) (wait, end func() T) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	var res T
+	go func() {
+		defer close(done)
+		res = fn(stop)
+	}()
+	var once sync.Once
+	wait = func() T {
+		<-done
+		return res
+	}
+	end = func() T {
+		once.Do(func() { close(stop) })
+		return wait()
+	}
+	t.Cleanup(func() { end() })
+	return wait, end
+}
+
+// stopped says whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // eventually polls cond until it holds or d passes.

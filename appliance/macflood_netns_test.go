@@ -76,12 +76,11 @@ func (l *lab) macFlood(t *testing.T, policy string, seed uint64, baseRate float6
 		return rawFrame(h3, src, 0x88b5, payload)
 	}
 	leaks := l.capture(t, 3)
-	leaked := make(chan int, 1)
-	go func() {
-		leaked <- leaks(time.Duration(n/rate)*time.Second+time.Second, func(p afpacket.Packet) bool {
+	leaked, _ := background(t, func(<-chan struct{}) int {
+		return leaks(time.Duration(n/rate)*time.Second+time.Second, func(p afpacket.Packet) bool {
 			return len(p.Data) >= 6 && ([6]byte(p.Data) == h1 || [6]byte(p.Data) == h2)
 		})
-	}()
+	})
 	s0 := l.stats(t)
 	rx3 := l.rxPackets(t, 3)
 	cpu := l.cpuMeter(t)
@@ -93,7 +92,7 @@ func (l *lab) macFlood(t *testing.T, policy string, seed uint64, baseRate float6
 	}
 	fr := flood()
 	use := cpu.read(t)
-	got := <-leaked
+	got := leaked()
 	s1 := l.stats(t)
 	rx := l.rxPackets(t, 3) - rx3
 	tx3 := l.port(t, s1, "lan3").TxPackets - l.port(t, s0, "lan3").TxPackets

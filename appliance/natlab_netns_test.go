@@ -144,13 +144,20 @@ func natEnd(ns *netnstest.Namespace, dev string, addrs ...string) netnstest.End 
 }
 
 // helper starts this test binary as helper mode in namespace ns.
-func (l *lab) helper(t *testing.T, ns int, mode string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+func (l *lab) helper(t *testing.T, ns int, mode string, args ...string) (*exec.Cmd, io.WriteCloser, *helperOutput) {
 	t.Helper()
 	return helperIn(t, l.hosts[ns-1], mode, args...)
 }
 
-// helperIn starts this test binary as helper mode in namespace ns.
-func helperIn(t *testing.T, ns *netnstest.Namespace, mode string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+// helperOutput is a helper's output, read line by line (see line).
+type helperOutput struct {
+	lines chan string // closed at its end
+}
+
+// helperIn starts this test binary as helper mode in namespace ns. A
+// goroutine reads its output; at the test's cleanup the helper's stdin is
+// closed, it is killed, and then the reader is ended and waited for.
+func helperIn(t *testing.T, ns *netnstest.Namespace, mode string, args ...string) (*exec.Cmd, io.WriteCloser, *helperOutput) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -167,21 +174,35 @@ func helperIn(t *testing.T, ns *netnstest.Namespace, mode string, args ...string
 	if err != nil {
 		t.Fatal(err)
 	}
+	o := &helperOutput{lines: make(chan string)}
+	background(t, func(stop <-chan struct{}) struct{} {
+		defer close(o.lines)
+		r := bufio.NewReader(out)
+		for {
+			s, err := r.ReadString('\n')
+			if s != "" || err == nil {
+				select {
+				case o.lines <- strings.TrimSpace(s):
+				case <-stop:
+					return struct{}{}
+				}
+			}
+			if err != nil {
+				return struct{}{}
+			}
+		}
+	})
 	netnstest.Start(t, cmd)
 	t.Cleanup(func() { in.Close() }) // before the kill
-	return cmd, in, bufio.NewReader(out)
+	return cmd, in, o
 }
 
-// line reads one line of a helper's output, failing after d.
-func line(t *testing.T, r *bufio.Reader, d time.Duration) string {
+// line reads one line of a helper's output ("" after its end), failing
+// after d.
+func line(t *testing.T, o *helperOutput, d time.Duration) string {
 	t.Helper()
-	c := make(chan string, 1)
-	go func() {
-		s, _ := r.ReadString('\n')
-		c <- strings.TrimSpace(s)
-	}()
 	select {
-	case s := <-c:
+	case s := <-o.lines:
 		return s
 	case <-time.After(d):
 		t.Fatalf("helper said nothing for %v", d)

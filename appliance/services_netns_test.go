@@ -245,27 +245,24 @@ func TestRouterServices(t *testing.T) {
 		before := toHost()
 		// The flood goes on, round the 10000 frames, until h3 renewed and
 		// all of them were sent once.
-		stop, done := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
+		_, flood := background(t, func(stop <-chan struct{}) error {
 			for i := 0; ; i = (i + 500) % len(frames) {
-				l.send(t, 1, frames[i:i+500]...)
+				if err := l.hosts[0].In(func() error { return sendRaw("eth0", frames[i:i+500]) }); err != nil {
+					return fmt.Errorf("send on h1: %w", err)
+				}
 				time.Sleep(20 * time.Millisecond)
-				select {
-				case <-stop:
-					if i+500 >= len(frames) {
-						return
-					}
-				default:
+				if stopped(stop) && i+500 >= len(frames) {
+					return nil
 				}
 			}
-		}()
+		})
 		time.Sleep(100 * time.Millisecond) // into the flood
 		from := len(h3.Events())
 		h3Proc.Process.Signal(syscall.SIGUSR1) // renew now
 		ev, _ := h3.WaitEvent(t, from, "renew", "bound")
-		close(stop)
-		<-done
+		if err := flood(); err != nil {
+			t.Fatal(err)
+		}
 		if ev["ip"] != ev3["ip"] {
 			t.Errorf("h3 renewing during the flood: %v, want %s again", ev, ev3["ip"])
 		}

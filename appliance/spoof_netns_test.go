@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -89,7 +88,7 @@ func TestNATBlindRST(t *testing.T) {
 type rstConn struct {
 	l             *lab
 	in            io.Writer
-	out           *bufio.Reader
+	out           *helperOutput
 	boxMAC, gwMAC [6]byte
 }
 
@@ -200,10 +199,8 @@ func TestNATARPSpoof(t *testing.T) {
 	atkCap := l.capture(t, nsAtk)
 	diverted, toAttacker := 0, 0
 	var divertedSample []string
-	captured := make(chan struct{})
-	go func() {
-		defer close(captured)
-		atkCap(6*time.Second, func(p afpacket.Packet) bool {
+	captured, _ := background(t, func(<-chan struct{}) int {
+		return atkCap(6*time.Second, func(p afpacket.Packet) bool {
 			// Unicast IPv4 only: multicast (the hosts' IGMP reports)
 			// goes to every port of the segment.
 			if len(p.Data) < 34 || p.Data[0]&1 != 0 || binary.BigEndian.Uint16(p.Data[12:]) != 0x0800 {
@@ -220,18 +217,17 @@ func TestNATARPSpoof(t *testing.T) {
 			}
 			return true
 		})
-	}()
+	})
 	s0 := l.stats(t)
 	gwRx := l.rxPackets(t, nsGW)
 	type pingResult struct {
 		out string
 		err error
 	}
-	pinged := make(chan pingResult, 1)
-	go func() {
+	pinged, _ := background(t, func(<-chan struct{}) pingResult {
 		out, err := l.host(nsLAN, "ping", "-q", "-c", "500", "-i", "0.01", "-W", "2", natServer)
-		pinged <- pingResult{out, err}
-	}()
+		return pingResult{out, err}
+	})
 	dialed := l.paced(t, nsLAN, natServer+":8080", 10, 4*time.Second)
 	rng := rand.New(rand.NewPCG(18, 6))
 	claims := 0
@@ -242,8 +238,8 @@ func TestNATARPSpoof(t *testing.T) {
 		time.Sleep(400 * time.Millisecond)
 	}
 	conns := dialed()
-	pr := <-pinged
-	<-captured
+	pr := pinged()
+	captured()
 	s1 := l.stats(t)
 	gwGot := l.rxPackets(t, nsGW) - gwRx
 	conflicts := s1.Drops[dataplane.NATDrop(nat.ReasonARPConflict)] - s0.Drops[dataplane.NATDrop(nat.ReasonARPConflict)]

@@ -95,11 +95,10 @@ func TestRuleSwapsUnderTraffic(t *testing.T) {
 		out string
 		err error
 	}
-	done := make(chan result, 1)
-	go func() {
+	done, _ := background(t, func(<-chan struct{}) result {
 		out, err := l.host(1, "iperf3", "-c", "10.50.0.2", "-u", "-b", "4M", "-l", "400", "-t", "25", "-J")
-		done <- result{out, err}
-	}()
+		return result{out, err}
+	})
 	time.Sleep(2 * time.Second)
 	rss0 := l.rssKiB(t)
 	start := time.Now()
@@ -112,7 +111,7 @@ func TestRuleSwapsUnderTraffic(t *testing.T) {
 	}
 	took := time.Since(start)
 	rss1 := l.rssKiB(t)
-	r := <-done
+	r := done()
 	if r.err != nil {
 		t.Fatalf("iperf3: %v\n%s", r.err, r.out)
 	}

@@ -25,8 +25,15 @@ func TestRebootUsesGokrazysPassword(t *testing.T) {
 		}
 		reboots++
 	})}
-	go srv.Serve(ln)
-	defer srv.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
 	pw := filepath.Join(dir, "gokr-pw.txt")
 	os.WriteFile(pw, []byte("boot-pw\n"), 0o600)
 	d := &Tools{gokrazy: sock, pwFiles: []string{pw}, bootPW: filepath.Join(dir, "run", "boot-pw")}

@@ -51,8 +51,15 @@ func fakeGokrazy(t *testing.T, password string) (socket string, restarted *[]str
 		http.Redirect(w, r, "/status?path="+r.FormValue("path"), http.StatusSeeOther)
 	})
 	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
 	return socket, &got
 }
 

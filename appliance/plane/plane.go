@@ -17,7 +17,9 @@ import (
 
 // Plane runs the dataplane for the appliance: it owns the engine and the
 // tuner, and runs each config by what config.Diff says applying it takes
-// (a live swap, a restart of some ports' workers, a new engine).
+// (a live swap, a restart of some ports' workers, a new engine). The
+// router calls SetLease, SetIPv6 and SetIPv6WAN under its own lock: the
+// plane never calls the router (the decline it is handed does not block).
 type Plane struct {
 	log   *slog.Logger
 	tune  bool               // apply the tuning plan (else only read it back)

@@ -31,8 +31,15 @@ func TestReadIdentity(t *testing.T) {
 		}
 		w.Write([]byte(`{"BuildTimestamp":"2026-12-01T10:00:00Z","SBOMHash":"abc123"}`))
 	})}
-	go srv.Serve(ln)
-	defer srv.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
 
 	pw := filepath.Join(dir, "pw")
 	os.WriteFile(pw, []byte("secret\n"), 0o600)
