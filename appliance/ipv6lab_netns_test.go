@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -169,7 +170,7 @@ func serveHTTP(t *testing.T, ns *netnstest.Namespace, addr string) {
 }
 
 // serveIn serves h on addr inside ns until the test's cleanup, which
-// closes the server and waits for it.
+// closes the server and waits for it (httptest's Close).
 func serveIn(t *testing.T, ns *netnstest.Namespace, addr string, h http.Handler) {
 	t.Helper()
 	var ln net.Listener
@@ -178,16 +179,11 @@ func serveIn(t *testing.T, ns *netnstest.Namespace, addr string, h http.Handler)
 	if err != nil {
 		t.Fatalf("listen on %s: %v", addr, err)
 	}
-	srv := &http.Server{Handler: h}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
-	})
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close() // httptest's own; it serves ln
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
 }
 
 // dig asks the DNS server at server for name's AAAA from h1 (ns 1) or the

@@ -186,7 +186,12 @@ func (l *lab) stop() time.Duration {
 
 // boxGet fetches a path of the appliance's HTTP server from inside the box.
 func (l *lab) boxGet(path string) (int, string) {
-	out, err := l.box.Command("curl", "-s", "--max-time", "2", "-u", "gokrazy:"+testPassword, "-w", "\n%{http_code}", "http://127.0.0.1:8080"+path).Output()
+	return curlResult(l.box.Command("curl", "-s", "--max-time", "2", "-u", "gokrazy:"+testPassword, "-w", "\n%{http_code}", "http://127.0.0.1:8080"+path).Output())
+}
+
+// curlResult splits the output of curl -w "\n%{http_code}" into the
+// status code and the body (0 when curl failed).
+func curlResult(out []byte, err error) (int, string) {
 	if err != nil {
 		return 0, string(out)
 	}

@@ -26,14 +26,7 @@ func (l *lab) boxDo(method, path string, body []byte) (int, string) {
 		"-H", "X-E1kbox-CSRF: 1", "-H", "Content-Type: application/json", "-X", method, "--data-binary", "@-",
 		"-w", "\n%{http_code}", "http://127.0.0.1:8080"+path)
 	cmd.Stdin = strings.NewReader(string(body))
-	out, err := cmd.Output()
-	if err != nil {
-		return 0, string(out)
-	}
-	s := strings.TrimRight(string(out), "\n")
-	i := strings.LastIndexByte(s, '\n')
-	code, _ := strconv.Atoi(s[i+1:])
-	return code, s[:max(i, 0)]
+	return curlResult(cmd.Output())
 }
 
 // applyConfirm applies cfg with commit-confirm and confirms it.

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,22 +19,17 @@ func TestRebootUsesGokrazysPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	reboots := 0
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "gokrazy" || p != "boot-pw" || r.Method != http.MethodPost || r.URL.Path != "/reboot" {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
 		reboots++
-	})}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
-	})
+	}))
+	srv.Listener.Close() // httptest's own; it serves ln
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
 	pw := filepath.Join(dir, "gokr-pw.txt")
 	os.WriteFile(pw, []byte("boot-pw\n"), 0o600)
 	d := &Tools{gokrazy: sock, pwFiles: []string{pw}, bootPW: filepath.Join(dir, "run", "boot-pw")}
