@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +40,8 @@ func (r floodResult) String() string {
 // namespace ns at rate frames per second, from its own goroutine: a TX
 // socket of package afpacket (copy mode: sendmmsg in batches) paced by
 // the clock, so that a late sender catches up in bigger batches. wait
-// returns what it achieved. frame runs on the flood's goroutine.
+// returns what it achieved. frame runs on the flood's goroutine. A test
+// that ends first stops the flood (see background).
 func startFlood(t *testing.T, ns *netnstest.Namespace, dev string, rate, n int, frame func(i int) []byte) (wait func() floodResult) {
 	t.Helper()
 	var sock *afpacket.Socket
@@ -52,8 +52,7 @@ func startFlood(t *testing.T, ns *netnstest.Namespace, dev string, rate, n int, 
 	if err != nil {
 		t.Fatalf("flood socket on %s in %s: %v", dev, ns.Name(), err)
 	}
-	done := make(chan floodResult, 1)
-	go func() {
+	wait, _ = background(t, func(stop <-chan struct{}) floodResult {
 		defer sock.Close()
 		// Ahead of the machine's other work (not of the box, at -10):
 		// the rate is what the test demands of the flood. The thread
@@ -63,7 +62,7 @@ func startFlood(t *testing.T, ns *netnstest.Namespace, dev string, rate, n int, 
 		const batch = 64
 		var res floodResult
 		start := time.Now()
-		for i := 0; i < n; {
+		for i := 0; i < n && !stopped(stop); {
 			due := min(n, int(time.Since(start).Seconds()*float64(rate))+1)
 			for i < due {
 				if sock.Append(frame(i)) {
@@ -93,14 +92,9 @@ func startFlood(t *testing.T, ns *netnstest.Namespace, dev string, rate, n int, 
 		}
 		res.Took = time.Since(start)
 		res.Sent = int(sock.Stats().TxSent)
-		done <- res
-	}()
-	var once sync.Once
-	var res floodResult
-	return func() floodResult {
-		once.Do(func() { res = <-done })
 		return res
-	}
+	})
+	return wait
 }
 
 // pid returns the appliance's process id.
@@ -261,22 +255,20 @@ func calm(limit time.Duration) time.Duration {
 
 // sampler polls /api/dataplane while an attack runs.
 type sampler struct {
-	stop chan struct{}
-	done chan []dataplane.Snapshot
+	end func() []dataplane.Snapshot
 }
 
-// sample polls the box's counters every interval until stop.
-func (l *lab) sample(every time.Duration) *sampler {
-	s := &sampler{stop: make(chan struct{}), done: make(chan []dataplane.Snapshot, 1)}
-	go func() {
+// sample polls the box's counters every interval until end (or the
+// test's end).
+func (l *lab) sample(t *testing.T, every time.Duration) *sampler {
+	_, end := background(t, func(stop <-chan struct{}) []dataplane.Snapshot {
 		var out []dataplane.Snapshot
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			select {
-			case <-s.stop:
-				s.done <- out
-				return
+			case <-stop:
+				return out
 			case <-tick.C:
 			}
 			code, body := l.boxGet("/api/dataplane")
@@ -285,14 +277,8 @@ func (l *lab) sample(every time.Duration) *sampler {
 				out = append(out, snap)
 			}
 		}
-	}()
-	return s
-}
-
-// end stops the sampler and returns its samples.
-func (s *sampler) end() []dataplane.Snapshot {
-	close(s.stop)
-	return <-s.done
+	})
+	return &sampler{end: end}
 }
 
 // iperfResult is the part of iperf3's JSON report the tests read.
@@ -337,18 +323,17 @@ func iperf3(ns *netnstest.Namespace, args ...string) (iperfResult, error) {
 }
 
 // startIperf3 runs iperf3 like iperf3, in the background.
-func startIperf3(ns *netnstest.Namespace, args ...string) (wait func() (iperfResult, error)) {
+func startIperf3(t *testing.T, ns *netnstest.Namespace, args ...string) (wait func() (iperfResult, error)) {
 	type result struct {
 		r   iperfResult
 		err error
 	}
-	c := make(chan result, 1)
-	go func() {
+	done, _ := background(t, func(<-chan struct{}) result {
 		r, err := iperf3(ns, args...)
-		c <- result{r, err}
-	}()
+		return result{r, err}
+	})
 	return func() (iperfResult, error) {
-		r := <-c
+		r := done()
 		return r.r, r.err
 	}
 }

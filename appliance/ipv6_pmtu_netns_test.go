@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -69,12 +68,6 @@ func (l *v6Lab) server(t *testing.T) *netnstest.Namespace {
 // received, their SHA-256 in hex and the client's address.
 func serveBulk(t *testing.T, ns *netnstest.Namespace, addr string) {
 	t.Helper()
-	var ln net.Listener
-	var err error
-	ns.Do(t, func() { ln, err = net.Listen("tcp", addr) })
-	if err != nil {
-		t.Fatalf("listen on %s: %v", addr, err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /bulk", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "bulk", time.Time{}, bytes.NewReader(bulkData))
@@ -88,9 +81,7 @@ func serveBulk(t *testing.T, ns *netnstest.Namespace, addr string) {
 		}
 		fmt.Fprintf(w, "%d %x from %s", n, h.Sum(nil), r.RemoteAddr)
 	})
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	serveIn(t, ns, addr, mux)
 }
 
 // pmtud moves data both ways between h1 (at addr) and the server behind

@@ -14,18 +14,9 @@ import (
 	"time"
 
 	"e1kbox/appliance/dataplane"
-	"e1kbox/internal/keatest"
 	"e1kbox/internal/testenv"
 	"e1kbox/webui"
 )
-
-// v6LabSetup is what newV6Lab's ISP runs and what it does before the box
-// starts: kea's configuration, radvd's prefix, a hook.
-type v6LabSetup struct {
-	kea         keatest.Config
-	radvd       keatest.Radvd
-	beforeStart func(*v6Lab)
-}
 
 // wanTaken is the first address of kea's IA_NA pool in TestIPv6WANAddress,
 // which the ISP's own interface already holds.

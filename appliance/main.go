@@ -1,4 +1,7 @@
-// Command appliance is the e1kbox supervisor that gokrazy starts at boot.
+// Command appliance is the e1kbox supervisor that gokrazy starts at boot:
+// it reads its flags and the runtime config, wires the dataplane (plane),
+// the router services (router), the dashboard and its listener, and
+// supervises them until a signal.
 package main
 
 import (
@@ -7,18 +10,19 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"e1kbox/appliance/config"
+	"e1kbox/appliance/dashboard"
 	"e1kbox/appliance/dataplane"
+	"e1kbox/appliance/listener"
+	"e1kbox/appliance/plane"
+	"e1kbox/appliance/router"
 	"e1kbox/appliance/system"
 	"e1kbox/webui"
 )
@@ -59,14 +63,15 @@ func parseFlags() flags {
 
 func run() error {
 	f := parseFlags()
+	pwFiles := strings.Split(f.passwordFiles, ",")
 	book := webui.NewLogBook(0) // the dashboard's Logs page
 	log := slog.New(book.Handler(slog.NewTextHandler(os.Stderr, nil)))
 	slog.SetDefault(log)
 	wait := time.Duration(0)
-	if underGokrazy() {
+	if system.UnderGokrazy() {
 		wait = 10 * time.Second // gokrazy's socket is up before services start; this is a margin
 	}
-	id := system.ReadIdentity(buildTimestamp, system.GokrazySocket, system.SBOMFile, strings.Split(f.passwordFiles, ","), wait)
+	id := system.ReadIdentity(buildTimestamp, system.GokrazySocket, system.SBOMFile, pwFiles, wait)
 	log.Info("e1kbox appliance starting", "build", id.Build, "from", id.Source, "sbom", id.SBOMHash, "go", id.Go)
 
 	store, cfg, source, err := loadConfig(log, f)
@@ -78,36 +83,27 @@ func run() error {
 		perm.Problem = system.PermProblem(perm, system.PermMounted("/proc/self/mountinfo", "/perm"))
 		log.Warn("persistent storage is not writable: changes will not survive a reboot", "dir", perm.Dir, "err", perm.Error, "problem", perm.Problem)
 	}
-	boots := newBootLog(log, filepath.Join(f.state, "boots.json"), id.Build, time.Now())
+	boots := system.NewBootLog(log, filepath.Join(f.state, "boots.json"), id.Build, time.Now())
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	dp := newPlane(log, f.tune)
-	dp.ring = dataplane.RingKind(f.rxRing)
+	dp := plane.New(log, f.tune, dataplane.RingKind(f.rxRing))
 	defer dp.Close()
 	if err := dp.Apply(ctx, cfg); err != nil {
 		log.Error("dataplane not started", "err", err) // keep serving: /healthz reports it
 	}
-	var dataIfaces []string
-	for _, port := range cfg.Ports {
-		dataIfaces = append(dataIfaces, port.Interface)
-	}
-	go dp.watchHangs(ctx, dataIfaces)
-	rt := newRouter(log, f.state, hostname(), dp.SetLease)
-	rt.v6.onPrefixes, rt.v6.onWAN = dp.SetIPv6, dp.SetIPv6WAN
+	go dp.WatchHangs(ctx, cfg)
+	rt := router.New(router.Options{Log: log, State: f.state, Hostname: system.Hostname(),
+		OnLease: dp.SetLease, OnPrefixes: dp.SetIPv6, OnWAN6: dp.SetIPv6WAN})
 	defer rt.Close()
 	if err := rt.Apply(cfg); err != nil {
 		log.Error("services not all started", "err", err)
 	}
-	go boots.correctWhenClockSet(ctx, rt.WaitClock)
-	go pollRuleLogs(ctx, log, dp)
+	go boots.CorrectWhenClockSet(ctx, rt.WaitClock)
+	go dashboard.RuleLogs(ctx, log, dp)
 
-	ml := newMgmtListener(log)
-	spec, err := specFor(f.listen, cfg)
-	if err != nil {
-		return err
-	}
-	if err := ml.Configure(spec); err != nil {
+	ml := listener.New(log, f.listen)
+	if err := ml.Configure(cfg); err != nil {
 		return err
 	}
 	go ml.Watch(ctx)
@@ -115,48 +111,31 @@ func run() error {
 	// back as one serialized step.
 	store.Run(func(c *config.Config) error {
 		err := dp.Apply(context.Background(), c)
-		spec, serr := specFor(f.listen, c)
-		if serr == nil {
-			serr = ml.Configure(spec)
-		}
-		return errors.Join(err, rt.Apply(c), serr)
+		lerr := ml.Configure(c)
+		return errors.Join(err, rt.Apply(c), lerr)
 	})
-	adapter := newStoreAdapter(store)
+	adapter := dashboard.NewStore(store)
 	store.OnRollback(func(*config.Config) {
-		adapter.rolledBack()
+		adapter.RolledBack()
 		log.Warn("config change rolled back")
 	})
-	view := &boxView{dp: dp, source: source, build: id.Build, identity: id, started: time.Now(), hostname: hostname(),
-		procRoot: "/", perm: perm, boots: boots}
-	opts, parts := dashboardOptions(f, log, store, cfg, book, rt, dp)
-	go mgmtWatcher(log, parts).Run(ctx)
-	opts.Stats, opts.Config, opts.Rules, opts.Conntrack, opts.FDB, opts.Tuning = view, adapter, view, view, view, view
-	opts.System, opts.Health, opts.Dataplane, opts.Neighbours = view, view, view, view
-	opts.Updater = newUpdater(log, f.state, store, id)
-	errc := serveDashboard(ctx, log, ml, opts)
+	box := &dashboard.Box{Plane: dp, Source: source, Identity: id, Started: time.Now(), Hostname: system.Hostname(),
+		ProcRoot: "/", Perm: perm, Boots: boots}
+	tools := dashboard.NewTools(func() *config.Config { c, _ := store.Current(); return c }, pwFiles)
+	rv := dashboard.NewRouter(rt.Live, dp)
+	opts := webui.Options{Stats: box, Config: adapter, Rules: box, Conntrack: box, FDB: box, Tuning: box, System: box,
+		Health: box, Dataplane: box, Neighbours: box, Router: rv, Devices: rv,
+		Logs: book, Diagnostics: tools, Capture: tools, NICs: tools,
+		PasswordFiles: pwFiles, PasswordChanged: tools.PasswordChanged, ConfirmTimeout: cfg.Dashboard.ConfirmTimeout.D(),
+		HistoryFile: filepath.Join(f.state, "history.json"), GokrazyPort: system.GokrazyPort(), Logger: log,
+	}
+	if system.UnderGokrazy() {
+		opts.Power = tools // only under gokrazy (its socket comes up after the services start)
+	}
+	go dashboard.MgmtWatcher(log, tools).Run(ctx)
+	opts.Updater = dashboard.NewUpdater(log, f.state, store, id)
+	errc := dashboard.Serve(ctx, log, ml, opts)
 	return supervise(ctx, log, errc, store, rt, dp)
-}
-
-// dashboardOptions are the dashboard's parts beyond the box's view: logs,
-// diagnostics, the router's services, password and history files.
-func dashboardOptions(f flags, log *slog.Logger, store *config.Store, cfg *config.Config, book *webui.LogBook, rt *router, dp *plane) (webui.Options, *dashParts) {
-	parts := &dashParts{cfg: func() *config.Config { c, _ := store.Current(); return c },
-		sysNet: "/sys/class/net", gokrazy: system.GokrazySocket, pwFiles: strings.Split(f.passwordFiles, ","),
-		bootPW: "/run/e1kbox/gokrazy-boot-pw"}
-	rv := &routerView{rt: rt, conns: connsOf(dp), v6: ipv6Of(dp)}
-	opts := webui.Options{
-		Logs: book, Diagnostics: parts, Capture: parts, NICs: parts, Router: rv, Devices: rv,
-		PasswordFiles:   strings.Split(f.passwordFiles, ","),
-		ConfirmTimeout:  cfg.Dashboard.ConfirmTimeout.D(),
-		PasswordChanged: parts.passwordChanged,
-		HistoryFile:     filepath.Join(f.state, "history.json"),
-		GokrazyPort:     gokrazyPort(),
-		Logger:          log,
-	}
-	if underGokrazy() {
-		opts.Power = parts // only under gokrazy (its socket comes up after the services start)
-	}
-	return opts, parts
 }
 
 // loadConfig loads the running config from the store; -interfaces
@@ -197,26 +176,10 @@ func loadConfig(log *slog.Logger, f flags) (*config.Store, *config.Config, func(
 	return store, cfg, source, nil
 }
 
-// serveDashboard serves the dashboard on ln until ctx ends; without a
-// password it serves only the unauthenticated /healthz and /version, so
-// that the box still answers the update health gate.
-func serveDashboard(ctx context.Context, log *slog.Logger, ln net.Listener, opts webui.Options) <-chan error {
-	errc := make(chan error, 1)
-	web, err := webui.New(opts)
-	if err != nil {
-		log.Error("dashboard disabled", "err", err)
-		srv := newHTTPServer(webui.PublicHandler(opts.Health))
-		go func() { errc <- srv.Serve(ln) }()
-		go func() { <-ctx.Done(); srv.Close() }()
-	} else {
-		go func() { errc <- web.Serve(ctx, ln) }()
-	}
-	return errc
-}
-
 // supervise runs until a signal or a dashboard failure: SIGHUP reloads
-// the config from disk.
-func supervise(ctx context.Context, log *slog.Logger, errc <-chan error, store *config.Store, rt *router, dp *plane) error {
+// the config from disk (a config that fails to load keeps the running
+// one); SIGTERM and SIGINT stop the parts.
+func supervise(ctx context.Context, log *slog.Logger, errc <-chan error, store *config.Store, rt *router.Router, dp *plane.Plane) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	for {
@@ -225,25 +188,24 @@ func supervise(ctx context.Context, log *slog.Logger, errc <-chan error, store *
 			if ctx.Err() == nil {
 				return fmt.Errorf("dashboard: %w", err)
 			}
-			return stopAll(log, errc, rt, dp)
+			errc = nil // the dashboard has stopped
 		case <-hup:
 			reload(log, store)
+			continue
 		case <-ctx.Done():
-			return stopAll(log, errc, rt, dp)
 		}
+		log.Info("stopping")
+		if errc != nil {
+			select { // the dashboard shuts down with ctx
+			case <-errc:
+			case <-time.After(3 * time.Second):
+			}
+		}
+		rt.Close()
+		dp.Close()
+		log.Info("stopped")
+		return nil
 	}
-}
-
-func stopAll(log *slog.Logger, errc <-chan error, rt *router, dp *plane) error {
-	log.Info("stopping")
-	select { // the dashboard shuts down with ctx
-	case <-errc:
-	case <-time.After(3 * time.Second):
-	}
-	rt.Close()
-	dp.Close()
-	log.Info("stopped")
-	return nil
 }
 
 // reload re-reads the config from disk (SIGHUP) and runs it; a config
@@ -258,30 +220,4 @@ func reload(log *slog.Logger, store *config.Store) {
 		return
 	}
 	log.Info("SIGHUP: config reloaded from disk")
-}
-
-func hostname() string {
-	if b, err := os.ReadFile("/etc/hostname"); err == nil {
-		return strings.TrimSpace(string(b))
-	}
-	h, _ := os.Hostname()
-	return h
-}
-
-func goVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		return bi.GoVersion
-	}
-	return "unknown"
-}
-
-func newHTTPServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-}
-
-// underGokrazy says whether the appliance runs on a gokrazy box (its init
-// is there): its socket, boot disk and DHCP client.
-func underGokrazy() bool {
-	_, err := os.Stat("/gokrazy/init")
-	return err == nil
 }

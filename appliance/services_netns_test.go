@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -248,27 +245,24 @@ func TestRouterServices(t *testing.T) {
 		before := toHost()
 		// The flood goes on, round the 10000 frames, until h3 renewed and
 		// all of them were sent once.
-		stop, done := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
+		_, flood := background(t, func(stop <-chan struct{}) error {
 			for i := 0; ; i = (i + 500) % len(frames) {
-				l.send(t, 1, frames[i:i+500]...)
+				if err := l.hosts[0].In(func() error { return sendRaw("eth0", frames[i:i+500]) }); err != nil {
+					return fmt.Errorf("send on h1: %w", err)
+				}
 				time.Sleep(20 * time.Millisecond)
-				select {
-				case <-stop:
-					if i+500 >= len(frames) {
-						return
-					}
-				default:
+				if stopped(stop) && i+500 >= len(frames) {
+					return nil
 				}
 			}
-		}()
+		})
 		time.Sleep(100 * time.Millisecond) // into the flood
 		from := len(h3.Events())
 		h3Proc.Process.Signal(syscall.SIGUSR1) // renew now
 		ev, _ := h3.WaitEvent(t, from, "renew", "bound")
-		close(stop)
-		<-done
+		if err := flood(); err != nil {
+			t.Fatal(err)
+		}
 		if ev["ip"] != ev3["ip"] {
 			t.Errorf("h3 renewing during the flood: %v, want %s again", ev, ev3["ip"])
 		}
@@ -324,82 +318,6 @@ func discoverFlood(t *testing.T, n int) [][]byte {
 		frames[i] = frametest.Frame(bcast, src, frame.EtherTypeIPv4, ip.UDPPacket(68, 67, m.ToBytes()))
 	}
 	return frames
-}
-
-// helperUDPEcho answers every datagram on addr, until stdin closes:
-// "whoami" with "you ADDR:PORT" (the source it saw), anything else with
-// itself.
-func helperUDPEcho(addr string) error {
-	c, err := net.ListenPacket("udp4", addr)
-	if err != nil {
-		return err
-	}
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		c.Close()
-	}()
-	fmt.Println("serving")
-	buf := make([]byte, 65536)
-	for {
-		n, from, err := c.ReadFrom(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
-		}
-		reply := buf[:n]
-		if string(reply) == "whoami" {
-			reply = []byte("you " + from.String())
-		}
-		c.WriteTo(reply, from)
-	}
-}
-
-// helperUDPClient sends from local port port what stdin says ("send
-// ADDR:PORT SIZE": the test payload; "whoami ADDR:PORT") and prints every
-// datagram it receives: "recv FROM SIZE DIGEST", or "recv FROM TEXT" for
-// a whoami answer.
-func helperUDPClient(port string) error {
-	var p int
-	fmt.Sscan(port, &p)
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: p})
-	if err != nil {
-		return err
-	}
-	go func() {
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := c.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if s := string(buf[:n]); strings.HasPrefix(s, "you ") {
-				fmt.Printf("recv %s %s\n", from, strings.TrimPrefix(s, "you "))
-				continue
-			}
-			d := sha256.Sum256(buf[:n])
-			fmt.Printf("recv %s %d %s\n", from, n, hex.EncodeToString(d[:8]))
-		}
-	}()
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		var verb, to string
-		var n int
-		fmt.Sscan(sc.Text(), &verb, &to, &n)
-		dst, err := net.ResolveUDPAddr("udp4", to)
-		if err != nil {
-			return err
-		}
-		b := []byte("whoami")
-		if verb == "send" {
-			b, _ = payload(n)
-		}
-		if _, err := c.WriteTo(b, dst); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // TestWANLease follows the WAN lease through its life with dnsmasq as the

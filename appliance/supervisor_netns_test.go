@@ -26,14 +26,7 @@ func (l *lab) boxDo(method, path string, body []byte) (int, string) {
 		"-H", "X-E1kbox-CSRF: 1", "-H", "Content-Type: application/json", "-X", method, "--data-binary", "@-",
 		"-w", "\n%{http_code}", "http://127.0.0.1:8080"+path)
 	cmd.Stdin = strings.NewReader(string(body))
-	out, err := cmd.Output()
-	if err != nil {
-		return 0, string(out)
-	}
-	s := strings.TrimRight(string(out), "\n")
-	i := strings.LastIndexByte(s, '\n')
-	code, _ := strconv.Atoi(s[i+1:])
-	return code, s[:max(i, 0)]
+	return curlResult(cmd.Output())
 }
 
 // applyConfirm applies cfg with commit-confirm and confirms it.
@@ -95,11 +88,10 @@ func TestRuleSwapsUnderTraffic(t *testing.T) {
 		out string
 		err error
 	}
-	done := make(chan result, 1)
-	go func() {
+	done, _ := background(t, func(<-chan struct{}) result {
 		out, err := l.host(1, "iperf3", "-c", "10.50.0.2", "-u", "-b", "4M", "-l", "400", "-t", "25", "-J")
-		done <- result{out, err}
-	}()
+		return result{out, err}
+	})
 	time.Sleep(2 * time.Second)
 	rss0 := l.rssKiB(t)
 	start := time.Now()
@@ -112,7 +104,7 @@ func TestRuleSwapsUnderTraffic(t *testing.T) {
 	}
 	took := time.Since(start)
 	rss1 := l.rssKiB(t)
-	r := <-done
+	r := done()
 	if r.err != nil {
 		t.Fatalf("iperf3: %v\n%s", r.err, r.out)
 	}

@@ -38,7 +38,10 @@ func TestCaptureNetns(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Close()
+		sent := make(chan struct{})
+		defer func() { <-sent }() // before tx closes
 		go func() {
+			defer close(sent)
 			time.Sleep(300 * time.Millisecond) // the capture socket is open by then
 			bcast := &packet.Addr{HardwareAddr: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
 			for i := range 1000 {

@@ -2,6 +2,7 @@
 package diag
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -314,8 +315,8 @@ type Hop struct {
 // Traceroute sends ICMP echoes with TTL 1, 2, ... and reports who answered
 // each, until the target does.
 func Traceroute(ctx context.Context, o TraceOptions, hop func(Hop)) error {
-	o.MaxHops = cmpDefault(o.MaxHops, 30)
-	o.Probes = cmpDefault(o.Probes, 3)
+	o.MaxHops = cmp.Or(o.MaxHops, 30)
+	o.Probes = cmp.Or(o.Probes, 3)
 	if o.Timeout == 0 {
 		o.Timeout = time.Second
 	}
@@ -365,11 +366,4 @@ func Traceroute(ctx context.Context, o TraceOptions, hop func(Hop)) error {
 		}
 	}
 	return nil
-}
-
-func cmpDefault(v, d int) int {
-	if v == 0 {
-		return d
-	}
-	return v
 }

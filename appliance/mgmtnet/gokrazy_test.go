@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,9 +51,11 @@ func fakeGokrazy(t *testing.T, password string) (socket string, restarted *[]str
 		got = append(got, r.FormValue("path"))
 		http.Redirect(w, r, "/status?path="+r.FormValue("path"), http.StatusSeeOther)
 	})
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Listener.Close() // httptest's own; it serves ln
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
 	return socket, &got
 }
 

@@ -3,6 +3,7 @@ package system
 import (
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,7 +21,7 @@ func TestReadIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "gokrazy" || p != "secret" {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
@@ -30,9 +31,11 @@ func TestReadIdentity(t *testing.T) {
 			return
 		}
 		w.Write([]byte(`{"BuildTimestamp":"2026-12-01T10:00:00Z","SBOMHash":"abc123"}`))
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
+	}))
+	srv.Listener.Close() // httptest's own; it serves ln
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
 
 	pw := filepath.Join(dir, "pw")
 	os.WriteFile(pw, []byte("secret\n"), 0o600)

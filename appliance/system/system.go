@@ -1,4 +1,4 @@
-// Package system reports the box's persistent storage and boot history.
+// Package system reports the box's identity, persistent storage and boot history, and the gokrazy environment it runs in.
 package system
 
 import (
