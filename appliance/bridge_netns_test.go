@@ -107,14 +107,22 @@ func TestBridgeThreePorts(t *testing.T) {
 		// End-to-end loss depends on the receiver getting CPU on a shared
 		// machine (h2's socket buffer overflows under load), so the bridge
 		// is judged by its own counters: everything it read from lan1 left
-		// on lan2, nothing was dropped, and most datagrams arrived.
+		// the bridge, nothing was dropped, and most datagrams arrived. Left
+		// the bridge, not lan2 alone: h1 may also send a frame or two to
+		// h3 or the box meanwhile (neighbour probes), which leave on lan3
+		// or the host port.
 		in := l.port(t, s1, "lan1").RxPackets - l.port(t, s0, "lan1").RxPackets
-		fwd := l.port(t, s1, "lan2").TxPackets - l.port(t, s0, "lan2").TxPackets
+		var fwd uint64
+		for _, p := range s1.Ports {
+			if p.Name != "lan1" {
+				fwd += p.TxPackets - l.port(t, s0, p.Name).TxPackets
+			}
+		}
 		drops := s1.Drops.Total() - s0.Drops.Total()
 		if in < uint64(res.End.Sum.Packets)/2 || fwd < in || drops != 0 || res.End.Sum.LostPercent > 90 {
 			b, _ := json.MarshalIndent(s1, "", " ")
 			snmp, _ := l.host(2, "cat", "/proc/net/snmp")
-			t.Errorf("UDP: %.0f datagrams sent, bridge read %d from lan1, sent %d on lan2, dropped %d; %.1f%% lost end to end\nstats:\n%s\nh2 /proc/net/snmp:\n%s",
+			t.Errorf("UDP: %.0f datagrams sent, bridge read %d from lan1, sent %d on the other ports, dropped %d; %.1f%% lost end to end\nstats:\n%s\nh2 /proc/net/snmp:\n%s",
 				res.End.Sum.Packets, in, fwd, drops, res.End.Sum.LostPercent, b, snmp)
 		}
 	})
