@@ -222,7 +222,7 @@ func cmdVM(ctx context.Context, args []string) error {
 		threads = "a TCG thread per vCPU"
 	}
 	fmt.Fprintf(os.Stderr, `
-e1kbox %s is booting in QEMU (%s; about 20-40 s). Serial console below; Ctrl-C stops the VM.
+%s is booting in QEMU (%s; about 20-40 s). Serial console below; Ctrl-C stops the VM.
   dashboard:  http://%s/            (user gokrazy, password %s)
   gokrazy UI: http://gokrazy:%s@%s/
   data ports: %s
