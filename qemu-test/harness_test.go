@@ -154,3 +154,19 @@ func pkgConfig(cfg map[string]any, pkg string) map[string]any {
 	}
 	return pc
 }
+
+// joined runs f in a goroutine, which reports only through f's result,
+// and returns the wait for that result. The goroutine is joined at t's
+// cleanup too, when the test ends before it waited.
+func joined(t testing.TB, f func() error) (wait func() error) {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	var once sync.Once
+	var err error
+	wait = func() error {
+		once.Do(func() { err = <-done })
+		return err
+	}
+	t.Cleanup(func() { wait() })
+	return wait
+}

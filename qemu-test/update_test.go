@@ -179,16 +179,26 @@ func (b *box) uploadHalf(file string) (int64, error) {
 	}
 	half := int64(len(data) / 2)
 	pr, pw := io.Pipe()
+	died := errors.New("client died")
+	wrote := make(chan struct{})
 	go func() {
-		pw.Write(data[:half])
+		defer close(wrote)
+		if _, err := pw.Write(data[:half]); err != nil {
+			return // the request ended first
+		}
 		time.Sleep(500 * time.Millisecond)
-		pw.CloseWithError(errors.New("client died"))
+		pw.CloseWithError(died)
 	}()
 	req, _ := http.NewRequest(http.MethodPost, b.dashboardURL("/api/system/update"), pr)
 	req.ContentLength = int64(len(data))
 	req.SetBasicAuth("gokrazy", b.password)
 	req.Header.Set("X-E1kbox-CSRF", "1")
-	_, err = (&http.Client{Timeout: time.Minute}).Do(req)
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	pr.CloseWithError(died) // a writer still blocked (the request ended early) stops
+	<-wrote
 	return half, err
 }
 
