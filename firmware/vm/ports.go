@@ -102,6 +102,9 @@ func (f *Factory) DataPort(role string) (int, Port, error) {
 	return 0, Port{}, errors.New("the factory config has no " + role + " port on the data interfaces")
 }
 
+// DataMAC is the MAC address of the NIC on Options.DataTaps[i].
+func DataMAC(i int) string { return fmt.Sprintf("52:54:00:e1:00:%02x", i+1) }
+
 // DataInterface is the guest's interface on Options.DataTaps[i]: eth1
 // for the first (eth0 is the management port).
 func DataInterface(i int) string { return fmt.Sprintf("eth%d", i+1) }

@@ -186,7 +186,7 @@ func (o *Options) args(monitor, vars string) []string {
 		} else {
 			args = append(args, "-netdev", "user,id="+id+",restrict=on")
 		}
-		args = append(args, "-device", fmt.Sprintf("e1000e,netdev=%s,mac=52:54:00:e1:00:%02x", id, i+1))
+		args = append(args, "-device", "e1000e,netdev="+id+",mac="+DataMAC(i))
 	}
 	if o.UEFI {
 		args = append(args,
@@ -247,7 +247,7 @@ func (v *VM) Timeline() string { return v.tail.timeline() }
 var milestones = []string{
 	"Command line:", "Run /gokrazy/init", "e1kbox init:", "Synchronous reboot requested",
 	"kexec_core:", "reboot: ", "Kernel panic", "Oops", "BUG:", "hardware watchdog", "rcu_sched",
-	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock", "e1kbox update:",
+	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock", "e1kbox update:", "NIC Link is Up",
 }
 
 type tailBuffer struct {
