@@ -1,6 +1,7 @@
 package qemutest
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -294,4 +295,34 @@ func statusOf(err error) int {
 		return se.code
 	}
 	return 0
+}
+
+// logLine waits up to timeout for a line containing s in gokrazy's log of
+// the service at path (stream "stdout" or "stderr"): its last 100 lines,
+// then what follows. It returns the line.
+func (b *box) logLine(path, stream, s string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	u := b.gokrazyURL(b.password) + "log?" + url.Values{"path": {path}, "stream": {stream}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req) // no client timeout: the log streams until ctx ends
+	if err != nil {
+		return "", fmt.Errorf("gokrazy's log of %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("gokrazy's log of %s: %w", path, &statusError{resp.StatusCode})
+	}
+	var seen []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), s) {
+			return sc.Text(), nil
+		}
+		seen = append(seen, sc.Text())
+	}
+	return "", fmt.Errorf("no %q in the %s of %s within %v (%v); it said:\n%s", s, stream, path, timeout, sc.Err(), tail(strings.Join(seen, "\n"), 20))
 }

@@ -196,11 +196,7 @@ func TestEndToEnd(t *testing.T) {
 		// DHCPv6 need them).
 		a.must("ip", "-4", "addr", "flush", "dev", a.dev)
 		bb.must("ip", "-4", "addr", "flush", "dev", bb.dev)
-		bb.must("ip", "addr", "add", "198.51.100.1/24", "dev", bb.dev)
-		bb.start("dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--interface="+bb.dev, "--bind-interfaces",
-			"--dhcp-range=198.51.100.100,198.51.100.150,255.255.255.0,2m", "--dhcp-option=option:router,198.51.100.1",
-			"--dhcp-option=option:dns-server,198.51.100.1", "--dhcp-leasefile="+t.TempDir()+"/isp.leases",
-			"--address=/www.wan.test/198.51.100.1", "--no-resolv", "--no-hosts")
+		startISP(t, bb)
 		aMAC := strings.TrimSpace(a.must("cat", "/sys/class/net/"+a.dev+"/address"))
 		var cur map[string]any
 		if err := b.api(http.MethodGet, "/api/config", nil, &cur); err != nil {

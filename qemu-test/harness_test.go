@@ -71,8 +71,10 @@ var (
 )
 
 func cleanupBuilds() {
-	if shared.dir != "" {
-		os.RemoveAll(shared.dir)
+	for _, dir := range []string{shared.dir, router.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 }
 
@@ -121,6 +123,38 @@ func theBuilds(t testing.TB) *builds {
 		t.Fatal(shared.err)
 	}
 	return &shared
+}
+
+// routerConfig is the home router's instance config (NAT, the WAN by
+// DHCP, DHCP and DNS on the LAN): the image a household flashes.
+const routerConfig = "examples/router/config.json"
+
+var (
+	routerOnce sync.Once
+	router     struct {
+		dir string
+		m   *build.Manifest
+		err error
+	}
+)
+
+// theRouterBuild builds the router image, as it ships, once per test
+// binary.
+func theRouterBuild(t testing.TB) *build.Manifest {
+	t.Helper()
+	routerOnce.Do(func() {
+		if router.dir, router.err = os.MkdirTemp("", "e1kbox-qemu-router-"); router.err != nil {
+			return
+		}
+		o := build.Options{ConfigPath: filepath.Join(repoRoot, routerConfig), SourceDir: repoRoot, OutDir: router.dir, Log: quietLog()}
+		if router.m, router.err = build.Run(o); router.err != nil {
+			router.err = fmt.Errorf("building the router image: %w", router.err)
+		}
+	})
+	if router.err != nil {
+		t.Fatal(router.err)
+	}
+	return router.m
 }
 
 // guardTimeout is the test builds' health deadline for a new build.

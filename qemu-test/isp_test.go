@@ -3,12 +3,51 @@ package qemutest
 import (
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"e1kbox/internal/keatest"
+	"e1kbox/internal/netnstest"
 )
+
+// The ISP's IPv4 side (startISP): its address, the pool its DHCP server
+// leases from, and the name its DNS server answers.
+const (
+	ispAddr   = "198.51.100.1"
+	ispPool   = "198.51.100.100-198.51.100.150"
+	ispName   = "www.wan.test"
+	ispAnswer = ispAddr // what ispName resolves to
+)
+
+// startISP makes h the ISP on a box's WAN: ispAddr/24 and dnsmasq serving
+// DHCP (router and DNS server: itself) from ispPool and DNS (ispName,
+// nothing else). It returns dnsmasq's log.
+func startISP(t *testing.T, h *host) *lockedBuffer {
+	t.Helper()
+	first, last, _ := strings.Cut(ispPool, "-")
+	h.must("ip", "addr", "add", ispAddr+"/24", "dev", h.dev)
+	c := h.cmd("dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--interface="+h.dev, "--bind-interfaces",
+		"--dhcp-range="+first+","+last+",255.255.255.0,2m", "--dhcp-option=option:router,"+ispAddr,
+		"--dhcp-option=option:dns-server,"+ispAddr, "--dhcp-leasefile="+filepath.Join(t.TempDir(), "isp.leases"),
+		"--address=/"+ispName+"/"+ispAnswer, "--no-resolv", "--no-hosts")
+	log := &lockedBuffer{}
+	c.Stdout, c.Stderr = log, log // --no-daemon logs to stderr
+	netnstest.Start(h.t, c)
+	return log
+}
+
+// ispAcked reports whether the ISP's dnsmasq (its log) acknowledged a
+// lease to mac.
+func ispAcked(log *lockedBuffer, mac string) bool {
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, "DHCPACK(") && strings.Contains(l, mac) {
+			return true
+		}
+	}
+	return false
+}
 
 // isp6 is the ISP's IPv6 side in B's namespace: kea delegating /56s from
 // its pool to the box's WAN, a web server on the ISP's link address, and

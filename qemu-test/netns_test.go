@@ -178,13 +178,23 @@ func iperfSummary(js string, udp bool) string {
 // dig's 3 s and be answered on dig's retry, which is logged.
 func digAnswer(t *testing.T, out string) string {
 	t.Helper()
+	ans, notes := digParse(out)
+	for _, l := range notes {
+		t.Logf("dig: %s", l)
+	}
+	return ans
+}
+
+// digParse splits dig +short's output into its answer and its ";;"
+// diagnostics.
+func digParse(out string) (answer string, notes []string) {
 	var ans []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if strings.HasPrefix(l, ";;") {
-			t.Logf("dig: %s", l)
+			notes = append(notes, l)
 			continue
 		}
 		ans = append(ans, l)
 	}
-	return strings.Join(ans, "\n")
+	return strings.Join(ans, "\n"), notes
 }
