@@ -7,27 +7,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // api calls the dashboard API with the box's password (and the CSRF header
 // on mutations); v receives the JSON answer.
@@ -96,7 +78,7 @@ func (b *box) confirm(t testing.TB, id string) {
 type counters struct{ RX, TX uint64 }
 
 // irqCounts reads one NIC vector's per-CPU interrupt counts.
-func (b *box) irqCounts(t *testing.T, name string) []uint64 {
+func (b *box) irqCounts(t testing.TB, name string) []uint64 {
 	t.Helper()
 	var v struct {
 		IRQs []struct {

@@ -12,6 +12,7 @@ import (
 	"e1kbox/firmware/ota"
 	"e1kbox/firmware/vm"
 	"e1kbox/internal/dhcptest"
+	"e1kbox/internal/netnstest"
 )
 
 // TestEndToEnd boots the image with its data ports on tap devices joined to
@@ -250,7 +251,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("A resolves its own name host-a.lan: %v %q", err, out)
 		}
 
-		srvLog := &lockedBuffer{}
+		srvLog := &netnstest.Buffer{}
 		srv := bb.cmd("python3", "-m", "http.server", "8000", "--bind", "198.51.100.1")
 		srv.Stdout, srv.Stderr = srvLog, srvLog
 		if err := srv.Start(); err != nil {
@@ -327,7 +328,7 @@ func TestEndToEnd(t *testing.T) {
 
 	step("OTA update while traffic flows", func(t *testing.T) {
 		ping := a.cmd("ping", "-i", "0.2", "-W", "1", "198.51.100.1")
-		pingOut := &lockedBuffer{}
+		pingOut := &netnstest.Buffer{}
 		ping.Stdout = pingOut
 		if err := ping.Start(); err != nil {
 			t.Fatal(err)

@@ -24,7 +24,7 @@ const (
 // startISP makes h the ISP on a box's WAN: ispAddr/24 and dnsmasq serving
 // DHCP (router and DNS server: itself) from ispPool and DNS (ispName,
 // nothing else). It returns dnsmasq's log.
-func startISP(t *testing.T, h *host) *lockedBuffer {
+func startISP(t *testing.T, h *host) *netnstest.Buffer {
 	t.Helper()
 	first, last, _ := strings.Cut(ispPool, "-")
 	h.must("ip", "addr", "add", ispAddr+"/24", "dev", h.dev)
@@ -32,7 +32,7 @@ func startISP(t *testing.T, h *host) *lockedBuffer {
 		"--dhcp-range="+first+","+last+",255.255.255.0,2m", "--dhcp-option=option:router,"+ispAddr,
 		"--dhcp-option=option:dns-server,"+ispAddr, "--dhcp-leasefile="+filepath.Join(t.TempDir(), "isp.leases"),
 		"--address=/"+ispName+"/"+ispAnswer, "--no-resolv", "--no-hosts")
-	log := &lockedBuffer{}
+	log := &netnstest.Buffer{}
 	c.Stdout, c.Stderr = log, log // --no-daemon logs to stderr
 	netnstest.Start(h.t, c)
 	return log
@@ -40,7 +40,7 @@ func startISP(t *testing.T, h *host) *lockedBuffer {
 
 // ispAcked reports whether the ISP's dnsmasq (its log) acknowledged a
 // lease to mac.
-func ispAcked(log *lockedBuffer, mac string) bool {
+func ispAcked(log *netnstest.Buffer, mac string) bool {
 	for _, l := range strings.Split(log.String(), "\n") {
 		if strings.Contains(l, "DHCPACK(") && strings.Contains(l, mac) {
 			return true
@@ -54,7 +54,7 @@ func ispAcked(log *lockedBuffer, mac string) bool {
 // (from routesLAN on) radvd as the WAN's default router.
 type isp6 struct {
 	bb  *host
-	log *lockedBuffer // the web server's log
+	log *netnstest.Buffer // the web server's log
 }
 
 const (
@@ -71,7 +71,7 @@ func startISP6(t *testing.T, bb *host) *isp6 {
 	keatest.Start(t, bb.ns, t.TempDir(), keatest.Config{Iface: bb.dev, Subnet: netip.MustParsePrefix("2001:db8:64::/64"),
 		PDPool: netip.MustParsePrefix(isp6Pool), DelegatedLen: 56, T1: 600, T2: 900, Preferred: 3600, Valid: 7200,
 		DNS: []netip.Addr{netip.MustParseAddr("2001:db8:64::53")}})
-	i := &isp6{bb: bb, log: &lockedBuffer{}}
+	i := &isp6{bb: bb, log: &netnstest.Buffer{}}
 	srv := bb.cmd("python3", "-m", "http.server", "8001", "--bind", isp6Link)
 	srv.Stdout, srv.Stderr = i.log, i.log
 	if err := srv.Start(); err != nil {
