@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 GO ?= go
 OUT ?= build
+# CONFIG is the gokrazy instance config the image is built from:
+# make run CONFIG=examples/router/config.json builds and boots the home router.
+CONFIG ?= config.json
 DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools squashfs-tools gdisk \
 	iproute2 iputils-ping iperf3 dnsmasq tcpdump nftables netsniff-ng isc-dhcp-client traceroute curl ethtool chromium \
 	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip clang llvm libbpf-dev linux-libc-dev kea-dhcp6-server radvd ndisc6
@@ -21,15 +24,16 @@ deps:
 	fi
 
 image: deps
-	$(GO) run ./firmware build -out $(OUT)
+	$(GO) run ./firmware build -config $(CONFIG) -out $(OUT)
 
-# run builds the image and boots it in QEMU with three e1000e NICs, printing the
-# dashboard and gokrazy UI URLs and the password.
+# run builds the image and boots it in QEMU with three e1000e NICs (one TCG
+# thread), printing the dashboard and gokrazy UI URLs, the password and
+# which tap is which data port (WAN and LAN for the router image).
 run: image
-	$(GO) run ./firmware vm -out $(OUT)
+	$(GO) run ./firmware vm -config $(CONFIG) -out $(OUT)
 
 vm:
-	$(GO) run ./firmware vm -out $(OUT)
+	$(GO) run ./firmware vm -config $(CONFIG) -out $(OUT)
 
 # test runs every test: unit, fuzz seeds, netns integration, browser and QEMU.
 test: deps bpf-check unit qemu-test

@@ -179,10 +179,9 @@ func cmdKeygen(args []string) error {
 func cmdVM(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("vm", flag.ExitOnError)
 	out := fs.String("out", "build", "build directory (from firmware build)")
-	uefi := fs.Bool("uefi", false, "boot with UEFI (OVMF + systemd-boot) instead of BIOS")
-	httpPort := fs.Int("http-port", 18080, "host port for the gokrazy UI (127.0.0.1)")
-	dashPort := fs.Int("dashboard-port", 18081, "host port for the dashboard (127.0.0.1)")
+	config := fs.String("config", "config.json", "the instance config the build was made from (its factory config says which data port is WAN and LAN)")
 	taps := fs.String("taps", "e1k-tap1,e1k-tap2", "host tap devices for eth1,eth2 (created if missing; needs root); empty for none")
+	opts := vm.Flags(fs)
 	fs.Parse(args)
 	m, err := readManifest(*out)
 	if err != nil {
@@ -191,7 +190,6 @@ func cmdVM(ctx context.Context, args []string) error {
 	if m.Image == "" {
 		return errors.New("the build has no disk image (built with --no-image)")
 	}
-	var tapNames [2]string
 	if *taps != "" {
 		names := strings.Split(*taps, ",")
 		if len(names) != 2 {
@@ -204,25 +202,33 @@ func cmdVM(ctx context.Context, args []string) error {
 				if err := ensureTap(n); err != nil {
 					return err
 				}
-				tapNames[i] = n
+				opts.DataTaps[i] = n
 			}
 		}
 	}
-	v, err := vm.Start(ctx, vm.Options{
-		Image: m.Image, UEFI: *uefi, HTTPPort: *httpPort, DashboardPort: *dashPort,
-		DataTaps: tapNames, Console: os.Stdout,
-	})
+	factory, err := vm.ReadFactory(*config)
+	if err != nil {
+		slog.Warn("the data ports' roles are unknown", "err", err)
+	} else if factory.Hostname != m.Hostname {
+		slog.Warn("the build is not from this config: rebuild with `make run CONFIG=...` (or firmware build -config)", "config", *config, "config_hostname", factory.Hostname, "build_hostname", m.Hostname)
+	}
+	opts.Image, opts.Console = m.Image, os.Stdout
+	v, err := vm.Start(ctx, *opts)
 	if err != nil {
 		return err
 	}
+	threads := "one TCG thread"
+	if !opts.OneTCGThread {
+		threads = "a TCG thread per vCPU"
+	}
 	fmt.Fprintf(os.Stderr, `
-e1kbox is booting in QEMU (TCG; about 20-40 s). Serial console below; Ctrl-C stops the VM.
+%s is booting in QEMU (%s; about 20-40 s). Serial console below; Ctrl-C stops the VM.
   dashboard:  http://%s/            (user gokrazy, password %s)
   gokrazy UI: http://gokrazy:%s@%s/
-  data ports: eth1 = %s, eth2 = %s on the host
-  update:     go run ./firmware build && go run ./firmware update --host %s --dashboard %s
+  data ports: %s
+  update:     go run ./firmware build -config %s && go run ./firmware update --host %s --dashboard %s
 
-`, v.DashboardAddr(), m.Password, m.Password, v.HTTPAddr(), orNone(tapNames[0]), orNone(tapNames[1]), v.HTTPAddr(), v.DashboardAddr())
+`, m.Hostname, threads, v.DashboardAddr(), m.Password, m.Password, v.HTTPAddr(), dataPorts(opts.DataTaps, factory), *config, v.HTTPAddr(), v.DashboardAddr())
 	select {
 	case <-v.Done():
 		return v.Err()
@@ -232,9 +238,24 @@ e1kbox is booting in QEMU (TCG; about 20-40 s). Serial console below; Ctrl-C sto
 	}
 }
 
+// dataPorts says which host tap is which of the box's data ports, and
+// what the factory config makes of each.
+func dataPorts(taps [2]string, f *vm.Factory) string {
+	var lines []string
+	for i, tap := range taps {
+		iface := vm.DataInterface(i)
+		s := iface + " = " + orNone(tap)
+		if f != nil {
+			s += ": " + f.Describe(iface)
+		}
+		lines = append(lines, s)
+	}
+	return strings.Join(lines, "\n              ")
+}
+
 func orNone(s string) string {
 	if s == "" {
-		return "(none)"
+		return "(no tap)"
 	}
 	return "tap " + s
 }

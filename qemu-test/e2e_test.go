@@ -1,23 +1,18 @@
 package qemutest
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"e1kbox/firmware/ota"
 	"e1kbox/firmware/vm"
 	"e1kbox/internal/dhcptest"
-	"e1kbox/internal/keatest"
+	"e1kbox/internal/netnstest"
 )
 
 // TestEndToEnd boots the image with its data ports on tap devices joined to
@@ -202,11 +197,7 @@ func TestEndToEnd(t *testing.T) {
 		// DHCPv6 need them).
 		a.must("ip", "-4", "addr", "flush", "dev", a.dev)
 		bb.must("ip", "-4", "addr", "flush", "dev", bb.dev)
-		bb.must("ip", "addr", "add", "198.51.100.1/24", "dev", bb.dev)
-		bb.start("dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--interface="+bb.dev, "--bind-interfaces",
-			"--dhcp-range=198.51.100.100,198.51.100.150,255.255.255.0,2m", "--dhcp-option=option:router,198.51.100.1",
-			"--dhcp-option=option:dns-server,198.51.100.1", "--dhcp-leasefile="+t.TempDir()+"/isp.leases",
-			"--address=/www.wan.test/198.51.100.1", "--no-resolv", "--no-hosts")
+		startISP(t, bb)
 		aMAC := strings.TrimSpace(a.must("cat", "/sys/class/net/"+a.dev+"/address"))
 		var cur map[string]any
 		if err := b.api(http.MethodGet, "/api/config", nil, &cur); err != nil {
@@ -260,7 +251,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("A resolves its own name host-a.lan: %v %q", err, out)
 		}
 
-		srvLog := &lockedBuffer{}
+		srvLog := &netnstest.Buffer{}
 		srv := bb.cmd("python3", "-m", "http.server", "8000", "--bind", "198.51.100.1")
 		srv.Stdout, srv.Stderr = srvLog, srvLog
 		if err := srv.Start(); err != nil {
@@ -337,7 +328,7 @@ func TestEndToEnd(t *testing.T) {
 
 	step("OTA update while traffic flows", func(t *testing.T) {
 		ping := a.cmd("ping", "-i", "0.2", "-W", "1", "198.51.100.1")
-		pingOut := &lockedBuffer{}
+		pingOut := &netnstest.Buffer{}
 		ping.Stdout = pingOut
 		if err := ping.Start(); err != nil {
 			t.Fatal(err)
@@ -378,334 +369,4 @@ func TestEndToEnd(t *testing.T) {
 			return b
 		})
 	})
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// api calls the dashboard API with the box's password (and the CSRF header
-// on mutations); v receives the JSON answer.
-func (b *box) api(method, path string, body []byte, v any) error {
-	req, err := http.NewRequest(method, b.dashboardURL(path), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.SetBasicAuth("gokrazy", b.password)
-	if method != http.MethodGet {
-		req.Header.Set("X-E1kbox-CSRF", "1")
-		req.Header.Set("Content-Type", "application/json")
-	}
-	client := httpClient
-	if strings.HasPrefix(path, "/api/config/apply") {
-		// The answer comes once the change runs: a new engine, retuned
-		// NICs and the router services, seconds under TCG.
-		client = applyClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, data)
-	}
-	if v == nil {
-		return nil
-	}
-	return json.Unmarshal(data, v)
-}
-
-var applyClient = &http.Client{Timeout: 60 * time.Second}
-
-// applyConfig applies cfg with commit-confirm and returns the change id.
-func (b *box) applyConfig(t testing.TB, cfg []byte, timeoutS int) string {
-	t.Helper()
-	var ans struct {
-		Pending struct {
-			ID string `json:"id"`
-		} `json:"pending"`
-		ID string `json:"id"`
-	}
-	if err := b.api(http.MethodPost, fmt.Sprintf("/api/config/apply?confirm_timeout=%d", timeoutS), cfg, &ans); err != nil {
-		t.Fatalf("apply: %v", err)
-	}
-	id := ans.Pending.ID
-	if id == "" {
-		id = ans.ID
-	}
-	if id == "" {
-		t.Fatal("apply answered no change id")
-	}
-	return id
-}
-
-func (b *box) confirm(t testing.TB, id string) {
-	t.Helper()
-	if err := b.api(http.MethodPost, "/api/config/changes/"+id+"/confirm", nil, nil); err != nil {
-		t.Fatalf("confirm: %v", err)
-	}
-}
-
-type counters struct{ RX, TX uint64 }
-
-// irqCounts reads one NIC vector's per-CPU interrupt counts.
-func (b *box) irqCounts(t *testing.T, name string) []uint64 {
-	t.Helper()
-	var v struct {
-		IRQs []struct {
-			Name   string   `json:"name"`
-			PerCPU []uint64 `json:"per_cpu"`
-		} `json:"irqs"`
-	}
-	if err := b.api(http.MethodGet, "/api/dataplane", nil, &v); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range v.IRQs {
-		if q.Name == name {
-			return q.PerCPU
-		}
-	}
-	t.Fatalf("no interrupt vector %s in %+v", name, v.IRQs)
-	return nil
-}
-
-// portCounters reads per-port rx/tx packet counters from the appliance API.
-func (b *box) portCounters(t *testing.T) map[string]counters {
-	t.Helper()
-	var raw json.RawMessage
-	if err := b.api(http.MethodGet, "/api/dataplane", nil, &raw); err != nil {
-		t.Fatalf("/api/dataplane: %v", err)
-	}
-	var snap struct {
-		Ports []struct {
-			Name      string `json:"name"`
-			RxPackets uint64 `json:"rxPackets"`
-			TxPackets uint64 `json:"txPackets"`
-		} `json:"ports"`
-	}
-	if err := json.Unmarshal(raw, &snap); err != nil {
-		t.Fatalf("/api/stats: %v", err)
-	}
-	m := map[string]counters{}
-	for _, p := range snap.Ports {
-		m[p.Name] = counters{p.RxPackets, p.TxPackets}
-	}
-	if len(m) == 0 {
-		t.Fatalf("/api/stats lists no ports: %s", raw)
-	}
-	return m
-}
-
-func iperfSummary(js string, udp bool) string {
-	var r struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-			Sum struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-				LostPercent   float64 `json:"lost_percent"`
-			} `json:"sum"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal([]byte(js), &r); err != nil {
-		return "unparsable iperf3 output"
-	}
-	if udp {
-		return fmt.Sprintf("%.1f Mbit/s, %.1f%% lost", r.End.Sum.BitsPerSecond/1e6, r.End.Sum.LostPercent)
-	}
-	return fmt.Sprintf("%.1f Mbit/s", r.End.SumReceived.BitsPerSecond/1e6)
-}
-
-// digAnswer is dig +short's answer without its ";;" diagnostics: under
-// TCG the first query the box forwards upstream can take longer than
-// dig's 3 s and be answered on dig's retry, which is logged.
-func digAnswer(t *testing.T, out string) string {
-	t.Helper()
-	var ans []string
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if strings.HasPrefix(l, ";;") {
-			t.Logf("dig: %s", l)
-			continue
-		}
-		ans = append(ans, l)
-	}
-	return strings.Join(ans, "\n")
-}
-
-// fastPathForwards checks that the fast path runs on the image's kernel,
-// on the e1000e ports, and forwards: host a pings dst through the box
-// (bridged or NATed; echo requests after the first replies go through the
-// kernel) and the fast path's counters grow, and the data ports' rings
-// sit behind it (afterTcx: bound to EtherTypes, no taps). It logs what
-// the kernel offers.
-func fastPathForwards(t *testing.T, b *box, a *host, dst string) {
-	t.Helper()
-	type state struct {
-		Ports []struct {
-			Name     string `json:"name"`
-			Kind     string `json:"kind"`
-			AfterTCX bool   `json:"afterTcx"`
-		} `json:"ports"`
-		FastPath struct {
-			Mode     string            `json:"mode"`
-			Reason   string            `json:"reason"`
-			Packets  uint64            `json:"packets"`
-			NATFlows int               `json:"natFlows"`
-			Pairs    int               `json:"pairs"`
-			Punts    map[string]uint64 `json:"punts"`
-			Kernel   struct {
-				Release string            `json:"release"`
-				JIT     string            `json:"jit"`
-				Config  map[string]string `json:"config"`
-			} `json:"kernel"`
-		} `json:"fastPath"`
-	}
-	var before, after state
-	if err := b.api(http.MethodGet, "/api/dataplane", nil, &before); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := a.exec("ping", "-c", "30", "-i", "0.1", "-W", "2", dst); err != nil {
-		t.Errorf("ping %s through the box: %v\n%s", dst, err, out)
-	}
-	if err := b.api(http.MethodGet, "/api/dataplane", nil, &after); err != nil {
-		t.Fatal(err)
-	}
-	fp := after.FastPath
-	t.Logf("fast path on the image's kernel %s: mode %s (reason %q), BPF JIT %s, config %v; ping added %d frames to it, %d NAT flows, %d MAC pairs; punts %v",
-		fp.Kernel.Release, fp.Mode, fp.Reason, fp.Kernel.JIT, fp.Kernel.Config, fp.Packets-before.FastPath.Packets, fp.NATFlows, fp.Pairs, fp.Punts)
-	if fp.Mode != "tcx" {
-		t.Errorf("the fast path does not run on the image's kernel: mode %q, %s", fp.Mode, fp.Reason)
-	}
-	if fp.Packets <= before.FastPath.Packets {
-		t.Errorf("the fast path forwarded none of the pings (%d frames before, %d after)", before.FastPath.Packets, fp.Packets)
-	}
-	for _, p := range after.Ports {
-		if want := p.Kind == "data"; p.AfterTCX != want {
-			t.Errorf("port %s (%s): afterTcx = %v, want %v", p.Name, p.Kind, p.AfterTCX, want)
-		}
-	}
-}
-
-// isp6 is the ISP's IPv6 side in B's namespace: kea delegating /56s from
-// its pool to the box's WAN, a web server on the ISP's link address, and
-// (from routesLAN on) radvd as the WAN's default router.
-type isp6 struct {
-	bb  *host
-	log *lockedBuffer // the web server's log
-}
-
-const (
-	isp6Link = "2001:db8:64::1"
-	isp6Pool = "2001:db8:6600::/48"
-	// boxWANLinkLocal is eth2's link-local address (EUI-64 of the MAC
-	// firmware/vm gives the second data port, 52:54:00:e1:00:02).
-	boxWANLinkLocal = "fe80::5054:ff:fee1:2"
-)
-
-func startISP6(t *testing.T, bb *host) *isp6 {
-	t.Helper()
-	bb.must("ip", "addr", "add", isp6Link+"/64", "dev", bb.dev)
-	keatest.Start(t, bb.ns, t.TempDir(), keatest.Config{Iface: bb.dev, Subnet: netip.MustParsePrefix("2001:db8:64::/64"),
-		PDPool: netip.MustParsePrefix(isp6Pool), DelegatedLen: 56, T1: 600, T2: 900, Preferred: 3600, Valid: 7200,
-		DNS: []netip.Addr{netip.MustParseAddr("2001:db8:64::53")}})
-	i := &isp6{bb: bb, log: &lockedBuffer{}}
-	srv := bb.cmd("python3", "-m", "http.server", "8001", "--bind", isp6Link)
-	srv.Stdout, srv.Stderr = i.log, i.log
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	return i
-}
-
-// routesLAN checks IPv6 through the booted image: the box gets a /56 from
-// the ISP's kea, LAN host a autoconfigures in its first /64 from the box's
-// router advertisements and reaches the ISP's server with its own address
-// (routed, no NAT66), and the box's IPv6 counters show it.
-func (i *isp6) routesLAN(t *testing.T, b *box, a *host) {
-	t.Helper()
-	// The ISP's RAs start only now: sent while the box was still a
-	// bridge, they would reach A and put the ISP's link on A's.
-	keatest.StartRadvd(t, i.bb.ns, i.bb.dev, netip.MustParsePrefix("2001:db8:64::/64"))
-	type v6 struct {
-		IPv6 *struct {
-			LAN       []string          `json:"lan"`
-			Delegated []string          `json:"delegated"`
-			Gateway   string            `json:"gateway"`
-			Actions   map[string]uint64 `json:"actions"`
-			Drops     map[string]uint64 `json:"drops"`
-		} `json:"ipv6"`
-	}
-	var st v6
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		st = v6{}
-		if err := b.api(http.MethodGet, "/api/dataplane", nil, &st); err == nil && st.IPv6 != nil && len(st.IPv6.LAN) > 0 && len(st.IPv6.Delegated) > 0 {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	if st.IPv6 == nil || len(st.IPv6.LAN) == 0 || len(st.IPv6.Delegated) == 0 {
-		t.Errorf("the box has no IPv6 delegation from the ISP's kea after 90 s: %+v", st.IPv6)
-		return
-	}
-	d, err := netip.ParsePrefix(st.IPv6.Delegated[0])
-	if err != nil || d.Bits() != 56 || !netip.MustParsePrefix(isp6Pool).Contains(d.Addr()) {
-		t.Errorf("delegation %q, want a /56 of %s", st.IPv6.Delegated[0], isp6Pool)
-		return
-	}
-	lan := netip.MustParsePrefix(st.IPv6.LAN[0])
-	t.Logf("IPv6: delegated %s, LAN %s, WAN gateway %q", d, lan, st.IPv6.Gateway)
-	// kea installs no routes: the ISP routes the delegation to the box.
-	i.bb.must("ip", "-6", "route", "replace", d.String(), "via", boxWANLinkLocal, "dev", i.bb.dev)
-
-	var addr netip.Addr
-	deadline = time.Now().Add(60 * time.Second)
-	for !addr.IsValid() && time.Now().Before(deadline) {
-		out, _ := a.exec("ip", "-6", "-o", "addr", "show", "dev", a.dev, "scope", "global")
-		for _, f := range strings.Fields(out) {
-			if p, err := netip.ParsePrefix(f); err == nil && lan.Contains(p.Addr()) && !strings.Contains(out, "tentative") {
-				addr = p.Addr()
-			}
-		}
-		if !addr.IsValid() {
-			time.Sleep(time.Second)
-		}
-	}
-	if !addr.IsValid() {
-		out, _ := a.exec("ip", "-6", "addr", "show", "dev", a.dev)
-		t.Errorf("LAN host A has no SLAAC address in %s after 60 s:\n%s", lan, out)
-		return
-	}
-	if err := a.waitPing(isp6Link, 30*time.Second); err != nil {
-		var after v6
-		b.api(http.MethodGet, "/api/dataplane", nil, &after)
-		aState, _ := a.exec("sh", "-c", "ip -6 route; ip -6 neigh")
-		ispState, _ := i.bb.exec("sh", "-c", "ip -6 route; ip -6 neigh")
-		t.Errorf("LAN host A (%s) → the ISP's server over IPv6: %v\nbox: %+v\nA:\n%s\nISP:\n%s", addr, err, after.IPv6, aState, ispState)
-		return
-	}
-	if out, err := a.exec("curl", "-6", "-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "http://["+isp6Link+"]:8001/"); err != nil || out != "200" {
-		t.Errorf("curl -6 A → the ISP's server: %v %s", err, out)
-	}
-	if !strings.Contains(i.log.String(), addr.String()) {
-		t.Errorf("the ISP's server did not see A's own address %s (routed, no NAT66); its log:\n%s", addr, i.log.String())
-	}
-	t.Logf("IPv6 through the box: A %s reached [%s]:8001", addr, isp6Link)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"e1kbox/firmware/vm"
+	"e1kbox/internal/netnstest"
 )
 
 // BenchmarkForwardingTCG measures what a user's first hour with the image
@@ -205,11 +206,11 @@ func bestUDP(b *testing.B, h *host, dst, mode string, size int) fwdRow {
 // pinger runs ping -D (Unix timestamps on each reply) in a namespace.
 type pinger struct {
 	cmd *exec.Cmd
-	out *lockedBuffer
+	out *netnstest.Buffer
 }
 
 func newPinger(b *testing.B, h *host, dst string, every time.Duration) *pinger {
-	p := &pinger{out: &lockedBuffer{}}
+	p := &pinger{out: &netnstest.Buffer{}}
 	p.cmd = h.cmd("stdbuf", "-oL", "ping", "-D", "-i", strconv.FormatFloat(every.Seconds(), 'f', 2, 64), "-W", "1", dst)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

@@ -1,6 +1,7 @@
 package qemutest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -149,4 +150,51 @@ func TestNetnsHelpers(t *testing.T) {
 	if c := h.start("sleep", "60"); c.Process == nil {
 		t.Errorf("start: no process")
 	}
+}
+
+func iperfSummary(js string, udp bool) string {
+	var r struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+			Sum struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+				LostPercent   float64 `json:"lost_percent"`
+			} `json:"sum"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		return "unparsable iperf3 output"
+	}
+	if udp {
+		return fmt.Sprintf("%.1f Mbit/s, %.1f%% lost", r.End.Sum.BitsPerSecond/1e6, r.End.Sum.LostPercent)
+	}
+	return fmt.Sprintf("%.1f Mbit/s", r.End.SumReceived.BitsPerSecond/1e6)
+}
+
+// digAnswer is dig +short's answer without its ";;" diagnostics: under
+// TCG the first query the box forwards upstream can take longer than
+// dig's 3 s and be answered on dig's retry, which is logged.
+func digAnswer(t *testing.T, out string) string {
+	t.Helper()
+	ans, notes := digParse(out)
+	for _, l := range notes {
+		t.Logf("dig: %s", l)
+	}
+	return ans
+}
+
+// digParse splits dig +short's output into its answer and its ";;"
+// diagnostics.
+func digParse(out string) (answer string, notes []string) {
+	var ans []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(l, ";;") {
+			notes = append(notes, l)
+			continue
+		}
+		ans = append(ans, l)
+	}
+	return strings.Join(ans, "\n"), notes
 }

@@ -99,24 +99,9 @@ func BenchmarkTuningTCG(b *testing.B) {
 }
 
 func sumIRQ(b *testing.B, bx *box, name string) uint64 {
-	var v struct {
-		IRQs []struct {
-			Name   string   `json:"name"`
-			PerCPU []uint64 `json:"per_cpu"`
-		} `json:"irqs"`
+	var n uint64
+	for _, c := range bx.irqCounts(b, name) {
+		n += c
 	}
-	if err := bx.api(http.MethodGet, "/api/dataplane", nil, &v); err != nil {
-		b.Fatal(err)
-	}
-	for _, q := range v.IRQs {
-		if q.Name == name {
-			var n uint64
-			for _, c := range q.PerCPU {
-				n += c
-			}
-			return n
-		}
-	}
-	b.Fatalf("no vector %s", name)
-	return 0
+	return n
 }

@@ -8,6 +8,24 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// monitorSays is a connection to a monitor that writes out and hangs up.
+// The writer stops (its peer closed) and is joined when the test ends,
+// also when readPrompt returned before reading all of out.
+func monitorSays(t *testing.T, out string) net.Conn {
+	c, peer := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		peer.Write([]byte(out))
+		peer.Close()
+	}()
+	t.Cleanup(func() {
+		c.Close()
+		<-done
+	})
+	return c
+}
+
 func TestReadPrompt(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
@@ -17,10 +35,7 @@ func TestReadPrompt(t *testing.T) {
 		{"empty answer", "\x1b[Dsendkey alt-sysrq-l\r\n(qemu) ", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, peer := net.Pipe()
-			defer c.Close()
-			go func() { peer.Write([]byte(tc.in)); peer.Close() }()
-			got, err := readPrompt(c)
+			got, err := readPrompt(monitorSays(t, tc.in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -30,10 +45,7 @@ func TestReadPrompt(t *testing.T) {
 		})
 	}
 	t.Run("no prompt", func(t *testing.T) {
-		c, peer := net.Pipe()
-		defer c.Close()
-		go func() { peer.Write([]byte("half an answer")); peer.Close() }()
-		if _, err := readPrompt(c); err == nil {
+		if _, err := readPrompt(monitorSays(t, "half an answer")); err == nil {
 			t.Error("no error for an answer without a prompt")
 		}
 	})
@@ -56,10 +68,7 @@ func FuzzReadPrompt(f *testing.F) {
 	f.Add("banner\r\n(qemu) ")
 	f.Add("\x1b[Dinfo usernet\r\nHub -1 (mgmt):\r\n(qemu) ")
 	f.Fuzz(func(t *testing.T, in string) {
-		c, peer := net.Pipe()
-		defer c.Close()
-		go func() { peer.Write([]byte(in)); peer.Close() }()
-		out, err := readPrompt(c)
+		out, err := readPrompt(monitorSays(t, in))
 		if err == nil && strings.Contains(out, "\x1b") {
 			t.Errorf("escape left in %q", out)
 		}

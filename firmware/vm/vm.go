@@ -44,9 +44,10 @@ type Options struct {
 	// OneTCGThread runs all vCPUs on one host thread (-accel
 	// tcg,thread=single) instead of one thread each. Boots take as long;
 	// forwarding through the box is slower (docs/dataplane.md, Measured).
-	// The functional QEMU tests use it: with a thread per vCPU, guests
-	// very rarely hang (an RCU stall on a spinlock no CPU holds) or panic
-	// early in a boot (a cross-vCPU code-patching race), see qemu-test.
+	// The functional QEMU tests and `firmware vm` (Flags) use it: with a
+	// thread per vCPU, guests very rarely hang (an RCU stall on a
+	// spinlock no CPU holds) or panic early in a boot (a cross-vCPU
+	// code-patching race, an int3 oops in sched_clock_cpu), see qemu-test.
 	OneTCGThread bool
 	// CPU is QEMU's CPU model; default "qemu64". TCG with -cpu max and
 	// two vCPUs hung early in some boots (docs/dataplane.md, QEMU tests).
@@ -69,21 +70,7 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	if err != nil {
 		return nil, errors.New("qemu-system-x86_64 not found (apt-get install qemu-system-x86)")
 	}
-	if opts.MemoryMB == 0 {
-		opts.MemoryMB = 1024
-	}
-	if opts.CPUs == 0 {
-		opts.CPUs = 2
-	}
-	if opts.CPU == "" {
-		opts.CPU = "qemu64"
-	}
-	if opts.GuestHTTPPort == 0 {
-		opts.GuestHTTPPort = 80
-	}
-	if opts.GuestDashboardPort == 0 {
-		opts.GuestDashboardPort = 8080
-	}
+	opts.defaults()
 	for _, p := range []*int{&opts.HTTPPort, &opts.DashboardPort} {
 		if *p == 0 {
 			if *p, err = FreePort(); err != nil {
@@ -94,61 +81,18 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	if _, err := os.Stat(opts.Image); err != nil {
 		return nil, fmt.Errorf("disk image: %w", err)
 	}
+	var vars string
+	if opts.UEFI {
+		if vars, err = opts.ovmfVars(); err != nil {
+			return nil, err
+		}
+	}
 	monDir, err := os.MkdirTemp("", "e1kvm")
 	if err != nil {
 		return nil, err
 	}
 	monitor := filepath.Join(monDir, "monitor.sock")
-	accel := "tcg"
-	if opts.OneTCGThread {
-		accel = "tcg,thread=single"
-	}
-	args := []string{
-		"-name", "e1kbox",
-		// No default devices: in particular no empty CD-ROM, which gokrazy
-		// probes on every status request (rootdev opens every block
-		// device) and which, probed often under TCG, left requests hanging.
-		"-nodefaults",
-		"-machine", "pc", "-accel", accel, "-cpu", opts.CPU,
-		"-smp", strconv.Itoa(opts.CPUs), "-m", strconv.Itoa(opts.MemoryMB),
-		"-display", "none", "-monitor", "unix:" + monitor + ",server,nowait", "-serial", "stdio",
-		"-drive", "file=" + opts.Image + ",format=raw,if=ide,index=0,media=disk,cache=unsafe",
-		"-netdev", fmt.Sprintf("user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:%d-:%d,hostfwd=tcp:127.0.0.1:%d-:%d",
-			opts.HTTPPort, opts.GuestHTTPPort, opts.DashboardPort, opts.GuestDashboardPort),
-		"-device", "e1000e,netdev=mgmt,mac=52:54:00:e1:00:00",
-	}
-	for i, tap := range opts.DataTaps {
-		id := fmt.Sprintf("data%d", i+1)
-		if tap != "" {
-			args = append(args, "-netdev", "tap,id="+id+",ifname="+tap+",script=no,downscript=no")
-		} else {
-			args = append(args, "-netdev", "user,id="+id+",restrict=on")
-		}
-		args = append(args, "-device", fmt.Sprintf("e1000e,netdev=%s,mac=52:54:00:e1:00:%02x", id, i+1))
-	}
-	if opts.UEFI {
-		if _, err := os.Stat(OVMFCode); err != nil {
-			return nil, errors.New("OVMF not found (apt-get install ovmf)")
-		}
-		dir := opts.StateDir
-		if dir == "" {
-			dir = filepath.Dir(opts.Image)
-		}
-		vars := filepath.Join(dir, filepath.Base(opts.Image)+".ovmf-vars.fd")
-		if _, err := os.Stat(vars); err != nil {
-			b, err := os.ReadFile(OVMFVars)
-			if err != nil {
-				return nil, err
-			}
-			if err := os.WriteFile(vars, b, 0o644); err != nil {
-				return nil, err
-			}
-		}
-		args = append(args,
-			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
-			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
-	}
-	cmd := exec.CommandContext(ctx, qemu, args...)
+	cmd := exec.CommandContext(ctx, qemu, opts.args(monitor, vars)...)
 	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10, start: time.Now()}, done: make(chan struct{}), monitor: monitor}
 	var out io.Writer = v.tail
 	if opts.Console != nil {
@@ -168,6 +112,88 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 		close(v.done)
 	}()
 	return v, nil
+}
+
+// defaults fills the options left zero.
+func (o *Options) defaults() {
+	if o.MemoryMB == 0 {
+		o.MemoryMB = 1024
+	}
+	if o.CPUs == 0 {
+		o.CPUs = 2
+	}
+	if o.CPU == "" {
+		o.CPU = "qemu64"
+	}
+	if o.GuestHTTPPort == 0 {
+		o.GuestHTTPPort = 80
+	}
+	if o.GuestDashboardPort == 0 {
+		o.GuestDashboardPort = 8080
+	}
+}
+
+// ovmfVars returns the VM's own copy of OVMF's variable store, made on
+// first use next to the image (or in StateDir).
+func (o *Options) ovmfVars() (string, error) {
+	if _, err := os.Stat(OVMFCode); err != nil {
+		return "", errors.New("OVMF not found (apt-get install ovmf)")
+	}
+	dir := o.StateDir
+	if dir == "" {
+		dir = filepath.Dir(o.Image)
+	}
+	vars := filepath.Join(dir, filepath.Base(o.Image)+".ovmf-vars.fd")
+	if _, err := os.Stat(vars); err == nil {
+		return vars, nil
+	}
+	b, err := os.ReadFile(OVMFVars)
+	if err != nil {
+		return "", fmt.Errorf("OVMF variables: %w", err)
+	}
+	if err := os.WriteFile(vars, b, 0o644); err != nil {
+		return "", fmt.Errorf("OVMF variables: %w", err)
+	}
+	return vars, nil
+}
+
+// args is QEMU's command line for the options (defaults filled, ports
+// chosen), with its monitor on the unix socket monitor and, for UEFI, the
+// OVMF variable store vars.
+func (o *Options) args(monitor, vars string) []string {
+	accel := "tcg"
+	if o.OneTCGThread {
+		accel = "tcg,thread=single"
+	}
+	args := []string{
+		"-name", "e1kbox",
+		// No default devices: in particular no empty CD-ROM, which gokrazy
+		// probes on every status request (rootdev opens every block
+		// device) and which, probed often under TCG, left requests hanging.
+		"-nodefaults",
+		"-machine", "pc", "-accel", accel, "-cpu", o.CPU,
+		"-smp", strconv.Itoa(o.CPUs), "-m", strconv.Itoa(o.MemoryMB),
+		"-display", "none", "-monitor", "unix:" + monitor + ",server,nowait", "-serial", "stdio",
+		"-drive", "file=" + o.Image + ",format=raw,if=ide,index=0,media=disk,cache=unsafe",
+		"-netdev", fmt.Sprintf("user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:%d-:%d,hostfwd=tcp:127.0.0.1:%d-:%d",
+			o.HTTPPort, o.GuestHTTPPort, o.DashboardPort, o.GuestDashboardPort),
+		"-device", "e1000e,netdev=mgmt,mac=52:54:00:e1:00:00",
+	}
+	for i, tap := range o.DataTaps {
+		id := fmt.Sprintf("data%d", i+1)
+		if tap != "" {
+			args = append(args, "-netdev", "tap,id="+id+",ifname="+tap+",script=no,downscript=no")
+		} else {
+			args = append(args, "-netdev", "user,id="+id+",restrict=on")
+		}
+		args = append(args, "-device", "e1000e,netdev="+id+",mac="+DataMAC(i))
+	}
+	if o.UEFI {
+		args = append(args,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
+	}
+	return args
 }
 
 // HTTPAddr is the host address of the guest's gokrazy UI.
@@ -221,7 +247,7 @@ func (v *VM) Timeline() string { return v.tail.timeline() }
 var milestones = []string{
 	"Command line:", "Run /gokrazy/init", "e1kbox init:", "Synchronous reboot requested",
 	"kexec_core:", "reboot: ", "Kernel panic", "Oops", "BUG:", "hardware watchdog", "rcu_sched",
-	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock", "e1kbox update:",
+	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock", "e1kbox update:", "NIC Link is Up",
 }
 
 type tailBuffer struct {

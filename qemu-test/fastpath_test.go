@@ -1,0 +1,60 @@
+package qemutest
+
+import (
+	"net/http"
+	"testing"
+)
+
+// fastPathForwards checks that the fast path runs on the image's kernel,
+// on the e1000e ports, and forwards: host a pings dst through the box
+// (bridged or NATed; echo requests after the first replies go through the
+// kernel) and the fast path's counters grow, and the data ports' rings
+// sit behind it (afterTcx: bound to EtherTypes, no taps). It logs what
+// the kernel offers.
+func fastPathForwards(t *testing.T, b *box, a *host, dst string) {
+	t.Helper()
+	type state struct {
+		Ports []struct {
+			Name     string `json:"name"`
+			Kind     string `json:"kind"`
+			AfterTCX bool   `json:"afterTcx"`
+		} `json:"ports"`
+		FastPath struct {
+			Mode     string            `json:"mode"`
+			Reason   string            `json:"reason"`
+			Packets  uint64            `json:"packets"`
+			NATFlows int               `json:"natFlows"`
+			Pairs    int               `json:"pairs"`
+			Punts    map[string]uint64 `json:"punts"`
+			Kernel   struct {
+				Release string            `json:"release"`
+				JIT     string            `json:"jit"`
+				Config  map[string]string `json:"config"`
+			} `json:"kernel"`
+		} `json:"fastPath"`
+	}
+	var before, after state
+	if err := b.api(http.MethodGet, "/api/dataplane", nil, &before); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := a.exec("ping", "-c", "30", "-i", "0.1", "-W", "2", dst); err != nil {
+		t.Errorf("ping %s through the box: %v\n%s", dst, err, out)
+	}
+	if err := b.api(http.MethodGet, "/api/dataplane", nil, &after); err != nil {
+		t.Fatal(err)
+	}
+	fp := after.FastPath
+	t.Logf("fast path on the image's kernel %s: mode %s (reason %q), BPF JIT %s, config %v; ping added %d frames to it, %d NAT flows, %d MAC pairs; punts %v",
+		fp.Kernel.Release, fp.Mode, fp.Reason, fp.Kernel.JIT, fp.Kernel.Config, fp.Packets-before.FastPath.Packets, fp.NATFlows, fp.Pairs, fp.Punts)
+	if fp.Mode != "tcx" {
+		t.Errorf("the fast path does not run on the image's kernel: mode %q, %s", fp.Mode, fp.Reason)
+	}
+	if fp.Packets <= before.FastPath.Packets {
+		t.Errorf("the fast path forwarded none of the pings (%d frames before, %d after)", before.FastPath.Packets, fp.Packets)
+	}
+	for _, p := range after.Ports {
+		if want := p.Kind == "data"; p.AfterTCX != want {
+			t.Errorf("port %s (%s): afterTcx = %v, want %v", p.Name, p.Kind, p.AfterTCX, want)
+		}
+	}
+}
