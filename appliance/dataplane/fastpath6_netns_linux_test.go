@@ -13,6 +13,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/offload"
 	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/internal/netnstest"
 )
@@ -130,7 +131,7 @@ func v6Setup(t *testing.T, mode FastPathMode) (*Engine, v6Conv) {
 	c.step([][]byte{ns(fpHostA, lanMAC, fp6Host.As16(), LinkLocal(lanMAC).As16())}, [][]byte{ns(fpGwMAC, wanMAC, fp6GwLL.As16(), LinkLocal(wanMAC).As16())})
 	c.open()
 	c.exchange(1)
-	time.Sleep(fpReoffer + 100*time.Millisecond)
+	time.Sleep(offload.Reoffer + 100*time.Millisecond)
 	c.exchange(1)
 	waitFast(t, e, 6)
 	return e, c

@@ -15,6 +15,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/offload"
 	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/internal/netnstest"
 	"e1kbox/rules"
@@ -371,8 +372,8 @@ func natRun(t *testing.T, mode FastPathMode, checks ...func(*testing.T, *Engine)
 	c.exchange(1)
 	// A flow whose offer the manager judged before the connection was
 	// assured (a busy machine delays the answer or the manager) is
-	// offered again by its next packet after fpReoffer.
-	time.Sleep(fpReoffer + 100*time.Millisecond)
+	// offered again by its next packet after offload.Reoffer.
+	time.Sleep(offload.Reoffer + 100*time.Millisecond)
 	c.exchange(1)
 	waitFast(t, e, 6)
 	c.exchange(60)
@@ -404,7 +405,7 @@ func natRun(t *testing.T, mode FastPathMode, checks ...func(*testing.T, *Engine)
 
 // harvestTurns checks the harvest's two passes once the flows are quiet:
 // Snapshot's port counters need no sync (the count pass runs for it), and
-// within fpMaxTurns harvests every flow's counts are in conntrack (the
+// within offload.MaxTurns harvests every flow's counts are in conntrack (the
 // turn pass reached each), so that a sync then changes nothing.
 func harvestTurns(t *testing.T, e *Engine) {
 	t.Helper()
@@ -427,14 +428,14 @@ func harvestTurns(t *testing.T, e *Engine) {
 		return page.Conns
 	}
 	before := ports()
-	time.Sleep((fpMaxTurns + 1) * fpHarvestInterval)
+	time.Sleep((offload.MaxTurns + 1) * offload.HarvestInterval)
 	unsynced := conns()
 	e.SyncFastPath()
 	if diff := cmp.Diff(ports(), before); diff != "" {
 		t.Errorf("Snapshot's port counters before a sync (-synced +before):\n%s", diff)
 	}
 	if diff := cmp.Diff(conns(), unsynced, cmpopts.EquateComparable(netip.AddrPort{})); diff != "" {
-		t.Errorf("connections %d harvests after the last frame (-synced +before the sync):\n%s", fpMaxTurns+1, diff)
+		t.Errorf("connections %d harvests after the last frame (-synced +before the sync):\n%s", offload.MaxTurns+1, diff)
 	}
 }
 
