@@ -21,39 +21,25 @@ type v6Flow struct {
 	flow  fastpath.IPv6Flow
 }
 
-// hop6 is a routed IPv6 flow's next hop.
-type hop6 struct {
-	toLAN bool
-	ip    [16]byte
-	mac   [6]byte
-}
-
 func (m *Manager) installV6(o *offer) bool {
 	v6 := m.o.IPv6
 	if v6 == nil {
 		return false
 	}
 	fl := o.pre.flow6
-	if old := m.v6.flows[fl]; old != nil {
-		if old.same(o) {
-			return true // installed meanwhile
-		}
-		m.evictV6(old) // the host moved or changed its MAC
+	if current(&m.v6, fl, o, m.evictV6) {
+		return true
 	}
 	clk := m.clock()
 	off, ok := v6.Offloadable(fl, clk.wall)
 	if !ok {
 		return false
 	}
-	rt, mtu, ok := m.routeOf(o, off.Out == route6.LAN, off.NextHopMAC, off.Timeout, clk)
+	rev := fl.Reverse()
+	rt, mtu, ok := m.routeOf(o, off.Out == route6.LAN, off.NextHopMAC, off.Timeout, flow6Hash(&rev), clk)
 	if !ok {
 		return false
 	}
-	if rt.slot, ok = m.alloc(); !ok {
-		return false
-	}
-	rev := fl.Reverse()
-	rt.mark, rt.revMark = markOf(flow6Hash(&fl)), markOf(flow6Hash(&rev))
 	f := &v6Flow{route: rt, flow6: fl, rev: rev, nh: off.NextHop}
 	f.key = fastpath.IPv6Key{Ifindex: m.ifindex[rt.in], Src: fl.Src, Dst: fl.Dst, SrcPort: fl.SrcPort, DstPort: fl.DstPort, Proto: fl.Proto}
 	f.flow = fastpath.IPv6Flow{DstMAC: off.NextHopMAC, SrcMAC: off.OutMAC, InDstMAC: off.InMAC, InSrcMAC: rt.srcMAC,
@@ -64,8 +50,7 @@ func (m *Manager) installV6(o *offer) bool {
 		m.slots.unused(rt.slot)
 		return false
 	}
-	m.v6.put(fl, rev, f)
-	m.routed(&f.route, f, true)
+	routed(m, &m.v6, fl, rev, f, true)
 	return true
 }
 
@@ -97,27 +82,26 @@ func (m *Manager) v6Valid(f *v6Flow, clk clock) bool {
 			return false
 		}
 	}
-	h := hop6{toLAN: f.toLAN, ip: f.nh, mac: f.nhMAC}
+	h := hop[[16]byte]{toLAN: f.toLAN, ip: f.nh, mac: f.nhMAC}
 	fresh, ok := m.hops6[h]
 	if !ok {
-		side := route6.WAN
-		if f.toLAN {
-			side = route6.LAN
-		}
-		fresh = v6.NeighbourFresh(side, f.nh, f.nhMAC, clk.wall)
+		fresh = v6.NeighbourFresh(v6Side(f.toLAN), f.nh, f.nhMAC, clk.wall)
 		m.hops6[h] = fresh
 	}
 	return fresh && m.stays(&f.route, clk)
 }
 
+func v6Side(lan bool) route6.Side {
+	if lan {
+		return route6.LAN
+	}
+	return route6.WAN
+}
+
 // evictV6 takes a routed IPv6 flow out of the kernel; its last counts
 // are read at the next harvest.
 func (m *Manager) evictV6(f *v6Flow) {
-	if err := m.prog.DeleteIPv6(f.key); err != nil {
-		m.fail(err)
-	}
-	m.v6.remove(f.flow6, f.rev, f)
-	m.unrouted(&f.route, f)
+	unrouted(m, &m.v6, f.flow6, f.rev, f, m.prog.DeleteIPv6(f.key))
 }
 
 // revalidateV6 takes out the routed IPv6 flows route6 no longer forwards

@@ -116,8 +116,8 @@ type Manager struct {
 	pairs   map[fastpath.PairKey]*pair
 	micros  map[fastpath.MicroKey]*micro
 	// A harvest's judgements of the next hops (most flows share one).
-	hops4   map[hop4]bool
-	hops6   map[hop6]bool
+	hops4   map[hop[[4]byte]]bool
+	hops6   map[hop[[16]byte]]bool
 	gw6     [16]byte // a harvest's route6 gateway, when gw6ok
 	gw6ok   bool
 	gen     uint64 // the rule table the bridged flows were judged by
@@ -198,7 +198,7 @@ func Open(o Options) (*Manager, error) {
 		ifindex: make([]int, o.NumPorts), ifaces: make([]string, o.NumPorts),
 		nat: newTable[nat.Tuple, natFlow](), v6: newTable[route6.Flow, v6Flow](),
 		pairs: map[fastpath.PairKey]*pair{}, micros: map[fastpath.MicroKey]*micro{},
-		hops4: map[hop4]bool{}, hops6: map[hop6]bool{}}
+		hops4: map[hop[[4]byte]]bool{}, hops6: map[hop[[16]byte]]bool{}}
 	for _, p := range o.Ports {
 		if err := m.attach(p); err != nil {
 			prog.Close()

@@ -21,38 +21,24 @@ type natFlow struct {
 	flow       fastpath.NATFlow
 }
 
-// hop4 is a NAT flow's next hop.
-type hop4 struct {
-	toLAN bool
-	ip    [4]byte
-	mac   [6]byte
-}
-
 func (m *Manager) installNAT(o *offer) bool {
 	r := m.o.NAT
 	if r == nil {
 		return false
 	}
 	t := o.pre.tuple
-	if old := m.nat.flows[t]; old != nil {
-		if old.same(o) {
-			return true // installed meanwhile
-		}
-		m.evictNAT(old) // the host moved or changed its MAC
+	if current(&m.nat, t, o, m.evictNAT) {
+		return true
 	}
 	clk := m.clock()
 	off, ok := r.Offloadable(t, clk.wall)
 	if !ok {
 		return false
 	}
-	rt, mtu, ok := m.routeOf(o, off.Out == nat.LAN, off.NextHopMAC, off.Timeout, clk)
+	rt, mtu, ok := m.routeOf(o, off.Out == nat.LAN, off.NextHopMAC, off.Timeout, tupleHash(&off.Reverse), clk)
 	if !ok {
 		return false
 	}
-	if rt.slot, ok = m.alloc(); !ok {
-		return false
-	}
-	rt.mark, rt.revMark = markOf(tupleHash(&t)), markOf(tupleHash(&off.Reverse))
 	f := &natFlow{route: rt, tuple: t, rev: off.Reverse, id: off.ID, dir: off.Dir, nh: off.NextHop}
 	f.key = fastpath.NATKey{Ifindex: m.ifindex[rt.in], Src: t.Src, Dst: t.Dst, SrcPort: t.SrcPort, DstPort: t.DstPort, Proto: t.Proto}
 	f.flow = fastpath.NATFlow{DstMAC: off.NextHopMAC, SrcMAC: off.OutMAC, InDstMAC: off.InMAC, InSrcMAC: rt.srcMAC,
@@ -64,8 +50,7 @@ func (m *Manager) installNAT(o *offer) bool {
 		m.slots.unused(rt.slot)
 		return false
 	}
-	m.nat.put(t, f.rev, f)
-	m.routed(&f.route, f, false)
+	routed(m, &m.nat, t, f.rev, f, false)
 	return true
 }
 
@@ -85,7 +70,7 @@ func (m *Manager) natValid(f *natFlow, clk clock) bool {
 		return false
 	}
 	// One check per next hop and harvest (most flows share the gateway).
-	h := hop4{toLAN: f.toLAN, ip: f.nh, mac: f.nhMAC}
+	h := hop[[4]byte]{toLAN: f.toLAN, ip: f.nh, mac: f.nhMAC}
 	fresh, ok := m.hops4[h]
 	if !ok {
 		fresh = m.o.NAT.NeighbourFresh(natSide(f.toLAN), f.nh, f.nhMAC, clk.wall, true)
@@ -109,11 +94,7 @@ func (m *Manager) evictNAT(f *natFlow) {
 			m.o.NAT.Offloaded(f.id, f.dir, nat.OffloadUse{TCP: true, Ack: tr.Ack, Win: tr.Win})
 		}
 	}
-	if err := m.prog.DeleteNAT(f.key); err != nil {
-		m.fail(err)
-	}
-	m.nat.remove(f.tuple, f.rev, f)
-	m.unrouted(&f.route, f)
+	unrouted(m, &m.nat, f.tuple, f.rev, f, m.prog.DeleteNAT(f.key))
 }
 
 // revalidateNAT takes out the NAT flows an applied configuration

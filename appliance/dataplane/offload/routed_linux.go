@@ -54,10 +54,37 @@ func (t *table[K, F]) remove(k, rev K, f *F) {
 // k: this direction's and the other one's.
 func (t *table[K, F]) conn(k K) (this, other *F) { return t.flows[k], t.rev[k] }
 
-// same reports whether the routed flow offered by o is installed as r
-// (offered again while the first offer was pending).
-func (r *route) same(o *offer) bool {
-	return r.in == o.path.In && r.out == o.path.Out && r.srcMAC == o.pre.srcMAC && r.nhMAC == o.nhMAC
+// hop is a routed flow's next hop (A: its IPv4 or IPv6 address), by
+// which a harvest judges it once for all its flows.
+type hop[A comparable] struct {
+	toLAN bool
+	ip    A
+	mac   [6]byte
+}
+
+// routedPtr is a routed flow record, *natFlow or *v6Flow, as the generic
+// helpers (current, routed, unrouted) take it: with its route.
+type routedPtr[F any] interface {
+	*F
+	base() *route
+}
+
+func (r *route) base() *route { return r }
+
+// current reports whether the routed flow o offers is in table t under
+// key k already (offered again while the first offer was pending). A flow
+// under k that differs (its host moved or changed its MAC) leaves the
+// kernel by evict.
+func current[K comparable, F any, P routedPtr[F]](t *table[K, F], k K, o *offer, evict func(P)) bool {
+	f, ok := t.flows[k]
+	if !ok {
+		return false
+	}
+	if r := P(f).base(); r.in == o.path.In && r.out == o.path.Out && r.srcMAC == o.pre.srcMAC && r.nhMAC == o.nhMAC {
+		return true
+	}
+	evict(f)
+	return false
 }
 
 // uses reports whether the flow goes from or to port id.
@@ -68,10 +95,10 @@ func (r *route) uses(id uint16) bool { return r.in == id || r.out == id }
 // LAN (toLAN) or the WAN, with a connection timeout of timeout seconds:
 // the next hop the worker sent the frame to, both ports forwarding with
 // the program on them, the WAN port exactly when the router sends to the
-// WAN, and a LAN next hop on the port the FDB names. It returns the
-// route (without its slot and marks) and the longest frame both ports
-// take.
-func (m *Manager) routeOf(o *offer, toLAN bool, nhMAC [6]byte, timeout uint32, clk clock) (route, int, bool) {
+// WAN, and a LAN next hop on the port the FDB names. It returns the route
+// with a stats slot and the marks of its connection (revHash: the other
+// direction's flow hash), and the MTU both ports take.
+func (m *Manager) routeOf(o *offer, toLAN bool, nhMAC [6]byte, timeout uint32, revHash uint64, clk clock) (route, int, bool) {
 	if nhMAC != o.nhMAC {
 		return route{}, 0, false
 	}
@@ -85,26 +112,40 @@ func (m *Manager) routeOf(o *offer, toLAN bool, nhMAC [6]byte, timeout uint32, c
 			return route{}, 0, false
 		}
 	}
+	s, ok := m.alloc()
+	if !ok {
+		return route{}, 0, false
+	}
 	return route{in: o.path.In, out: o.path.Out, fromLAN: o.pre.fromLAN(), toLAN: toLAN, vid: o.path.VID,
-		srcMAC: o.pre.srcMAC, nhMAC: nhMAC, active: clk.eng,
+		srcMAC: o.pre.srcMAC, nhMAC: nhMAC, slot: s, active: clk.eng, mark: markOf(o.pre.hash()), revMark: markOf(revHash),
 		idle: min(int64(timeout)*int64(time.Second)/2, int64(Idle))}, min(inMTU, outMTU), true
 }
 
-// routed gives a routed flow rec its slot (from alloc) and marks its
-// connection.
-func (m *Manager) routed(r *route, rec any, v6 bool) {
-	m.slots.own(r.slot, slot{rec: rec, in: r.in, out: r.out, ports: true, routed: true, v6: v6, turns: turnsFor(r.idle)})
+// routed enters routed flow f, which the program's map has now, in
+// table t under keys k and rev (the other direction's): it gets its stats
+// slot (from routeOf) and marks its connection.
+func routed[K comparable, F any, P routedPtr[F]](m *Manager, t *table[K, F], k, rev K, f P, v6 bool) {
+	t.put(k, rev, f)
+	r := f.base()
+	m.slots.own(r.slot, slot{rec: f, in: r.in, out: r.out, ports: true, routed: true, v6: v6, turns: turnsFor(r.idle)})
 	m.mark[r.mark].Add(1)
 	m.mark[r.revMark].Add(1)
 	m.c.installed.Add(1)
 }
 
-// unrouted ends a routed flow rec's time in the kernel: its connection's
-// marks go, its last counts are read at the next harvest.
-func (m *Manager) unrouted(r *route, rec any) {
+// unrouted ends the time in the kernel of routed flow f, under keys k
+// and rev in table t, once the program's map lost it (deleted: the error
+// of that, if any): its connection's marks go, its last counts are read
+// at the next harvest.
+func unrouted[K comparable, F any, P routedPtr[F]](m *Manager, t *table[K, F], k, rev K, f P, deleted error) {
+	if deleted != nil {
+		m.fail(deleted)
+	}
+	t.remove(k, rev, f)
+	r := f.base()
 	m.mark[r.mark].Add(-1)
 	m.mark[r.revMark].Add(-1)
-	m.die(r.slot, rec)
+	m.die(r.slot, f)
 }
 
 // learn carries a routed flow's new packets into its idle clock and the
