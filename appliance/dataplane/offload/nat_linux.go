@@ -13,10 +13,11 @@ import (
 // natFlow is one direction of a NAT connection in the kernel.
 type natFlow struct {
 	route
-	key        fastpath.NATKey
-	tuple, rev nat.Tuple
+	// id and dir first: with the route, what a harvest's turn reads.
 	id         nat.ConnID
 	dir        int
+	tuple, rev nat.Tuple
+	key        fastpath.NATKey
 	nh         [4]byte
 	flow       fastpath.NATFlow
 }
