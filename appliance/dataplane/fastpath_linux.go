@@ -147,13 +147,12 @@ func (e *Engine) SyncFastPath() { e.fp.Sync() }
 
 // The workers' side (offload.Worker): these run on the per-frame path.
 
-// fpBefore takes the flow of the routed frame in w.f (arriving on the
-// router's side of port id side) before the router rewrites it.
-func (w *fwd) fpBefore(side int) offload.Pre {
-	if w.fp == nil || w.in.host {
-		return offload.Pre{}
+// fpBefore takes into p the flow of the routed frame in w.f (arriving on
+// the router's side of port id side) before the router rewrites it.
+func (w *fwd) fpBefore(side int, p *offload.Pre) {
+	if w.fp != nil && !w.in.host {
+		w.fp.Before(&w.f, side == int(w.wanID), p)
 	}
-	return w.fp.Before(&w.f, side == int(w.wanID))
 }
 
 // fpMoved takes the flows to mac (in VLAN vid) out of the kernel: the

@@ -32,7 +32,8 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 		// router's MAC and LAN address): answers to its requests.
 		w.natEmit(w.hostID, data)
 	}
-	pre := w.fpBefore(side) // the fast path needs the tuple before Process rewrites it
+	var pre offload.Pre
+	w.fpBefore(side, &pre) // the fast path needs the flow before Process rewrites it
 	res := w.nw.Process(w.now, side, data, &w.f)
 	switch res.Action {
 	case nat.Forward:

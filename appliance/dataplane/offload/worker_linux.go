@@ -88,14 +88,19 @@ func (m *Manager) NewWorker() *Worker {
 	return &Worker{m: m}
 }
 
-// offer queues o unless the same flow (hash h) was offered within
-// Reoffer; a full queue drops it.
-func (w *Worker) offer(o *offer, h uint64, now int64) {
+// recent reports whether the flow of hash h was offered within Reoffer
+// before now; if not, it is offered now.
+func (w *Worker) recent(h uint64, now int64) bool {
 	i := h % seenSlots
 	if w.seen[i] == h && now-w.when[i] < int64(Reoffer) {
-		return
+		return true
 	}
 	w.seen[i], w.when[i] = h, now
+	return false
+}
+
+// offer queues o; a full queue drops it.
+func (w *Worker) offer(o *offer) {
 	select {
 	case w.m.offers <- *o:
 	default:
@@ -103,19 +108,20 @@ func (w *Worker) offer(o *offer, h uint64, now int64) {
 	}
 }
 
-// Before takes the flow of the routed frame f (arriving on the WAN side
-// when wan) before the router rewrites it. A TCP SYN, FIN or RST of an
+// Before takes into p the flow of the routed frame f (arriving on the
+// WAN side when wan) before the router rewrites it; p stays the zero Pre
+// for a frame the fast path cannot take. A TCP SYN, FIN or RST of an
 // offloaded connection takes the connection out of the kernel first, so
 // that the router judges it with everything the fast path forwarded
 // counted.
-func (w *Worker) Before(f *frame.Frame, wan bool) Pre {
+func (w *Worker) Before(f *frame.Frame, wan bool, p *Pre) {
 	v6 := f.IsIPv6()
 	if v6 {
 		if f.NTags != 0 || f.Fragment || f.IPv6.Exts != 0 || f.L4Off != f.L3Off+frame.IPv6HeaderLen {
-			return Pre{}
+			return
 		}
 	} else if !f.IsIPv4() || f.NTags != 0 || f.Fragment || f.L4Off == 0 || f.IPv4.IHL != 5 {
-		return Pre{}
+		return
 	}
 	// The ports as the routers key a flow: an echo's identifier is a
 	// request's source port and a reply's destination port.
@@ -137,9 +143,8 @@ func (w *Worker) Before(f *frame.Frame, wan bool) Pre {
 	case f.Proto == icmpProto && f.ICMP.Type == reply:
 		dport, icmp = f.ICMP.ID, reply
 	default:
-		return Pre{}
+		return
 	}
-	p := Pre{ok: true, v6: v6, srcMAC: f.Src, icmp: icmp}
 	if v6 {
 		p.flow6 = route6.Flow{Side: route6.LAN, Src: f.IPv6.Src, Dst: f.IPv6.Dst, SrcPort: sport, DstPort: dport, Proto: f.Proto}
 		if wan {
@@ -151,26 +156,31 @@ func (w *Worker) Before(f *frame.Frame, wan bool) Pre {
 			p.tuple.Side = nat.WAN
 		}
 	}
+	p.v6 = v6
 	if ctl {
 		if w.m.mark[markOf(p.hash())].Load() > 0 {
-			w.m.evictConn(&p)
+			w.m.evictConn(p)
 		}
-		return Pre{}
+		*p = Pre{}
+		return
 	}
-	return p
+	p.ok, p.srcMAC, p.icmp = true, f.Src, icmp
 }
 
 // OfferRoute offers the routed flow p of a frame the router forwarded
 // along path to the next hop with MAC nhMAC.
 func (w *Worker) OfferRoute(p *Pre, path Path, nhMAC [6]byte, now int64) {
-	o := offer{path: path, routed: true, pre: *p, nhMAC: nhMAC}
 	var h uint64 // p.hash(), with tupleHash inlined
 	if p.v6 {
 		h = flow6Hash(&p.flow6)
 	} else {
 		h = tupleHash(&p.tuple)
 	}
-	w.offer(&o, h, now)
+	if w.recent(h, now) {
+		return
+	}
+	o := offer{path: path, routed: true, pre: *p, nhMAC: nhMAC}
+	w.offer(&o)
 }
 
 // OfferPair offers the bridged flow of the unicast frame f that the slow
@@ -188,16 +198,20 @@ func (w *Worker) OfferPair(f *frame.Frame, rk *rules.Key, path Path, egress fast
 			pk.Tag = fastpath.Tag8021AD
 		}
 	}
-	o := offer{path: path, pair: pk, egress: egress, rk: *rk}
 	h := mix(mix(uint64(path.In)<<48|uint64(pk.VID)<<32|uint64(pk.Tag), macWord(&f.Dst)), macWord(&f.Src))
-	if (f.IsIPv4() || f.IsIPv6()) && f.L4Off != 0 && !f.Fragment && (f.Proto == frame.ProtoTCP || f.Proto == frame.ProtoUDP) {
-		o.micro = true
+	micro := (f.IsIPv4() || f.IsIPv6()) && f.L4Off != 0 && !f.Fragment && (f.Proto == frame.ProtoTCP || f.Proto == frame.ProtoUDP)
+	if micro {
+		h = mix(mix(mix(h, word128(&rk.SrcIP)), word128(&rk.DstIP)), uint64(rk.SrcPort)<<24|uint64(rk.DstPort)<<8|uint64(f.Proto))
+	}
+	if w.recent(h, now) {
+		return
+	}
+	o := offer{path: path, pair: pk, egress: egress, rk: *rk, micro: micro}
+	if micro {
 		o.mk = fastpath.MicroKey{EtherType: f.EtherType, Proto: f.Proto, Src: rk.SrcIP, Dst: rk.DstIP,
 			SrcPort: rk.SrcPort, DstPort: rk.DstPort}
-		h = mix(mix(mix(h, word128(&o.mk.Src)), word128(&o.mk.Dst)),
-			uint64(o.mk.SrcPort)<<24|uint64(o.mk.DstPort)<<8|uint64(o.mk.Proto))
 	}
-	w.offer(&o, h, now)
+	w.offer(&o)
 }
 
 // Moved takes the flows to mac (in VLAN vid) out of the kernel: the slow

@@ -5,10 +5,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"e1kbox/appliance/dataplane/fastpath"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/rules"
 )
 
 var (
@@ -78,7 +80,8 @@ func TestBefore(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := &Worker{m: &Manager{}}
-			p := w.Before(&f, tc.wan)
+			var p Pre
+			w.Before(&f, tc.wan, &p)
 			got := want{ok: p.OK(), v6: p.IPv6(), tuple: p.tuple, flow6: p.flow6, icmp: p.icmp}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("Before (-want +got):\n%s", diff)
@@ -98,7 +101,37 @@ func TestBeforeZeroAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &Worker{m: &Manager{}}
-	if n := testing.AllocsPerRun(100, func() { w.Before(&f, false) }); n != 0 {
+	var p Pre
+	if n := testing.AllocsPerRun(100, func() { w.Before(&f, false, &p) }); n != 0 {
 		t.Errorf("Before allocates %v times", n)
 	}
+}
+
+// BenchmarkWorker is a worker's part of the fast path per frame of a flow
+// it offered already (the offer deduplicated within Reoffer): a routed
+// frame's flow before the router (Before) and its offer after it
+// (OfferRoute), and a bridged frame's offer (OfferPair).
+func BenchmarkWorker(b *testing.B) {
+	v4 := frametest.IPv4{Src: lan4, Dst: far4, TTL: 64}
+	var f frame.Frame
+	if err := frame.Parse(frametest.Frame(boxMAC, hostMAC, frame.EtherTypeIPv4, v4.UDPPacket(53, 5353, nil)), &f); err != nil {
+		b.Fatal(err)
+	}
+	w := &Worker{m: &Manager{offers: make(chan offer, queueDepth)}}
+	path := Path{In: 1, Out: 2}
+	b.Run("route", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			var p Pre
+			w.Before(&f, false, &p)
+			w.OfferRoute(&p, path, hostMAC, int64(i))
+		}
+	})
+	b.Run("pair", func(b *testing.B) {
+		b.ReportAllocs()
+		rk := rules.Key{Proto: rules.ProtoUDP, SrcPort: 53, DstPort: 5353}
+		for i := range b.N {
+			w.OfferPair(&f, &rk, path, fastpath.EgressAsIs, false, frame.VLANTag{}, int64(i))
+		}
+	})
 }
