@@ -35,19 +35,9 @@ func (m *Manager) evictConn(p *Pre) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p.v6 {
-		this, other := m.v6.conn(p.flow6)
-		for _, f := range [2]*v6Flow{this, other} {
-			if f != nil {
-				m.evictV6(f)
-			}
-		}
-		return
-	}
-	this, other := m.nat.conn(p.tuple)
-	for _, f := range [2]*natFlow{this, other} {
-		if f != nil {
-			m.evictNAT(f)
-		}
+		evictBoth(&m.v6, p.flow6, m.evictV6)
+	} else {
+		evictBoth(&m.nat, p.tuple, m.evictNAT)
 	}
 }
 

@@ -235,14 +235,6 @@ func (m *Manager) attach(p Port) error {
 // On reports whether the fast path runs.
 func (m *Manager) On() bool { return m != nil && m.prog != nil }
 
-// Mode is the hook the program runs in, "" when it does not run.
-func (m *Manager) Mode() fastpath.Mode {
-	if !m.On() {
-		return ""
-	}
-	return m.prog.Mode()
-}
-
 // Kernel is what the kernel offers the fast path.
 func (m *Manager) Kernel() fastpath.KernelReport { return m.kernel }
 

@@ -50,9 +50,17 @@ func (t *table[K, F]) remove(k, rev K, f *F) {
 	}
 }
 
-// conn returns the flows of the connection whose packets arrive with key
-// k: this direction's and the other one's.
-func (t *table[K, F]) conn(k K) (this, other *F) { return t.flows[k], t.rev[k] }
+// evictBoth takes the flows of the connection whose packets arrive with
+// key k out of table t by evict: this direction's and the other one's.
+func evictBoth[K comparable, F any, P routedPtr[F]](t *table[K, F], k K, evict func(P)) {
+	this, other := t.flows[k], t.rev[k]
+	if this != nil {
+		evict(this)
+	}
+	if other != nil {
+		evict(other)
+	}
+}
 
 // hop is a routed flow's next hop (A: its IPv4 or IPv6 address), by
 // which a harvest judges it once for all its flows.
