@@ -134,8 +134,11 @@ func compareRuns(t *testing.T, off fpRun, on map[FastPathMode]fpRun) {
 	}
 }
 
-// collect reads an engine's results after the traffic.
-func collect(t *testing.T, e *Engine, h1, h2 *netnstest.Packets) fpRun {
+// collect reads an engine's results after the traffic, which ended at
+// end: the connections' expiries are as of end, not of the listing,
+// whose time varies with the waits before it on a busy machine (the
+// runs' expiries are compared within a second).
+func collect(t *testing.T, e *Engine, h1, h2 *netnstest.Packets, end time.Time) fpRun {
 	t.Helper()
 	h1.Wait(300*time.Millisecond, 3*time.Second)
 	e.SyncFastPath() // as the API does before it lists counters
@@ -148,7 +151,7 @@ func collect(t *testing.T, e *Engine, h1, h2 *netnstest.Packets) fpRun {
 	_, r.counters = e.Rules().Counters()
 	r.policy, _ = e.Rules().PolicyCounter(rules.Forward)
 	if e.NAT() != nil {
-		page, err := ListConns(e.NAT(), ConnFilter{}, 0, 0)
+		page, err := listConnsAt(e.NAT(), ConnFilter{}, 0, 0, end.UnixNano())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -80,8 +80,9 @@ func natRun(t *testing.T, mode FastPathMode, checks ...func(*testing.T, *Engine)
 	c.exceptions()
 	c.blast(300)
 	c.close()
+	end := time.Now()
 	h2.Wait(300*time.Millisecond, 5*time.Second)
-	run := collect(t, e, h1, h2)
+	run := collect(t, e, h1, h2, end)
 	// The router's ARP requests go out on its own timers (how many
 	// retries before G's request taught it G's MAC varies between runs):
 	// they are left out of the frames and the ports' TX counters.

@@ -147,7 +147,7 @@ func bridgeRun(t *testing.T, mode FastPathMode, ruleText string, vlan bool) fpRu
 	h1.Send(t, main...)
 	h1.Send(t, blast(rand.New(rand.NewPCG(8, 8)), warm, 300)...)
 	h2.Wait(300*time.Millisecond, 5*time.Second)
-	return collect(t, e, h1, h2)
+	return collect(t, e, h1, h2, time.Now())
 }
 
 // bridgeStream is n UDP frames from A to B to dport, with payloads of
