@@ -264,7 +264,7 @@ func (b *builder) openPort(cfg *Config, ports []*portInfo, i int, reuse []*worke
 		if in.afterTCX() {
 			rc.Bind = portBindings(cfg.routedOnly(i))
 		} else {
-			rc.SocketFilter = b.t.fp.filterFD()
+			rc.SocketFilter = b.t.fp.FilterFD()
 		}
 		rx, err := afpacket.Open(p.Interface, rc)
 		if err != nil {
@@ -319,9 +319,7 @@ func (b *builder) newWorker(ports []*portInfo, in *portInfo, rx *afpacket.Socket
 	rw := b.t.rules.Worker(h)
 	w.fwd = newFwd(in, ports, tx, b.t.fdb, rw, b.cur)
 	w.fwd.loop = b.deps.loop
-	if b.t.fp.on() {
-		w.fwd.fp = &fpWorker{fp: b.t.fp}
-	}
+	w.fwd.fp = b.t.fp.NewWorker()
 	if prev != nil {
 		w.shared = prev.shared
 		w.fwd.c.add(&prev.fwd.c)

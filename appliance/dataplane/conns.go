@@ -116,7 +116,9 @@ type ConnPage struct {
 	Total int `json:"total"`
 }
 
-func protoName(p uint8) string {
+// ProtoName names IP protocol p as the connection listings do (Conn.Proto,
+// for the NAT table's connections and route6's alike).
+func ProtoName(p uint8) string {
 	switch p {
 	case frame.ProtoTCP:
 		return "tcp"
@@ -124,13 +126,15 @@ func protoName(p uint8) string {
 		return "udp"
 	case frame.ProtoICMP:
 		return "icmp"
+	case frame.ProtoICMPv6:
+		return "icmpv6"
 	}
 	return strconv.Itoa(int(p))
 }
 
 func connOf(c *nat.Conn) Conn {
 	return Conn{
-		ID: uint64(c.ID), Proto: protoName(c.Proto), Kind: c.Kind.String(), State: c.State.String(),
+		ID: uint64(c.ID), Proto: ProtoName(c.Proto), Kind: c.Kind.String(), State: c.State.String(),
 		Orig:    ConnTuple{Src: c.OrigSrc, Dst: c.OrigDst},
 		Reply:   ConnTuple{Src: c.ReplySrc, Dst: c.ReplyDst},
 		Packets: c.Packets, Bytes: c.Bytes,

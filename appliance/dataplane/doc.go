@@ -10,6 +10,12 @@
 // path once. Every TX path has exactly one owner; the per-frame path
 // allocates nothing and takes no lock.
 //
+// Established flows can leave the rings for the in-kernel fast path
+// (package fastpath): the workers offer them to its flow manager
+// (package offload), which installs them, carries what the kernel
+// forwarded back into the tables and the counters, and evicts them when
+// the slow path must see their frames again (fastpath_linux.go wires it).
+//
 // Config is plain typed values: the appliance validates a user's config
 // (package appliance/config) and derives it; Check holds only the
 // engine's invariants. Apply swaps settings between batches and restarts

@@ -146,9 +146,12 @@ func (e *Engine) Start() error {
 	}
 	e.wg.Add(1)
 	go e.monitor()
-	if e.fp.on() {
+	if e.fp.On() {
 		e.wg.Add(1)
-		go e.fp.run(e.stop, &e.wg)
+		go func() {
+			defer e.wg.Done()
+			e.fp.Run(e.stop)
+		}()
 	}
 	e.log.Info("dataplane started", "ports", len(e.ports)-1, "workers", len(e.workers))
 	return nil
@@ -208,9 +211,7 @@ func (e *Engine) release() error {
 	if e.host != nil {
 		errs = append(errs, e.host.Close())
 	}
-	if e.fp != nil {
-		errs = append(errs, e.fp.close())
-	}
+	errs = append(errs, e.fp.Close())
 	for _, pi := range e.ports {
 		if pi != nil && pi.kdrop != nil {
 			errs = append(errs, pi.kdrop.Close())
@@ -275,11 +276,9 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 	if err := e.fdb.SetFullPolicy(fullOf(cfg)); err != nil {
 		return fmt.Errorf("dataplane: %w", err)
 	}
-	e.fp.beforeSwap(t)
-	e.rules.Swap(t)
-	e.fp.afterSwap()
+	e.fp.SwapRules(t, func() { e.rules.Swap(t) })
 	e.cur.Store(newSettings(cfg))
-	e.fp.revalidate()
+	e.fp.Revalidate()
 	return nil
 }
 
@@ -357,7 +356,7 @@ func (e *Engine) Now() int64 { return int64(time.Since(e.start)) }
 
 // FDBEntries lists the live FDB entries with their port names.
 func (e *Engine) FDBEntries() []FDBEntry {
-	e.fp.sync()
+	e.fp.Sync()
 	ents := e.fdb.Entries(nil, e.Now())
 	out := make([]FDBEntry, len(ents))
 	ports := e.topo.Load().ports
@@ -382,10 +381,10 @@ func (e *Engine) Health() Health {
 // workers use: it loads their published counters (updated once per
 // batch) and reads the sockets' kernel statistics.
 func (e *Engine) Snapshot() Snapshot {
-	e.fp.syncCounts()
+	e.fp.SyncCounts()
 	now := time.Now()
 	s := e.topo.Load().snapshot()
-	e.fp.snapshot(&s)
+	e.addFastPath(&s)
 	s.Time = now
 	s.Uptime = Duration(now.Sub(e.start).Round(time.Millisecond))
 	s.Mode = modeOf(e.cur.Load().cfg)

@@ -69,13 +69,10 @@ func (tp *topo) engine(cfg *Config) *Engine {
 	if err := e.Start(); err != nil {
 		tp.t.Fatalf("Start: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !e.Health().OK {
-		if time.Now().After(deadline) {
-			tp.t.Fatalf("not healthy after 5 s: %+v", e.Health())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(tp.t, 10*time.Second, "engine healthy", func() (bool, string) {
+		h := e.Health()
+		return h.OK, fmt.Sprintf("%+v", h)
+	})
 	return e
 }
 
@@ -183,19 +180,13 @@ func TestWorkerPanicRestart(t *testing.T) {
 	}
 	batchHook.Store(&hook)
 	defer batchHook.Store(nil)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s := e.Snapshot()
-		if s.Workers[0].Restarts == 1 && s.Workers[0].Running {
-			if s.Workers[0].Panics != 1 || !strings.Contains(s.Workers[0].LastPanic, "injected") {
-				t.Errorf("worker 0: %+v", s.Workers[0])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker 0 not restarted: %+v", s.Workers[0])
-		}
-		time.Sleep(20 * time.Millisecond)
+	var w0 WorkerStats
+	eventually(t, 10*time.Second, "worker 0 restarted", func() (bool, string) {
+		w0 = e.Snapshot().Workers[0]
+		return w0.Restarts == 1 && w0.Running, fmt.Sprintf("%+v", w0)
+	})
+	if w0.Panics != 1 || !strings.Contains(w0.LastPanic, "injected") {
+		t.Errorf("worker 0: %+v", w0)
 	}
 	if err := tp.ping(1, "10.42.0.2"); err != nil {
 		t.Errorf("after the restart: %v", err)
@@ -223,17 +214,10 @@ func TestRingDropsVisible(t *testing.T) {
 	// static neighbour entry, as the stalled bridge forwards no ARP.
 	tp.hosts[0].IP(t, "neigh", "replace", "10.42.0.2", "lladdr", "02:42:00:00:00:02", "dev", "eth0")
 	tp.hosts[0].Command("ping", "-q", "-c", "300", "-i", "0.002", "-s", "1000", "-w", "2", "10.42.0.2").Run()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s := e.Snapshot()
-		if s.Ports[0].Ring.RxDrops > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no ring drops in the snapshot: %+v", s.Ports[0].Ring)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(t, 10*time.Second, "ring drops in the snapshot", func() (bool, string) {
+		r := e.Snapshot().Ports[0].Ring
+		return r.RxDrops > 0, fmt.Sprintf("%+v", r)
+	})
 }
 
 type rulesRuleset = rules.Ruleset
@@ -296,9 +280,7 @@ func TestPortRestartInPlace(t *testing.T) {
 	ping := tp.hosts[0].Command("ping", "-c", "60", "-i", "0.05", "-W", "2", "10.42.0.3")
 	var out bytes.Buffer
 	ping.Stdout, ping.Stderr = &out, &out
-	if err := ping.Start(); err != nil {
-		t.Fatal(err)
-	}
+	netnstest.Start(t, ping) // killed and reaped at the cleanup if the test ends first
 	time.Sleep(500 * time.Millisecond)
 	cfg2 := *cfg
 	cfg2.Ports = []Port{{Interface: "p1"}, {Interface: "p2", MTU: 1400, Workers: 2}, {Interface: "p3"}}

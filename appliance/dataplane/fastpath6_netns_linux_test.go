@@ -13,6 +13,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/offload"
 	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/internal/netnstest"
 )
@@ -65,7 +66,7 @@ func TestFastPathIPv6Differential(t *testing.T) {
 }
 
 // v6Conn is a route6 connection with its expiry relative to the end of
-// the run.
+// the run's traffic.
 type v6Conn struct {
 	route6.Conn
 	ExpiresIn int64 // seconds
@@ -86,12 +87,12 @@ func v6Run(t *testing.T, mode FastPathMode) fpRun {
 	c.exceptions()
 	c.blast(300)
 	c.close()
+	end := time.Now()
 	h2.Wait(300*time.Millisecond, 5*time.Second)
-	run := collect(t, e, h1, h2)
+	run := collect(t, e, h1, h2, end)
 	run.v6flows = most
-	now := time.Now().Unix()
-	for _, cn := range v6.Conns(100, time.Now().UnixNano()) {
-		run.v6conns = append(run.v6conns, v6Conn{Conn: cn, ExpiresIn: int64(cn.Expires) - now})
+	for _, cn := range v6.Conns(100, end.UnixNano()) {
+		run.v6conns = append(run.v6conns, v6Conn{Conn: cn, ExpiresIn: int64(cn.Expires) - end.Unix()})
 		run.v6conns[len(run.v6conns)-1].Conn.Expires = 0
 	}
 	slices.SortFunc(run.v6conns, func(a, b v6Conn) int { // a total order: the table lists by hash
@@ -130,7 +131,7 @@ func v6Setup(t *testing.T, mode FastPathMode) (*Engine, v6Conv) {
 	c.step([][]byte{ns(fpHostA, lanMAC, fp6Host.As16(), LinkLocal(lanMAC).As16())}, [][]byte{ns(fpGwMAC, wanMAC, fp6GwLL.As16(), LinkLocal(wanMAC).As16())})
 	c.open()
 	c.exchange(1)
-	time.Sleep(fpReoffer + 100*time.Millisecond)
+	time.Sleep(offload.Reoffer + 100*time.Millisecond)
 	c.exchange(1)
 	waitFast(t, e, 6)
 	return e, c

@@ -6,9 +6,11 @@ import (
 	"sync/atomic"
 
 	"e1kbox/appliance/dataplane/bridge"
+	"e1kbox/appliance/dataplane/fastpath"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/ingressdrop"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/dataplane/offload"
 	"e1kbox/rules"
 )
 
@@ -49,7 +51,7 @@ type fwd struct {
 	blocked   uint64 // ports blocked by a loop this batch, by id
 	inBlocked bool   // the ingress port is
 
-	fp *fpWorker // nil without the fast path (fpworker_linux.go)
+	fp *offload.Worker // nil without the fast path (fastpath_linux.go)
 	// marked: the port's rings are bound after tcx, where the kernel
 	// drop's demote marks the frames of other EtherTypes and the tagged
 	// ones (ingressdrop.Unmark).
@@ -250,17 +252,10 @@ func (w *fwd) ingressVLAN() (uint16, bool) {
 	}
 	w.tagged = f.NTags > 0 && f.Tags[0].TPID == frame.EtherTypeVLAN
 	v := w.set.ports[w.in.id].vlan
-	switch {
-	case v == nil:
+	if v == nil {
 		return vid, true
-	case f.NTags > 0 && !w.tagged: // an 802.1ad outer tag
-		return 0, false
-	case w.tagged && vid != 0:
-		return vid, vid == v.native || v.allows(vid)
-	case v.native == 0: // untagged or priority-tagged, no native VLAN
-		return 0, false
 	}
-	return v.native, true
+	return v.ingress(f.NTags > 0, w.tagged, vid)
 }
 
 // forward sends one copy of the frame to port out after the rules had
@@ -282,12 +277,8 @@ func (w *fwd) forward(out uint16, data []byte, stripped bool, tag frame.VLANTag,
 	// VLAN, tagged in an allowed one, not at all otherwise.
 	egress := egressAsIs
 	if v := w.set.ports[out].vlan; v != nil {
-		switch {
-		case w.vid != 0 && w.vid == v.native:
-			egress = egressUntagged
-		case w.vid != 0 && v.allows(w.vid):
-			egress = egressTagged
-		default:
+		var ok bool
+		if egress, ok = v.egress(w.vid); !ok {
 			if !flood {
 				w.drop(DropVLAN)
 			}
@@ -340,8 +331,10 @@ func (w *fwd) forward(out uint16, data []byte, stripped bool, tag frame.VLANTag,
 	w.dirty |= 1 << out
 	w.c.txPackets[out]++
 	w.c.txBytes[out] += uint64(wire)
-	if w.fp != nil && !flood {
-		w.fpPair(out, egress, stripped, tag)
+	// The fast path may take a unicast flow between data ports over,
+	// unless its outer tag is one the kernel did not strip.
+	if w.fp != nil && !flood && !w.in.host && !op.host && (stripped || !w.tagged) {
+		w.fp.OfferPair(&w.f, k, offload.Path{In: w.in.id, Out: out, VID: w.vid}, fastpath.Egress(egress), stripped, tag, w.mono)
 	}
 }
 

@@ -213,6 +213,24 @@ func (b *testBridge) drops() Drops {
 	return d
 }
 
+// eventually polls cond every 20 ms until it holds, for up to d, and
+// fails the test with what and cond's last state if it never does. Call
+// it from the test's goroutine only.
+func eventually(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %s", what, d, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Frame fixtures, built with package frametest.
 
 var (

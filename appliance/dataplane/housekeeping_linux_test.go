@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"runtime"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -26,23 +27,33 @@ func TestSetHousekeeping(t *testing.T) {
 	house, work := tuning.CPUSet{cpus[0]}, cpus[len(cpus)-1]
 	t.Cleanup(func() { SetHousekeeping(nil, cpus) })
 
-	pinned := make(chan int)
+	// A worker's thread: pinned, then it reports its CPUs once released.
+	// The test joins it, also when it fails before releasing it.
+	pinned := make(chan int, 1)
 	release := make(chan struct{})
-	done := make(chan unix.CPUSet)
+	done := make(chan struct{})
+	var pinErr error
+	var workerCPUs unix.CPUSet
 	go func() {
+		defer close(done)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		defer unpinThread()
-		if err := pinThread(work); err != nil {
-			t.Error(err)
-		}
+		pinErr = pinThread(work)
 		pinned <- unix.Gettid()
 		<-release
-		var s unix.CPUSet
-		unix.SchedGetaffinity(0, &s)
-		done <- s
+		unix.SchedGetaffinity(0, &workerCPUs)
 	}()
+	var releaseOnce sync.Once
+	stop := func() {
+		releaseOnce.Do(func() { close(release) })
+		<-done
+	}
+	t.Cleanup(stop)
 	tid := <-pinned
+	if pinErr != nil {
+		t.Fatalf("pinning the worker's thread: %v", pinErr)
+	}
 	n, err := SetHousekeeping(house, cpus)
 	if err != nil || n == 0 {
 		t.Fatalf("SetHousekeeping(%v) = %d, %v; want threads set", house, n, err)
@@ -55,8 +66,8 @@ func TestSetHousekeeping(t *testing.T) {
 	if mine.Count() != 1 || !mine.IsSet(house[0]) {
 		t.Errorf("a housekeeping thread's CPUs: %d CPUs, cpu%d set %v; want only cpu%d", mine.Count(), house[0], mine.IsSet(house[0]), house[0])
 	}
-	close(release)
-	if w := <-done; w.Count() != 1 || !w.IsSet(work) {
+	stop()
+	if w := workerCPUs; w.Count() != 1 || !w.IsSet(work) {
 		t.Errorf("the worker's thread %d: %d CPUs, cpu%d set %v; want only its own cpu%d", tid, w.Count(), work, w.IsSet(work), work)
 	}
 	if _, err := SetHousekeeping(nil, cpus); err != nil {

@@ -181,7 +181,7 @@ func (e *Engine) setLink(p *portInfo, up bool) {
 		e.log.Info("dataplane link", "port", p.name, "interface", p.iface, "up", up)
 		if !up {
 			e.fdb.Flush(p.id, false)
-			e.fp.portDown(p.id)
+			e.fp.PortDown(p.id)
 		}
 	}
 }

@@ -165,7 +165,7 @@ func (e *Engine) pollLoops(tick uint64) {
 	}
 	for _, p := range settleLoops(ports, e.Now(), g.off.Load(), func() {
 		e.fdb.Flush(0, false)
-		e.fp.fdbFlushed()
+		e.fp.FDBFlushed()
 	}) {
 		if p.loop.wasBlocked {
 			e.log.Warn("dataplane loop: port blocked", "port", p.name, "loop_with", e.portName(uint16(p.loop.peer.Load())))

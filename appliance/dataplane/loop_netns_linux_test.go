@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -92,16 +93,16 @@ func TestLoopNetns(t *testing.T) {
 // returns it, failing after timeout.
 func waitPort(t *testing.T, e *Engine, name string, timeout time.Duration, ok func(PortStats) bool) PortStats {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, p := range e.Snapshot().Ports {
+	var found PortStats
+	eventually(t, timeout, "port "+name+" as expected", func() (bool, string) {
+		ports := e.Snapshot().Ports
+		for _, p := range ports {
 			if p.Name == name && ok(p) {
-				return p
+				found = p
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("port %s not as expected after %v: %+v", name, timeout, e.Snapshot().Ports)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("%+v", ports)
+	})
+	return found
 }

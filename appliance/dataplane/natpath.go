@@ -4,6 +4,7 @@ import (
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/dataplane/offload"
 )
 
 // setNAT makes the worker route: frames from the WAN port and frames to
@@ -31,15 +32,19 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 		// router's MAC and LAN address): answers to its requests.
 		w.natEmit(w.hostID, data)
 	}
-	pre := w.fpBefore(side) // the fast path needs the tuple before Process rewrites it
+	var pre offload.Pre
+	w.fpBefore(side, &pre) // the fast path needs the flow before Process rewrites it
 	res := w.nw.Process(w.now, side, data, &w.f)
 	switch res.Action {
 	case nat.Forward:
-		w.natSend(res.Port, res.Frame)
-		// IPv4: only a packet of a connection the fast path takes
-		// (nat.Worker.Offerable); routed IPv6: the manager judges.
-		if pre.v6 || w.nw.Offerable() {
-			w.fpAfter(pre, res.Port, res.Frame)
+		out := w.natSend(res.Port, res.Frame)
+		// The fast path may take the flow over when the frame went to
+		// one data port (floods and replies to the box's own stack stay
+		// on the rings). IPv4: only a packet of a connection the fast
+		// path takes (nat.Worker.Offerable); routed IPv6: the manager
+		// judges.
+		if pre.OK() && out != 0 && !w.ports[out].host && (pre.IPv6() || w.nw.Offerable()) {
+			w.fp.OfferRoute(&pre, offload.Path{In: w.in.id, Out: out, VID: w.vid}, [6]byte(res.Frame[0:6]), w.mono)
 		}
 	case nat.Reply:
 		// An answer to the frame: its source is on the ingress port.
@@ -99,17 +104,18 @@ func (w *fwd) natTick() {
 
 // natSend transmits a routed frame on the router's port: the WAN port, or
 // the LAN segment, where the destination MAC picks the port (FDB) and an
-// unknown or group destination floods the segment.
-func (w *fwd) natSend(port int, b []byte) {
+// unknown or group destination floods the segment. It returns the port
+// it sent the frame to, 0 for a flood.
+func (w *fwd) natSend(port int, b []byte) uint16 {
 	if port == int(w.wanID) || port == int(w.hostID) && port != 0 {
 		w.natEmit(uint16(port), b)
-		return
+		return uint16(port)
 	}
 	dst := (*[6]byte)(b[0:6])
 	if !bridge.IsGroup(dst) {
 		if out, ok := w.fdb.Lookup(dst, 0, w.mono); ok && out != w.wanID && int(out) < len(w.ports) {
 			w.natEmit(out, b)
-			return
+			return out
 		}
 	}
 	w.c.flooded++
@@ -119,6 +125,7 @@ func (w *fwd) natSend(port int, b []byte) {
 		}
 		w.natEmit(uint16(id), b)
 	}
+	return 0
 }
 
 // natEmit copies a routed frame (untagged) into port out's TX ring.

@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"net/netip"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -403,111 +402,5 @@ func TestNATZeroAllocs(t *testing.T) {
 				t.Errorf("%v allocations per frame", allocs)
 			}
 		})
-	}
-}
-
-func TestNATConfigCheck(t *testing.T) {
-	base := func() *Config {
-		c := &Config{Ports: []Port{{Interface: "eth1"}, {Interface: "eth2"}}}
-		c.Mode = ModeNAT
-		c.Ports[0].Role, c.Ports[1].Role = RoleWAN, RoleLAN
-		c.NAT = &NAT{LANAddr: netip.MustParsePrefix("192.168.1.1/24"), WANAddr: netip.MustParsePrefix("203.0.113.2/24"),
-			Gateway: netip.MustParseAddr("203.0.113.1")}
-		return c
-	}
-	if err := base().Check(); err != nil {
-		t.Fatalf("valid NAT config: %v", err)
-	}
-	for _, tc := range []struct {
-		name string
-		mod  func(*Config)
-		want string
-	}{
-		{"no wan", func(c *Config) { c.Ports[0].Role = RoleLAN }, "NAT mode needs one WAN port and LAN ports, has 0 and 2"},
-		{"two wans", func(c *Config) { c.Ports[1].Role = RoleWAN }, "NAT mode needs one WAN port and LAN ports, has 2 and 0"},
-		{"no nat section", func(c *Config) { c.NAT = nil }, "without a router configuration"},
-		{"bad mac", func(c *Config) { c.NAT.LANMAC = [6]byte{1, 0, 0x5e, 0, 0, 1} }, "not a unicast address"},
-		{"gateway off the WAN", func(c *Config) { c.NAT.Gateway = netip.MustParseAddr("10.0.0.1") }, "gateway"},
-		{"forward off the LAN", func(c *Config) {
-			c.NAT.Forwards = []nat.PortForward{{Proto: frame.ProtoTCP, Port: 80, To: netip.MustParseAddrPort("10.9.9.9:80")}}
-		}, "lan subnet"},
-		{"unknown mode", func(c *Config) { c.Mode = "router" }, `mode "router"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := base()
-			tc.mod(c)
-			err := c.Check()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Check = %v, want an error containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
-// TestNATSameShape: what a NAT engine can take over in Apply and what
-// needs a new engine (the appliance's config.Diff plans the same).
-func TestNATSameShape(t *testing.T) {
-	base := func() *Config {
-		c := &Config{Ports: []Port{{Interface: "eth1"}, {Interface: "eth2"}, {Interface: "eth3"}}}
-		natTestConfig(0)(c)
-		return c
-	}
-	r, err := nat.New(base().natConfig(natPorts{wanID: 1, lanID: 2, wanMAC: [6]byte{2, 0, 0, 0, 0, 1}, lanMAC: [6]byte{2, 0, 0, 0, 0, 2}, wanMTU: 1500, lanMTU: 1500}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Engine{tables: tables{natr: r}}
-	for _, tc := range []struct {
-		name string
-		mod  func(*Config)
-		same bool
-	}{
-		{"forwards and timeouts", func(c *Config) { c.NAT.Forwards = nil; c.NAT.Timeouts.UDPUnreplied = 1 }, true},
-		{"WAN address", func(c *Config) {
-			c.NAT.WANAddr, c.NAT.Gateway = netip.MustParsePrefix("198.18.0.2/24"), netip.MustParseAddr("198.18.0.1")
-		}, true},
-		{"table size", func(c *Config) { c.NAT.MaxConns = 4096 }, false},
-		{"table size default spelled out", func(c *Config) { c.NAT.MaxConns = 65536 }, true},
-		{"roles", func(c *Config) { c.Ports[0].Role, c.Ports[2].Role = RoleWAN, RoleLAN }, false},
-		{"MAC", func(c *Config) { c.NAT.WANMAC = [6]byte{2, 0, 0, 0, 0, 7} }, false},
-		{"mode", func(c *Config) { c.Mode = ModeBridge }, false},
-		{"LAN MTU", func(c *Config) { c.Ports[1].MTU = 9000 }, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := base()
-			tc.mod(b)
-			if got := e.sameShape(base(), b); got != tc.same {
-				t.Errorf("sameShape = %v, want %v", got, tc.same)
-			}
-		})
-	}
-}
-
-func TestNATDropNames(t *testing.T) {
-	seen := map[string]Drop{}
-	for d := Drop(1); d < NumDrops; d++ {
-		name := d.String()
-		if prev, dup := seen[name]; dup {
-			t.Errorf("drop %d and %d are both %q", prev, d, name)
-		}
-		seen[name] = d
-	}
-	for _, tc := range []struct {
-		d    Drop
-		want string
-	}{{NATDrop(nat.ReasonTableFull), "nat_table_full"}, {NATDrop(nat.ReasonMalformed), "nat_malformed"}, {DropNATHost, "nat_host"}} {
-		if got := tc.d.String(); got != tc.want {
-			t.Errorf("%d.String() = %q, want %q", tc.d, got, tc.want)
-		}
-	}
-	var d Drops
-	d[NATDrop(nat.ReasonTableFull)] = 3
-	b, err := d.MarshalJSON()
-	if err != nil || string(b) != `{"nat_table_full":3}` {
-		t.Fatalf("MarshalJSON = %s, %v", b, err)
-	}
-	var back Drops
-	if err := back.UnmarshalJSON(b); err != nil || back != d {
-		t.Errorf("UnmarshalJSON(%s) = %v, %v", b, back[NATDrop(nat.ReasonTableFull)], err)
 	}
 }

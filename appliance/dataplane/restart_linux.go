@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/dataplane/afpacket"
+	"e1kbox/appliance/dataplane/offload"
 )
 
 // updateTimeout bounds the wait for a running worker to take a port
@@ -215,11 +216,11 @@ func (r *reconfig) commit() {
 			old.kdrop.Close()
 		}
 	}
-	ids := make([]uint16, len(r.changed))
+	changed := make([]offload.Port, len(r.changed))
 	for i, c := range r.changed {
-		ids[i] = uint16(c + 1)
+		changed[i] = fpPort(r.ports[c+1])
 	}
-	e.fp.portsChanged(e.ports, r.ports, ids)
+	e.fp.PortsChanged(changed)
 	e.ports = r.ports
 	e.workers = append(r.keep, r.fresh...)
 	slices.SortStableFunc(e.workers, func(a, b *worker) int { return int(a.port.id) - int(b.port.id) })

@@ -59,6 +59,36 @@ type vlanSet struct {
 
 func (v *vlanSet) allows(vid uint16) bool { return v.allowed[vid>>6]&(1<<(vid&63)) != 0 }
 
+// ingress classifies a frame that arrives on the VLAN-aware port: with
+// an outer tag (tagged), that tag 802.1Q (q; else 802.1ad) of VLAN vid.
+// It returns the frame's VLAN: the tag's if the port carries it, the
+// native VLAN for untagged or priority-tagged frames; false where the
+// port does not carry the frame.
+func (v *vlanSet) ingress(tagged, q bool, vid uint16) (uint16, bool) {
+	switch {
+	case tagged && !q: // an 802.1ad outer tag
+		return 0, false
+	case q && vid != 0:
+		return vid, vid == v.native || v.allows(vid)
+	case v.native == 0: // untagged or priority-tagged, no native VLAN
+		return 0, false
+	}
+	return v.native, true
+}
+
+// egress is the form a frame of VLAN vid leaves the VLAN-aware port in:
+// untagged in its native VLAN, tagged in an allowed one; false for any
+// other.
+func (v *vlanSet) egress(vid uint16) (int, bool) {
+	switch {
+	case vid != 0 && vid == v.native:
+		return egressUntagged, true
+	case vid != 0 && v.allows(vid):
+		return egressTagged, true
+	}
+	return 0, false
+}
+
 func newSettings(cfg *Config) *settings {
 	s := &settings{cfg: cfg, ports: make([]portSettings, len(cfg.Ports)+2)}
 	for i, p := range cfg.Ports {

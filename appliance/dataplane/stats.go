@@ -6,7 +6,11 @@ import (
 
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/dataplane/offload"
 )
+
+// FastPathStats are the fast path's state and counters (Snapshot).
+type FastPathStats = offload.Stats
 
 // counters are a worker's own counters: plain fields, written by the
 // worker only, published to its sharedCounters once per batch.

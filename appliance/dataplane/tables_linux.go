@@ -7,6 +7,7 @@ import (
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/hostport"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/dataplane/offload"
 	"e1kbox/rules"
 )
 
@@ -19,9 +20,9 @@ type tables struct {
 	rules   *rules.Set
 	host    *hostport.Port
 	hostMAC [6]byte
-	natr    *nat.Router // NAT mode only
-	natp    natPorts    // the router's ports as opened
-	fp      *fastPath   // the in-kernel fast path (fastpath_linux.go)
+	natr    *nat.Router      // NAT mode only
+	natp    natPorts         // the router's ports as opened
+	fp      *offload.Manager // the in-kernel fast path's flows (fastpath_linux.go)
 }
 
 // openTables creates the FDB with its static entries, the rule set with a

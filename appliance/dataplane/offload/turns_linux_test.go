@@ -1,4 +1,4 @@
-package dataplane
+package offload
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 )
 
 // TestTurnsFor: a flow's turns come at least twice within its idle time,
-// as rarely as that allows, at most every fpMaxTurns harvests.
+// as rarely as that allows, at most every MaxTurns harvests.
 func TestTurnsFor(t *testing.T) {
 	for _, tc := range []struct {
 		idle time.Duration
@@ -18,14 +18,14 @@ func TestTurnsFor(t *testing.T) {
 		{3 * time.Second, 2},
 		{5 * time.Second, 4},  // the shortest offloaded timeout's (10 s) half
 		{15 * time.Second, 8}, // a UDP exchange's (30 s)
-		{fpIdle, 16},          // TCP, UDP streams, bridged pairs
-		{300 * time.Second, fpMaxTurns},
+		{Idle, 16},            // TCP, UDP streams, bridged pairs
+		{300 * time.Second, MaxTurns},
 	} {
 		got := turnsFor(int64(tc.idle))
 		if got != tc.want {
 			t.Errorf("turnsFor(%v) = %d, want %d", tc.idle, got, tc.want)
 		}
-		if period := time.Duration(got) * fpHarvestInterval; got > 1 && period > tc.idle/2 {
+		if period := time.Duration(got) * HarvestInterval; got > 1 && period > tc.idle/2 {
 			t.Errorf("turnsFor(%v): a turn every %v, more than half the idle time", tc.idle, period)
 		}
 	}
@@ -40,7 +40,7 @@ func TestDue(t *testing.T) {
 		for s := uint32(0); s < slots; s++ {
 			var last uint32
 			seen := false
-			for h := uint32(5); h < 5+4*fpMaxTurns; h++ {
+			for h := uint32(5); h < 5+4*MaxTurns; h++ {
 				if !due(s, h, turns) {
 					continue
 				}
@@ -53,7 +53,7 @@ func TestDue(t *testing.T) {
 				t.Errorf("turns %d, slot %d: never due", turns, s)
 			}
 		}
-		for h := uint32(0); h < fpMaxTurns; h++ {
+		for h := uint32(0); h < MaxTurns; h++ {
 			n := 0
 			for s := uint32(0); s < slots; s++ {
 				if due(s, h, turns) {
