@@ -2,11 +2,9 @@ package dashboard
 
 import (
 	"net/netip"
-	"strconv"
 	"time"
 
 	"e1kbox/appliance/dataplane"
-	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/appliance/dataplane/route6"
 	"e1kbox/webui"
@@ -101,19 +99,6 @@ func (v *Box) DeleteMatching(q webui.ConnQuery) (int, error) {
 	return n, err
 }
 
-// v6Proto names route6's protocols as the connection listing does.
-func v6Proto(p uint8) string {
-	switch p {
-	case frame.ProtoTCP:
-		return "tcp"
-	case frame.ProtoUDP:
-		return "udp"
-	case frame.ProtoICMPv6:
-		return "icmpv6"
-	}
-	return strconv.Itoa(int(p))
-}
-
 // v6State names route6's connection states with the NAT table's names,
 // so that one state filter serves both: TCP's syn_sent, established,
 // fin_wait (a FIN seen), close (an RST seen); unreplied or replied for
@@ -138,7 +123,7 @@ func v6State(c *route6.Conn) string {
 func v6Conn(c *route6.Conn, w *webui.Conn) {
 	lan := netip.AddrPortFrom(netip.AddrFrom16(c.LAN), c.LANPort)
 	wan := netip.AddrPortFrom(netip.AddrFrom16(c.WAN), c.WANPort)
-	*w = webui.Conn{Proto: v6Proto(c.Proto), State: v6State(c), Kind: webui.ConnKindRouted, Src: lan, Dst: wan,
+	*w = webui.Conn{Proto: dataplane.ProtoName(c.Proto), State: v6State(c), Kind: webui.ConnKindRouted, Src: lan, Dst: wan,
 		Packets: c.Packets[route6.LAN] + c.Packets[route6.WAN], Expires: time.Unix(int64(c.Expires), 0)}
 	if c.Inbound {
 		w.Src, w.Dst = wan, lan
