@@ -11,6 +11,7 @@ import (
 	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/webui"
 )
 
@@ -23,7 +24,7 @@ func ipv6Counters(st *dataplane.IPv6Stats) *webui.IPv6Counters {
 	if st == nil {
 		return nil
 	}
-	c := &webui.IPv6Counters{Forwarded: st.Actions[route6.Forward.String()], Conns: st.Conns, Neighbours: st.Neighbours,
+	c := &webui.IPv6Counters{Forwarded: st.Actions[routing.Forward.String()], Conns: st.Conns, Neighbours: st.Neighbours,
 		DADFailures: st.DADFailures, Drops: []webui.DropStat{}}
 	for reason, n := range st.Drops {
 		c.Drops = append(c.Drops, webui.DropStat{Reason: reason, Packets: n})

@@ -4,6 +4,7 @@ import (
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // setNAT makes the worker route: frames from the WAN port and frames to
@@ -34,19 +35,19 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 	pre := w.fpBefore(side) // the fast path needs the tuple before Process rewrites it
 	res := w.nw.Process(w.now, side, data, &w.f)
 	switch res.Action {
-	case nat.Forward:
+	case routing.Forward:
 		w.natSend(res.Port, res.Frame)
 		// IPv4: only a packet of a connection the fast path takes
 		// (nat.Worker.Offerable); routed IPv6: the manager judges.
 		if pre.v6 || w.nw.Offerable() {
 			w.fpAfter(pre, res.Port, res.Frame)
 		}
-	case nat.Reply:
+	case routing.Reply:
 		// An answer to the frame: its source is on the ingress port.
 		w.natEmit(w.in.id, res.Frame)
-	case nat.Deliver:
+	case routing.Deliver:
 		w.natEmit(w.hostID, res.Frame)
-	case nat.ToHost:
+	case routing.ToHost:
 		// Broadcasts reached the host port through the bridge already;
 		// DHCP replies on the WAN are the DHCP client's (it reads its own
 		// socket); unicast for the box on the WAN, or without a host
@@ -54,7 +55,7 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 		if !flooded && !w.dhcpClient() {
 			w.drop(DropNATHost)
 		}
-	case nat.Drop:
+	case routing.Drop:
 		if !flooded {
 			w.drop(NATDrop(res.Reason))
 		}

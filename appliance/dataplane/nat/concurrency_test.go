@@ -9,6 +9,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // TestConcurrent runs pairs of LAN and WAN workers on their own
@@ -55,7 +56,7 @@ func TestConcurrent(t *testing.T) {
 					lan.Prefetch(lanPort, b)
 					res := lan.Handle(now, lanPort, b)
 					drain(lan)
-					if res.Action != Forward {
+					if res.Action != routing.Forward {
 						if res.Reason != ReasonTableFull {
 							errs <- "lan: " + res.Action.String() + " " + res.Reason.String()
 						}
@@ -80,7 +81,7 @@ func TestConcurrent(t *testing.T) {
 				back := wan.Handle(now, wanPort, b)
 				drain(wan)
 				switch back.Action {
-				case Forward:
+				case routing.Forward:
 					// The mapping may have been deleted or expired and
 					// given to another host since: the reply must reach a
 					// LAN endpoint that exists, with right checksums.
@@ -97,7 +98,7 @@ func TestConcurrent(t *testing.T) {
 					} else if f.IPv4.DstAddr() == m.host && f.UDP.DstPort == m.sport {
 						exact.Add(1)
 					}
-				case ToHost: // deleted or expired meanwhile
+				case routing.ToHost: // deleted or expired meanwhile
 				default:
 					errs <- "wan: " + back.Action.String() + " " + back.Reason.String()
 				}
@@ -154,8 +155,8 @@ func TestConcurrent(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	if st := r.Stats(); st.Actions[Forward] < pairs*flows {
-		t.Errorf("only %d frames forwarded", st.Actions[Forward])
+	if st := r.Stats(); st.Actions[routing.Forward] < pairs*flows {
+		t.Errorf("only %d frames forwarded", st.Actions[routing.Forward])
 	}
 	if n := exact.Load(); n < pairs*flows/2 {
 		t.Errorf("only %d replies reached the endpoint they answered", n)
@@ -195,38 +196,38 @@ func TestZeroAllocs(t *testing.T) {
 		{"established lan to wan", func() {
 			copy(bufA, ack)
 			frame.Parse(bufA, &f)
-			if e.lan.Process(e.now, lanPort, bufA, &f).Action != Forward {
+			if e.lan.Process(e.now, lanPort, bufA, &f).Action != routing.Forward {
 				t.Fatal("not forwarded")
 			}
 		}},
 		{"established wan to lan", func() {
 			copy(bufB, in)
-			if e.wan.Handle(e.now, wanPort, bufB).Action != Forward {
+			if e.wan.Handle(e.now, wanPort, bufB).Action != routing.Forward {
 				t.Fatal("not forwarded")
 			}
 		}},
 		{"new connection", func() {
 			sp++
 			b := fromLANBuf(bufA, ack, sp)
-			if res := e.lan.Handle(e.now, lanPort, b); res.Action != Forward {
+			if res := e.lan.Handle(e.now, lanPort, b); res.Action != routing.Forward {
 				t.Fatalf("new: %v %v", res.Action, res.Reason)
 			}
 		}},
 		{"echo reply", func() {
 			copy(bufB, ping)
-			if e.lan.Handle(e.now, lanPort, bufB[:len(ping)]).Action != Reply {
+			if e.lan.Handle(e.now, lanPort, bufB[:len(ping)]).Action != routing.Reply {
 				t.Fatal("no echo reply")
 			}
 		}},
 		{"arp reply", func() {
 			copy(bufB, arpReq)
-			if e.lan.Handle(e.now, lanPort, bufB[:len(arpReq)]).Action != Reply {
+			if e.lan.Handle(e.now, lanPort, bufB[:len(arpReq)]).Action != routing.Reply {
 				t.Fatal("no ARP reply")
 			}
 		}},
 		{"time exceeded", func() {
 			copy(bufB, ttl1)
-			if e.lan.Handle(e.now, lanPort, bufB[:len(ttl1)]).Action != Reply {
+			if e.lan.Handle(e.now, lanPort, bufB[:len(ttl1)]).Action != routing.Reply {
 				t.Fatal("no time exceeded")
 			}
 			e.now += sec // stay under the ICMP rate limit

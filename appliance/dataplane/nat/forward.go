@@ -2,6 +2,7 @@ package nat
 
 import (
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
@@ -45,12 +46,12 @@ func (w *Worker) fromLAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 			return res
 		}
 		if hairpin {
-			return Result{Action: ToHost, Port: inPort, Frame: pkt}
+			return Result{Action: routing.ToHost, Port: inPort, Frame: pkt}
 		}
 		return drop(ReasonInvalid)
 	case 2:
 		if hairpin {
-			return Result{Action: ToHost, Port: inPort, Frame: pkt}
+			return Result{Action: routing.ToHost, Port: inPort, Frame: pkt}
 		}
 		return drop(ReasonInvalid)
 	}
@@ -121,7 +122,7 @@ func (w *Worker) fromWAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 		if res, ok := w.icmpErrorIn(now, s, WAN, pkt, f); ok {
 			return res
 		}
-		return Result{Action: ToHost, Port: inPort, Frame: pkt}
+		return Result{Action: routing.ToHost, Port: inPort, Frame: pkt}
 	case 2:
 		return w.toBox(now, s, WAN, inPort, pkt, f, k.dst())
 	}

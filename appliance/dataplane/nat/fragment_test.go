@@ -7,6 +7,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // reassembled is a datagram put together from fragments by the test's
@@ -85,7 +86,7 @@ func reassemble(t *testing.T, frags [][]byte, mtu int, firstOpts, laterOpts []by
 func collect(t *testing.T, w *Worker, now int64, in int, b []byte, port int) [][]byte {
 	t.Helper()
 	res := w.Handle(now, in, slices.Clone(b))
-	if res.Action != Forward || res.Port != port {
+	if res.Action != routing.Forward || res.Port != port {
 		t.Fatalf("got %v/%v on %d, want forward on %d", res.Action, res.Reason, res.Port, port)
 	}
 	out := [][]byte{slices.Clone(res.Frame)}
@@ -216,7 +217,7 @@ func TestFragmentationPaths(t *testing.T) {
 		}
 		lan, wan := r.NewWorker(nil), r.NewWorker(nil)
 		pkt := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), ID: 77}.UDPPacket(5000, 6000, make([]byte, 2972)))
-		if res := lan.Handle(t0, lanPort, pkt); res.Action != Queued {
+		if res := lan.Handle(t0, lanPort, pkt); res.Action != routing.Queued {
 			t.Fatalf("%v/%v, want queued", res.Action, res.Reason)
 		}
 		drain(lan) // the ARP request
@@ -233,7 +234,7 @@ func TestFragmentationPaths(t *testing.T) {
 	t.Run("an outbox too small", func(t *testing.T) {
 		e := newEnv(t, func(c *Config) { c.WAN.MTU, c.OutboxFrames = 576, 8 })
 		res := e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(1, 2, make([]byte, 8000))))
-		if res.Action != Drop || res.Reason != ReasonQueueFull {
+		if res.Action != routing.Drop || res.Reason != ReasonQueueFull {
 			t.Errorf("%v/%v, want queue_full", res.Action, res.Reason)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // Frames the router generates are built whole, with full checksums, by
@@ -20,7 +21,7 @@ func (w *Worker) answer(p *port, src [4]byte, tos uint8) frame.Answer {
 // commits the IP identification answer handed out.
 func (w *Worker) reply(p *port, n int) Result {
 	w.ipid++
-	return Result{Action: Reply, Port: p.id, Frame: w.scratch[:n]}
+	return Result{Action: routing.Reply, Port: p.id, Frame: w.scratch[:n]}
 }
 
 // icmpError answers f, received on side, with an ICMP error from the
@@ -93,17 +94,17 @@ func (w *Worker) arp(now int64, s *snapshot, side Side, pkt []byte, f *frame.Fra
 			w.learn(now, s, side, sip, a.SenderMAC, tip == p.addr)
 		}
 		if tip != p.addr {
-			return Result{Action: Consumed}
+			return Result{Action: routing.Consumed}
 		}
 		w.c.arpReplies.Add(1)
 		r := frame.ARP{Op: 2, SenderMAC: p.mac, SenderIP: put32(p.addr), TargetMAC: a.SenderMAC, TargetIP: a.SenderIP}
 		n := frame.PutARP(w.scratch, a.SenderMAC, p.mac, &r)
-		return Result{Action: Reply, Port: p.id, Frame: w.scratch[:n]}
+		return Result{Action: routing.Reply, Port: p.id, Frame: w.scratch[:n]}
 	case 2:
 		if sip != 0 {
 			w.learn(now, s, side, sip, a.SenderMAC, false)
 		}
-		return Result{Action: Consumed}
+		return Result{Action: routing.Consumed}
 	}
 	return drop(ReasonARP)
 }

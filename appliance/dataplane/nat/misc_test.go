@@ -8,6 +8,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
@@ -68,18 +69,18 @@ func TestFragments(t *testing.T) {
 	// Overlap: a fragment repeating units is dropped.
 	frags2, _ := fragments(78, 24, 16, 13)
 	e.forward(LAN, frags2[0], wanPort)
-	if res := e.send(LAN, frags2[0][:0:0]); res.Action != Drop {
+	if res := e.send(LAN, frags2[0][:0:0]); res.Action != routing.Drop {
 		t.Errorf("empty frame: %v", res.Action)
 	}
 	e.forward(LAN, frags2[1], wanPort)
 	for i, fr := range frags2[:2] {
-		if res := e.send(LAN, fr); res.Action != Drop || res.Reason != ReasonFragment {
+		if res := e.send(LAN, fr); res.Action != routing.Drop || res.Reason != ReasonFragment {
 			t.Errorf("fragment %d again: %v/%v, want drop fragment", i, res.Action, res.Reason)
 		}
 	}
 	// A later fragment without its first is dropped.
 	frags3, _ := fragments(79, 24, 16, 13)
-	if res := e.send(LAN, frags3[2]); res.Action != Drop || res.Reason != ReasonFragment {
+	if res := e.send(LAN, frags3[2]); res.Action != routing.Drop || res.Reason != ReasonFragment {
 		t.Errorf("fragment without first: %v/%v, want drop fragment", res.Action, res.Reason)
 	}
 }
@@ -122,7 +123,7 @@ func TestARP(t *testing.T) {
 	host := mac(0xc1)
 	ip := ap("192.168.1.30")
 	res := e.send(LAN, frametest.ARPFrame(bcast, host, 1, host, a4(ip), [6]byte{}, a4(lanAddr)))
-	if res.Action != Reply || res.Port != lanPort {
+	if res.Action != routing.Reply || res.Port != lanPort {
 		t.Fatalf("ARP request: %v", res.Action)
 	}
 	want := frametest.ARPFrame(host, lanMAC, 2, lanMAC, a4(lanAddr), host, a4(ip))
@@ -136,15 +137,15 @@ func TestARP(t *testing.T) {
 		name string
 		side Side
 		b    []byte
-		want Action
+		want routing.Action
 		why  Reason
 	}{
-		{"request for another host", LAN, frametest.ARPFrame(bcast, host, 1, host, a4(ip), [6]byte{}, a4(ipA)), Consumed, 0},
-		{"unsolicited reply", LAN, frametest.ARPFrame(lanMAC, mac(0xd1), 2, mac(0xd1), a4(ap("192.168.1.40")), lanMAC, a4(lanAddr)), Consumed, 0},
-		{"sender off subnet", LAN, frametest.ARPFrame(bcast, host, 1, host, a4(ap("10.0.0.1")), [6]byte{}, a4(lanAddr)), Drop, ReasonARP},
-		{"address conflict", LAN, frametest.ARPFrame(bcast, host, 1, host, a4(lanAddr), [6]byte{}, a4(lanAddr)), Drop, ReasonARP},
-		{"unicast to another MAC", LAN, frametest.ARPFrame(host, mac(0xd2), 2, mac(0xd2), a4(ap("192.168.1.41")), host, a4(ip)), Drop, ReasonNotForUs},
-		{"wan request", WAN, frametest.ARPFrame(bcast, gwMAC, 1, gwMAC, a4(gwAddr), [6]byte{}, a4(wanAddr)), Reply, 0},
+		{"request for another host", LAN, frametest.ARPFrame(bcast, host, 1, host, a4(ip), [6]byte{}, a4(ipA)), routing.Consumed, 0},
+		{"unsolicited reply", LAN, frametest.ARPFrame(lanMAC, mac(0xd1), 2, mac(0xd1), a4(ap("192.168.1.40")), lanMAC, a4(lanAddr)), routing.Consumed, 0},
+		{"sender off subnet", LAN, frametest.ARPFrame(bcast, host, 1, host, a4(ap("10.0.0.1")), [6]byte{}, a4(lanAddr)), routing.Drop, ReasonARP},
+		{"address conflict", LAN, frametest.ARPFrame(bcast, host, 1, host, a4(lanAddr), [6]byte{}, a4(lanAddr)), routing.Drop, ReasonARP},
+		{"unicast to another MAC", LAN, frametest.ARPFrame(host, mac(0xd2), 2, mac(0xd2), a4(ap("192.168.1.41")), host, a4(ip)), routing.Drop, ReasonNotForUs},
+		{"wan request", WAN, frametest.ARPFrame(bcast, gwMAC, 1, gwMAC, a4(gwAddr), [6]byte{}, a4(wanAddr)), routing.Reply, 0},
 	} {
 		if res := e.send(tc.side, tc.b); res.Action != tc.want || res.Reason != tc.why {
 			t.Errorf("%s: %v/%v, want %v/%v", tc.name, res.Action, res.Reason, tc.want, tc.why)
@@ -167,7 +168,7 @@ func TestPendingQueue(t *testing.T) {
 	}
 	// The gateway is unknown: frames wait, one ARP request goes out.
 	for i := range 3 {
-		if res := lan.Handle(now, lanPort, pkt(uint16(1000+i))); res.Action != Queued {
+		if res := lan.Handle(now, lanPort, pkt(uint16(1000+i))); res.Action != routing.Queued {
 			t.Fatalf("frame %d: %v/%v, want queued", i, res.Action, res.Reason)
 		}
 	}
@@ -193,7 +194,7 @@ func TestPendingQueue(t *testing.T) {
 	}
 	// The reply arrives on the WAN worker; the LAN worker's Tick releases
 	// the frames, addressed to the gateway.
-	if res := wan.Handle(now+sec+1, wanPort, frametest.ARPFrame(wanMAC, gwMAC, 2, gwMAC, a4(gwAddr), wanMAC, a4(wanAddr))); res.Action != Consumed {
+	if res := wan.Handle(now+sec+1, wanPort, frametest.ARPFrame(wanMAC, gwMAC, 2, gwMAC, a4(gwAddr), wanMAC, a4(wanAddr))); res.Action != routing.Consumed {
 		t.Fatalf("ARP reply: %v", res.Action)
 	}
 	lan.Tick(now + sec + 2)
@@ -218,7 +219,7 @@ func TestPendingQueue(t *testing.T) {
 	r2, _ := New(func() Config { c := testConfig(); c.Forwards[1].To = addrPort(lost, 6000); return c }())
 	w2 := r2.NewWorker(nil)
 	w2.Handle(now, wanPort, frametest.ARPFrame(bcast, gwMAC, 1, gwMAC, a4(gwAddr), [6]byte{}, a4(wanAddr)))
-	if res := w2.Handle(now, wanPort, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(1, 5000, nil))); res.Action != Queued {
+	if res := w2.Handle(now, wanPort, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(1, 5000, nil))); res.Action != routing.Queued {
 		t.Fatalf("forward to unresolved host: %v", res.Action)
 	}
 	requests := len(drain(w2))
@@ -237,11 +238,11 @@ func TestPendingQueue(t *testing.T) {
 	cfg.PendingFrames = 2
 	r3, _ := New(cfg)
 	w3 := r3.NewWorker(nil)
-	var got []Action
+	var got []routing.Action
 	for i := range 3 {
 		got = append(got, w3.Handle(now, lanPort, pkt(uint16(2000+i))).Action)
 	}
-	if got[0] != Queued || got[1] != Queued || got[2] != Drop || w3.Stats().Drops[ReasonQueueFull] != 1 {
+	if got[0] != routing.Queued || got[1] != routing.Queued || got[2] != routing.Drop || w3.Stats().Drops[ReasonQueueFull] != 1 {
 		t.Errorf("queue of 2: %v, queue_full %d", got, w3.Stats().Drops[ReasonQueueFull])
 	}
 }
@@ -276,7 +277,7 @@ func TestStaleNeighbourProbe(t *testing.T) {
 		drain(e.lan)
 	}
 	e.now += sec
-	if res := e.send(LAN, b); res.Action != Queued {
+	if res := e.send(LAN, b); res.Action != routing.Queued {
 		t.Errorf("after unanswered probes: %v, want queued", res.Action)
 	}
 }
@@ -292,7 +293,7 @@ func TestEviction(t *testing.T) {
 	// 12 streams (assured: a reply, and traffic streamAfter later), 4
 	// unreplied.
 	for i := range 16 {
-		if res := udpOut(uint16(100 + i)); res.Action != Forward {
+		if res := udpOut(uint16(100 + i)); res.Action != routing.Forward {
 			t.Fatalf("conn %d: %v/%v", i, res.Action, res.Reason)
 		}
 		if i < 12 {
@@ -306,7 +307,7 @@ func TestEviction(t *testing.T) {
 	// Four more, a second later, evict the four unreplied ones.
 	e.now += sec
 	for i := range 4 {
-		if res := udpOut(uint16(200 + i)); res.Action != Forward {
+		if res := udpOut(uint16(200 + i)); res.Action != routing.Forward {
 			t.Fatalf("new conn %d in full table: %v/%v", i, res.Action, res.Reason)
 		}
 	}
@@ -325,7 +326,7 @@ func TestEviction(t *testing.T) {
 	for i := range 4 {
 		reply(uint16(200 + i))
 	}
-	if res := udpOut(300); res.Action != Drop || res.Reason != ReasonTableFull {
+	if res := udpOut(300); res.Action != routing.Drop || res.Reason != ReasonTableFull {
 		t.Errorf("full of assured: %v/%v, want drop table_full", res.Action, res.Reason)
 	}
 	if n := e.r.CountConns(Filter{}); n != 16 {
@@ -348,7 +349,7 @@ func TestEviction(t *testing.T) {
 			e2.forward(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 80, Seq: 1, Flags: frame.TCPRst}, nil)), wanPort)
 		}
 	}
-	if res := e2.send(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 999, DstPort: 80, Flags: frame.TCPSyn}, nil))); res.Action != Forward {
+	if res := e2.send(LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 999, DstPort: 80, Flags: frame.TCPSyn}, nil))); res.Action != routing.Forward {
 		t.Errorf("SYN with a closed entry to evict: %v/%v", res.Action, res.Reason)
 	}
 	if c, _ := e2.r.Conns(Filter{Port: 105}, 0, 0, e2.now, nil); len(c) != 0 {
@@ -389,7 +390,7 @@ func TestExpirySweep(t *testing.T) {
 	}
 	// An expired connection is not used even before the sweep reaches it.
 	e.now += 180 * sec
-	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(9, 3000, nil))); res.Action != ToHost {
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(9, 3000, nil))); res.Action != routing.ToHost {
 		t.Errorf("reply to an expired connection: %v, want to_host", res.Action)
 	}
 }
@@ -476,7 +477,7 @@ func TestDrops(t *testing.T) {
 		if tc.side == WAN {
 			res = e.wan.Handle(e.now, tc.port, append([]byte(nil), tc.b...))
 		}
-		if res.Action != Drop || res.Reason != tc.why {
+		if res.Action != routing.Drop || res.Reason != tc.why {
 			t.Errorf("%s: %v/%v, want drop %v", tc.name, res.Action, res.Reason, tc.why)
 		}
 	}
@@ -488,11 +489,11 @@ func TestDrops(t *testing.T) {
 		t.Errorf("dropped frames created %d connections", n)
 	}
 	// A DHCP discover from 0.0.0.0 on the LAN reaches the host.
-	if res := e.send(LAN, frametest.Pad(frametest.Frame(bcast, hostA, frame.EtherTypeIPv4, frametest.IPv4{Src: a4(ap("0.0.0.0")), Dst: a4(ap("255.255.255.255"))}.UDPPacket(68, 67, nil)))); res.Action != ToHost {
+	if res := e.send(LAN, frametest.Pad(frametest.Frame(bcast, hostA, frame.EtherTypeIPv4, frametest.IPv4{Src: a4(ap("0.0.0.0")), Dst: a4(ap("255.255.255.255"))}.UDPPacket(68, 67, nil)))); res.Action != routing.ToHost {
 		t.Errorf("DHCP discover: %v/%v, want to_host", res.Action, res.Reason)
 	}
 	// DHCP replies to the WAN reach the host even before it has an address.
-	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(gwAddr), Dst: a4(ap("203.0.113.77"))}.UDPPacket(67, 68, nil))); res.Action != ToHost {
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(gwAddr), Dst: a4(ap("203.0.113.77"))}.UDPPacket(67, 68, nil))); res.Action != routing.ToHost {
 		t.Errorf("DHCP reply: %v, want to_host", res.Action)
 	}
 }
@@ -518,11 +519,11 @@ icmp type echo-request drop
 	w := e.r.NewWorker(set.Worker(0))
 	out := frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}
 	res := w.Handle(e.now, lanPort, fromLAN(hostA, out.UDPPacket(1, 53, nil)))
-	if res.Action != Drop || res.Reason != ReasonRule {
+	if res.Action != routing.Drop || res.Reason != ReasonRule {
 		t.Errorf("udp 53: %v/%v, want rule drop", res.Action, res.Reason)
 	}
 	res = w.Handle(e.now, lanPort, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 1234, DstPort: 25, Seq: 1000, Flags: frame.TCPSyn}, nil)))
-	if res.Action != Reply {
+	if res.Action != routing.Reply {
 		t.Fatalf("tcp 25: %v/%v, want RST", res.Action, res.Reason)
 	}
 	_, f := checkFrame(t, res.Frame)
@@ -531,20 +532,20 @@ icmp type echo-request drop
 		t.Errorf("RST: %+v %+v", f.IPv4, f.TCP)
 	}
 	res = w.Handle(e.now, lanPort, fromLAN(hostA, out.UDPPacket(1, 69, nil)))
-	if res.Action != Reply {
+	if res.Action != routing.Reply {
 		t.Fatalf("udp 69: %v, want port unreachable", res.Action)
 	}
 	if _, f := checkFrame(t, res.Frame); f.ICMP.Type != 3 || f.ICMP.Code != 3 || f.IPv4.SrcAddr() != lanAddr {
 		t.Errorf("unreachable: type %d code %d from %v", f.ICMP.Type, f.ICMP.Code, f.IPv4.SrcAddr())
 	}
-	if res := w.Handle(e.now, lanPort, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(lanAddr)}.ICMPPacket(8, 0, 0, nil))); res.Action != Drop {
+	if res := w.Handle(e.now, lanPort, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(lanAddr)}.ICMPPacket(8, 0, 0, nil))); res.Action != routing.Drop {
 		t.Errorf("echo to box with input drop: %v", res.Action)
 	}
 	if n := e.r.CountConns(Filter{}); n != 0 {
 		t.Errorf("refused connections created %d entries", n)
 	}
 	res = w.Handle(e.now, lanPort, fromLAN(hostA, out.UDPPacket(1, 54, nil)))
-	if res.Action != Forward {
+	if res.Action != routing.Forward {
 		t.Errorf("udp 54: %v, want forwarded", res.Action)
 	}
 }
@@ -601,7 +602,7 @@ func TestUpdate(t *testing.T) {
 	if n := e.r.CountConns(Filter{}); n != 1 {
 		t.Errorf("update without address change dropped connections: %d", n)
 	}
-	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 8080, Flags: frame.TCPSyn}, nil))); res.Action != ToHost {
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 8080, Flags: frame.TCPSyn}, nil))); res.Action != routing.ToHost {
 		t.Errorf("removed forward still used: %v", res.Action)
 	}
 	if err := e.r.SetWAN(netip.MustParsePrefix("198.18.0.2/24"), ap("198.18.0.1")); err != nil {

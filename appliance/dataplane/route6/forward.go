@@ -2,6 +2,7 @@ package route6
 
 import (
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
@@ -264,5 +265,5 @@ func (w *Worker) icmpError(s *snapshot, side Side, pkt []byte, f *frame.Frame, t
 		return drop(why)
 	}
 	w.c.errors.Add(1)
-	return Result{Action: Reply, Port: s.side[side].ID, Frame: w.scratch[:n], Reason: why}
+	return Result{Action: routing.Reply, Port: s.side[side].ID, Frame: w.scratch[:n], Reason: why}
 }

@@ -7,6 +7,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // FuzzProcess: no frame, from either side, crashes the IPv6 path; what
@@ -54,7 +55,7 @@ func FuzzProcess(f *testing.F) {
 		valid := frame.VerifyChecksums(in, &fr) == nil
 		res := e.w.Process(e.now, port, in, &fr)
 		switch res.Action {
-		case Forward:
+		case routing.Forward:
 			if len(res.Frame) > len(in) || &res.Frame[0] != &in[0] {
 				t.Fatalf("forwarded frame is not the received one")
 			}
@@ -65,7 +66,7 @@ func FuzzProcess(f *testing.F) {
 			if err := frame.VerifyChecksums(res.Frame, &out); valid && err != nil {
 				t.Fatalf("forwarding broke the checksums: %v", err)
 			}
-		case Reply:
+		case routing.Reply:
 			parse(t, res.Frame)
 		}
 		for _, b, ok := e.w.Output(); ok; _, b, ok = e.w.Output() {

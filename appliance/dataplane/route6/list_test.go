@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -36,7 +37,7 @@ func TestEachConn(t *testing.T) {
 		{wanPort, fromWAN(tcp(server, host, 5555, 22, frame.TCPSyn, 0))},
 		{lanPort, fromLAN(icmp(host, server, 64, icmpEchoRequest, 0, 0x12340001, nil))},
 	} {
-		if res := e.handle(p.port, p.pkt); res.Action != Forward {
+		if res := e.handle(p.port, p.pkt); res.Action != routing.Forward {
 			t.Fatalf("setting up: %v/%v, want forwarded", res.Action, res.Reason)
 		}
 	}
@@ -97,7 +98,7 @@ func TestEachConn(t *testing.T) {
 // solicited again).
 func TestNeighbourStates(t *testing.T) {
 	e := newEnv(t, "")
-	if res := e.handle(lanPort, fromLAN(tcp(host, server, 40000, 443, frame.TCPSyn, 0))); res.Action != Queued {
+	if res := e.handle(lanPort, fromLAN(tcp(host, server, 40000, 443, frame.TCPSyn, 0))); res.Action != routing.Queued {
 		t.Fatalf("SYN: %v/%v, want queued behind an NS for the gateway", res.Action, res.Reason)
 	}
 	type row struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // NDP sizes: an NS or NA with one link-layer address option, a DAD probe
@@ -42,7 +43,7 @@ func (w *Worker) multicast(s *snapshot, side Side, pkt []byte, f *frame.Frame) R
 	if f.IPv6.Src == ([16]byte{}) && !(f.Proto == protoICMPv6 && f.L4Off != 0) {
 		return drop(ReasonMartian)
 	}
-	return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
+	return Result{Action: routing.ToHost, Port: s.side[side].ID, Frame: pkt}
 }
 
 // fromHost sends a frame of the box's own stack to the LAN: multicast (its
@@ -55,7 +56,7 @@ func (w *Worker) fromHost(s *snapshot, pkt []byte, f *frame.Frame) Result {
 	dst := &f.IPv6.Dst
 	switch {
 	case f.Dst[0]&1 != 0:
-		return Result{Action: Forward, Port: s.side[LAN].ID, Frame: pkt[:f.L3End]}
+		return Result{Action: routing.Forward, Port: s.side[LAN].ID, Frame: pkt[:f.L3End]}
 	case isLinkLocal(dst) || inAny(s.lanNets, dst):
 		return w.toNeighbour(s, LAN, *dst, pkt[:f.L3End])
 	}
@@ -75,7 +76,7 @@ func (w *Worker) toBox(s *snapshot, side Side, pkt []byte, f *frame.Frame) Resul
 		case icmpRA:
 			if side == WAN { // a unicast answer to the box's solicitation
 				w.routerAdvert(s, pkt, f)
-				return Result{Action: Consumed}
+				return Result{Action: routing.Consumed}
 			}
 		case icmpEchoRequest:
 			if frame.VerifyChecksums(pkt, f) != nil {
@@ -83,16 +84,16 @@ func (w *Worker) toBox(s *snapshot, side Side, pkt []byte, f *frame.Frame) Resul
 			}
 			a := frame.Answer{MAC: s.side[side].MAC, Src6: f.IPv6.Dst, TTL: 64}
 			if n := frame.PutEchoReply(w.scratch, pkt, f, &a); n > 0 {
-				return Result{Action: Reply, Port: s.side[side].ID, Frame: w.scratch[:n]}
+				return Result{Action: routing.Reply, Port: s.side[side].ID, Frame: w.scratch[:n]}
 			}
 			return drop(ReasonMalformed)
 		}
 	}
 	if side == LAN && s.host != 0 {
-		return Result{Action: Deliver, Port: s.host, Frame: pkt}
+		return Result{Action: routing.Deliver, Port: s.host, Frame: pkt}
 	}
 	if side == LAN || f.Proto == protoUDP && f.L4Off != 0 && f.UDP.DstPort == 546 {
-		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
+		return Result{Action: routing.ToHost, Port: s.side[side].ID, Frame: pkt}
 	}
 	return drop(ReasonNotForUs)
 }
@@ -132,10 +133,10 @@ func (w *Worker) solicitation(s *snapshot, side Side, pkt []byte, f *frame.Frame
 		// Another node's DAD probe for an address the box probes too:
 		// neither may have it (RFC 4862 5.4.3).
 		w.r.wan.conflict(&target)
-		return Result{Action: Consumed}
+		return Result{Action: routing.Consumed}
 	}
 	if !s.boxAddr(side, &target) { // tentative ones are not answered for
-		return Result{Action: Consumed}
+		return Result{Action: routing.Consumed}
 	}
 	if has && !unspec {
 		w.r.neigh.learn(side, &f.IPv6.Src, lla, false, true, w.sec)
@@ -150,7 +151,7 @@ func (w *Worker) solicitation(s *snapshot, side Side, pkt []byte, f *frame.Frame
 	b := w.scratch[:nsFrameLen]
 	putNDP(b, dstMAC, s.side[side].MAC, target, dst, icmpNA, flags, target, optTLLA)
 	w.c.na.Add(1)
-	return Result{Action: Reply, Port: s.side[side].ID, Frame: b}
+	return Result{Action: routing.Reply, Port: s.side[side].ID, Frame: b}
 }
 
 // advertisement learns from an NA with a target link-layer address.
@@ -163,7 +164,7 @@ func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Fram
 	if side == WAN && len(s.tent) != 0 && s.tentative(&target) {
 		// Another node has the address the box probes (RFC 4862 5.4.4).
 		w.r.wan.conflict(&target)
-		return Result{Action: Consumed}
+		return Result{Action: routing.Consumed}
 	}
 	solicited := pkt[f.L4Off+4]&0x40 != 0
 	switch {
@@ -179,12 +180,12 @@ func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Fram
 		// The box's stack resolves too (it shares the router's MAC and
 		// addresses): a unicast NA reached only the router, so it is
 		// delivered (a multicast one was bridged to the host port).
-		return Result{Action: Deliver, Port: s.host, Frame: pkt}
+		return Result{Action: routing.Deliver, Port: s.host, Frame: pkt}
 	}
 	if side == LAN && s.host != 0 {
-		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
+		return Result{Action: routing.ToHost, Port: s.side[side].ID, Frame: pkt}
 	}
-	return Result{Action: Consumed}
+	return Result{Action: routing.Consumed}
 }
 
 // routerAdvert takes the WAN's default router from an RA (RFC 4861
@@ -299,7 +300,7 @@ func (w *Worker) solicit(s *snapshot, side Side, target [16]byte) {
 // (NeighbourFresh): a unicast NS to each neighbour's cached MAC (RFC 4861
 // 7.3.3's PROBE), which a solicited NA answers.
 func (w *Worker) refreshProbes(s *snapshot) {
-	w.probes = w.r.neigh.takeProbes(w.probes[:0])
+	w.probes = w.r.neigh.refresh.Take(w.probes[:0])
 	for _, p := range w.probes {
 		if w.nsUsed == len(w.nsBufs) {
 			return
@@ -323,7 +324,7 @@ func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte) R
 	if ok {
 		copy(pkt[0:6], mac[:])
 		copy(pkt[6:12], s.side[side].MAC[:])
-		return Result{Action: Forward, Port: s.side[side].ID, Frame: pkt}
+		return Result{Action: routing.Forward, Port: s.side[side].ID, Frame: pkt}
 	}
 	if failed {
 		return drop(ReasonNeighFailed)
@@ -337,7 +338,7 @@ func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte) R
 		p.side, p.hop, p.since, p.state = side, hop, w.sec, 1
 		w.waiting++
 		w.pendGen = w.r.neigh.resolved.Load()
-		return Result{Action: Queued}
+		return Result{Action: routing.Queued}
 	}
 	return drop(ReasonQueueFull)
 }

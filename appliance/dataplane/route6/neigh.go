@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
+
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // Neighbour states.
@@ -40,11 +42,9 @@ type neighbours struct {
 	b        []neighBucket
 	mask     uint64
 	resolved atomic.Uint64 // bumped when an entry becomes usable: queues rescan
-	// refresh holds the probes the fast path asked for (wantProbe) until
-	// a worker's Tick sends them; refreshN is its length.
-	refreshMu sync.Mutex
-	refresh   []probeReq
-	refreshN  atomic.Int32
+	// refresh holds the probes the fast path asked for until a worker's
+	// Tick sends them.
+	refresh routing.Probes[probeReq]
 }
 
 func newNeighbours(max int) *neighbours {
@@ -52,7 +52,7 @@ func newNeighbours(max int) *neighbours {
 	for n*bucketWays < max {
 		n <<= 1
 	}
-	return &neighbours{b: make([]neighBucket, n), mask: uint64(n - 1), refresh: make([]probeReq, 0, maxRefresh)}
+	return &neighbours{b: make([]neighBucket, n), mask: uint64(n - 1)}
 }
 
 func (n *neighbours) bucket(side Side, a *[16]byte) *neighBucket {

@@ -190,7 +190,7 @@ func (r *Router) NeighbourFresh(side Side, addr [16]byte, mac [6]byte, now int64
 		return false
 	}
 	if probe {
-		r.neigh.wantProbe(probeReq{side: side, addr: addr, mac: mac})
+		r.neigh.refresh.Want(probeReq{side: side, addr: addr, mac: mac})
 	}
 	return true
 }
@@ -225,37 +225,6 @@ type probeReq struct {
 	side Side
 	addr [16]byte
 	mac  [6]byte
-}
-
-// maxRefresh bounds the probes asked for and not yet sent.
-const maxRefresh = 64
-
-// wantProbe asks the workers to probe p, once.
-func (n *neighbours) wantProbe(p probeReq) {
-	n.refreshMu.Lock()
-	defer n.refreshMu.Unlock()
-	for _, x := range n.refresh {
-		if x == p {
-			return
-		}
-	}
-	if len(n.refresh) < maxRefresh {
-		n.refresh = append(n.refresh, p)
-		n.refreshN.Store(int32(len(n.refresh)))
-	}
-}
-
-// takeProbes appends the requested probes to dst and forgets them.
-func (n *neighbours) takeProbes(dst []probeReq) []probeReq {
-	if n.refreshN.Load() == 0 {
-		return dst
-	}
-	n.refreshMu.Lock()
-	defer n.refreshMu.Unlock()
-	dst = append(dst, n.refresh...)
-	n.refresh = n.refresh[:0]
-	n.refreshN.Store(0)
-	return dst
 }
 
 // OffloadUse is what the fast path forwarded of one connection direction

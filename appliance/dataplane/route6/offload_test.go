@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // offloadEnv is a resolved env with an established TCP connection, a
@@ -27,7 +28,7 @@ func offloadEnv(t *testing.T) *env {
 		{lanPort, fromLAN(icmp(host, server, 64, icmpEchoRequest, 0, 0x00420001, nil))},
 		{wanPort, fromWAN(icmp(server, host, 64, icmpEchoReply, 0, 0x00420001, nil))},
 	} {
-		if res := e.handle(p.port, p.b); res.Action != Forward {
+		if res := e.handle(p.port, p.b); res.Action != routing.Forward {
 			t.Fatalf("setup frame %d: %v/%v", len(p.b), res.Action, res.Reason)
 		}
 	}
@@ -156,7 +157,7 @@ func TestOffloaded(t *testing.T) {
 		t.Error("Offloaded of no connection said it stays")
 	}
 	e.r.CountOffloaded(12)
-	if got := e.r.Stats().Actions[Forward]; got != 9+12 {
+	if got := e.r.Stats().Actions[routing.Forward]; got != 9+12 {
 		t.Errorf("Stats forwarded %d, want the 8 setup frames, the FIN and the 12 offloaded", got)
 	}
 }
@@ -247,7 +248,7 @@ func TestNeighbourFreshProbes(t *testing.T) {
 							case "answered from another MAC, no option":
 								answer = eth(wanMAC, hostMAC, icmp(gwLL, wanLL, 255, icmpNA, 0, 0x60000000, gwLL[:]))
 							}
-							if res := e.handle(wanPort, answer); res.Action != Consumed {
+							if res := e.handle(wanPort, answer); res.Action != routing.Consumed {
 								t.Fatalf("the gateway's NA: %v/%v", res.Action, res.Reason)
 							}
 						}

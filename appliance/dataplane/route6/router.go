@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
@@ -134,7 +135,7 @@ func (r *Router) Stats() Stats {
 	for _, w := range r.workers {
 		w.c.add(&s)
 	}
-	s.Actions[Forward] += r.off.forwarded.Load()
+	s.Actions[routing.Forward] += r.off.forwarded.Load()
 	s.DADFailures = r.wan.dadFail.Load()
 	return s
 }
@@ -200,7 +201,7 @@ type Worker struct {
 // the forward chain.
 func (r *Router) NewWorker(rw *rules.Worker) *Worker {
 	w := &Worker{r: r, rw: rw, scratch: make([]byte, r.lim.MaxFrame), pend: make([]pendFrame, r.lim.Pending),
-		nsBufs: make([][]byte, 16), out: make([]outFrame, 0, r.lim.Pending+16), probes: make([]probeReq, 0, maxRefresh)}
+		nsBufs: make([][]byte, 16), out: make([]outFrame, 0, r.lim.Pending+16), probes: make([]probeReq, 0, routing.MaxProbes)}
 	for i := range w.pend {
 		w.pend[i].buf = make([]byte, r.lim.MaxFrame)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 var (
@@ -170,7 +171,7 @@ func TestDAD(t *testing.T) {
 			e := newWANEnv(t, false, Leased{netip.AddrFrom16(leased), e0 + 3600, e0 + 7200})
 			e.tick() // the probe
 			for name, pkt := range map[string][]byte{"NS": ns, "echo request": echo} {
-				if res := e.handle(wanPort, pkt); res.Action == Reply {
+				if res := e.handle(wanPort, pkt); res.Action == routing.Reply {
 					t.Errorf("tentative: %s answered", name)
 				}
 			}
@@ -178,7 +179,7 @@ func TestDAD(t *testing.T) {
 				t.Errorf("tentative: in Addrs(WAN) %v", e.r.Addrs(WAN))
 			}
 			if tc.during != nil {
-				if res := e.handle(wanPort, tc.during); res.Action == Reply || res.Action == Drop {
+				if res := e.handle(wanPort, tc.during); res.Action == routing.Reply || res.Action == routing.Drop {
 					t.Errorf("%s: %v/%v, want it taken in silence", tc.name, res.Action, res.Reason)
 				}
 			}
@@ -197,7 +198,7 @@ func TestDAD(t *testing.T) {
 			res := e.handle(wanPort, ns)
 			inUse := slices.Contains(e.r.Addrs(WAN), netip.AddrFrom16(leased))
 			if tc.want == AddrDuplicate {
-				if res.Action == Reply || inUse {
+				if res.Action == routing.Reply || inUse {
 					t.Errorf("duplicate: NS %v, in Addrs(WAN) %v; want never answered or used", res.Action, inUse)
 				}
 				if n := len(e.events); n == 0 || e.events[n-1].State != AddrDuplicate || e.events[n-1].Retry {
@@ -205,17 +206,17 @@ func TestDAD(t *testing.T) {
 				}
 				return
 			}
-			if res.Action != Reply || !inUse {
+			if res.Action != routing.Reply || !inUse {
 				t.Fatalf("preferred: NS %v/%v, in Addrs(WAN) %v; want an NA", res.Action, res.Reason, inUse)
 			}
 			f := parse(t, res.Frame)
 			if body := res.Frame[f.L4Off:f.L3End]; f.IPv6.Src != leased || !bytes.Equal(body[8:24], leased[:]) || !bytes.Equal(body[26:32], wanMAC[:]) {
 				t.Errorf("NA %x, want one for %x with the WAN MAC", body, leased)
 			}
-			if res := e.handle(wanPort, echo); res.Action != Reply || parse(t, res.Frame).IPv6.Src != leased {
+			if res := e.handle(wanPort, echo); res.Action != routing.Reply || parse(t, res.Frame).IPv6.Src != leased {
 				t.Errorf("echo request: %v/%v, want a reply from %x", res.Action, res.Reason, leased)
 			}
-			if res := e.handle(wanPort, naFor(leased)); res.Action == Reply {
+			if res := e.handle(wanPort, naFor(leased)); res.Action == routing.Reply {
 				t.Errorf("an NA for the preferred address: %v", res.Action)
 			}
 			if a, _ := e.addr(leased); a.State != AddrPreferred {
@@ -335,7 +336,7 @@ func TestSLAAC(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newWANEnv(t, true)
-			if res := e.handle(wanPort, raFrame(tc.opt)); res.Action != ToHost {
+			if res := e.handle(wanPort, raFrame(tc.opt)); res.Action != routing.ToHost {
 				t.Fatalf("RA: %v/%v", res.Action, res.Reason)
 			}
 			out := e.tick()
@@ -426,7 +427,7 @@ func TestSLAACDuplicate(t *testing.T) {
 			t.Fatalf("try %d: %v again", counter, a.Addr)
 		}
 		seen = append(seen, a.Addr)
-		if res := e.handle(wanPort, naFor(want)); res.Action != Consumed {
+		if res := e.handle(wanPort, naFor(want)); res.Action != routing.Consumed {
 			t.Fatalf("try %d: the NA %v/%v", counter, res.Action, res.Reason)
 		}
 		e.r.Maintain(e.now)
