@@ -73,13 +73,7 @@ func (w *Worker) fromLAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 		if !fw {
 			return w.toBox(now, s, LAN, inPort, pkt, f, wanAddr)
 		}
-		if !newAllowed(f) {
-			return drop(ReasonInvalid)
-		}
-		if r, stop := w.newChecks(now, s, LAN, LAN, pkt, f); stop {
-			return r
-		}
-		if r, stop := w.filter(now, s, inPort, LAN, pkt, f, to, toPort); stop {
+		if r, stop := w.admit(now, s, inPort, LAN, LAN, pkt, f, to, toPort); stop {
 			return r
 		}
 		nat, ok := w.r.maps.acquire(f.Proto, k.src(), k.sport(), s)
@@ -92,13 +86,7 @@ func (w *Worker) fromLAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 	if wanAddr == 0 {
 		return drop(ReasonNoRoute)
 	}
-	if !newAllowed(f) {
-		return drop(ReasonInvalid)
-	}
-	if r, stop := w.newChecks(now, s, LAN, WAN, pkt, f); stop {
-		return r
-	}
-	if r, stop := w.filter(now, s, inPort, WAN, pkt, f, k.dst(), k.dport()); stop {
+	if r, stop := w.admit(now, s, inPort, LAN, WAN, pkt, f, k.dst(), k.dport()); stop {
 		return r
 	}
 	var reply key
@@ -131,13 +119,7 @@ func (w *Worker) fromWAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 	}
 	if f.Proto == frame.ProtoTCP || f.Proto == frame.ProtoUDP {
 		if to, toPort, fw := s.forward(f.Proto, k.dport()); fw {
-			if !newAllowed(f) {
-				return drop(ReasonInvalid)
-			}
-			if r, stop := w.newChecks(now, s, WAN, LAN, pkt, f); stop {
-				return r
-			}
-			if r, stop := w.filter(now, s, inPort, LAN, pkt, f, to, toPort); stop {
+			if r, stop := w.admit(now, s, inPort, WAN, LAN, pkt, f, to, toPort); stop {
 				return r
 			}
 			reply := mkKey(to, k.src(), toPort, k.sport(), f.Proto, LAN)
@@ -145,6 +127,20 @@ func (w *Worker) fromWAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 		}
 	}
 	return w.toBox(now, s, WAN, inPort, pkt, f, s.side[WAN].addr)
+}
+
+// admit runs the checks of a packet that opens a connection from side in
+// to side out, to dst and dport (after DNAT, before SNAT): whether it may
+// open one (newAllowed), the checks before any state changes (newChecks)
+// and the forward chain (filter). stop reports that r is the answer.
+func (w *Worker) admit(now int64, s *snapshot, inPort int, in, out Side, pkt []byte, f *frame.Frame, dst uint32, dport uint16) (r Result, stop bool) {
+	if !newAllowed(f) {
+		return drop(ReasonInvalid), true
+	}
+	if r, stop := w.newChecks(now, s, in, out, pkt, f); stop {
+		return r, true
+	}
+	return w.filter(now, s, inPort, out, pkt, f, dst, dport)
 }
 
 // newAllowed reports whether f may open a connection: a TCP SYN, an ICMP

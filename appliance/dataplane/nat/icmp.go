@@ -230,15 +230,16 @@ func (w *Worker) quotedConn(side Side, in *frame.Inner) (other key, ok bool) {
 		k = mkKey(edst, esrc, 0, 0, in.Proto, side)
 	}
 	t := w.r.ct
-	h := t.hash(k)
-	st := &t.stripes[t.stripeOf(h)]
-	st.mu.Lock()
-	idx, dir, _, ok := t.find(st, k, h)
-	if !ok || expired(t.entries[idx].deadline.Load(), w.sec) {
+	st, idx, dir, ok := t.lookup(k)
+	if !ok {
+		return key{}, false
+	}
+	e := &t.entries[idx]
+	if expired(e.deadline.Load(), w.sec) {
 		st.mu.Unlock()
 		return key{}, false
 	}
-	other = t.entries[idx].keys[1-dir]
+	other = e.keys[1-dir]
 	st.mu.Unlock()
 	return other, true
 }
@@ -319,21 +320,24 @@ func quotedL4Checksum(pkt []byte, f *frame.Frame, in *frame.Inner) (off int, udp
 // zero (absent) UDP checksum zero and never produces one.
 func fix16(b []byte, off int, from, to uint16, udp bool) {
 	c := binary.BigEndian.Uint16(b[off:])
-	if udp {
-		c = frame.UpdateUDP16(c, from, to)
-	} else {
-		c = frame.Update16(c, from, to)
-	}
-	binary.BigEndian.PutUint16(b[off:], c)
+	putFixed(b, off, c, frame.Update16(c, from, to), udp)
 }
 
 // fix32 is fix16 for a 32-bit change.
 func fix32(b []byte, off int, from, to uint32, udp bool) {
 	c := binary.BigEndian.Uint16(b[off:])
-	if udp {
-		c = frame.UpdateUDP32(c, from, to)
-	} else {
-		c = frame.Update32(c, from, to)
+	putFixed(b, off, c, frame.Update32(c, from, to), udp)
+}
+
+// putFixed stores checksum c, updated from old, at b[off:]; a UDP checksum
+// (udp) follows RFC 768 as frame.UpdateUDP16 does: none (0) stays none
+// and a computed 0 is sent as 0xffff.
+func putFixed(b []byte, off int, old, c uint16, udp bool) {
+	switch {
+	case udp && old == 0:
+		c = 0
+	case udp && c == 0:
+		c = 0xffff
 	}
 	binary.BigEndian.PutUint16(b[off:], c)
 }

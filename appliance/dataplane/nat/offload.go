@@ -98,14 +98,9 @@ func (s *snapshot) offloadable(proto uint8, st uint32) bool {
 func (r *Router) Offloadable(t Tuple, now int64) (Offload, bool) {
 	s := r.cfg.Load()
 	ct := r.ct
-	k := t.key()
-	h := ct.hash(k)
-	st := &ct.stripes[ct.stripeOf(h)]
 	sec := uint32(now / 1e9)
-	st.mu.Lock()
-	idx, dir, _, ok := ct.find(st, k, h)
+	st, idx, dir, ok := ct.lookup(t.key())
 	if !ok {
-		st.mu.Unlock()
 		return Offload{}, false
 	}
 	e := &ct.entries[idx]

@@ -28,22 +28,34 @@ var allNodesMAC = [6]byte{0x33, 0x33, 0, 0, 0, 1}
 // give the default router; everything else (RS, MLD, DHCPv6) is for the
 // host.
 func (w *Worker) multicast(s *snapshot, side Side, pkt []byte, f *frame.Frame) Result {
-	if f.Proto == protoICMPv6 && f.L4Off != 0 {
-		switch f.ICMP.Type {
-		case icmpNS:
-			return w.solicitation(s, side, pkt, f)
-		case icmpNA:
-			return w.advertisement(s, side, pkt, f)
-		case icmpRA:
-			if side == WAN {
-				w.routerAdvert(s, pkt, f)
-			}
+	if f.Proto == frame.ProtoICMPv6 && f.L4Off != 0 {
+		if res, ok := w.discovery(s, side, pkt, f); ok {
+			return res
 		}
 	}
-	if f.IPv6.Src == ([16]byte{}) && !(f.Proto == protoICMPv6 && f.L4Off != 0) {
+	if f.IPv6.Src == ([16]byte{}) && !(f.Proto == frame.ProtoICMPv6 && f.L4Off != 0) {
 		return drop(ReasonMartian)
 	}
 	return Result{Action: routing.ToHost, Port: s.side[side].ID, Frame: pkt}
+}
+
+// discovery handles the neighbour discovery of an ICMPv6 frame, to a
+// group or to the box: it answers a solicitation and learns from an
+// advertisement (ok: that is the frame's Result), and learns the default
+// router from a router advertisement on the WAN, which it leaves to the
+// caller.
+func (w *Worker) discovery(s *snapshot, side Side, pkt []byte, f *frame.Frame) (res Result, ok bool) {
+	switch f.ICMP.Type {
+	case icmpNS:
+		return w.solicitation(s, side, pkt, f), true
+	case icmpNA:
+		return w.advertisement(s, side, pkt, f), true
+	case icmpRA:
+		if side == WAN {
+			w.routerAdvert(s, pkt, f)
+		}
+	}
+	return Result{}, false
 }
 
 // fromHost sends a frame of the box's own stack to the LAN: multicast (its
@@ -67,18 +79,16 @@ func (w *Worker) fromHost(s *snapshot, pkt []byte, f *frame.Frame) Result {
 // requests, and from the LAN everything else for the box's stack; from
 // the WAN only DHCPv6 to the client port reaches the host.
 func (w *Worker) toBox(s *snapshot, side Side, pkt []byte, f *frame.Frame) Result {
-	if f.Proto == protoICMPv6 && f.L4Off != 0 && !f.Fragment {
+	if f.Proto == frame.ProtoICMPv6 && f.L4Off != 0 && !f.Fragment {
+		if res, ok := w.discovery(s, side, pkt, f); ok {
+			return res
+		}
 		switch f.ICMP.Type {
-		case icmpNS:
-			return w.solicitation(s, side, pkt, f)
-		case icmpNA:
-			return w.advertisement(s, side, pkt, f)
 		case icmpRA:
-			if side == WAN { // a unicast answer to the box's solicitation
-				w.routerAdvert(s, pkt, f)
+			if side == WAN { // a unicast answer to the box's solicitation, learnt
 				return Result{Action: routing.Consumed}
 			}
-		case icmpEchoRequest:
+		case frame.ICMPv6EchoRequest:
 			if frame.VerifyChecksums(pkt, f) != nil {
 				return drop(ReasonMalformed)
 			}
@@ -92,7 +102,7 @@ func (w *Worker) toBox(s *snapshot, side Side, pkt []byte, f *frame.Frame) Resul
 	if side == LAN && s.host != 0 {
 		return Result{Action: routing.Deliver, Port: s.host, Frame: pkt}
 	}
-	if side == LAN || f.Proto == protoUDP && f.L4Off != 0 && f.UDP.DstPort == 546 {
+	if side == LAN || f.Proto == frame.ProtoUDP && f.L4Off != 0 && f.UDP.DstPort == 546 {
 		return Result{Action: routing.ToHost, Port: s.side[side].ID, Frame: pkt}
 	}
 	return drop(ReasonNotForUs)
@@ -233,7 +243,7 @@ func (w *Worker) prefixOption(o []byte) {
 // (nsFrameLen bytes).
 func putNDP(b []byte, dstMAC, srcMAC [6]byte, src, dst [16]byte, typ uint8, flags uint32, target [16]byte, opt byte) {
 	off := frame.PutEthernet(b, dstMAC, srcMAC, nil, frame.EtherTypeIPv6)
-	h := frame.IPv6{PayloadLen: ndpMsgLen, NextHeader: protoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
+	h := frame.IPv6{PayloadLen: ndpMsgLen, NextHeader: frame.ProtoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
 	off += frame.PutIPv6Header(b[off:], &h)
 	m := b[off : off+ndpMsgLen]
 	m[0], m[1], m[2], m[3] = typ, 0, 0, 0
@@ -241,7 +251,7 @@ func putNDP(b []byte, dstMAC, srcMAC [6]byte, src, dst [16]byte, typ uint8, flag
 	copy(m[8:24], target[:])
 	m[24], m[25] = opt, 1
 	copy(m[26:32], srcMAC[:])
-	c := frame.Checksum(m, frame.PseudoSumIPv6(src, dst, protoICMPv6, ndpMsgLen))
+	c := frame.Checksum(m, frame.PseudoSumIPv6(src, dst, frame.ProtoICMPv6, ndpMsgLen))
 	binary.BigEndian.PutUint16(m[2:], c)
 }
 
@@ -251,13 +261,13 @@ func putNDP(b []byte, dstMAC, srcMAC [6]byte, src, dst [16]byte, typ uint8, flag
 func putDAD(b []byte, srcMAC [6]byte, target [16]byte) {
 	dst, mac := solicitedNode(&target)
 	off := frame.PutEthernet(b, mac, srcMAC, nil, frame.EtherTypeIPv6)
-	h := frame.IPv6{PayloadLen: 24, NextHeader: protoICMPv6, HopLimit: ndpHops, Dst: dst}
+	h := frame.IPv6{PayloadLen: 24, NextHeader: frame.ProtoICMPv6, HopLimit: ndpHops, Dst: dst}
 	off += frame.PutIPv6Header(b[off:], &h)
 	m := b[off : off+24]
 	m[0], m[1], m[2], m[3] = icmpNS, 0, 0, 0
 	binary.BigEndian.PutUint32(m[4:], 0)
 	copy(m[8:24], target[:])
-	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(h.Src, dst, protoICMPv6, 24)))
+	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(h.Src, dst, frame.ProtoICMPv6, 24)))
 }
 
 // putRS writes a router solicitation from src with the source link-layer
@@ -265,14 +275,14 @@ func putDAD(b []byte, srcMAC [6]byte, target [16]byte) {
 func putRS(b []byte, srcMAC [6]byte, src [16]byte) {
 	dst := [16]byte{0: 0xff, 1: 0x02, 15: 2}
 	off := frame.PutEthernet(b, [6]byte{0x33, 0x33, 0, 0, 0, 2}, srcMAC, nil, frame.EtherTypeIPv6)
-	h := frame.IPv6{PayloadLen: rsMsgLen, NextHeader: protoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
+	h := frame.IPv6{PayloadLen: rsMsgLen, NextHeader: frame.ProtoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
 	off += frame.PutIPv6Header(b[off:], &h)
 	m := b[off : off+rsMsgLen]
 	clear(m)
 	m[0] = icmpRS
 	m[8], m[9] = optSLLA, 1
 	copy(m[10:16], srcMAC[:])
-	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(src, dst, protoICMPv6, rsMsgLen)))
+	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(src, dst, frame.ProtoICMPv6, rsMsgLen)))
 }
 
 // solicitedNode is the solicited-node multicast group of a and its

@@ -65,21 +65,10 @@ func (n *neighbours) bucket(side Side, a *[16]byte) *neighBucket {
 // at most one a second). An entry probed neighProbes times without an
 // answer is given up (failed).
 func (n *neighbours) resolve(side Side, a *[16]byte, now uint32) (mac [6]byte, ok, solicit, failed bool) {
-	b := n.bucket(side, a)
-	b.mu.Lock()
+	b, at, free := n.lookup(side, a)
 	defer b.mu.Unlock()
-	free := -1
-	for i := range b.e {
-		e := &b.e[i]
-		if e.state == nFree {
-			if free < 0 {
-				free = i
-			}
-			continue
-		}
-		if e.addr != *a || e.side != side {
-			continue
-		}
+	if at >= 0 {
+		e := &b.e[at]
 		fresh := now-e.confirmed < reachableTime
 		if !fresh && e.probes >= neighProbes && now-e.lastNS >= 1 {
 			e.state = nFree // gave up
@@ -96,6 +85,43 @@ func (n *neighbours) resolve(side Side, a *[16]byte, now uint32) (mac [6]byte, o
 	}
 	b.e[free] = neighEntry{addr: *a, side: side, state: nIncomplete, lastNS: now, probes: 1}
 	return mac, false, true, false
+}
+
+// lookup locks the bucket of addr on side and finds its entry there
+// (find); the caller unlocks b.mu.
+func (n *neighbours) lookup(side Side, a *[16]byte) (b *neighBucket, at, free int) {
+	b = n.bucket(side, a)
+	b.mu.Lock()
+	at, free = b.find(side, a)
+	return b, at, free
+}
+
+// find returns the way of the entry of addr on side (-1: none) and the
+// bucket's first free way (-1: none, and only meaningful without an
+// entry). An address has one entry at most: one is made only when find
+// finds none.
+func (b *neighBucket) find(side Side, a *[16]byte) (at, free int) {
+	free = -1
+	for i := range b.e {
+		e := &b.e[i]
+		switch {
+		case e.state == nFree:
+			if free < 0 {
+				free = i
+			}
+		case e.addr == *a && e.side == side:
+			return i, free
+		}
+	}
+	return -1, free
+}
+
+// reachable is the entry of addr on side if it is reachable, or nil.
+func (b *neighBucket) reachable(side Side, a *[16]byte) *neighEntry {
+	if at, _ := b.find(side, a); at >= 0 && b.e[at].state == nReachable {
+		return &b.e[at]
+	}
+	return nil
 }
 
 // victim is the way to reuse in a full bucket: an incomplete entry, else
@@ -118,39 +144,27 @@ func (n *neighbours) victim(b *neighBucket, now uint32) int {
 // unsolicited NA with override) only an existing entry is updated, or,
 // with create, a new one made.
 func (n *neighbours) learn(side Side, a *[16]byte, mac [6]byte, confirm, create bool, now uint32) {
-	b := n.bucket(side, a)
-	b.mu.Lock()
+	b, at, free := n.lookup(side, a)
 	defer b.mu.Unlock()
-	free := -1
-	for i := range b.e {
-		e := &b.e[i]
-		if e.state == nFree {
-			if free < 0 {
-				free = i
-			}
-			continue
+	if at < 0 {
+		if !create && !confirm {
+			return
 		}
-		if e.addr != *a || e.side != side {
-			continue
+		if free < 0 {
+			free = n.victim(b, now)
 		}
-		was := e.state
-		if confirm || e.mac != mac || e.state == nIncomplete {
-			e.mac, e.state = mac, nReachable
-			e.confirmed, e.probes = now, 0
-		}
-		if was != nReachable {
-			n.resolved.Add(1)
-		}
+		b.e[free] = neighEntry{addr: *a, side: side, mac: mac, state: nReachable, confirmed: now}
+		n.resolved.Add(1)
 		return
 	}
-	if !create && !confirm {
-		return
+	e := &b.e[at]
+	if e.state != nReachable {
+		n.resolved.Add(1)
 	}
-	if free < 0 {
-		free = n.victim(b, now)
+	if confirm || e.mac != mac || e.state == nIncomplete {
+		e.mac, e.state = mac, nReachable
+		e.confirmed, e.probes = now, 0
 	}
-	b.e[free] = neighEntry{addr: *a, side: side, mac: mac, state: nReachable, confirmed: now}
-	n.resolved.Add(1)
 }
 
 // confirm makes the resolved entry of addr on side at mac reachable again
@@ -160,12 +174,8 @@ func (n *neighbours) confirm(side Side, a *[16]byte, mac [6]byte, now uint32) {
 	b := n.bucket(side, a)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for i := range b.e {
-		e := &b.e[i]
-		if e.state == nReachable && e.addr == *a && e.side == side && e.mac == mac {
-			e.confirmed, e.probes = now, 0
-			return
-		}
+	if e := b.reachable(side, a); e != nil && e.mac == mac {
+		e.confirmed, e.probes = now, 0
 	}
 }
 

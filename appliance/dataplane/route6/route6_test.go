@@ -137,16 +137,16 @@ func TestICMPv6(t *testing.T) {
 		t.Fatalf("1448-byte packet to a 1400-byte WAN: %v/%v, want packet too big", res.Action, res.Reason)
 	}
 	f := parse(t, res.Frame)
-	if f.ICMP.Type != icmpTooBig || binary.BigEndian.Uint32(res.Frame[f.L4Off+4:]) != 1400 || f.IPv6.Dst != host ||
+	if f.ICMP.Type != frame.ICMPv6PacketTooBig || binary.BigEndian.Uint32(res.Frame[f.L4Off+4:]) != 1400 || f.IPv6.Dst != host ||
 		f.IPv6.Src != lanAddr || f.Dst != hostMAC || f.L3End-f.L3Off > 1280 {
 		t.Errorf("PTB %+v mtu %d, want 1400 from %x to the host within 1280 bytes", f.IPv6, binary.BigEndian.Uint32(res.Frame[f.L4Off+4:]), lanAddr)
 	}
 	res = e.handle(lanPort, fromLAN(frametest.IPv6{Src: host, Dst: server, HopLimit: 1}.UDPPacket(7000, 33434, nil)))
-	if f := parse(t, res.Frame); res.Action != routing.Reply || f.ICMP.Type != icmpTimeExceed || f.ICMP.Code != 0 {
+	if f := parse(t, res.Frame); res.Action != routing.Reply || f.ICMP.Type != frame.ICMPv6TimeExceeded || f.ICMP.Code != 0 {
 		t.Errorf("hop limit 1: %v/%v, want time exceeded", res.Action, res.Reason)
 	}
 	res = e.handle(lanPort, fromLAN(udp(host, a6("2001:db8:1:5::1"), 7000, 53)))
-	if res.Action != routing.Reply || res.Reason != ReasonNoRoute || parse(t, res.Frame).ICMP.Type != icmpDestUnreach {
+	if res.Action != routing.Reply || res.Reason != ReasonNoRoute || parse(t, res.Frame).ICMP.Type != frame.ICMPv6DestUnreach {
 		t.Errorf("to the delegated but unrouted 2001:db8:1:5::/64: %v/%v, want unreachable", res.Action, res.Reason)
 	}
 
@@ -163,13 +163,13 @@ func TestICMPv6(t *testing.T) {
 		pkt  []byte
 		want Reason
 	}{
-		{"PTB about the LAN's connection", wanPort, fromWAN(icmp(server, host, 64, icmpTooBig, 0, 1280, quote)), 0},
-		{"unreachable about it", wanPort, fromWAN(icmp(server, host, 64, icmpDestUnreach, 4, 0, quote)), 0},
-		{"PTB about no connection", wanPort, fromWAN(icmp(server, host, 64, icmpTooBig, 0, 1280, stray)), ReasonICMPUnrelated},
-		{"outbound echo request", lanPort, fromLAN(icmp(host, server, 64, icmpEchoRequest, 0, 0x12340001, nil)), 0},
-		{"its reply", wanPort, fromWAN(icmp(server, host, 64, icmpEchoReply, 0, 0x12340001, nil)), 0},
-		{"an echo reply of no request", wanPort, fromWAN(icmp(server, host, 64, icmpEchoReply, 0, 0x99990001, nil)), ReasonICMPUnrelated},
-		{"inbound echo request", wanPort, fromWAN(icmp(server, host, 64, icmpEchoRequest, 0, 0x77770001, nil)), 0},
+		{"PTB about the LAN's connection", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6PacketTooBig, 0, 1280, quote)), 0},
+		{"unreachable about it", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6DestUnreach, 4, 0, quote)), 0},
+		{"PTB about no connection", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6PacketTooBig, 0, 1280, stray)), ReasonICMPUnrelated},
+		{"outbound echo request", lanPort, fromLAN(icmp(host, server, 64, frame.ICMPv6EchoRequest, 0, 0x12340001, nil)), 0},
+		{"its reply", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoReply, 0, 0x12340001, nil)), 0},
+		{"an echo reply of no request", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoReply, 0, 0x99990001, nil)), ReasonICMPUnrelated},
+		{"inbound echo request", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoRequest, 0, 0x77770001, nil)), 0},
 		{"transit NS", lanPort, fromLAN(icmp(host, server, 255, icmpNS, 0, 0, server[:])), ReasonICMPPolicy},
 		{"transit router renumbering", wanPort, fromWAN(icmp(server, host, 64, 138, 0, 0, nil)), ReasonICMPPolicy},
 		{"an unknown type", lanPort, fromLAN(icmp(host, server, 64, 200, 0, 0, nil)), ReasonICMPPolicy},
@@ -186,7 +186,7 @@ func TestICMPv6(t *testing.T) {
 	// Inbound echo requests are limited to EchoRate (10) a second.
 	passed := 0
 	for i := range 20 {
-		if e.handle(wanPort, fromWAN(icmp(server, host, 64, icmpEchoRequest, 0, uint32(0x5000+i)<<16, nil))).Action == routing.Forward {
+		if e.handle(wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoRequest, 0, uint32(0x5000+i)<<16, nil))).Action == routing.Forward {
 			passed++
 		}
 	}
@@ -284,8 +284,8 @@ func TestNDP(t *testing.T) {
 			t.Errorf("NS with %s: %v/%v, want dropped as invalid NDP", tc.name, res.Action, res.Reason)
 		}
 	}
-	res = e.handle(lanPort, fromLAN(icmp(host, lanAddr, 64, icmpEchoRequest, 0, 0x00010001, []byte("ping"))))
-	if f := parse(t, res.Frame); res.Action != routing.Reply || f.ICMP.Type != icmpEchoReply || f.IPv6.Src != lanAddr {
+	res = e.handle(lanPort, fromLAN(icmp(host, lanAddr, 64, frame.ICMPv6EchoRequest, 0, 0x00010001, []byte("ping"))))
+	if f := parse(t, res.Frame); res.Action != routing.Reply || f.ICMP.Type != frame.ICMPv6EchoReply || f.IPv6.Src != lanAddr {
 		t.Errorf("echo to the LAN address: %v/%v, want a reply", res.Action, res.Reason)
 	}
 
@@ -305,7 +305,7 @@ func TestNDP(t *testing.T) {
 	}
 
 	// A LAN host that never answers: the frame waits 3 s, then fails.
-	if res := e.handle(wanPort, fromWAN(icmp(server, host2, 64, icmpEchoRequest, 0, 1, nil))); res.Action != routing.Queued {
+	if res := e.handle(wanPort, fromWAN(icmp(server, host2, 64, frame.ICMPv6EchoRequest, 0, 1, nil))); res.Action != routing.Queued {
 		t.Fatalf("echo to an unresolved host: %v/%v, want queued", res.Action, res.Reason)
 	}
 	for i := 1; i <= 4; i++ {

@@ -154,7 +154,7 @@ func TestDADProbe(t *testing.T) {
 // or another node's probe, during that second makes it a duplicate that
 // is never used.
 func TestDAD(t *testing.T) {
-	ns, echo := nsFrom(leased), fromWAN(icmp(ispHost, leased, 64, icmpEchoRequest, 0, 0x00010001, []byte("ping")))
+	ns, echo := nsFrom(leased), fromWAN(icmp(ispHost, leased, 64, frame.ICMPv6EchoRequest, 0, 0x00010001, []byte("ping")))
 	for _, tc := range []struct {
 		name     string
 		during   []byte // received while tentative
