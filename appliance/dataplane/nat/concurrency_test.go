@@ -32,9 +32,27 @@ func TestConcurrent(t *testing.T) {
 		nat, sport uint16
 		host       netip.Addr
 	}
-	var wg sync.WaitGroup
+	// The goroutines report on errs (never blocking: past its buffer
+	// the test has failed already) and are stopped and joined by the
+	// cleanup too, should the test end early.
+	var wg, pfWG sync.WaitGroup
+	stop := make(chan struct{})
+	stopPrefetch := sync.OnceFunc(func() {
+		close(stop)
+		pfWG.Wait()
+	})
+	t.Cleanup(func() {
+		wg.Wait()
+		stopPrefetch()
+	})
 	var exact atomic.Int64
 	errs := make(chan string, 1000)
+	report := func(e string) {
+		select {
+		case errs <- e:
+		default:
+		}
+	}
 	for g := range pairs {
 		lan, wan := r.NewWorker(nil), r.NewWorker(nil)
 		hostIP := netip.AddrFrom4([4]byte{192, 168, 1, byte(101 + g)})
@@ -43,9 +61,7 @@ func TestConcurrent(t *testing.T) {
 		lan.Handle(now, lanPort, frametest.ARPFrame(bcast, hm, 1, hm, a4(hostIP), [6]byte{}, a4(lanAddr)))
 		wan.Handle(now, wanPort, frametest.ARPFrame(bcast, gwMAC, 1, gwMAC, a4(gwAddr), [6]byte{}, a4(wanAddr)))
 		ch := make(chan mapped, 64)
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer close(ch)
 			var f frame.Frame
 			now := now
@@ -58,12 +74,12 @@ func TestConcurrent(t *testing.T) {
 					drain(lan)
 					if res.Action != routing.Forward {
 						if res.Reason != ReasonTableFull {
-							errs <- "lan: " + res.Action.String() + " " + res.Reason.String()
+							report("lan: " + res.Action.String() + " " + res.Reason.String())
 						}
 						continue
 					}
 					if err := frame.Parse(res.Frame, &f); err != nil {
-						errs <- err.Error()
+						report(err.Error())
 						continue
 					}
 					ch <- mapped{f.UDP.SrcPort, sp, hostIP}
@@ -71,9 +87,8 @@ func TestConcurrent(t *testing.T) {
 				now += 40 * sec
 				lan.Tick(now)
 			}
-		}()
-		go func() {
-			defer wg.Done()
+		})
+		wg.Go(func() {
 			var f frame.Frame
 			for m := range ch {
 				b := fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(53, m.nat, nil))
@@ -86,33 +101,29 @@ func TestConcurrent(t *testing.T) {
 					// given to another host since: the reply must reach a
 					// LAN endpoint that exists, with right checksums.
 					if err := frame.Parse(back.Frame, &f); err != nil {
-						errs <- err.Error()
+						report(err.Error())
 						break
 					}
 					if err := frame.VerifyChecksums(back.Frame, &f); err != nil {
-						errs <- "reply: " + err.Error()
+						report("reply: " + err.Error())
 					}
 					h := int(f.IPv4.Dst[3]) - 101
 					if h < 0 || h >= pairs || int(f.UDP.DstPort)-20000-h*1000 < 0 || int(f.UDP.DstPort)-20000-h*1000 >= flows {
-						errs <- fmt.Sprintf("reply to %d went to %v:%d, no such endpoint", m.nat, f.IPv4.DstAddr(), f.UDP.DstPort)
+						report(fmt.Sprintf("reply to %d went to %v:%d, no such endpoint", m.nat, f.IPv4.DstAddr(), f.UDP.DstPort))
 					} else if f.IPv4.DstAddr() == m.host && f.UDP.DstPort == m.sport {
 						exact.Add(1)
 					}
 				case routing.ToHost: // deleted or expired meanwhile
 				default:
-					errs <- "wan: " + back.Action.String() + " " + back.Reason.String()
+					report("wan: " + back.Action.String() + " " + back.Reason.String())
 				}
 				wan.Tick(now)
 			}
-		}()
+		})
 	}
-	stop := make(chan struct{})
-	var pfWG sync.WaitGroup
 	for g := range 2 {
 		pw := r.NewWorker(nil)
-		pfWG.Add(1)
-		go func() {
-			defer pfWG.Done()
+		pfWG.Go(func() {
 			lan := make([][]byte, 0, pairs*flows)
 			for h := range pairs {
 				for i := range flows {
@@ -133,11 +144,9 @@ func TestConcurrent(t *testing.T) {
 				pw.Prefetch(lanPort, lan[i%len(lan)])
 				pw.Prefetch(wanPort, wan[i%len(wan)])
 			}
-		}()
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for i := range 50 {
 			cs, _ := r.Conns(Filter{}, 0, 100, t0, nil)
 			if i%5 == 0 && len(cs) > 0 {
@@ -147,10 +156,9 @@ func TestConcurrent(t *testing.T) {
 			r.ct.sweep(uint32(t0/sec)+100, 64)
 			r.Stats()
 		}
-	}()
+	})
 	wg.Wait()
-	close(stop)
-	pfWG.Wait()
+	stopPrefetch()
 	close(errs)
 	for e := range errs {
 		t.Error(e)

@@ -45,6 +45,31 @@ func newWaiter(t *testing.T, ready func() bool, fds ...int) *Waiter {
 	return w
 }
 
+// waitInBackground runs w.Wait without a deadline on a goroutine of its
+// own and returns where the Wait's error goes. With tid, the goroutine
+// locks its thread first and sends the thread's id there. The test's
+// cleanup wakes the Wait, should it still be parked, and waits for the
+// goroutine to end.
+func waitInBackground(t *testing.T, w *Waiter, tid chan<- int) <-chan error {
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		if tid != nil {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			tid <- unix.Gettid()
+		}
+		_, err := w.Wait(time.Time{})
+		done <- err
+	}()
+	t.Cleanup(func() {
+		w.Wake()
+		<-exited
+	})
+	return done
+}
+
 func TestWait(t *testing.T) {
 	a, b := eventfd(t), eventfd(t)
 	var ready atomic.Bool
@@ -93,11 +118,7 @@ func TestWaitWakes(t *testing.T) {
 			fd := eventfd(t)
 			var ready atomic.Bool
 			w := newWaiter(t, ready.Load, fd)
-			done := make(chan error, 1)
-			go func() {
-				_, err := w.Wait(time.Time{})
-				done <- err
-			}()
+			done := waitInBackground(t, w, nil)
 			time.Sleep(50 * time.Millisecond)
 			select {
 			case err := <-done:
@@ -128,14 +149,7 @@ func TestWaitParksTheThread(t *testing.T) {
 	fd := eventfd(t)
 	w := newWaiter(t, nil, fd)
 	tid := make(chan int, 1)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		tid <- unix.Gettid()
-		_, err := w.Wait(time.Time{})
-		done <- err
-	}()
+	done := waitInBackground(t, w, tid)
 	path := fmt.Sprintf("/proc/self/task/%d/syscall", <-tid)
 	var nr int
 	for range 100 {
@@ -161,6 +175,35 @@ func TestWaitParksTheThread(t *testing.T) {
 	signal(t, fd)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWake: Wake ends a parked Wait with Events.Woken, or the next one
+// when none waits, and only that one.
+func TestWake(t *testing.T) {
+	fd := eventfd(t)
+	w := newWaiter(t, nil, fd)
+	errc := waitInBackground(t, w, nil)
+	time.Sleep(50 * time.Millisecond)
+	if err := w.Wake(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Wait still parked 2 s after Wake")
+	}
+	if err := w.Wake(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		ev, err := w.Wait(time.Now().Add(50 * time.Millisecond))
+		if ev.Woken() != want || want && err != nil || !want && !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("Wait %d after Wake = %v, %v; want woken %v", i, ev, err, want)
+		}
 	}
 }
 
