@@ -43,11 +43,12 @@ func testRXFromPeer(t *testing.T, cfg Config) {
 	for i := range n {
 		want[uint32(i)] = testFrame(macB, macA, 1, uint32(i), frameSize(i, 1514))
 	}
-	go func() {
-		for i := range n {
+	background(t, nil, func(stop <-chan struct{}) error {
+		for i := 0; i < n && !stopped(stop); i++ {
 			peer.send(t, testFrame(macB, macA, 1, uint32(i), frameSize(i, 1514)))
 		}
-	}()
+		return nil
+	})
 	start := time.Now()
 	got := 0
 	drain(t, s, 1, n, 10*time.Second, func(p *Packet) {
@@ -454,14 +455,13 @@ func TestStatsDrops(t *testing.T) {
 func TestCloseUnblocksReader(t *testing.T) {
 	v := newVeth(t, 1500)
 	s := v.open(t, vethB, Config{})
-	errc := make(chan error, 1)
-	go func() {
+	errc, _ := background(t, s, func(<-chan struct{}) error {
 		b, err := s.NextBlock(-1)
 		if b != nil {
 			err = fmt.Errorf("NextBlock returned a block (%d frames) on an idle port", b.Len())
 		}
-		errc <- err
-	}()
+		return err
+	})
 	time.Sleep(50 * time.Millisecond) // let it block in poll
 	start := time.Now()
 	if err := s.Close(); err != nil {
@@ -503,11 +503,12 @@ func TestWake(t *testing.T) {
 	}
 	wait := func(timeout time.Duration) chan result {
 		c := make(chan result, 1)
-		go func() {
+		background(t, s, func(<-chan struct{}) error {
 			start := time.Now()
 			b, err := s.NextBlock(timeout)
 			c <- result{b, err, time.Since(start)}
-		}()
+			return nil
+		})
 		return c
 	}
 	c := wait(10 * time.Second)
@@ -583,16 +584,14 @@ func TestReflector(t *testing.T) {
 	a := v.open(t, vethA, Config{})
 	b := v.open(t, vethB, Config{})
 	const n = 3000
-	done := make(chan error, 1)
-	go func() {
+	done, _ := background(t, b, func(stop <-chan struct{}) error {
 		var p Packet
 		back := 0
 		deadline := time.Now().Add(10 * time.Second)
-		for back < n && time.Now().Before(deadline) {
+		for back < n && time.Now().Before(deadline) && !stopped(stop) {
 			blk, err := b.NextBlock(20 * time.Millisecond)
 			if err != nil {
-				done <- err
-				return
+				return err
 			}
 			if blk == nil {
 				continue
@@ -603,41 +602,37 @@ func TestReflector(t *testing.T) {
 				}
 				for !b.Append(p.Data) {
 					if err := b.Flush(); err != nil {
-						done <- err
-						return
+						return err
 					}
 				}
 				back++
 			}
 			b.ReleaseBlock()
 			if err := b.Flush(); err != nil {
-				done <- err
-				return
+				return err
 			}
 		}
-		done <- nil
-	}()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; i < n; {
+		return nil
+	})
+	sent, stopSending := background(t, nil, func(stop <-chan struct{}) error {
+		for i := 0; i < n && !stopped(stop); {
 			if a.Append(testFrame(macB, macA, 11, uint32(i), frameSize(i, 1514))) {
 				i++
 				if i%200 == 0 {
 					if err := a.Flush(); err != nil {
-						t.Errorf("Flush: %v", err)
-						return
+						return fmt.Errorf("Flush: %w", err)
 					}
 				}
 				continue
 			}
 			if err := a.Flush(); err != nil {
-				t.Errorf("Flush: %v", err)
-				return
+				return fmt.Errorf("Flush: %w", err)
 			}
 		}
 		if err := a.Flush(); err != nil {
-			t.Errorf("Flush: %v", err)
+			return fmt.Errorf("Flush: %w", err)
 		}
+		return nil
 	})
 	seen := make([]bool, n)
 	got := drain(t, a, 11, n, 10*time.Second, func(p *Packet) {
@@ -651,7 +646,10 @@ func TestReflector(t *testing.T) {
 			t.Errorf("frame %d came back altered", seq)
 		}
 	})
-	wg.Wait()
+	stopSending()
+	if err := <-sent; err != nil {
+		t.Error(err)
+	}
 	if err := <-done; err != nil {
 		t.Fatalf("reflector: %v", err)
 	}
@@ -771,11 +769,10 @@ func TestOpenErrors(t *testing.T) {
 func TestLinkDown(t *testing.T) {
 	v := newVeth(t, 1500)
 	s := v.open(t, vethB, Config{})
-	errc := make(chan error, 1)
-	go func() {
+	errc, _ := background(t, s, func(<-chan struct{}) error {
 		_, err := s.NextBlock(5 * time.Second)
-		errc <- err
-	}()
+		return err
+	})
 	time.Sleep(50 * time.Millisecond)
 	v.ns.IP(t, "link", "set", vethB, "down")
 	if err := <-errc; !errors.Is(err, unix.ENETDOWN) {
@@ -895,21 +892,12 @@ func BenchmarkVethTXToRX(b *testing.B) {
 			tx := v.open(b, vethA, Config{NoRX: true})
 			rx := v.open(b, vethB, Config{NoTX: true})
 			var got atomic.Int64
-			stop := make(chan struct{})
-			done := make(chan error, 1)
-			go func() {
+			done, stop := background(b, rx, func(stop <-chan struct{}) error {
 				var p Packet
-				for {
-					select {
-					case <-stop:
-						done <- nil
-						return
-					default:
-					}
+				for !stopped(stop) {
 					blk, err := rx.NextBlock(10 * time.Millisecond)
 					if err != nil {
-						done <- err
-						return
+						return err
 					}
 					if blk == nil {
 						continue
@@ -921,7 +909,8 @@ func BenchmarkVethTXToRX(b *testing.B) {
 					got.Add(int64(n))
 					rx.ReleaseBlock()
 				}
-			}()
+				return nil
+			})
 			f := testFrame(macB, macA, 16, 0, size)
 			sent := 0
 			start := time.Now()
@@ -941,7 +930,7 @@ func BenchmarkVethTXToRX(b *testing.B) {
 				time.Sleep(time.Millisecond)
 			}
 			elapsed := time.Since(start)
-			close(stop)
+			stop()
 			if err := <-done; err != nil {
 				b.Fatal(err)
 			}
