@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -13,15 +14,13 @@ import (
 func TestConcurrent(t *testing.T) {
 	f := newFDB(t, Options{Capacity: 1024, AgingTime: time.Hour})
 	const workers, macs, rounds = 4, 200, 20000
+	// The sweeper runs until the workers are done, or the test is (its
+	// context ends before the cleanup joins the goroutines).
+	ctx, cancel := context.WithCancel(t.Context())
 	var wg, bg sync.WaitGroup
-	stop := make(chan struct{})
-	stopBG := sync.OnceFunc(func() {
-		close(stop)
-		bg.Wait()
-	})
 	t.Cleanup(func() {
 		wg.Wait()
-		stopBG()
+		bg.Wait()
 	})
 	for w := range workers {
 		wg.Go(func() {
@@ -49,12 +48,7 @@ func TestConcurrent(t *testing.T) {
 	}
 	bg.Go(func() {
 		var buf []Entry
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for ctx.Err() == nil {
 			f.Sweep(0)
 			buf = f.Entries(buf[:0], 0)
 			if len(buf) > macs {
@@ -63,7 +57,8 @@ func TestConcurrent(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	stopBG()
+	cancel()
+	bg.Wait()
 	if n := f.Len(); n != macs {
 		t.Errorf("Len = %d, want %d", n, macs)
 	}

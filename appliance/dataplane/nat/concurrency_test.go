@@ -1,6 +1,7 @@
 package nat
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -32,18 +33,15 @@ func TestConcurrent(t *testing.T) {
 		nat, sport uint16
 		host       netip.Addr
 	}
-	// The goroutines report on errs (never blocking: past its buffer
-	// the test has failed already) and are stopped and joined by the
-	// cleanup too, should the test end early.
+	// The goroutines report on errs (never blocking: past its buffer the
+	// test has failed already). The prefetchers run until the workers are
+	// done, or the test is: its context ends before the cleanup joins
+	// them all.
+	prefetching, stopPrefetch := context.WithCancel(t.Context())
 	var wg, pfWG sync.WaitGroup
-	stop := make(chan struct{})
-	stopPrefetch := sync.OnceFunc(func() {
-		close(stop)
-		pfWG.Wait()
-	})
 	t.Cleanup(func() {
 		wg.Wait()
-		stopPrefetch()
+		pfWG.Wait()
 	})
 	var exact atomic.Int64
 	errs := make(chan string, 1000)
@@ -137,7 +135,7 @@ func TestConcurrent(t *testing.T) {
 			}
 			for i := g; ; i++ {
 				select {
-				case <-stop:
+				case <-prefetching.Done():
 					return
 				default:
 				}
@@ -159,6 +157,7 @@ func TestConcurrent(t *testing.T) {
 	})
 	wg.Wait()
 	stopPrefetch()
+	pfWG.Wait()
 	close(errs)
 	for e := range errs {
 		t.Error(e)
