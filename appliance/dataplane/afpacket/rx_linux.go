@@ -115,13 +115,31 @@ func (b *Block) Next(p *Packet) bool {
 		return false
 	}
 	h := b.buf[off:]
-	if !p.fill(h, tpHdrLen, int(ne.Uint16(h[offMac:])), int(ne.Uint32(h[offSnaplen:])), ne.Uint32(h[offLen:]),
-		ne.Uint32(h[offStatus:]), h[offPktType], ne.Uint32(h[offSec:]), ne.Uint32(h[offNsec:]),
-		uint16(ne.Uint32(h[offVlanTCI:])), ne.Uint16(h[offVlanTPID:])) {
+	snap := int(ne.Uint32(h[offSnaplen:]))
+	mac := int(ne.Uint16(h[offMac:]))
+	if mac < tpHdrLen || snap > len(h)-mac {
 		b.fail()
 		return false
 	}
-	if p.Truncated() {
+	status := ne.Uint32(h[offStatus:])
+	// Field by field: assigning a whole Packet literal through p is several
+	// times slower (the compiler builds a temporary and copies it).
+	p.Data = h[mac : mac+snap : mac+snap]
+	p.Len = int(ne.Uint32(h[offLen:]))
+	p.Status = status
+	p.Type = h[offPktType]
+	p.Sec = ne.Uint32(h[offSec:])
+	p.Nsec = ne.Uint32(h[offNsec:])
+	p.HasVLAN, p.VLANTPID, p.VLANTCI = false, 0, 0
+	if status&unix.TP_STATUS_VLAN_VALID != 0 {
+		p.HasVLAN = true
+		p.VLANTCI = uint16(ne.Uint32(h[offVlanTCI:]))
+		p.VLANTPID = 0x8100
+		if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+			p.VLANTPID = ne.Uint16(h[offVlanTPID:])
+		}
+	}
+	if p.Len > snap {
 		b.truncated++
 	}
 	b.left--
@@ -131,29 +149,6 @@ func (b *Block) Next(p *Packet) bool {
 		return true
 	}
 	b.off = off + next
-	return true
-}
-
-// fill sets p to the frame at h whose header (tpacket3_hdr or
-// tpacket2_hdr, hdrLen bytes) holds these fields: the frame's mac offset
-// and snap length, its original length, status, packet type, timestamp and
-// the VLAN tag the kernel took out. It reports false when the frame does
-// not lie in h behind the header. Field by field: assigning a whole Packet
-// literal through p is several times slower (the compiler builds a
-// temporary and copies it).
-func (p *Packet) fill(h []byte, hdrLen, mac, snap int, length, status uint32, typ uint8, sec, nsec uint32, tci, tpid uint16) bool {
-	if mac < hdrLen || snap > len(h)-mac {
-		return false
-	}
-	if status&unix.TP_STATUS_VLAN_TPID_VALID == 0 {
-		tpid = 0x8100
-	}
-	if status&unix.TP_STATUS_VLAN_VALID == 0 {
-		tci, tpid = 0, 0
-	}
-	p.Data = h[mac : mac+snap : mac+snap]
-	p.Len, p.Status, p.Type, p.Sec, p.Nsec = int(length), status, typ, sec, nsec
-	p.HasVLAN, p.VLANTCI, p.VLANTPID = status&unix.TP_STATUS_VLAN_VALID != 0, tci, tpid
 	return true
 }
 
@@ -258,13 +253,29 @@ const (
 func (b *Block) nextFrame(p *Packet) bool {
 	fs := b.frameSize
 	h := b.buf[b.off : b.off+fs : b.off+fs]
-	if !p.fill(h, tp2HdrLen, int(ne.Uint16(h[off2Mac:])), int(ne.Uint32(h[off2Snaplen:])), ne.Uint32(h[off2Len:]),
-		ne.Uint32(h[off2Status:]), h[off2PktType], ne.Uint32(h[off2Sec:]), ne.Uint32(h[off2Nsec:]),
-		ne.Uint16(h[off2VlanTCI:]), ne.Uint16(h[off2VlanTPID:])) {
+	snap := int(ne.Uint32(h[off2Snaplen:]))
+	mac := int(ne.Uint16(h[off2Mac:]))
+	if mac < tp2HdrLen || snap > fs-mac {
 		b.fail()
 		return false
 	}
-	if p.Truncated() {
+	status := ne.Uint32(h[off2Status:])
+	p.Data = h[mac : mac+snap : mac+snap]
+	p.Len = int(ne.Uint32(h[off2Len:]))
+	p.Status = status
+	p.Type = h[off2PktType]
+	p.Sec = ne.Uint32(h[off2Sec:])
+	p.Nsec = ne.Uint32(h[off2Nsec:])
+	p.HasVLAN, p.VLANTPID, p.VLANTCI = false, 0, 0
+	if status&unix.TP_STATUS_VLAN_VALID != 0 {
+		p.HasVLAN = true
+		p.VLANTCI = ne.Uint16(h[off2VlanTCI:])
+		p.VLANTPID = 0x8100
+		if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+			p.VLANTPID = ne.Uint16(h[off2VlanTPID:])
+		}
+	}
+	if p.Len > snap {
 		b.truncated++
 	}
 	b.left--
