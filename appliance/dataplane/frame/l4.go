@@ -12,21 +12,14 @@ func (f *Frame) shortHeader() error {
 	return ErrTruncated
 }
 
-// l4Header returns the n-byte transport header at f.L4Off of b, which
-// ends at the L3 end.
-func (f *Frame) l4Header(b []byte, n int) ([]byte, error) {
-	if len(b)-f.L4Off < n {
-		return nil, f.shortHeader()
-	}
-	return b[f.L4Off : f.L4Off+n], nil
-}
-
 // parseTCP parses the TCP header at f.L4Off; b ends at the L3 end.
 func parseTCP(b []byte, f *Frame) error {
-	h, err := f.l4Header(b, TCPHeaderLen)
-	if err != nil {
-		return err
+	off := f.L4Off
+	rem := len(b) - off
+	if rem < TCPHeaderLen {
+		return f.shortHeader()
 	}
+	h := b[off : off+TCPHeaderLen]
 	t := &f.TCP
 	t.SrcPort = binary.BigEndian.Uint16(h[0:])
 	t.DstPort = binary.BigEndian.Uint16(h[2:])
@@ -41,54 +34,57 @@ func parseTCP(b []byte, f *Frame) error {
 	if t.DataOff < 5 {
 		return ErrBadTCPOffset
 	}
-	if hlen > len(b)-f.L4Off {
+	if hlen > rem {
 		if f.Fragment {
 			return ErrBadFragment
 		}
 		return ErrBadTCPOffset
 	}
-	f.PayloadOff = f.L4Off + hlen
+	f.PayloadOff = off + hlen
 	return nil
 }
 
 // parseUDP parses the UDP header at f.L4Off; b ends at the L3 end.
 func parseUDP(b []byte, f *Frame) error {
-	h, err := f.l4Header(b, UDPHeaderLen)
-	if err != nil {
-		return err
+	off := f.L4Off
+	rem := len(b) - off
+	if rem < UDPHeaderLen {
+		return f.shortHeader()
 	}
+	h := b[off : off+UDPHeaderLen]
 	u := &f.UDP
 	u.SrcPort = binary.BigEndian.Uint16(h[0:])
 	u.DstPort = binary.BigEndian.Uint16(h[2:])
 	u.Length = binary.BigEndian.Uint16(h[4:])
 	u.Checksum = binary.BigEndian.Uint16(h[6:])
 	// In a first fragment the length covers the whole datagram.
-	if u.Length < UDPHeaderLen || !f.Fragment && int(u.Length) > len(b)-f.L4Off {
+	if u.Length < UDPHeaderLen || !f.Fragment && int(u.Length) > rem {
 		return ErrBadUDPLength
 	}
-	f.PayloadOff = f.L4Off + UDPHeaderLen
+	f.PayloadOff = off + UDPHeaderLen
 	return nil
 }
 
 // parseICMP parses the ICMP or ICMPv6 header at f.L4Off; b ends at the L3
 // end.
 func parseICMP(b []byte, f *Frame) error {
-	h, err := f.l4Header(b, ICMPHeaderLen)
-	if err != nil {
-		return err
+	off := f.L4Off
+	rem := len(b) - off
+	if rem < ICMPHeaderLen {
+		return f.shortHeader()
 	}
+	h := b[off : off+ICMPHeaderLen]
 	c := &f.ICMP
 	c.Type = h[0]
 	c.Code = h[1]
 	c.Checksum = binary.BigEndian.Uint16(h[2:])
-	off := f.L4Off
 	f.PayloadOff = off + ICMPHeaderLen
 	v6 := f.Proto == ProtoICMPv6
 	if isEcho(v6, c.Type) {
 		c.ID = binary.BigEndian.Uint16(h[4:])
 		c.Seq = binary.BigEndian.Uint16(h[6:])
 	}
-	if quotesPacket(v6, c.Type) && len(b)-off > ICMPHeaderLen {
+	if quotesPacket(v6, c.Type) && rem > ICMPHeaderLen {
 		c.EmbeddedOff = off + ICMPHeaderLen
 	}
 	return nil
