@@ -65,8 +65,10 @@ func (n *neighbours) bucket(side Side, a *[16]byte) *neighBucket {
 // at most one a second). An entry probed neighProbes times without an
 // answer is given up (failed).
 func (n *neighbours) resolve(side Side, a *[16]byte, now uint32) (mac [6]byte, ok, solicit, failed bool) {
-	b, at, free := n.lookup(side, a)
+	b := n.bucket(side, a)
+	b.mu.Lock()
 	defer b.mu.Unlock()
+	at, free := b.find(side, a)
 	if at >= 0 {
 		e := &b.e[at]
 		fresh := now-e.confirmed < reachableTime
@@ -85,15 +87,6 @@ func (n *neighbours) resolve(side Side, a *[16]byte, now uint32) (mac [6]byte, o
 	}
 	b.e[free] = neighEntry{addr: *a, side: side, state: nIncomplete, lastNS: now, probes: 1}
 	return mac, false, true, false
-}
-
-// lookup locks the bucket of addr on side and finds its entry there
-// (find); the caller unlocks b.mu.
-func (n *neighbours) lookup(side Side, a *[16]byte) (b *neighBucket, at, free int) {
-	b = n.bucket(side, a)
-	b.mu.Lock()
-	at, free = b.find(side, a)
-	return b, at, free
 }
 
 // find returns the way of the entry of addr on side (-1: none) and the
@@ -144,8 +137,10 @@ func (n *neighbours) victim(b *neighBucket, now uint32) int {
 // unsolicited NA with override) only an existing entry is updated, or,
 // with create, a new one made.
 func (n *neighbours) learn(side Side, a *[16]byte, mac [6]byte, confirm, create bool, now uint32) {
-	b, at, free := n.lookup(side, a)
+	b := n.bucket(side, a)
+	b.mu.Lock()
 	defer b.mu.Unlock()
+	at, free := b.find(side, a)
 	if at < 0 {
 		if !create && !confirm {
 			return
