@@ -10,7 +10,7 @@ import (
 	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
-	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/appliance/system"
 	"e1kbox/tuning"
 	"e1kbox/webui"
@@ -107,7 +107,7 @@ func ipv6Counters(st *dataplane.IPv6Stats) *webui.IPv6Counters {
 	if st == nil {
 		return nil
 	}
-	c := &webui.IPv6Counters{Forwarded: st.Actions[route6.Forward.String()], Conns: st.Conns, Neighbours: st.Neighbours,
+	c := &webui.IPv6Counters{Forwarded: st.Actions[routing.Forward.String()], Conns: st.Conns, Neighbours: st.Neighbours,
 		DADFailures: st.DADFailures, Drops: []webui.DropStat{}}
 	for reason, n := range st.Drops {
 		c.Drops = append(c.Drops, webui.DropStat{Reason: reason, Packets: n})

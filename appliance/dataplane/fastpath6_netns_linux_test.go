@@ -15,6 +15,7 @@ import (
 	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/offload"
 	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/internal/netnstest"
 )
 
@@ -48,9 +49,9 @@ func TestFastPathIPv6Differential(t *testing.T) {
 			busy++
 		}
 	}
-	if busy != 3 || off.v6stats.Actions[route6.Forward] < 1000 {
+	if busy != 3 || off.v6stats.Actions[routing.Forward] < 1000 {
 		t.Errorf("route6 without the fast path: %d busy connections, %d frames forwarded; want TCP, UDP and echo, over 1000 frames",
-			busy, off.v6stats.Actions[route6.Forward])
+			busy, off.v6stats.Actions[routing.Forward])
 	}
 	for mode, r := range on {
 		if diff := gocmp.Diff(off.v6conns, r.v6conns, gocmp.Comparer(func(a, b int64) bool { return a-b <= 1 && b-a <= 1 })); diff != "" {

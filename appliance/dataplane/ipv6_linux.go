@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // IPv6 is the NAT router's IPv6 router (NAT.IPv6), nil without one.
@@ -48,7 +49,7 @@ func (e *Engine) ipv6Stats(now time.Time) *IPv6Stats {
 	}
 	for a, n := range st.Actions {
 		if n != 0 {
-			s.Actions[route6.Action(a).String()] = n
+			s.Actions[routing.Action(a).String()] = n
 		}
 	}
 	for r, n := range st.Drops {

@@ -5,6 +5,7 @@ import (
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/appliance/dataplane/offload"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // setNAT makes the worker route: frames from the WAN port and frames to
@@ -36,7 +37,7 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 	w.fpBefore(side, &pre) // the fast path needs the flow before Process rewrites it
 	res := w.nw.Process(w.now, side, data, &w.f)
 	switch res.Action {
-	case nat.Forward:
+	case routing.Forward:
 		out := w.natSend(res.Port, res.Frame)
 		// The fast path may take the flow over when the frame went to
 		// one data port (floods and replies to the box's own stack stay
@@ -46,12 +47,12 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 		if pre.OK() && out != 0 && !w.ports[out].host && (pre.IPv6() || w.nw.Offerable()) {
 			w.fp.OfferRoute(&pre, offload.Path{In: w.in.id, Out: out, VID: w.vid}, [6]byte(res.Frame[0:6]), w.mono)
 		}
-	case nat.Reply:
+	case routing.Reply:
 		// An answer to the frame: its source is on the ingress port.
 		w.natEmit(w.in.id, res.Frame)
-	case nat.Deliver:
+	case routing.Deliver:
 		w.natEmit(w.hostID, res.Frame)
-	case nat.ToHost:
+	case routing.ToHost:
 		// Broadcasts reached the host port through the bridge already;
 		// DHCP replies on the WAN are the DHCP client's (it reads its own
 		// socket); unicast for the box on the WAN, or without a host
@@ -59,7 +60,7 @@ func (w *fwd) natFrame(data []byte, flooded bool) {
 		if !flooded && !w.dhcpClient() {
 			w.drop(DropNATHost)
 		}
-	case nat.Drop:
+	case routing.Drop:
 		if !flooded {
 			w.drop(NATDrop(res.Reason))
 		}

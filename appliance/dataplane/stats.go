@@ -7,6 +7,7 @@ import (
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/appliance/dataplane/offload"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // FastPathStats are the fast path's state and counters (Snapshot).
@@ -177,8 +178,8 @@ func natStats(s *nat.Stats) *NATStats {
 		Conns: s.Conns, MaxConns: s.MaxConns,
 		NewConns: s.NewConns, Evicted: s.Evicted, Expired: s.Expired, InsertFailed: s.InsertFailed,
 		Unassured: s.Unassured, Inbound: s.Inbound, SourceLimited: s.SourceLimited,
-		Forwarded: s.Actions[nat.Forward], Replied: s.Actions[nat.Reply], Queued: s.Actions[nat.Queued],
-		Consumed: s.Actions[nat.Consumed], ToHost: s.Actions[nat.ToHost], Dropped: s.Actions[nat.Drop],
+		Forwarded: s.Actions[routing.Forward], Replied: s.Actions[routing.Reply], Queued: s.Actions[routing.Queued],
+		Consumed: s.Actions[routing.Consumed], ToHost: s.Actions[routing.ToHost], Dropped: s.Actions[routing.Drop],
 		ForwardedBytes: s.ForwardedBytes, ARPRequests: s.ARPRequests, ARPReplies: s.ARPReplies,
 		EchoReplies: s.EchoReplies, ICMPErrors: s.ICMPErrors, ICMPTranslated: s.ICMPTranslated,
 		Resets: s.Resets, Fragments: s.Fragments, FragmentsOut: s.FragmentsOut,

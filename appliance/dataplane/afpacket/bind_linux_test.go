@@ -23,11 +23,10 @@ func withType(f []byte, typ uint16) []byte {
 // byType counts the frames of each EtherType NextBlock returns from s
 // until want frames arrived or timeout passed; batches records the
 // EtherTypes of each batch in order.
-func byType(t *testing.T, s *Socket, want int, timeout time.Duration) (counts map[uint16]int, batches [][]uint16) {
-	t.Helper()
+func byType(s *Socket, want int, timeout time.Duration) (counts map[uint16]int, batches [][]uint16, err error) {
 	counts = map[uint16]int{}
 	n := 0
-	readBlocks(t, s, timeout, func(b *Block, p *Packet) bool {
+	err = readBlocks(s, timeout, func(b *Block, p *Packet) bool {
 		var batch []uint16
 		for b.Next(p) {
 			typ := binary.BigEndian.Uint16(p.Data[12:])
@@ -38,7 +37,7 @@ func byType(t *testing.T, s *Socket, want int, timeout time.Duration) (counts ma
 		batches = append(batches, batch)
 		return n < want
 	})
-	return counts, batches
+	return counts, batches, err
 }
 
 // TestBind: a socket bound to two EtherTypes receives both, each on its
@@ -67,7 +66,10 @@ func TestBind(t *testing.T) {
 			for i := range other {
 				peer.send(t, withType(testFrame(macB, macA, 2, uint32(i), 80), otherEtherType))
 			}
-			counts, _ := byType(t, s, ip4+test+other, 2*time.Second)
+			counts, _, err := byType(s, ip4+test+other, 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
 			want := map[uint16]int{unix.ETH_P_IP: ip4, testEtherType: test}
 			if fmt.Sprint(counts) != fmt.Sprint(want) {
 				t.Errorf("frames by EtherType %v, want %v (none of %#04x)", counts, want, otherEtherType)
@@ -96,7 +98,10 @@ func TestBindTakesTurns(t *testing.T) {
 	for s.Stats().RxPackets < ip4+1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	_, batches := byType(t, s, ip4+1, 2*time.Second)
+	_, batches, err := byType(s, ip4+1, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
 	at := -1
 	for i, b := range batches {
 		if len(b) > 0 && b[0] == testEtherType {
@@ -129,10 +134,14 @@ func TestBindFanout(t *testing.T) {
 		peer.send(t, testFrame(macB, macA, 1, uint32(i), 80))
 	}
 	var c1, c2 map[uint16]int
+	var err1, err2 error
 	var wg sync.WaitGroup
-	wg.Go(func() { c1, _ = byType(t, s1, ip4+test, 400*time.Millisecond) })
-	wg.Go(func() { c2, _ = byType(t, s2, ip4+test, 400*time.Millisecond) })
+	wg.Go(func() { c1, _, err1 = byType(s1, ip4+test, 400*time.Millisecond) })
+	wg.Go(func() { c2, _, err2 = byType(s2, ip4+test, 400*time.Millisecond) })
 	wg.Wait()
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
 	for _, typ := range []uint16{unix.ETH_P_IP, testEtherType} {
 		want := map[uint16]int{unix.ETH_P_IP: ip4, testEtherType: test}[typ]
 		if got := c1[typ] + c2[typ]; got != want {

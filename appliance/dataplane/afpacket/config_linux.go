@@ -287,21 +287,13 @@ func (c Config) Geometry(mtu int) (Geometry, error) {
 		case bs < fp:
 			return Geometry{}, fmt.Errorf("%w: block size %d cannot hold a %d-byte frame (needs %d)", ErrConfig, bs, mtu+ethHdrLen+vlanTagLen, fp)
 		}
-		n := c.BlockCount
-		switch {
-		case n == 0:
-			n = DefaultBlockCount
-		case n < 2:
-			return Geometry{}, fmt.Errorf("%w: block count %d, need at least 2", ErrConfig, n)
+		n, err := setting(c.BlockCount, DefaultBlockCount, 2, 0, "block count")
+		if err != nil {
+			return Geometry{}, err
 		}
-		tov := c.BlockTimeout
-		switch {
-		case tov == 0:
-			tov = DefaultBlockTimeout
-		case tov < 0:
-			return Geometry{}, fmt.Errorf("%w: negative block timeout %v", ErrConfig, tov)
-		case tov > time.Minute:
-			return Geometry{}, fmt.Errorf("%w: block timeout %v above 1m", ErrConfig, tov)
+		tov, err := setting(c.BlockTimeout, DefaultBlockTimeout, 0, time.Minute, "block timeout")
+		if err != nil {
+			return Geometry{}, err
 		}
 		g.RxBlockSize, g.RxBlockCount = bs, n
 		g.RxTimeout = ((tov + time.Millisecond - 1) / time.Millisecond) * time.Millisecond
@@ -314,22 +306,16 @@ func (c Config) Geometry(mtu int) (Geometry, error) {
 		}
 		bs = alignUp(bs, page)
 		perBlock := bs / fs
-		want := c.TxFrames
-		switch {
-		case want == 0:
-			want = DefaultTxFrames
-		case want < 0:
-			return Geometry{}, fmt.Errorf("%w: negative TX frame count %d", ErrConfig, want)
+		want, err := setting(c.TxFrames, DefaultTxFrames, 0, 0, "TX frame count")
+		if err != nil {
+			return Geometry{}, err
 		}
 		blocks := (want + perBlock - 1) / perBlock
 		g.TxFrameSize, g.TxBlockSize, g.TxBlockCount = fs, bs, blocks
 		g.TxFrames = blocks * perBlock
-		rt := c.TxRetryTimeout
-		switch {
-		case rt == 0:
-			rt = DefaultTxRetryTimeout
-		case rt < 0:
-			return Geometry{}, fmt.Errorf("%w: negative TX retry timeout %v", ErrConfig, rt)
+		rt, err := setting(c.TxRetryTimeout, DefaultTxRetryTimeout, 0, 0, "TX retry timeout")
+		if err != nil {
+			return Geometry{}, err
 		}
 		g.TxRetryTimeout = rt
 	}
@@ -361,18 +347,32 @@ func (c Config) frameGeometry(g *Geometry, page int) error {
 		fs *= 2
 	}
 	bs := max(frameRingBlock, fs, page)
-	n := c.RxFrames
-	switch {
-	case n == 0:
-		n = DefaultRxFrames
-	case n < 0:
-		return fmt.Errorf("%w: negative RX frame count %d", ErrConfig, n)
+	n, err := setting(c.RxFrames, DefaultRxFrames, 0, 0, "RX frame count")
+	if err != nil {
+		return err
 	}
 	per := bs / fs
 	blocks := max((n+per-1)/per, 2)
 	g.RxBlockSize, g.RxBlockCount = bs, blocks
 	g.RxFrameSize, g.RxFrames = fs, blocks*per
 	return nil
+}
+
+// setting is the value of a Config field v: def when v is 0, v when it is
+// at least min and at most max (0: no limit), an error naming what
+// otherwise.
+func setting[T int | time.Duration](v, def, min, max T, what string) (T, error) {
+	switch {
+	case v == 0:
+		return def, nil
+	case v < 0:
+		return 0, fmt.Errorf("%w: negative %s %v", ErrConfig, what, v)
+	case v < min:
+		return 0, fmt.Errorf("%w: %s %v, need at least %v", ErrConfig, what, v, min)
+	case max != 0 && v > max:
+		return 0, fmt.Errorf("%w: %s %v above %v", ErrConfig, what, v, max)
+	}
+	return v, nil
 }
 
 // checkBind checks Config.Bind.

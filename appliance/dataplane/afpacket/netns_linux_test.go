@@ -3,7 +3,9 @@ package afpacket
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,7 +260,7 @@ func parseTestFrame(f []byte) (id uint16, seq uint32, ok bool) {
 func drain(t testing.TB, s *Socket, id uint16, want int, timeout time.Duration, fn func(p *Packet)) int {
 	t.Helper()
 	n := 0
-	readBlocks(t, s, timeout, func(b *Block, p *Packet) bool {
+	err := readBlocks(s, timeout, func(b *Block, p *Packet) bool {
 		for b.Next(p) {
 			if tid, _, ok := parseTestFrame(p.Data); ok && tid == id {
 				n++
@@ -269,24 +271,61 @@ func drain(t testing.TB, s *Socket, id uint16, want int, timeout time.Duration, 
 		}
 		return n < want
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return n
 }
 
 // readBlocks hands fn each block NextBlock returns, with a Packet to
-// iterate it, until fn returns false or timeout passed.
-func readBlocks(t testing.TB, s *Socket, timeout time.Duration, fn func(b *Block, p *Packet) bool) {
-	t.Helper()
+// iterate it, until fn returns false, timeout passed or NextBlock fails.
+func readBlocks(s *Socket, timeout time.Duration, fn func(b *Block, p *Packet) bool) error {
 	deadline := time.Now().Add(timeout)
 	var p Packet
 	for more := true; more && time.Now().Before(deadline); {
 		b, err := s.NextBlock(20 * time.Millisecond)
 		if err != nil {
-			t.Fatalf("NextBlock: %v", err)
+			return fmt.Errorf("NextBlock: %w", err)
 		}
 		if b == nil {
 			continue
 		}
 		more = fn(b, &p)
 		s.ReleaseBlock()
+	}
+	return nil
+}
+
+// background runs fn on a goroutine of its own and returns where its
+// error goes, and stop, which closes fn's stop channel, wakes s (if not
+// nil) out of a NextBlock and waits for fn to end. fn must end soon after
+// its stop channel closes. The test's cleanup calls stop too, so the
+// goroutine is stopped and joined also when the test fails early.
+func background(t testing.TB, s *Socket, fn func(stop <-chan struct{}) error) (done <-chan error, stop func()) {
+	errc := make(chan error, 1)
+	stopc := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		errc <- fn(stopc)
+	}()
+	stop = sync.OnceFunc(func() {
+		close(stopc)
+		if s != nil {
+			s.Wake() // ErrClosed once closed, when nothing waits any more
+		}
+		<-exited
+	})
+	t.Cleanup(stop)
+	return errc, stop
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
 }

@@ -32,7 +32,6 @@ type Socket struct {
 	ifindex int
 	geo     Geometry
 	fd      int
-	efd     int // eventfd that Close signals to wake a poller
 	mem     []byte
 	life    lifecycle
 
@@ -46,7 +45,7 @@ type Socket struct {
 	cur   *rxRing
 	next  int
 	// wait parks NextBlock's goroutine in the runtime's netpoller until
-	// the ring has a block, efd is signalled or the socket reports an
+	// the ring has a block, Close or Wake wakes it or the socket reports an
 	// error (package pollwait says why not ppoll).
 	wait *pollwait.Waiter
 
@@ -83,7 +82,7 @@ func Open(ifname string, cfg Config) (*Socket, error) {
 	if cfg.FrameRing && !cfg.NoRX {
 		cfg.TxCopy = true // the mapped TX ring's layout is TPACKET_V3's
 	}
-	s := &Socket{name: ifname, ifindex: ifi.Index, geo: g, fd: -1, efd: -1}
+	s := &Socket{name: ifname, ifindex: ifi.Index, geo: g, fd: -1}
 	if err := s.setup(cfg); err != nil {
 		s.teardown()
 		return nil, fmt.Errorf("afpacket: open %s: %w", ifname, err)
@@ -117,7 +116,7 @@ func (s *Socket) openBindings(cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("EtherType %#04x: %w", b.EtherType, err)
 		}
-		m := &Socket{name: s.name, ifindex: s.ifindex, geo: g, fd: -1, efd: -1}
+		m := &Socket{name: s.name, ifindex: s.ifindex, geo: g, fd: -1}
 		s.more = append(s.more, m) // teardown releases it, also on error
 		if err := m.open(bc); err != nil {
 			return fmt.Errorf("EtherType %#04x: %w", b.EtherType, err)
@@ -191,37 +190,35 @@ func (s *Socket) setOptions(cfg Config) error {
 func (s *Socket) requestRings(cfg Config) error {
 	g := s.geo
 	if g.RxFrames > 0 {
-		req := unix.TpacketReq{
-			Block_size: uint32(g.RxBlockSize),
-			Block_nr:   uint32(g.RxBlockCount),
-			Frame_size: uint32(g.RxFrameSize),
-			Frame_nr:   uint32(g.RxFrames),
-		}
-		if err := unix.SetsockoptTpacketReq(s.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
-			return fmt.Errorf("PACKET_RX_RING %+v: %w", req, err)
+		if err := s.setRing(unix.PACKET_RX_RING, "PACKET_RX_RING", g.RxBlockSize, g.RxBlockCount, g.RxFrameSize, g.RxFrames, 0); err != nil {
+			return err
 		}
 	} else if !cfg.NoRX {
-		req := unix.TpacketReq3{
-			Block_size:     uint32(g.RxBlockSize),
-			Block_nr:       uint32(g.RxBlockCount),
-			Frame_size:     rxFrameSize,
-			Frame_nr:       uint32(g.RxBlockSize / rxFrameSize * g.RxBlockCount),
-			Retire_blk_tov: uint32(g.RxTimeout / time.Millisecond),
-		}
-		if err := unix.SetsockoptTpacketReq3(s.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
-			return fmt.Errorf("PACKET_RX_RING %+v: %w", req, err)
+		frames := g.RxBlockSize / rxFrameSize * g.RxBlockCount
+		if err := s.setRing(unix.PACKET_RX_RING, "PACKET_RX_RING", g.RxBlockSize, g.RxBlockCount, rxFrameSize, frames, g.RxTimeout); err != nil {
+			return err
 		}
 	}
 	if !cfg.NoTX && !cfg.TxCopy {
-		req := unix.TpacketReq3{
-			Block_size: uint32(g.TxBlockSize),
-			Block_nr:   uint32(g.TxBlockCount),
-			Frame_size: uint32(g.TxFrameSize),
-			Frame_nr:   uint32(g.TxFrames),
-		}
-		if err := unix.SetsockoptTpacketReq3(s.fd, unix.SOL_PACKET, unix.PACKET_TX_RING, &req); err != nil {
-			return fmt.Errorf("PACKET_TX_RING %+v: %w", req, err)
-		}
+		return s.setRing(unix.PACKET_TX_RING, "PACKET_TX_RING", g.TxBlockSize, g.TxBlockCount, g.TxFrameSize, g.TxFrames, 0)
+	}
+	return nil
+}
+
+// setRing asks the kernel for a ring (opt, named name) of blocks blocks of
+// blockSize bytes holding frames frames of frameSize bytes, a V3 RX ring's
+// blocks retired after timeout. It passes a tpacket_req3 at any TPACKET
+// version: a V2 socket reads the tpacket_req at its front.
+func (s *Socket) setRing(opt int, name string, blockSize, blocks, frameSize, frames int, timeout time.Duration) error {
+	req := unix.TpacketReq3{
+		Block_size:     uint32(blockSize),
+		Block_nr:       uint32(blocks),
+		Frame_size:     uint32(frameSize),
+		Frame_nr:       uint32(frames),
+		Retire_blk_tov: uint32(timeout / time.Millisecond),
+	}
+	if err := unix.SetsockoptTpacketReq3(s.fd, unix.SOL_PACKET, opt, &req); err != nil {
+		return fmt.Errorf("%s %+v: %w", name, req, err)
 	}
 	return nil
 }
@@ -290,23 +287,19 @@ func (s *Socket) bind(cfg Config) error {
 	return nil
 }
 
-// setupPoll creates the eventfd that Close signals and the waiter
-// NextBlock waits on.
+// setupPoll creates the waiter NextBlock waits on, which Close and Wake
+// wake.
 func (s *Socket) setupPoll() error {
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return fmt.Errorf("eventfd: %w", err)
-	}
-	s.efd = efd
 	if s.rx.blocks == 0 { // NoRX: NextBlock answers ErrNoRing
 		return nil
 	}
 	s.rings = []*rxRing{&s.rx}
-	fds := []int{s.fd, efd}
+	fds := []int{s.fd}
 	for _, m := range s.more {
 		s.rings = append(s.rings, &m.rx)
 		fds = append(fds, m.fd)
 	}
+	var err error
 	s.wait, err = pollwait.New(s.name, s.anyReady, fds...)
 	return err
 }
@@ -341,12 +334,12 @@ func (s *Socket) readyRing() *rxRing {
 }
 
 // fdOf is the descriptor behind the Waiter's event index i (0: the
-// socket, 1: the eventfd, then the further bindings).
+// socket, then the further bindings).
 func (s *Socket) fdOf(i int) int {
 	if i == 0 {
 		return s.fd
 	}
-	return s.more[i-2].fd
+	return s.more[i-1].fd
 }
 
 func (s *Socket) setInt(level, opt, v int, name string) error {
@@ -381,12 +374,6 @@ func (s *Socket) teardown() error {
 			errs = append(errs, fmt.Errorf("close: %w", err))
 		}
 		s.fd = -1
-	}
-	if s.efd >= 0 {
-		if err := unix.Close(s.efd); err != nil {
-			errs = append(errs, fmt.Errorf("close eventfd: %w", err))
-		}
-		s.efd = -1
 	}
 	if s.wait != nil {
 		if err := s.wait.Close(); err != nil {
@@ -443,7 +430,7 @@ func (s *Socket) Close() error {
 		s.life.release()
 		return nil
 	}
-	if err := s.signal(); err != nil {
+	if err := s.wake(); err != nil {
 		s.life.release()
 		return fmt.Errorf("afpacket: %s: wake poller: %w", s.name, err)
 	}
@@ -451,17 +438,11 @@ func (s *Socket) Close() error {
 	return s.life.finalErr()
 }
 
-// signal increments the eventfd a waiting NextBlock polls (Close, Wake);
-// the waiter drains it (takeSignal).
-func (s *Socket) signal() error {
-	var one [8]byte // eventfd counter increment, native endian
-	ne.PutUint64(one[:], 1)
-	_, err := unix.Write(s.efd, one[:])
-	return err
-}
-
-// takeSignal resets the eventfd's counter, so that the next wait blocks.
-func (s *Socket) takeSignal() {
-	var buf [8]byte
-	unix.Read(s.efd, buf[:])
+// wake wakes a waiting NextBlock (Close, Wake); without an RX ring none
+// waits.
+func (s *Socket) wake() error {
+	if s.wait == nil {
+		return nil
+	}
+	return s.wait.Wake()
 }

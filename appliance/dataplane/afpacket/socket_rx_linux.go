@@ -60,10 +60,7 @@ func (s *Socket) NextBlock(timeout time.Duration) (*Block, error) {
 		case err != nil:
 			s.life.release()
 			return nil, fmt.Errorf("afpacket: %s: %w", s.name, err)
-		case ev[1] != 0:
-			// Close or Wake: drained first, so that a Close after
-			// the check below still finds its signal.
-			s.takeSignal()
+		case ev.Woken(): // Close or Wake
 			s.life.release()
 			if s.life.closed() {
 				return nil, ErrClosed
@@ -87,7 +84,7 @@ func (s *Socket) Wake() error {
 		return ErrClosed
 	}
 	defer s.life.release()
-	if err := s.signal(); err != nil {
+	if err := s.wake(); err != nil {
 		return fmt.Errorf("afpacket: %s: wake: %w", s.name, err)
 	}
 	return nil
@@ -114,8 +111,8 @@ func (s *Socket) ReleaseBlock() {
 // socketError is the pending error (SO_ERROR) of a descriptor whose
 // event reported one (EPOLLERR), nil if none.
 func (s *Socket) socketError(ev pollwait.Events) error {
-	for i := range 2 + len(s.more) {
-		if i == 1 || ev[i]&unix.EPOLLERR == 0 {
+	for i := range 1 + len(s.more) {
+		if ev[i]&unix.EPOLLERR == 0 {
 			continue
 		}
 		soerr, err := unix.GetsockoptInt(s.fdOf(i), unix.SOL_SOCKET, unix.SO_ERROR)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -382,66 +381,6 @@ func TestModel(t *testing.T) {
 	}
 }
 
-// TestConcurrent learns and looks up from several goroutines while
-// another sweeps and lists; run with -race. Every lookup must answer
-// a port that was really learned for that MAC.
-func TestConcurrent(t *testing.T) {
-	f := newFDB(t, Options{Capacity: 1024, AgingTime: time.Hour})
-	const workers, macs, rounds = 4, 200, 20000
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 9))
-			for i := range rounds {
-				mi := rng.IntN(macs)
-				m := mac(mi)
-				// MAC mi lives on port 1+mi%5 or 10+mi%5: both are valid.
-				p := Port(1 + mi%5)
-				if rng.IntN(2) == 0 {
-					p += 9
-				}
-				now := int64(i) * int64(time.Millisecond)
-				f.Learn(&m, 0, p, now)
-				m2 := mac(rng.IntN(macs))
-				if got, ok := f.Lookup(&m2, 0, now); ok {
-					base := 1 + (int(m2[4])<<8|int(m2[5]))%5 // m2 is mac(mi) with mi < 256
-					if int(got) != base && int(got) != base+9 {
-						t.Errorf("Lookup(%v) = %d, not a port it was learned on (%d or %d)", MAC(m2), got, base, base+9)
-						return
-					}
-				}
-			}
-		}()
-	}
-	var bg sync.WaitGroup
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		var buf []Entry
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			f.Sweep(0)
-			buf = f.Entries(buf[:0], 0)
-			if len(buf) > macs {
-				t.Errorf("Entries lists %d entries for %d MACs", len(buf), macs)
-			}
-		}
-	}()
-	wg.Wait()
-	close(stop)
-	bg.Wait()
-	if n := f.Len(); n != macs {
-		t.Errorf("Len = %d, want %d", n, macs)
-	}
-}
-
 func TestZeroAllocs(t *testing.T) {
 	f := newFDB(t, Options{})
 	m1, m2 := mac(1), mac(2)
@@ -458,83 +397,6 @@ func TestZeroAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("Learn/Lookup allocate %v times per run", allocs)
 	}
-}
-
-func TestParseMAC(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    MAC
-		wantErr bool
-	}{
-		{"02:00:5e:10:00:01", MAC{2, 0, 0x5e, 0x10, 0, 1}, false},
-		{"FF-ff-FF-ff-FF-ff", MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, false},
-		{"02:00:5e:10:00", MAC{}, true},
-		{"02:00:5e:10:00:0g", MAC{}, true},
-		{"02:00:5e:10:00.01", MAC{}, true},
-	}
-	for _, tt := range tests {
-		got, err := ParseMAC(tt.in)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("ParseMAC(%q) = %v, %v; want %v, err %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
-func FuzzParseMAC(f *testing.F) {
-	for _, s := range []string{"02:00:5e:10:00:01", "ff-ff-ff-ff-ff-ff", "", "zz:zz:zz:zz:zz:zz"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		m, err := ParseMAC(s)
-		if err != nil {
-			return
-		}
-		back, err := ParseMAC(m.String())
-		if err != nil || back != m {
-			t.Fatalf("round trip of %q: %v %v", s, back, err)
-		}
-	})
-}
-
-func BenchmarkLookup(b *testing.B) {
-	f := newFDB(b, Options{})
-	for i := range 1000 {
-		m := mac(i)
-		f.Learn(&m, 0, Port(1+i%4), 0)
-	}
-	m := mac(500)
-	b.ResetTimer()
-	for range b.N {
-		f.Lookup(&m, 0, 0)
-	}
-}
-
-func BenchmarkLearnKnown(b *testing.B) {
-	f := newFDB(b, Options{})
-	m := mac(7)
-	f.Learn(&m, 0, 1, 0)
-	b.ResetTimer()
-	for range b.N {
-		f.Learn(&m, 0, 1, 0)
-	}
-}
-
-func BenchmarkParallelLearnLookup(b *testing.B) {
-	f := newFDB(b, Options{})
-	for i := range 1000 {
-		m := mac(i)
-		f.Learn(&m, 0, Port(1+i%4), 0)
-	}
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			i++
-			m := mac(i % 1000)
-			f.Learn(&m, 0, Port(1+(i%1000)%4), 0)
-			d := mac((i * 7) % 1000)
-			f.Lookup(&d, 0, 0)
-		}
-	})
 }
 
 // TestFullBucketOfStations: in a full table, a new source whose bucket

@@ -33,53 +33,60 @@ func adjustL4(b []byte, f *Frame, from, to []byte, pseudoOnly bool) {
 
 func (f *Frame) fits(b []byte) bool { return f.L3End <= len(b) && f.L3End > f.L3Off }
 
-// setIPv4Addr rewrites the 4 bytes at L3Off+at (12 source, 16 destination).
-func setIPv4Addr(b []byte, f *Frame, at int, a [4]byte) bool {
-	if !f.IsIPv4() || !f.fits(b) || f.L3Off+IPv4HeaderLen > f.L3End {
+// addrField returns the n bytes at L3Off+at of f's IPv4 (v6 false) or
+// IPv6 header: an address. It is nil when f has no such header in b.
+func (f *Frame) addrField(b []byte, v6 bool, at, n int) []byte {
+	hlen, ok := IPv4HeaderLen, f.IsIPv4()
+	if v6 {
+		hlen, ok = IPv6HeaderLen, f.IsIPv6()
+	}
+	if !ok || !f.fits(b) || f.L3Off+hlen > f.L3End {
+		return nil
+	}
+	return b[f.L3Off+at : f.L3Off+at+n]
+}
+
+// setIPv4Addr rewrites the 4 bytes at L3Off+at (12 source, 16
+// destination), which f holds in *fa.
+func setIPv4Addr(b []byte, f *Frame, at int, a [4]byte, fa *[4]byte) bool {
+	p := f.addrField(b, false, at, 4)
+	if p == nil {
 		return false
 	}
-	p := b[f.L3Off+at : f.L3Off+at+4]
 	old := binary.BigEndian.Uint32(p)
 	adjustL4(b, f, p, a[:], true)
 	c := Update32(binary.BigEndian.Uint16(b[f.L3Off+10:]), old, binary.BigEndian.Uint32(a[:]))
 	binary.BigEndian.PutUint16(b[f.L3Off+10:], c)
 	f.IPv4.Checksum = c
 	copy(p, a[:])
-	if at == 12 {
-		f.IPv4.Src = a
-	} else {
-		f.IPv4.Dst = a
-	}
+	*fa = a
 	return true
 }
 
 // SetIPv4Src rewrites the IPv4 source address (IP header and TCP/UDP checksums).
-func SetIPv4Src(b []byte, f *Frame, a [4]byte) bool { return setIPv4Addr(b, f, 12, a) }
+func SetIPv4Src(b []byte, f *Frame, a [4]byte) bool { return setIPv4Addr(b, f, 12, a, &f.IPv4.Src) }
 
 // SetIPv4Dst rewrites the IPv4 destination address (IP header and TCP/UDP checksums).
-func SetIPv4Dst(b []byte, f *Frame, a [4]byte) bool { return setIPv4Addr(b, f, 16, a) }
+func SetIPv4Dst(b []byte, f *Frame, a [4]byte) bool { return setIPv4Addr(b, f, 16, a, &f.IPv4.Dst) }
 
-// setIPv6Addr rewrites the 16 bytes at L3Off+at (8 source, 24 destination).
-func setIPv6Addr(b []byte, f *Frame, at int, a [16]byte) bool {
-	if !f.IsIPv6() || !f.fits(b) || f.L3Off+IPv6HeaderLen > f.L3End {
+// setIPv6Addr rewrites the 16 bytes at L3Off+at (8 source, 24
+// destination), which f holds in *fa.
+func setIPv6Addr(b []byte, f *Frame, at int, a [16]byte, fa *[16]byte) bool {
+	p := f.addrField(b, true, at, 16)
+	if p == nil {
 		return false
 	}
-	p := b[f.L3Off+at : f.L3Off+at+16]
 	adjustL4(b, f, p, a[:], true)
 	copy(p, a[:])
-	if at == 8 {
-		f.IPv6.Src = a
-	} else {
-		f.IPv6.Dst = a
-	}
+	*fa = a
 	return true
 }
 
 // SetIPv6Src rewrites the IPv6 source address (TCP/UDP/ICMPv6 checksums).
-func SetIPv6Src(b []byte, f *Frame, a [16]byte) bool { return setIPv6Addr(b, f, 8, a) }
+func SetIPv6Src(b []byte, f *Frame, a [16]byte) bool { return setIPv6Addr(b, f, 8, a, &f.IPv6.Src) }
 
 // SetIPv6Dst rewrites the IPv6 destination address (TCP/UDP/ICMPv6 checksums).
-func SetIPv6Dst(b []byte, f *Frame, a [16]byte) bool { return setIPv6Addr(b, f, 24, a) }
+func SetIPv6Dst(b []byte, f *Frame, a [16]byte) bool { return setIPv6Addr(b, f, 24, a, &f.IPv6.Dst) }
 
 // setPort rewrites the 16-bit word at L4Off+at of a TCP/UDP header.
 func setPort(b []byte, f *Frame, at int, port uint16) bool {

@@ -61,10 +61,10 @@ type Port struct {
 	mtu     int
 	mac     net.HardwareAddr
 
-	fd, efd int
-	wait    *pollwait.Waiter // on fd and efd, for Wait
-	refs    atomic.Int64     // closedBit | calls in flight
-	once    sync.Once
+	fd   int
+	wait *pollwait.Waiter // on fd, for Wait; Close and Wake wake it
+	refs atomic.Int64     // closedBit | calls in flight
+	once sync.Once
 
 	read, written, readErrs, writeErrs, readBytes, wrBytes atomic.Uint64
 }
@@ -86,7 +86,7 @@ func Open(cfg Config) (*Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hostport: open /dev/net/tun: %w", err)
 	}
-	p := &Port{fd: fd, efd: -1}
+	p := &Port{fd: fd}
 	if err := p.setup(name, cfg); err != nil {
 		p.teardown()
 		return nil, fmt.Errorf("hostport: %s: %w", name, err)
@@ -104,12 +104,7 @@ func (p *Port) setup(name string, cfg Config) error {
 		return fmt.Errorf("TUNSETIFF: %w", err)
 	}
 	p.name = ifr.Name()
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return fmt.Errorf("eventfd: %w", err)
-	}
-	p.efd = efd
-	if p.wait, err = pollwait.New(p.name, nil, p.fd, efd); err != nil {
+	if p.wait, err = pollwait.New(p.name, nil, p.fd); err != nil {
 		return err
 	}
 	link, err := netlink.LinkByName(p.name)
@@ -154,12 +149,6 @@ func (p *Port) teardown() error {
 			errs = append(errs, fmt.Errorf("close tap: %w", err))
 		}
 		p.fd = -1
-	}
-	if p.efd >= 0 {
-		if err := unix.Close(p.efd); err != nil {
-			errs = append(errs, fmt.Errorf("close eventfd: %w", err))
-		}
-		p.efd = -1
 	}
 	if p.wait != nil {
 		if err := p.wait.Close(); err != nil {
@@ -236,15 +225,10 @@ func (p *Port) Wait(timeout time.Duration) error {
 		deadline = time.Now().Add(timeout)
 	}
 	ev, err := p.wait.Wait(deadline)
-	if ev[1] != 0 {
-		// Close or Wake: drained first, so that a Close after the
-		// check below still finds its signal.
-		p.takeSignal()
-	}
 	switch {
 	case p.refs.Load()&closedBit != 0:
 		return ErrClosed
-	case ev[1] != 0:
+	case ev.Woken():
 		return nil // Wake
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil
@@ -262,25 +246,10 @@ func (p *Port) Wake() error {
 		return ErrClosed
 	}
 	defer p.release()
-	if err := p.signal(); err != nil {
+	if err := p.wait.Wake(); err != nil {
 		return fmt.Errorf("hostport: %s: wake: %w", p.name, err)
 	}
 	return nil
-}
-
-// signal increments the eventfd Wait polls (Close, Wake); Wait drains it
-// (takeSignal).
-func (p *Port) signal() error {
-	var one [8]byte
-	one[0] = 1 // eventfd counter increment (any non-zero value wakes)
-	_, err := unix.Write(p.efd, one[:])
-	return err
-}
-
-// takeSignal resets the eventfd's counter, so that the next Wait blocks.
-func (p *Port) takeSignal() {
-	var buf [8]byte
-	unix.Read(p.efd, buf[:])
 }
 
 // Write hands one frame to the kernel as if it had arrived on the port.
@@ -328,7 +297,7 @@ func (p *Port) Close() error {
 			break
 		}
 	}
-	err := p.signal()
+	err := p.wait.Wake()
 	p.release()
 	if err != nil {
 		return fmt.Errorf("hostport: %s: wake poller: %w", p.name, err)

@@ -23,6 +23,23 @@ func inNetns(t *testing.T, fn func()) {
 	netnstest.New(t, "hpt").Do(t, fn)
 }
 
+// background runs fn on a goroutine of its own and returns where its
+// error goes. The test's cleanup closes p, which ends a Wait in fn, and
+// waits for the goroutine to end.
+func background(t *testing.T, p *Port, fn func() error) <-chan error {
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		done <- fn()
+	}()
+	t.Cleanup(func() {
+		p.Close()
+		<-exited
+	})
+	return done
+}
+
 func TestTapARP(t *testing.T) {
 	inNetns(t, func() {
 		kmac := net.HardwareAddr{0x02, 0xe1, 0, 0, 0, 1}
@@ -90,13 +107,11 @@ func TestTapClose(t *testing.T) {
 			t.Errorf("Open: %v", err)
 			return
 		}
-		done := make(chan error, 1)
-		go func() {
+		done := background(t, p, func() error {
 			buf := make([]byte, 2048)
 			for {
 				if err := p.Wait(-1); err != nil {
-					done <- err
-					return
+					return err
 				}
 				for { // drain what the kernel sent (router solicitations, MLD)
 					if _, ok, err := p.Read(buf); !ok || err != nil {
@@ -104,7 +119,7 @@ func TestTapClose(t *testing.T) {
 					}
 				}
 			}
-		}()
+		})
 		time.Sleep(50 * time.Millisecond)
 		if err := p.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -157,8 +172,7 @@ func TestTapWake(t *testing.T) {
 			return
 		}
 		defer p.Close()
-		done := make(chan error, 1)
-		go func() { done <- p.Wait(10 * time.Second) }()
+		done := background(t, p, func() error { return p.Wait(10 * time.Second) })
 		time.Sleep(50 * time.Millisecond)
 		if err := p.Wake(); err != nil {
 			t.Errorf("Wake: %v", err)

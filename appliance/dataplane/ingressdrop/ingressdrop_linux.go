@@ -35,6 +35,7 @@ package ingressdrop
 import (
 	"fmt"
 	"net"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -81,28 +82,21 @@ const (
 // sockets, bound to IPv4 and IPv6 (package wantap), get them after tcx
 // under either program. The kernel's stack drops them first thing.
 func drop() asm.Instructions {
-	return append(asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.LoadMem(asm.R2, asm.R6, offVLANPresent, asm.Word),
-		asm.JNE.Imm(asm.R2, 0, "drop"),
+	ipv4 := fits(asm.R2, ethLen+ipv4Len)
+	ipv4[0] = ipv4[0].WithSymbol("ipv4")
+	return slices.Concat(untagged("drop"), asm.Instructions{
 		asm.LoadMem(asm.R2, asm.R6, offData, asm.Word),
 		asm.LoadMem(asm.R3, asm.R6, offDataEnd, asm.Word),
 		asm.LoadMem(asm.R4, asm.R6, offProtocol, asm.Word),
 		asm.JEq.Imm(asm.R4, int32(htons(unix.ETH_P_IP)), "ipv4"),
 		asm.JNE.Imm(asm.R4, int32(htons(unix.ETH_P_IPV6)), "drop"),
-
-		asm.Mov.Reg(asm.R4, asm.R2),
-		asm.Add.Imm(asm.R4, ethLen+ipv6Len+udpLen),
-		asm.JGT.Reg(asm.R4, asm.R3, "drop"),
+	}, fits(asm.R2, ethLen+ipv6Len+udpLen), asm.Instructions{
 		asm.LoadMem(asm.R4, asm.R2, ethLen+6, asm.Byte), // next header
 		asm.JNE.Imm(asm.R4, unix.IPPROTO_UDP, "drop"),
 		asm.LoadMem(asm.R4, asm.R2, ethLen+ipv6Len+2, asm.Half),
 		asm.JEq.Imm(asm.R4, int32(htons(dhcpv6ClientPort)), "demote"),
 		asm.Ja.Label("drop"),
-
-		asm.Mov.Reg(asm.R4, asm.R2).WithSymbol("ipv4"),
-		asm.Add.Imm(asm.R4, ethLen+ipv4Len),
-		asm.JGT.Reg(asm.R4, asm.R3, "drop"),
+	}, ipv4, asm.Instructions{
 		asm.LoadMem(asm.R4, asm.R2, ethLen+9, asm.Byte), // protocol
 		asm.JNE.Imm(asm.R4, unix.IPPROTO_UDP, "drop"),
 		asm.LoadMem(asm.R4, asm.R2, ethLen+6, asm.Half), // flags, fragment offset
@@ -112,12 +106,10 @@ func drop() asm.Instructions {
 		asm.And.Imm(asm.R4, 0x0f),
 		asm.LSh.Imm(asm.R4, 2),
 		asm.Add.Reg(asm.R2, asm.R4), // the UDP header is ethLen past this
-		asm.Mov.Reg(asm.R4, asm.R2),
-		asm.Add.Imm(asm.R4, ethLen+udpLen),
-		asm.JGT.Reg(asm.R4, asm.R3, "drop"),
+	}, fits(asm.R2, ethLen+udpLen), asm.Instructions{
 		asm.LoadMem(asm.R4, asm.R2, ethLen+2, asm.Half),
 		asm.JNE.Imm(asm.R4, int32(htons(dhcpv4ClientPort)), "drop"),
-	}, exits()...)
+	}, exits())
 }
 
 // demote is AttachDemote's program: untagged IPv4, IPv6 and ARP frames
@@ -131,26 +123,46 @@ func drop() asm.Instructions {
 // VLAN device can have VLAN 4095). A pop would not do: it moves the
 // frame's next tag back out of the frame.
 func demote() asm.Instructions {
-	return append(asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.LoadMem(asm.R2, asm.R6, offVLANPresent, asm.Word),
-		asm.JNE.Imm(asm.R2, 0, "mark"),
+	mark := pushMarker()
+	mark[0] = mark[0].WithSymbol("mark")
+	return slices.Concat(untagged("mark"), asm.Instructions{
 		asm.LoadMem(asm.R2, asm.R6, offProtocol, asm.Word),
 		asm.JEq.Imm(asm.R2, int32(htons(unix.ETH_P_IP)), "demote"),
 		asm.JEq.Imm(asm.R2, int32(htons(unix.ETH_P_IPV6)), "demote"),
 		asm.JEq.Imm(asm.R2, int32(htons(unix.ETH_P_ARP)), "demote"),
+	}, mark, pushMarker(), exits())
+}
 
-		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("mark"),
-		asm.Mov.Imm(asm.R2, int32(htons(MarkerTPID))),
-		asm.Mov.Imm(asm.R3, MarkerTCI),
-		asm.FnSkbVlanPush.Call(),
-		asm.JNE.Imm(asm.R0, 0, "drop"),
+// untagged starts both programs: it keeps the skb in R6 and jumps to
+// tagged with a frame whose VLAN tag the NIC or kernel took out.
+func untagged(tagged string) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R2, asm.R6, offVLANPresent, asm.Word),
+		asm.JNE.Imm(asm.R2, 0, tagged),
+	}
+}
+
+// fits jumps to "drop" unless n bytes from the address in reg lie before
+// the frame's end (R3).
+func fits(reg asm.Register, n int32) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R4, reg),
+		asm.Add.Imm(asm.R4, n),
+		asm.JGT.Reg(asm.R4, asm.R3, "drop"),
+	}
+}
+
+// pushMarker pushes the marker tag onto the skb in R6
+// (bpf_skb_vlan_push), dropping the frame when that fails.
+func pushMarker() asm.Instructions {
+	return asm.Instructions{
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.Mov.Imm(asm.R2, int32(htons(MarkerTPID))),
 		asm.Mov.Imm(asm.R3, MarkerTCI),
 		asm.FnSkbVlanPush.Call(),
 		asm.JNE.Imm(asm.R0, 0, "drop"),
-	}, exits()...)
+	}
 }
 
 // exits are both programs' ends, jumped to with the skb in R6: "demote"

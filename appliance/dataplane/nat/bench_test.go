@@ -10,6 +10,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // BenchmarkForward is the per-packet cost of an established TCP flow
@@ -38,7 +39,7 @@ func BenchmarkForward(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					copy(buf, dir.tmpl)
-					if dir.w.Handle(e.now, dir.port, buf).Action != Forward {
+					if dir.w.Handle(e.now, dir.port, buf).Action != routing.Forward {
 						b.Fatal("not forwarded")
 					}
 				}
@@ -63,7 +64,7 @@ func BenchmarkNewConns(b *testing.B) {
 		frame.SetSrcPort(buf, &f, uint16(1024+i%60000))
 		frame.SetIPv4Dst(buf, &f, [4]byte{198, 51, byte(i >> 16 / 60000), byte(i / 60000)})
 		i++
-		if res := e.lan.Process(e.now, lanPort, buf, &f); res.Action != Forward {
+		if res := e.lan.Process(e.now, lanPort, buf, &f); res.Action != routing.Forward {
 			b.Fatalf("conn %d: %v %v", i, res.Action, res.Reason)
 		}
 	}
@@ -226,7 +227,7 @@ func BenchmarkForwardBlock(b *testing.B) {
 					if err := frame.Parse(buf, &f); err != nil {
 						b.Fatal(err)
 					}
-					if res := w.Process(e.now, lanPort, buf, &f); res.Action != Forward {
+					if res := w.Process(e.now, lanPort, buf, &f); res.Action != routing.Forward {
 						b.Fatalf("frame %d: %v %v", next, res.Action, res.Reason)
 					}
 				}
@@ -307,7 +308,7 @@ func BenchmarkNewConnsFullTable(b *testing.B) {
 		return e.lan.Process(e.now, lanPort, buf, &f)
 	}
 	for e.r.CountConns(Filter{}) < n {
-		if res := next(); res.Action != Forward {
+		if res := next(); res.Action != routing.Forward {
 			b.Fatalf("filling, conn %d: %v %v", i, res.Action, res.Reason)
 		}
 	}
@@ -315,7 +316,7 @@ func BenchmarkNewConnsFullTable(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if res := next(); res.Action != Forward {
+		if res := next(); res.Action != routing.Forward {
 			b.Fatalf("conn %d: %v %v", i, res.Action, res.Reason)
 		}
 	}

@@ -37,6 +37,7 @@ func compile(cfg *Config) (*snapshot, error) {
 		}
 	}
 	s.timeouts = cfg.Timeouts
+	s.tcpTimeouts = cfg.Timeouts.byState()
 	for i, f := range cfg.Forwards {
 		errs = compileForward(errs, s, i, f)
 	}

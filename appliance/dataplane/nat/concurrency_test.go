@@ -1,6 +1,7 @@
 package nat
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // TestConcurrent runs pairs of LAN and WAN workers on their own
@@ -31,9 +33,24 @@ func TestConcurrent(t *testing.T) {
 		nat, sport uint16
 		host       netip.Addr
 	}
-	var wg sync.WaitGroup
+	// The goroutines report on errs (never blocking: past its buffer the
+	// test has failed already). The prefetchers run until the workers are
+	// done, or the test is: its context ends before the cleanup joins
+	// them all.
+	prefetching, stopPrefetch := context.WithCancel(t.Context())
+	var wg, pfWG sync.WaitGroup
+	t.Cleanup(func() {
+		wg.Wait()
+		pfWG.Wait()
+	})
 	var exact atomic.Int64
 	errs := make(chan string, 1000)
+	report := func(e string) {
+		select {
+		case errs <- e:
+		default:
+		}
+	}
 	for g := range pairs {
 		lan, wan := r.NewWorker(nil), r.NewWorker(nil)
 		hostIP := netip.AddrFrom4([4]byte{192, 168, 1, byte(101 + g)})
@@ -42,9 +59,7 @@ func TestConcurrent(t *testing.T) {
 		lan.Handle(now, lanPort, frametest.ARPFrame(bcast, hm, 1, hm, a4(hostIP), [6]byte{}, a4(lanAddr)))
 		wan.Handle(now, wanPort, frametest.ARPFrame(bcast, gwMAC, 1, gwMAC, a4(gwAddr), [6]byte{}, a4(wanAddr)))
 		ch := make(chan mapped, 64)
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer close(ch)
 			var f frame.Frame
 			now := now
@@ -55,14 +70,14 @@ func TestConcurrent(t *testing.T) {
 					lan.Prefetch(lanPort, b)
 					res := lan.Handle(now, lanPort, b)
 					drain(lan)
-					if res.Action != Forward {
+					if res.Action != routing.Forward {
 						if res.Reason != ReasonTableFull {
-							errs <- "lan: " + res.Action.String() + " " + res.Reason.String()
+							report("lan: " + res.Action.String() + " " + res.Reason.String())
 						}
 						continue
 					}
 					if err := frame.Parse(res.Frame, &f); err != nil {
-						errs <- err.Error()
+						report(err.Error())
 						continue
 					}
 					ch <- mapped{f.UDP.SrcPort, sp, hostIP}
@@ -70,9 +85,8 @@ func TestConcurrent(t *testing.T) {
 				now += 40 * sec
 				lan.Tick(now)
 			}
-		}()
-		go func() {
-			defer wg.Done()
+		})
+		wg.Go(func() {
 			var f frame.Frame
 			for m := range ch {
 				b := fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(53, m.nat, nil))
@@ -80,38 +94,34 @@ func TestConcurrent(t *testing.T) {
 				back := wan.Handle(now, wanPort, b)
 				drain(wan)
 				switch back.Action {
-				case Forward:
+				case routing.Forward:
 					// The mapping may have been deleted or expired and
 					// given to another host since: the reply must reach a
 					// LAN endpoint that exists, with right checksums.
 					if err := frame.Parse(back.Frame, &f); err != nil {
-						errs <- err.Error()
+						report(err.Error())
 						break
 					}
 					if err := frame.VerifyChecksums(back.Frame, &f); err != nil {
-						errs <- "reply: " + err.Error()
+						report("reply: " + err.Error())
 					}
 					h := int(f.IPv4.Dst[3]) - 101
 					if h < 0 || h >= pairs || int(f.UDP.DstPort)-20000-h*1000 < 0 || int(f.UDP.DstPort)-20000-h*1000 >= flows {
-						errs <- fmt.Sprintf("reply to %d went to %v:%d, no such endpoint", m.nat, f.IPv4.DstAddr(), f.UDP.DstPort)
+						report(fmt.Sprintf("reply to %d went to %v:%d, no such endpoint", m.nat, f.IPv4.DstAddr(), f.UDP.DstPort))
 					} else if f.IPv4.DstAddr() == m.host && f.UDP.DstPort == m.sport {
 						exact.Add(1)
 					}
-				case ToHost: // deleted or expired meanwhile
+				case routing.ToHost: // deleted or expired meanwhile
 				default:
-					errs <- "wan: " + back.Action.String() + " " + back.Reason.String()
+					report("wan: " + back.Action.String() + " " + back.Reason.String())
 				}
 				wan.Tick(now)
 			}
-		}()
+		})
 	}
-	stop := make(chan struct{})
-	var pfWG sync.WaitGroup
 	for g := range 2 {
 		pw := r.NewWorker(nil)
-		pfWG.Add(1)
-		go func() {
-			defer pfWG.Done()
+		pfWG.Go(func() {
 			lan := make([][]byte, 0, pairs*flows)
 			for h := range pairs {
 				for i := range flows {
@@ -125,18 +135,16 @@ func TestConcurrent(t *testing.T) {
 			}
 			for i := g; ; i++ {
 				select {
-				case <-stop:
+				case <-prefetching.Done():
 					return
 				default:
 				}
 				pw.Prefetch(lanPort, lan[i%len(lan)])
 				pw.Prefetch(wanPort, wan[i%len(wan)])
 			}
-		}()
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for i := range 50 {
 			cs, _ := r.Conns(Filter{}, 0, 100, t0, nil)
 			if i%5 == 0 && len(cs) > 0 {
@@ -146,16 +154,16 @@ func TestConcurrent(t *testing.T) {
 			r.ct.sweep(uint32(t0/sec)+100, 64)
 			r.Stats()
 		}
-	}()
+	})
 	wg.Wait()
-	close(stop)
+	stopPrefetch()
 	pfWG.Wait()
 	close(errs)
 	for e := range errs {
 		t.Error(e)
 	}
-	if st := r.Stats(); st.Actions[Forward] < pairs*flows {
-		t.Errorf("only %d frames forwarded", st.Actions[Forward])
+	if st := r.Stats(); st.Actions[routing.Forward] < pairs*flows {
+		t.Errorf("only %d frames forwarded", st.Actions[routing.Forward])
 	}
 	if n := exact.Load(); n < pairs*flows/2 {
 		t.Errorf("only %d replies reached the endpoint they answered", n)
@@ -195,38 +203,38 @@ func TestZeroAllocs(t *testing.T) {
 		{"established lan to wan", func() {
 			copy(bufA, ack)
 			frame.Parse(bufA, &f)
-			if e.lan.Process(e.now, lanPort, bufA, &f).Action != Forward {
+			if e.lan.Process(e.now, lanPort, bufA, &f).Action != routing.Forward {
 				t.Fatal("not forwarded")
 			}
 		}},
 		{"established wan to lan", func() {
 			copy(bufB, in)
-			if e.wan.Handle(e.now, wanPort, bufB).Action != Forward {
+			if e.wan.Handle(e.now, wanPort, bufB).Action != routing.Forward {
 				t.Fatal("not forwarded")
 			}
 		}},
 		{"new connection", func() {
 			sp++
 			b := fromLANBuf(bufA, ack, sp)
-			if res := e.lan.Handle(e.now, lanPort, b); res.Action != Forward {
+			if res := e.lan.Handle(e.now, lanPort, b); res.Action != routing.Forward {
 				t.Fatalf("new: %v %v", res.Action, res.Reason)
 			}
 		}},
 		{"echo reply", func() {
 			copy(bufB, ping)
-			if e.lan.Handle(e.now, lanPort, bufB[:len(ping)]).Action != Reply {
+			if e.lan.Handle(e.now, lanPort, bufB[:len(ping)]).Action != routing.Reply {
 				t.Fatal("no echo reply")
 			}
 		}},
 		{"arp reply", func() {
 			copy(bufB, arpReq)
-			if e.lan.Handle(e.now, lanPort, bufB[:len(arpReq)]).Action != Reply {
+			if e.lan.Handle(e.now, lanPort, bufB[:len(arpReq)]).Action != routing.Reply {
 				t.Fatal("no ARP reply")
 			}
 		}},
 		{"time exceeded", func() {
 			copy(bufB, ttl1)
-			if e.lan.Handle(e.now, lanPort, bufB[:len(ttl1)]).Action != Reply {
+			if e.lan.Handle(e.now, lanPort, bufB[:len(ttl1)]).Action != routing.Reply {
 				t.Fatal("no time exceeded")
 			}
 			e.now += sec // stay under the ICMP rate limit

@@ -166,12 +166,14 @@ type snapshot struct {
 	portMax   uint16
 	mss       int // 0 off
 	timeouts  Timeouts
-	forwards  []fwd
-	reachable int64 // ns
-	probes    uint32
-	fragTTL   int64 // ns
-	sweep     int
-	limits    limits
+	// tcpTimeouts are the TCP timeouts by state (Timeouts.byState).
+	tcpTimeouts [stateMask + 1]uint32
+	forwards    []fwd
+	reachable   int64 // ns
+	probes      uint32
+	fragTTL     int64 // ns
+	sweep       int
+	limits      limits
 }
 
 // limits are the caps on unassured connections (Config.MaxInbound, ...).

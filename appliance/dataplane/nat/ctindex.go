@@ -116,3 +116,15 @@ func (s *stripe) removeAt(i int) {
 		}
 	}
 }
+
+// lookup finds the connection of key k: when ok, its stripe st is locked
+// and the caller unlocks it.
+func (t *table) lookup(k key) (st *stripe, idx uint32, dir int, ok bool) {
+	h := t.hash(k)
+	st = &t.stripes[t.stripeOf(h)]
+	st.mu.Lock()
+	if idx, dir, _, ok = t.find(st, k, h); !ok {
+		st.mu.Unlock()
+	}
+	return st, idx, dir, ok
+}

@@ -40,14 +40,8 @@ const (
 // remove deletes entry idx if it is still incarnation gen and why allows.
 func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
 	e, c := &t.entries[idx], &t.cold[idx]
-	sw := c.stripes.Load()
-	if gen&1 == 0 || c.gen.Load() != gen {
-		return false
-	}
-	s0, s1 := sw>>16, sw&0xffff
-	t.lock2(s0, s1)
-	if c.gen.Load() != gen || c.stripes.Load() != sw {
-		t.unlock2(s0, s1)
+	s0, s1, ok := t.lockEntry(idx, gen)
+	if !ok {
 		return false
 	}
 	state := e.state.Load()
@@ -74,6 +68,24 @@ func (t *table) remove(idx uint32, gen uint32, why rmWhy, sec uint32) bool {
 	t.maps.releaseConn(kind, keys)
 	t.release(idx)
 	return true
+}
+
+// lockEntry locks both stripes of entry idx (s0 its original direction's,
+// s1 its reply's; unlock2 unlocks them) if it is still incarnation gen, a
+// live one. ok is false, and nothing locked, when it is not.
+func (t *table) lockEntry(idx, gen uint32) (s0, s1 uint32, ok bool) {
+	c := &t.cold[idx]
+	sw := c.stripes.Load()
+	if gen&1 == 0 || c.gen.Load() != gen {
+		return 0, 0, false
+	}
+	s0, s1 = sw>>16, sw&0xffff
+	t.lock2(s0, s1)
+	if c.gen.Load() != gen || c.stripes.Load() != sw {
+		t.unlock2(s0, s1)
+		return 0, 0, false
+	}
+	return s0, s1, true
 }
 
 // evictWindow is how many slots an insert past a source's cap examines,

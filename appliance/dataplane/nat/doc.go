@@ -14,10 +14,10 @@
 //	res := w.Handle(now, inPort, pkt)      // or w.Process(now, inPort, pkt, &f) with f from a successful frame.Parse
 //	                                       // (and w.Prefetch(inPort, pkt) D frames earlier: see Prefetching)
 //	switch res.Action {
-//	case nat.Forward, nat.Reply: transmit res.Frame on port res.Port
-//	case nat.Deliver:            transmit res.Frame on the host port res.Port
-//	case nat.ToHost:             deliver res.Frame to the host port, or drop it without one
-//	case nat.Queued, nat.Consumed, nat.Drop: nothing (count res.Reason for Drop)
+//	case routing.Forward, routing.Reply: transmit res.Frame on port res.Port
+//	case routing.Deliver:               transmit res.Frame on the host port res.Port
+//	case routing.ToHost:                deliver res.Frame to the host port, or drop it without one
+//	case routing.Queued, routing.Consumed, routing.Drop: nothing (count res.Reason for Drop)
 //	}
 //	for port, b, ok := w.Output(); ok; port, b, ok = w.Output() { transmit b on port }
 //	// after every batch, and every few ms while w.Waiting():

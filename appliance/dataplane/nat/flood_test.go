@@ -7,6 +7,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // randomRemote is a WAN address outside the router's subnets.
@@ -28,7 +29,7 @@ func lanTCP(e *env, sp uint16) bool {
 		{LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: sp, DstPort: 443, Seq: 101, Ack: 901, Flags: frame.TCPAck, Window: 1000}, nil))},
 	}
 	for _, s := range steps {
-		if res := e.send(s.side, s.b); res.Action != Forward {
+		if res := e.send(s.side, s.b); res.Action != routing.Forward {
 			e.t.Logf("port %d: %v/%v", sp, res.Action, res.Reason)
 			return false
 		}
@@ -52,7 +53,7 @@ func TestSynFloodThroughPortForward(t *testing.T) {
 		src := randomRemote(rng)
 		syn := frametest.IPv4{Src: src, Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: uint16(1024 + rng.IntN(60000)), DstPort: 8080, Seq: rng.Uint32(), Flags: frame.TCPSyn}, nil)
 		res := e.send(WAN, fromWAN(syn))
-		if res.Action == Forward { // the LAN server answers
+		if res.Action == routing.Forward { // the LAN server answers
 			var f frame.Frame
 			if err := frame.Parse(res.Frame, &f); err != nil {
 				t.Fatal(err)
@@ -97,13 +98,13 @@ func TestUDPFloodThroughPortForward(t *testing.T) {
 	udpLAN := func(sp uint16) bool {
 		out := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(sp, 53, nil))
 		in := fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.UDPPacket(53, sp, nil))
-		return e.send(LAN, out).Action == Forward && e.send(WAN, in).Action == Forward
+		return e.send(LAN, out).Action == routing.Forward && e.send(WAN, in).Action == routing.Forward
 	}
 	ok, tries := 0, 0
 	for i := range 20 * 1024 {
 		src := randomRemote(rng)
 		res := e.send(WAN, fromWAN(frametest.IPv4{Src: src, Dst: a4(wanAddr)}.UDPPacket(uint16(1024+rng.IntN(60000)), 5003, nil)))
-		if res.Action == Forward {
+		if res.Action == routing.Forward {
 			var f frame.Frame
 			frame.Parse(res.Frame, &f)
 			e.send(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: src}.UDPPacket(6003, f.UDP.SrcPort, nil)))
@@ -134,13 +135,13 @@ func TestBusyLANHost(t *testing.T) {
 	for i := range 5000 {
 		sp := uint16(10000 + i%50000)
 		dst := netip.AddrFrom4([4]byte{9, 9, byte(i >> 8), byte(i)})
-		if e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: dst.As4()}.UDPPacket(sp, 53, nil))).Action == Forward {
+		if e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: dst.As4()}.UDPPacket(sp, 53, nil))).Action == routing.Forward {
 			e.send(WAN, fromWAN(frametest.IPv4{Src: dst.As4(), Dst: a4(wanAddr)}.UDPPacket(53, sp, nil)))
 		}
 		if i%100 == 0 {
 			e.now += sec / 4 // 400 queries/s
 			out := fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(remote)}.UDPPacket(uint16(50000+i/100), 443, nil))
-			if e.send(LAN, out).Action == Forward {
+			if e.send(LAN, out).Action == routing.Forward {
 				streams++
 			}
 		}
@@ -166,7 +167,7 @@ func TestPerRemoteCap(t *testing.T) {
 		t.Errorf("%d connections from one remote, want at most MaxPerRemote 64", n)
 	}
 	other := frametest.IPv4{Src: [4]byte{100, 9, 9, 9}, Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 2000, DstPort: 8080, Seq: 1, Flags: frame.TCPSyn}, nil)
-	if res := e.send(WAN, fromWAN(other)); res.Action != Forward {
+	if res := e.send(WAN, fromWAN(other)); res.Action != routing.Forward {
 		t.Errorf("another remote's SYN: %v/%v, want forwarded", res.Action, res.Reason)
 	}
 }
@@ -178,7 +179,7 @@ func spoofedSYN(t testing.TB, e *env, rng *rand.Rand, src [4]byte) Result {
 	t.Helper()
 	syn := frametest.IPv4{Src: src, Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: uint16(1024 + rng.IntN(60000)), DstPort: 8080, Seq: rng.Uint32(), Flags: frame.TCPSyn}, nil)
 	res := e.send(WAN, fromWAN(syn))
-	if res.Action == Forward {
+	if res.Action == routing.Forward {
 		var f frame.Frame
 		if err := frame.Parse(res.Frame, &f); err != nil {
 			t.Fatal(err)
@@ -200,7 +201,7 @@ func TestInboundCapBigTable(t *testing.T) {
 	capacity := DefaultMaxConns / 4
 	refused := 0
 	for i := range 3 * capacity {
-		if res := spoofedSYN(t, e, rng, randomRemote(rng)); res.Action != Forward {
+		if res := spoofedSYN(t, e, rng, randomRemote(rng)); res.Action != routing.Forward {
 			refused++
 			if refused <= 3 {
 				t.Logf("SYN %d: %v/%v", i, res.Action, res.Reason)
@@ -228,7 +229,7 @@ func TestRemoteCapApartFromLANHosts(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxConns = 4096; c.MaxPerRemote = 64 })
 	for i := range 100 { // host A: 100 unanswered queries
 		dst := [4]byte{9, 9, 9, byte(i)}
-		if res := e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: dst}.UDPPacket(uint16(10000+i), 53, nil))); res.Action != Forward {
+		if res := e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: dst}.UDPPacket(uint16(10000+i), 53, nil))); res.Action != routing.Forward {
 			t.Fatalf("query %d: %v/%v", i, res.Action, res.Reason)
 		}
 	}
@@ -241,7 +242,7 @@ func TestRemoteCapApartFromLANHosts(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, r := range remotes {
-		if res := spoofedSYN(t, e, rng, r); res.Action != Forward {
+		if res := spoofedSYN(t, e, rng, r); res.Action != routing.Forward {
 			t.Errorf("SYN from %v, which shares host A's count bucket: %v/%v, want forwarded", r, res.Action, res.Reason)
 		}
 	}
@@ -263,7 +264,7 @@ func TestRemoteBucketsUnguessable(t *testing.T) {
 			n++
 		}
 	}
-	if res := spoofedSYN(t, e, rng, victim); res.Action != Forward {
+	if res := spoofedSYN(t, e, rng, victim); res.Action != routing.Forward {
 		t.Errorf("the victim's SYN after 16 SYNs from sources picked to share its bucket: %v/%v, want forwarded", res.Action, res.Reason)
 	}
 }

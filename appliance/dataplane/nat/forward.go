@@ -2,6 +2,7 @@ package nat
 
 import (
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
@@ -45,12 +46,12 @@ func (w *Worker) fromLAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 			return res
 		}
 		if hairpin {
-			return Result{Action: ToHost, Port: inPort, Frame: pkt}
+			return Result{Action: routing.ToHost, Port: inPort, Frame: pkt}
 		}
 		return drop(ReasonInvalid)
 	case 2:
 		if hairpin {
-			return Result{Action: ToHost, Port: inPort, Frame: pkt}
+			return Result{Action: routing.ToHost, Port: inPort, Frame: pkt}
 		}
 		return drop(ReasonInvalid)
 	}
@@ -72,13 +73,7 @@ func (w *Worker) fromLAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 		if !fw {
 			return w.toBox(now, s, LAN, inPort, pkt, f, wanAddr)
 		}
-		if !newAllowed(f) {
-			return drop(ReasonInvalid)
-		}
-		if r, stop := w.newChecks(now, s, LAN, LAN, pkt, f); stop {
-			return r
-		}
-		if r, stop := w.filter(now, s, inPort, LAN, pkt, f, to, toPort); stop {
+		if r, stop := w.admit(now, s, inPort, LAN, LAN, pkt, f, to, toPort); stop {
 			return r
 		}
 		nat, ok := w.r.maps.acquire(f.Proto, k.src(), k.sport(), s)
@@ -91,13 +86,7 @@ func (w *Worker) fromLAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 	if wanAddr == 0 {
 		return drop(ReasonNoRoute)
 	}
-	if !newAllowed(f) {
-		return drop(ReasonInvalid)
-	}
-	if r, stop := w.newChecks(now, s, LAN, WAN, pkt, f); stop {
-		return r
-	}
-	if r, stop := w.filter(now, s, inPort, WAN, pkt, f, k.dst(), k.dport()); stop {
+	if r, stop := w.admit(now, s, inPort, LAN, WAN, pkt, f, k.dst(), k.dport()); stop {
 		return r
 	}
 	var reply key
@@ -121,7 +110,7 @@ func (w *Worker) fromWAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 		if res, ok := w.icmpErrorIn(now, s, WAN, pkt, f); ok {
 			return res
 		}
-		return Result{Action: ToHost, Port: inPort, Frame: pkt}
+		return Result{Action: routing.ToHost, Port: inPort, Frame: pkt}
 	case 2:
 		return w.toBox(now, s, WAN, inPort, pkt, f, k.dst())
 	}
@@ -130,13 +119,7 @@ func (w *Worker) fromWAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 	}
 	if f.Proto == frame.ProtoTCP || f.Proto == frame.ProtoUDP {
 		if to, toPort, fw := s.forward(f.Proto, k.dport()); fw {
-			if !newAllowed(f) {
-				return drop(ReasonInvalid)
-			}
-			if r, stop := w.newChecks(now, s, WAN, LAN, pkt, f); stop {
-				return r
-			}
-			if r, stop := w.filter(now, s, inPort, LAN, pkt, f, to, toPort); stop {
+			if r, stop := w.admit(now, s, inPort, WAN, LAN, pkt, f, to, toPort); stop {
 				return r
 			}
 			reply := mkKey(to, k.src(), toPort, k.sport(), f.Proto, LAN)
@@ -144,6 +127,20 @@ func (w *Worker) fromWAN(now int64, s *snapshot, inPort int, pkt []byte, f *fram
 		}
 	}
 	return w.toBox(now, s, WAN, inPort, pkt, f, s.side[WAN].addr)
+}
+
+// admit runs the checks of a packet that opens a connection from side in
+// to side out, to dst and dport (after DNAT, before SNAT): whether it may
+// open one (newAllowed), the checks before any state changes (newChecks)
+// and the forward chain (filter). stop reports that r is the answer.
+func (w *Worker) admit(now int64, s *snapshot, inPort int, in, out Side, pkt []byte, f *frame.Frame, dst uint32, dport uint16) (r Result, stop bool) {
+	if !newAllowed(f) {
+		return drop(ReasonInvalid), true
+	}
+	if r, stop := w.newChecks(now, s, in, out, pkt, f); stop {
+		return r, true
+	}
+	return w.filter(now, s, inPort, out, pkt, f, dst, dport)
 }
 
 // newAllowed reports whether f may open a connection: a TCP SYN, an ICMP

@@ -1,6 +1,9 @@
 package nat
 
-import "e1kbox/appliance/dataplane/frame"
+import (
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
+)
 
 // fragEntry follows the fragments of one datagram after its first
 // fragment (the one with the transport header) was translated: later
@@ -117,7 +120,7 @@ func (w *Worker) laterFragment(now int64, s *snapshot, side Side, inPort int, pk
 			return w.toBox(now, s, side, inPort, pkt, f, dst)
 		}
 		if dst == s.side[side].addr || dst == s.side[WAN].addr {
-			return Result{Action: ToHost, Port: inPort, Frame: pkt}
+			return Result{Action: routing.ToHost, Port: inPort, Frame: pkt}
 		}
 		return drop(ReasonFragment)
 	}

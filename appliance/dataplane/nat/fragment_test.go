@@ -7,6 +7,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // reassembled is a datagram put together from fragments by the test's
@@ -85,7 +86,7 @@ func reassemble(t *testing.T, frags [][]byte, mtu int, firstOpts, laterOpts []by
 func collect(t *testing.T, w *Worker, now int64, in int, b []byte, port int) [][]byte {
 	t.Helper()
 	res := w.Handle(now, in, slices.Clone(b))
-	if res.Action != Forward || res.Port != port {
+	if res.Action != routing.Forward || res.Port != port {
 		t.Fatalf("got %v/%v on %d, want forward on %d", res.Action, res.Reason, res.Port, port)
 	}
 	out := [][]byte{slices.Clone(res.Frame)}
@@ -216,7 +217,7 @@ func TestFragmentationPaths(t *testing.T) {
 		}
 		lan, wan := r.NewWorker(nil), r.NewWorker(nil)
 		pkt := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), ID: 77}.UDPPacket(5000, 6000, make([]byte, 2972)))
-		if res := lan.Handle(t0, lanPort, pkt); res.Action != Queued {
+		if res := lan.Handle(t0, lanPort, pkt); res.Action != routing.Queued {
 			t.Fatalf("%v/%v, want queued", res.Action, res.Reason)
 		}
 		drain(lan) // the ARP request
@@ -233,8 +234,81 @@ func TestFragmentationPaths(t *testing.T) {
 	t.Run("an outbox too small", func(t *testing.T) {
 		e := newEnv(t, func(c *Config) { c.WAN.MTU, c.OutboxFrames = 576, 8 })
 		res := e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.UDPPacket(1, 2, make([]byte, 8000))))
-		if res.Action != Drop || res.Reason != ReasonQueueFull {
+		if res.Action != routing.Drop || res.Reason != ReasonQueueFull {
 			t.Errorf("%v/%v, want queue_full", res.Action, res.Reason)
 		}
 	})
+}
+
+// fragments splits a UDP datagram from A to remote into IP fragments of
+// the given payload sizes (multiples of 8 but the last).
+func fragments(id uint16, sizes ...int) (frags [][]byte, whole []byte) {
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	payload := make([]byte, total-8)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	ip := frametest.IPv4{Src: a4(ipA), Dst: a4(remote), ID: id}.UDPPacket(4000, 4001, payload)
+	l4 := ip[20:]
+	off := 0
+	for i, n := range sizes {
+		h := frametest.IPv4{Src: a4(ipA), Dst: a4(remote), ID: id, Proto: frame.ProtoUDP, FragOff: uint16(off / 8), MF: i < len(sizes)-1}
+		frags = append(frags, fromLAN(hostA, h.Build(l4[off:off+n])))
+		off += n
+	}
+	return frags, ip
+}
+
+func TestFragments(t *testing.T) {
+	e := newEnv(t, nil)
+	// Give A's port 4000 to B first so A's fragments get a new port.
+	e.forward(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(remote)}.UDPPacket(4000, 4001, nil)), wanPort)
+	frags, whole := fragments(77, 24, 16, 13)
+	first, f := e.forward(LAN, frags[0], wanPort)
+	natPort := f.UDP.SrcPort
+	if natPort == 4000 || f.IPv4.SrcAddr() != wanAddr {
+		t.Fatalf("first fragment: %v:%d", f.IPv4.SrcAddr(), natPort)
+	}
+	// Reassemble what the router sends and check the UDP checksum over it.
+	outs := [][]byte{first}
+	for _, fr := range frags[1:] {
+		b, g := e.forward(LAN, fr, wanPort)
+		if g.IPv4.SrcAddr() != wanAddr || g.IPv4.DstAddr() != remote || g.IPv4.TTL != 63 {
+			t.Errorf("later fragment: %v > %v ttl %d", g.IPv4.SrcAddr(), g.IPv4.DstAddr(), g.IPv4.TTL)
+		}
+		outs = append(outs, append([]byte(nil), b...))
+	}
+	var l4 []byte
+	for _, o := range outs {
+		l4 = append(l4, o[14+20:14+int(binary.BigEndian.Uint16(o[16:]))]...)
+	}
+	if len(l4) != len(whole)-20 {
+		t.Fatalf("reassembled %d bytes, want %d", len(l4), len(whole)-20)
+	}
+	if s := frametest.Sum(frametest.Pseudo4(a4(wanAddr), a4(remote), frame.ProtoUDP, len(l4)), l4); s != 0xffff {
+		t.Errorf("reassembled datagram's UDP checksum wrong (sum %#x)", s)
+	}
+	if binary.BigEndian.Uint16(l4[0:]) != natPort {
+		t.Errorf("reassembled source port %d, want %d", binary.BigEndian.Uint16(l4[0:]), natPort)
+	}
+	// Overlap: a fragment repeating units is dropped.
+	frags2, _ := fragments(78, 24, 16, 13)
+	e.forward(LAN, frags2[0], wanPort)
+	if res := e.send(LAN, frags2[0][:0:0]); res.Action != routing.Drop {
+		t.Errorf("empty frame: %v", res.Action)
+	}
+	e.forward(LAN, frags2[1], wanPort)
+	for i, fr := range frags2[:2] {
+		if res := e.send(LAN, fr); res.Action != routing.Drop || res.Reason != ReasonFragment {
+			t.Errorf("fragment %d again: %v/%v, want drop fragment", i, res.Action, res.Reason)
+		}
+	}
+	// A later fragment without its first is dropped.
+	frags3, _ := fragments(79, 24, 16, 13)
+	if res := e.send(LAN, frags3[2]); res.Action != routing.Drop || res.Reason != ReasonFragment {
+		t.Errorf("fragment without first: %v/%v, want drop fragment", res.Action, res.Reason)
+	}
 }

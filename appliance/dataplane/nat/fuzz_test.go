@@ -6,6 +6,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // FuzzTranslate feeds arbitrary frames to a router with live connections
@@ -34,7 +35,7 @@ func FuzzTranslate(f *testing.F) {
 		res := w.Handle(e.now, port, b)
 		drain(w)
 		switch res.Action {
-		case Forward:
+		case routing.Forward:
 			if len(res.Frame) != len(orig) {
 				t.Fatalf("forwarded %d bytes of %d", len(res.Frame), len(orig))
 			}
@@ -60,7 +61,7 @@ func FuzzTranslate(f *testing.F) {
 					}
 				}
 			}
-		case Reply:
+		case routing.Reply:
 			if err := frame.Parse(res.Frame, &out); err != nil {
 				t.Fatalf("generated frame does not parse: %v", err)
 			}
@@ -118,7 +119,7 @@ func FuzzFragment(f *testing.F) {
 			return
 		}
 		res := e.lan.Handle(e.now, lanPort, b)
-		if res.Action != Forward {
+		if res.Action != routing.Forward {
 			return
 		}
 		frags := [][]byte{res.Frame}

@@ -8,6 +8,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // Test frames are built with package frametest, whose textbook RFC 1071
@@ -102,7 +103,7 @@ func (e *env) learn(side Side, m [6]byte, ip netip.Addr) {
 		w, port, own = e.wan, wanPort, wanAddr
 	}
 	res := w.Handle(e.now, port, frametest.ARPFrame(bcast, m, 1, m, a4(ip), [6]byte{}, a4(own)))
-	if res.Action != Reply {
+	if res.Action != routing.Reply {
 		e.t.Fatalf("ARP request from %v: %v %v", ip, res.Action, res.Reason)
 	}
 }
@@ -123,7 +124,7 @@ func (e *env) send(side Side, b []byte) Result {
 func (e *env) forward(side Side, b []byte, port int) (out []byte, f frame.Frame) {
 	e.t.Helper()
 	res := e.send(side, b)
-	if res.Action != Forward || res.Port != port {
+	if res.Action != routing.Forward || res.Port != port {
 		e.t.Fatalf("got %v on port %d (reason %v), want forward on port %d", res.Action, res.Port, res.Reason, port)
 	}
 	if len(res.Frame) != len(b) {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // Frames the router generates are built whole, with full checksums, by
@@ -20,7 +21,7 @@ func (w *Worker) answer(p *port, src [4]byte, tos uint8) frame.Answer {
 // commits the IP identification answer handed out.
 func (w *Worker) reply(p *port, n int) Result {
 	w.ipid++
-	return Result{Action: Reply, Port: p.id, Frame: w.scratch[:n]}
+	return Result{Action: routing.Reply, Port: p.id, Frame: w.scratch[:n]}
 }
 
 // icmpError answers f, received on side, with an ICMP error from the
@@ -93,17 +94,17 @@ func (w *Worker) arp(now int64, s *snapshot, side Side, pkt []byte, f *frame.Fra
 			w.learn(now, s, side, sip, a.SenderMAC, tip == p.addr)
 		}
 		if tip != p.addr {
-			return Result{Action: Consumed}
+			return Result{Action: routing.Consumed}
 		}
 		w.c.arpReplies.Add(1)
 		r := frame.ARP{Op: 2, SenderMAC: p.mac, SenderIP: put32(p.addr), TargetMAC: a.SenderMAC, TargetIP: a.SenderIP}
 		n := frame.PutARP(w.scratch, a.SenderMAC, p.mac, &r)
-		return Result{Action: Reply, Port: p.id, Frame: w.scratch[:n]}
+		return Result{Action: routing.Reply, Port: p.id, Frame: w.scratch[:n]}
 	case 2:
 		if sip != 0 {
 			w.learn(now, s, side, sip, a.SenderMAC, false)
 		}
-		return Result{Action: Consumed}
+		return Result{Action: routing.Consumed}
 	}
 	return drop(ReasonARP)
 }
@@ -229,15 +230,16 @@ func (w *Worker) quotedConn(side Side, in *frame.Inner) (other key, ok bool) {
 		k = mkKey(edst, esrc, 0, 0, in.Proto, side)
 	}
 	t := w.r.ct
-	h := t.hash(k)
-	st := &t.stripes[t.stripeOf(h)]
-	st.mu.Lock()
-	idx, dir, _, ok := t.find(st, k, h)
-	if !ok || expired(t.entries[idx].deadline.Load(), w.sec) {
+	st, idx, dir, ok := t.lookup(k)
+	if !ok {
+		return key{}, false
+	}
+	e := &t.entries[idx]
+	if expired(e.deadline.Load(), w.sec) {
 		st.mu.Unlock()
 		return key{}, false
 	}
-	other = t.entries[idx].keys[1-dir]
+	other = e.keys[1-dir]
 	st.mu.Unlock()
 	return other, true
 }
@@ -318,21 +320,24 @@ func quotedL4Checksum(pkt []byte, f *frame.Frame, in *frame.Inner) (off int, udp
 // zero (absent) UDP checksum zero and never produces one.
 func fix16(b []byte, off int, from, to uint16, udp bool) {
 	c := binary.BigEndian.Uint16(b[off:])
-	if udp {
-		c = frame.UpdateUDP16(c, from, to)
-	} else {
-		c = frame.Update16(c, from, to)
-	}
-	binary.BigEndian.PutUint16(b[off:], c)
+	putFixed(b, off, c, frame.Update16(c, from, to), udp)
 }
 
 // fix32 is fix16 for a 32-bit change.
 func fix32(b []byte, off int, from, to uint32, udp bool) {
 	c := binary.BigEndian.Uint16(b[off:])
-	if udp {
-		c = frame.UpdateUDP32(c, from, to)
-	} else {
-		c = frame.Update32(c, from, to)
+	putFixed(b, off, c, frame.Update32(c, from, to), udp)
+}
+
+// putFixed stores checksum c, updated from old, at b[off:]; a UDP checksum
+// (udp) follows RFC 768 as frame.UpdateUDP16 does: none (0) stays none
+// and a computed 0 is sent as 0xffff.
+func putFixed(b []byte, off int, old, c uint16, udp bool) {
+	switch {
+	case udp && old == 0:
+		c = 0
+	case udp && c == 0:
+		c = 0xffff
 	}
 	binary.BigEndian.PutUint16(b[off:], c)
 }

@@ -7,13 +7,14 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 func TestTTLExceeded(t *testing.T) {
 	e := newEnv(t, nil)
 	orig := fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), TTL: 1}.UDPPacket(33434, 33435, []byte("traceroute")))
 	res := e.send(LAN, orig)
-	if res.Action != Reply || res.Port != lanPort {
+	if res.Action != routing.Reply || res.Port != lanPort {
 		t.Fatalf("TTL 1: %v on %d (%v), want reply on LAN", res.Action, res.Port, res.Reason)
 	}
 	b, f := checkFrame(t, res.Frame)
@@ -37,7 +38,7 @@ func TestTTLExceeded(t *testing.T) {
 	}
 	// No error about an ICMP error.
 	res = e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), TTL: 1}.ICMPPacket(3, 3, 0, make([]byte, 28))))
-	if res.Action != Drop {
+	if res.Action != routing.Drop {
 		t.Errorf("TTL 1 ICMP error: %v, want drop", res.Action)
 	}
 }
@@ -48,7 +49,7 @@ func TestFragNeeded(t *testing.T) {
 		return fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(remote), DF: df}.UDPPacket(1000, 2000, make([]byte, 1472)))
 	}
 	res := e.send(LAN, big(true))
-	if res.Action != Reply || res.Port != lanPort {
+	if res.Action != routing.Reply || res.Port != lanPort {
 		t.Fatalf("DF oversize: %v (%v), want reply", res.Action, res.Reason)
 	}
 	b, f := checkFrame(t, res.Frame)
@@ -59,7 +60,7 @@ func TestFragNeeded(t *testing.T) {
 		t.Errorf("error is %d bytes, want 576 (quote cut)", n)
 	}
 	// Without DF the box fragments it (TestFragmentation).
-	if res := e.send(LAN, big(false)); res.Action != Forward || len(res.Frame) > 14+1400 {
+	if res := e.send(LAN, big(false)); res.Action != routing.Forward || len(res.Frame) > 14+1400 {
 		t.Errorf("non-DF oversize: %v/%v, %d bytes; want a forwarded first fragment", res.Action, res.Reason, len(res.Frame))
 	}
 	// 1400 bytes fit.
@@ -124,13 +125,13 @@ func TestICMPErrorTranslation(t *testing.T) {
 	}
 	// An error about no known connection goes to the host.
 	q := frametest.IPv4{Src: a4(wanAddr), Dst: a4(remote)}.UDPPacket(1, 2, nil)[:28]
-	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(router1), Dst: a4(wanAddr)}.ICMPPacket(3, 1, 0, q))); res.Action != ToHost {
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(router1), Dst: a4(wanAddr)}.ICMPPacket(3, 1, 0, q))); res.Action != routing.ToHost {
 		t.Errorf("unmatched error: %v, want to_host", res.Action)
 	}
 	// An error with a bad ICMP checksum is dropped.
 	bad := fromWAN(frametest.IPv4{Src: a4(router1), Dst: a4(wanAddr)}.ICMPPacket(3, 1, 0, q))
 	bad[14+20+2] ^= 0xff
-	if res := e.send(WAN, bad); res.Action != Drop || res.Reason != ReasonBadChecksum {
+	if res := e.send(WAN, bad); res.Action != routing.Drop || res.Reason != ReasonBadChecksum {
 		t.Errorf("bad checksum error: %v/%v", res.Action, res.Reason)
 	}
 }
@@ -166,7 +167,7 @@ func TestEchoToBox(t *testing.T) {
 		{WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.ICMPPacket(8, 0, 3<<16|4, make([]byte, 1000))), a4(wanAddr)},
 	} {
 		res := e.send(tc.side, tc.b)
-		if res.Action != Reply {
+		if res.Action != routing.Reply {
 			t.Fatalf("%v echo: %v %v", tc.side, res.Action, res.Reason)
 		}
 		_, f := checkFrame(t, res.Frame)
@@ -181,7 +182,7 @@ func TestEchoToBox(t *testing.T) {
 		}
 	}
 	// TCP to the box goes to the host.
-	if res := e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(lanAddr)}.TCPPacket(frametest.TCP{SrcPort: 5, DstPort: 80, Flags: frame.TCPSyn}, nil))); res.Action != ToHost {
+	if res := e.send(LAN, fromLAN(hostA, frametest.IPv4{Src: a4(ipA), Dst: a4(lanAddr)}.TCPPacket(frametest.TCP{SrcPort: 5, DstPort: 80, Flags: frame.TCPSyn}, nil))); res.Action != routing.ToHost {
 		t.Errorf("TCP to LAN address: %v, want to_host", res.Action)
 	}
 }

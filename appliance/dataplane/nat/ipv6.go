@@ -2,7 +2,7 @@ package nat
 
 import (
 	"e1kbox/appliance/dataplane/frame"
-	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
@@ -14,12 +14,6 @@ func (w *Worker) attachIPv6(rw *rules.Worker) {
 	}
 }
 
-// v6Actions maps route6's actions onto nat's (the same duties).
-var v6Actions = [...]Action{
-	route6.Drop: Drop, route6.Forward: Forward, route6.Reply: Reply, route6.Queued: Queued,
-	route6.Consumed: Consumed, route6.ToHost: ToHost, route6.Deliver: Deliver,
-}
-
 // ipv6 hands an IPv6 frame to route6, or drops it by policy without one.
 // route6's drops count here as ReasonIPv6; its Stats say why.
 func (w *Worker) ipv6(now int64, inPort int, pkt []byte, f *frame.Frame) Result {
@@ -27,8 +21,8 @@ func (w *Worker) ipv6(now int64, inPort int, pkt []byte, f *frame.Frame) Result 
 		return drop(ReasonIPv6)
 	}
 	r := w.v6.Process(now, inPort, pkt, f)
-	if r.Action == route6.Drop {
+	if r.Action == routing.Drop {
 		return drop(ReasonIPv6)
 	}
-	return Result{Action: v6Actions[r.Action], Port: r.Port, Frame: r.Frame}
+	return Result{Action: r.Action, Port: r.Port, Frame: r.Frame}
 }

@@ -7,6 +7,7 @@ import (
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // TestIPv6Hook: with Config.IPv6 the worker routes IPv6 through route6
@@ -30,7 +31,7 @@ func TestIPv6Hook(t *testing.T) {
 		return frametest.Pad(frametest.Frame(dst, src, frame.EtherTypeIPv6, ip))
 	}
 	syn := frametest.IPv6{Src: host6, Dst: server6}.TCPPacket(frametest.TCP{SrcPort: 1000, DstPort: 443, Flags: frame.TCPSyn}, nil)
-	if res := w.Handle(e.now, lanPort, v6frame(lanMAC, hostA, syn)); res.Action != Queued {
+	if res := w.Handle(e.now, lanPort, v6frame(lanMAC, hostA, syn)); res.Action != routing.Queued {
 		t.Fatalf("IPv6 SYN: %v/%v, want queued for the gateway", res.Action, res.Reason)
 	}
 	if !w.Waiting() {
@@ -43,21 +44,21 @@ func TestIPv6Hook(t *testing.T) {
 	naBody := append(append(gw6[:0:0], gw6[:]...), 2, 1)
 	naBody = append(naBody, gwMAC[:]...)
 	na := frametest.IPv6{Src: gw6, Dst: ap("fe80::2").As16(), HopLimit: 255}.ICMPPacket(136, 0, 0x60000000, naBody)
-	if res := w.Handle(e.now, wanPort, v6frame(wanMAC, gwMAC, na)); res.Action != Consumed {
+	if res := w.Handle(e.now, wanPort, v6frame(wanMAC, gwMAC, na)); res.Action != routing.Consumed {
 		t.Fatalf("NA: %v/%v, want consumed", res.Action, res.Reason)
 	}
 	if port, b, ok := w.Output(); !ok || port != wanPort || [6]byte(b[0:6]) != gwMAC {
 		t.Fatalf("after the NA: %v %d, want the SYN to the gateway", ok, port)
 	}
 	in := frametest.IPv6{Src: server6, Dst: host6}.TCPPacket(frametest.TCP{SrcPort: 5, DstPort: 22, Flags: frame.TCPSyn}, nil)
-	if res := w.Handle(e.now, wanPort, v6frame(wanMAC, gwMAC, in)); res.Action != Drop || res.Reason != ReasonIPv6 {
+	if res := w.Handle(e.now, wanPort, v6frame(wanMAC, gwMAC, in)); res.Action != routing.Drop || res.Reason != ReasonIPv6 {
 		t.Errorf("unsolicited inbound IPv6 SYN: %v/%v, want dropped (ipv6)", res.Action, res.Reason)
 	}
 	if got := v6.Stats().Drops[route6.ReasonFirewall]; got != 1 {
 		t.Errorf("route6 firewall drops %d, want 1", got)
 	}
 	ping := frametest.IPv4{Src: a4(ipA), Dst: a4(remote)}.ICMPPacket(frame.ICMPEchoRequest, 0, 0x00010001, nil)
-	if res := w.Handle(e.now, lanPort, fromLAN(hostA, ping)); res.Action != Forward {
+	if res := w.Handle(e.now, lanPort, fromLAN(hostA, ping)); res.Action != routing.Forward {
 		t.Errorf("IPv4 next to IPv6: %v/%v, want forwarded", res.Action, res.Reason)
 	}
 	if err := e.r.Update(testConfig()); err == nil {

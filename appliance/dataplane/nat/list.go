@@ -121,17 +121,8 @@ func (r *Router) read(idx uint32, now int64, c *Conn) bool {
 	t := r.ct
 	e, cold := &t.entries[idx], &t.cold[idx]
 	g := cold.gen.Load()
-	if g&1 == 0 {
-		return false
-	}
-	sw := cold.stripes.Load()
-	if cold.gen.Load() != g {
-		return false
-	}
-	s0, s1 := sw>>16, sw&0xffff
-	t.lock2(s0, s1)
-	if cold.gen.Load() != g || cold.stripes.Load() != sw {
-		t.unlock2(s0, s1)
+	s0, s1, ok := t.lockEntry(idx, g)
+	if !ok {
 		return false
 	}
 	k, kind, created := e.keys, cold.kind, cold.created

@@ -60,3 +60,45 @@ func TestMappingsChurn(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocPicksAhead checks the free-list allocation that picks each
+// slot one allocation ahead: every slot is handed out exactly once until
+// the table is full, a released slot is handed out again, and the
+// count follows.
+func TestAllocPicksAhead(t *testing.T) {
+	const n = 64
+	tb := newTable(n, 1, nil)
+	seen := map[uint32]bool{}
+	for i := range n {
+		idx, ok := tb.alloc()
+		if !ok {
+			t.Fatalf("alloc %d of %d failed", i, n)
+		}
+		if seen[idx] || idx >= n {
+			t.Fatalf("alloc %d: slot %d handed out twice or out of range", i, idx)
+		}
+		seen[idx] = true
+	}
+	if idx, ok := tb.alloc(); ok {
+		t.Fatalf("alloc on a full table gave slot %d", idx)
+	}
+	tb.release(5)
+	tb.release(9)
+	got := map[uint32]bool{}
+	for range 2 {
+		idx, ok := tb.alloc()
+		if !ok {
+			t.Fatal("alloc after a release failed")
+		}
+		got[idx] = true
+	}
+	if !got[5] || !got[9] {
+		t.Errorf("after releasing 5 and 9, alloc gave %v", got)
+	}
+	if _, ok := tb.alloc(); ok {
+		t.Error("alloc past the released slots succeeded")
+	}
+	if c := tb.count.Load(); c != n {
+		t.Errorf("count %d, want %d", c, n)
+	}
+}

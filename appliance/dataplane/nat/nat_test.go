@@ -6,6 +6,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -121,13 +122,13 @@ func TestTCPInvalid(t *testing.T) {
 		name string
 		side Side
 		b    []byte
-		want Action
+		want routing.Action
 		why  Reason
 	}{
-		{"ack without connection", LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPAck}, nil)), Drop, ReasonInvalid},
-		{"syn-fin", LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPSyn | frame.TCPFin}, nil)), Drop, ReasonInvalid},
-		{"unsolicited from wan", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPSyn}, nil)), ToHost, 0},
-		{"ack to forward port", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 8080, Flags: frame.TCPAck}, nil)), Drop, ReasonInvalid},
+		{"ack without connection", LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPAck}, nil)), routing.Drop, ReasonInvalid},
+		{"syn-fin", LAN, fromLAN(hostA, out.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPSyn | frame.TCPFin}, nil)), routing.Drop, ReasonInvalid},
+		{"unsolicited from wan", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 2, Flags: frame.TCPSyn}, nil)), routing.ToHost, 0},
+		{"ack to forward port", WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.TCPPacket(frametest.TCP{SrcPort: 1, DstPort: 8080, Flags: frame.TCPAck}, nil)), routing.Drop, ReasonInvalid},
 	} {
 		res := e.send(tc.side, tc.b)
 		if res.Action != tc.want || res.Reason != tc.why {
@@ -213,7 +214,7 @@ func TestICMPEchoIDMapping(t *testing.T) {
 		}
 	}
 	// A reply to an identifier nobody uses goes to the host.
-	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.ICMPPacket(0, 0, 4242<<16, nil))); res.Action != ToHost {
+	if res := e.send(WAN, fromWAN(frametest.IPv4{Src: a4(remote), Dst: a4(wanAddr)}.ICMPPacket(0, 0, 4242<<16, nil))); res.Action != routing.ToHost {
 		t.Errorf("unknown echo reply: %v, want to_host", res.Action)
 	}
 }
@@ -291,7 +292,7 @@ func TestUDPHairpin(t *testing.T) {
 	if f.Dst != hostB || f.IPv4.DstAddr() != ipB || f.UDP.DstPort != 5555 || f.UDP.SrcPort != mapA {
 		t.Errorf("A's answer to %x %v:%d from port %d, want B %v:5555 from %d", f.Dst, f.IPv4.DstAddr(), f.UDP.DstPort, f.UDP.SrcPort, ipB, mapA)
 	}
-	if res := e.send(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(wanAddr)}.UDPPacket(5555, 31999, nil))); res.Action != ToHost {
+	if res := e.send(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(wanAddr)}.UDPPacket(5555, 31999, nil))); res.Action != routing.ToHost {
 		t.Errorf("to a port with no mapping: %v/%v, want to_host", res.Action, res.Reason)
 	}
 }
@@ -313,7 +314,7 @@ func TestHairpin(t *testing.T) {
 	}
 	// Pinging the WAN address from the LAN is answered by the box.
 	res := e.send(LAN, fromLAN(hostB, frametest.IPv4{Src: a4(ipB), Dst: a4(wanAddr)}.ICMPPacket(8, 0, 5<<16|1, []byte("ping"))))
-	if res.Action != Reply || res.Port != lanPort {
+	if res.Action != routing.Reply || res.Port != lanPort {
 		t.Fatalf("ping WAN address from LAN: %v on %d", res.Action, res.Port)
 	}
 	_, rf := checkFrame(t, res.Frame)

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // neighTable is the ARP cache shared by the workers: buckets of four
@@ -29,44 +31,8 @@ type neighTable struct {
 	// frames compare it to know when to look at their queue again.
 	resolved atomic.Uint64
 	// refresh holds the keys of neighbours the fast path sends to that
-	// want a probe before they go stale (wantProbe); a worker's Tick
-	// sends them (takeProbes). refreshN is its length, read without the
-	// lock.
-	refreshMu sync.Mutex
-	refresh   []uint64
-	refreshN  atomic.Int32
-}
-
-// maxRefresh bounds the probes the fast path may have asked for and no
-// worker has sent yet (next hops: the gateway and a few LAN hosts).
-const maxRefresh = 64
-
-// wantProbe asks the workers to probe the neighbour of key k, once.
-func (t *neighTable) wantProbe(k uint64) {
-	t.refreshMu.Lock()
-	defer t.refreshMu.Unlock()
-	for _, x := range t.refresh {
-		if x == k {
-			return
-		}
-	}
-	if len(t.refresh) < maxRefresh {
-		t.refresh = append(t.refresh, k)
-		t.refreshN.Store(int32(len(t.refresh)))
-	}
-}
-
-// takeProbes appends the requested probes to dst and forgets them.
-func (t *neighTable) takeProbes(dst []uint64) []uint64 {
-	if t.refreshN.Load() == 0 {
-		return dst
-	}
-	t.refreshMu.Lock()
-	defer t.refreshMu.Unlock()
-	dst = append(dst, t.refresh...)
-	t.refresh = t.refresh[:0]
-	t.refreshN.Store(0)
-	return dst
+	// want a probe before they go stale; a worker's Tick sends them.
+	refresh routing.Probes[uint64]
 }
 
 const neighWays = 4
@@ -97,7 +63,7 @@ func newNeighTable(n int, seed uint64) *neighTable {
 	for b*neighWays < uint64(n) {
 		b *= 2
 	}
-	return &neighTable{slots: make([]nslot, b*neighWays), nbuckets: b, seed: seed, refresh: make([]uint64, 0, maxRefresh)}
+	return &neighTable{slots: make([]nslot, b*neighWays), nbuckets: b, seed: seed}
 }
 
 func neighKey(side Side, ip uint32) uint64 { return uint64(side+1)<<32 | uint64(ip) }

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // The fast path (package fastpath, driven by the dataplane) forwards the
@@ -97,14 +98,9 @@ func (s *snapshot) offloadable(proto uint8, st uint32) bool {
 func (r *Router) Offloadable(t Tuple, now int64) (Offload, bool) {
 	s := r.cfg.Load()
 	ct := r.ct
-	k := t.key()
-	h := ct.hash(k)
-	st := &ct.stripes[ct.stripeOf(h)]
 	sec := uint32(now / 1e9)
-	st.mu.Lock()
-	idx, dir, _, ok := ct.find(st, k, h)
+	st, idx, dir, ok := ct.lookup(t.key())
 	if !ok {
-		st.mu.Unlock()
 		return Offload{}, false
 	}
 	e := &ct.entries[idx]
@@ -167,7 +163,7 @@ func (r *Router) NeighbourFresh(side Side, ip [4]byte, mac [6]byte, now int64, u
 		// a stale neighbour it sends to: probe it before it goes stale,
 		// so that its answer keeps it fresh and its flows in the kernel.
 		if now-n.confirmed > s.reachable/2 && now-n.probed >= 1e9 && n.probes < s.probes {
-			r.neigh.wantProbe(neighKey(side, be32(ip)))
+			r.neigh.refresh.Want(neighKey(side, be32(ip)))
 		}
 	}
 	return true
@@ -277,6 +273,6 @@ func (r *Router) CountOffloaded(frames, bytes uint64) {
 }
 
 func (f *fastCounters) addTo(s *Stats) {
-	s.Actions[Forward] += f.forwarded.Load()
+	s.Actions[routing.Forward] += f.forwarded.Load()
 	s.ForwardedBytes += f.bytes.Load()
 }

@@ -9,6 +9,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // TestOffloadable checks which connection directions the fast path may
@@ -81,7 +82,7 @@ func TestOffloadable(t *testing.T) {
 	}
 	// The server's RST at the client's new RCV.NXT (900000) ends the
 	// connection; the one the router last saw (5001) would be blind now.
-	if res := e.send(WAN, fromWAN(seg(wanIP, 443, natPort, 5001, 1001, frame.TCPRst))); res.Action != Drop || res.Reason != ReasonRST {
+	if res := e.send(WAN, fromWAN(seg(wanIP, 443, natPort, 5001, 1001, frame.TCPRst))); res.Action != routing.Drop || res.Reason != ReasonRST {
 		t.Errorf("RST at the old RCV.NXT: %v/%v, want dropped as out of window", res.Action, res.Reason)
 	}
 	e.forward(WAN, fromWAN(seg(wanIP, 443, natPort, 900_000, 1001, frame.TCPRst)), lanPort)
@@ -138,8 +139,8 @@ func TestCountOffloaded(t *testing.T) {
 	before := e.r.Stats()
 	e.r.CountOffloaded(10, 640)
 	s := e.r.Stats()
-	if s.Actions[Forward]-before.Actions[Forward] != 10 || s.ForwardedBytes-before.ForwardedBytes != 640 {
-		t.Errorf("forwarded %d frames, %d bytes more; want 10, 640", s.Actions[Forward]-before.Actions[Forward], s.ForwardedBytes-before.ForwardedBytes)
+	if s.Actions[routing.Forward]-before.Actions[routing.Forward] != 10 || s.ForwardedBytes-before.ForwardedBytes != 640 {
+		t.Errorf("forwarded %d frames, %d bytes more; want 10, 640", s.Actions[routing.Forward]-before.Actions[routing.Forward], s.ForwardedBytes-before.ForwardedBytes)
 	}
 }
 

@@ -1,5 +1,7 @@
 package nat
 
+import "e1kbox/appliance/dataplane/routing"
+
 type pendFrame struct {
 	buf      int32
 	n        int32
@@ -96,7 +98,7 @@ func (w *Worker) transmit(port, mtu int, pkt []byte) Result {
 		}
 		pkt = first
 	}
-	return Result{Action: Forward, Port: port, Frame: pkt}
+	return Result{Action: routing.Forward, Port: port, Frame: pkt}
 }
 
 // enqueue copies pkt into the pending queue until nh is resolved.
@@ -118,7 +120,7 @@ func (w *Worker) enqueue(now int64, s *snapshot, out Side, nh uint32, pkt []byte
 	if ok && claimProbe(&n, now) {
 		w.arpRequest(now, s, out, nh, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	}
-	return Result{Action: Queued}
+	return Result{Action: routing.Queued}
 }
 
 // flushPending sends queued frames whose next hop is resolved, drops those
@@ -142,7 +144,7 @@ func (w *Worker) flushPending(now int64, s *snapshot) {
 				p.n = int32(len(first))
 			}
 			if w.push(s.side[p.side].id, p.buf, int(p.n)) {
-				w.c.actions[Forward].Add(1)
+				w.c.actions[routing.Forward].Add(1)
 				w.c.flushed.Add(1)
 			}
 			continue

@@ -1,59 +1,14 @@
 package nat
 
-import "strconv"
+import (
+	"strconv"
 
-// Action says what the engine must do with a frame after Process.
-type Action uint8
-
-// The actions. See the package documentation for the engine's duties.
-const (
-	// Drop: discard the frame; Result.Reason says why.
-	Drop Action = iota
-	// Forward: transmit Result.Frame (the received frame, rewritten in
-	// place) on port Result.Port.
-	Forward
-	// Reply: transmit Result.Frame (a frame the worker generated into its
-	// scratch buffer) on port Result.Port. The received frame is consumed.
-	Reply
-	// Queued: the frame was copied into the worker's queue of frames
-	// waiting for ARP resolution; nothing to transmit now.
-	Queued
-	// Consumed: the frame was handled (an ARP reply learned, a frame split
-	// into fragments in the outbox); nothing to transmit but the outbox.
-	Consumed
-	// ToHost: the frame is for the box itself and the dataplane does not
-	// answer it (TCP/UDP to the box's addresses, broadcasts, DHCP on the
-	// WAN); deliver it to the host port, or drop it without one.
-	ToHost
-	// Deliver: the frame is for the box's own stack behind the host port
-	// (Config.Host): TCP and UDP to the LAN address. Transmit Result.Frame
-	// (the received frame, unchanged) on port Result.Port, the host port.
-	Deliver
-	numActions
+	"e1kbox/appliance/dataplane/routing"
 )
 
-var actionNames = [numActions]string{"drop", "forward", "reply", "queued", "consumed", "to_host", "deliver"}
-
-func (a Action) String() string {
-	if a < numActions {
-		return actionNames[a]
-	}
-	return "action(" + strconv.Itoa(int(a)) + ")"
-}
-
-// Result is what Process decided for one frame.
-type Result struct {
-	Action Action
-	// Port is the port to transmit on (Forward, Reply) or the port the
-	// frame came from (ToHost).
-	Port int
-	// Frame is the frame to transmit for Forward (a prefix of the
-	// received bytes) and Reply (valid until the worker's next Process,
-	// Handle or Tick call), and the received frame for ToHost.
-	Frame []byte
-	// Reason says why the frame was dropped (Drop only).
-	Reason Reason
-}
+// Result is what Process decided for one frame: what the engine does with
+// it (routing.Action) and, for a drop, why.
+type Result = routing.Result[Reason]
 
 // Reason says why a frame was dropped; it indexes Stats.Drops.
 type Reason uint8
@@ -102,4 +57,4 @@ func (r Reason) String() string {
 	return "reason(" + strconv.Itoa(int(r)) + ")"
 }
 
-func drop(r Reason) Result { return Result{Action: Drop, Reason: r} }
+func drop(r Reason) Result { return Result{Action: routing.Drop, Reason: r} }

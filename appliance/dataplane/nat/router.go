@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
@@ -165,7 +166,7 @@ func (r *Router) NewWorker(rw *rules.Worker) *Worker {
 		out:     make([]outFrame, 0, r.outFrames),
 		done:    make([]int32, 0, nbuf),
 		frags:   make([]fragEntry, r.fragEntries),
-		probes:  make([]uint64, 0, maxRefresh),
+		probes:  make([]uint64, 0, routing.MaxProbes),
 	}
 	w.attachIPv6(rw)
 	backing := make([]byte, nbuf*r.maxFrame)

@@ -5,6 +5,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // tcpConn runs a TCP handshake from host A's port 40000 to the remote's
@@ -60,7 +61,7 @@ func TestBlindRST(t *testing.T) {
 		out, in := tcpConn(t, e, scaled)
 		// The client's RCV.NXT is 5101: its last ACK said so.
 		for _, seq := range []uint32{0, 1 << 31, 5100, 5101 + 1<<20, 3_000_000_000} {
-			if res := e.send(WAN, in(seq, 1001, frame.TCPRst)); res.Action != Drop || res.Reason != ReasonRST {
+			if res := e.send(WAN, in(seq, 1001, frame.TCPRst)); res.Action != routing.Drop || res.Reason != ReasonRST {
 				t.Errorf("scaled=%v: RST seq %d: %v/%v, want drop rst_out_of_window", scaled, seq, res.Action, res.Reason)
 			}
 		}
@@ -89,7 +90,7 @@ func TestBlindRST(t *testing.T) {
 			t.Errorf("scaled=%v: a packet after the RST left %d s to live, want the established timeout", scaled, c[0].ExpiresIn)
 		}
 		if !scaled {
-			if res := e.send(WAN, in(5101+100_000, 1001, frame.TCPRst)); res.Action != Drop {
+			if res := e.send(WAN, in(5101+100_000, 1001, frame.TCPRst)); res.Action != routing.Drop {
 				t.Errorf("unscaled: RST 100000 past RCV.NXT: %v, want dropped (window 1000)", res.Action)
 			}
 		}
@@ -111,7 +112,7 @@ func TestRSTToSYN(t *testing.T) {
 	rst := func(ack uint32) []byte {
 		return fromWAN(wanIP.TCPPacket(frametest.TCP{SrcPort: 443, DstPort: 40000, Ack: ack, Flags: frame.TCPRst | frame.TCPAck}, nil))
 	}
-	if res := e.send(WAN, rst(77)); res.Action != Drop || res.Reason != ReasonRST {
+	if res := e.send(WAN, rst(77)); res.Action != routing.Drop || res.Reason != ReasonRST {
 		t.Errorf("RST not acknowledging the SYN: %v/%v, want drop", res.Action, res.Reason)
 	}
 	if s := connState(t, e); s != "syn_sent" {

@@ -4,12 +4,13 @@ import (
 	"sync/atomic"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // counters are one worker's counters: written by the worker only, read
 // by Stats from any goroutine.
 type counters struct {
-	actions        [numActions]atomic.Uint64
+	actions        [routing.NumActions]atomic.Uint64
 	drops          [NumReasons]atomic.Uint64
 	malformed      [frame.NumReasons]atomic.Uint64
 	bytesFwd       atomic.Uint64
@@ -29,9 +30,9 @@ type counters struct {
 func (c *counters) count(r *Result, n int) {
 	c.actions[r.Action].Add(1)
 	switch r.Action {
-	case Drop:
+	case routing.Drop:
 		c.drops[r.Reason].Add(1)
-	case Forward:
+	case routing.Forward:
 		c.bytesFwd.Add(uint64(n))
 	}
 }
@@ -40,7 +41,7 @@ func (c *counters) count(r *Result, n int) {
 type Stats struct {
 	// Actions counts Results by Action; Forward also counts queued frames
 	// later sent from the outbox.
-	Actions [numActions]uint64
+	Actions [routing.NumActions]uint64
 	// Drops counts frames not forwarded, by reason. Frames answered with
 	// an ICMP error or RST count here too (ttl_exceeded, too_big,
 	// rule_reject), as do queued frames dropped later (neigh_failed).
@@ -74,15 +75,9 @@ type Stats struct {
 }
 
 func (c *counters) addTo(s *Stats) {
-	for i := range c.actions {
-		s.Actions[i] += c.actions[i].Load()
-	}
-	for i := range c.drops {
-		s.Drops[i] += c.drops[i].Load()
-	}
-	for i := range c.malformed {
-		s.Malformed[i] += c.malformed[i].Load()
-	}
+	routing.AddCounts(s.Actions[:], c.actions[:])
+	routing.AddCounts(s.Drops[:], c.drops[:])
+	routing.AddCounts(s.Malformed[:], c.malformed[:])
 	s.ForwardedBytes += c.bytesFwd.Load()
 	s.NewConns += c.newConns.Load()
 	s.ARPRequests += c.arpRequests.Load()

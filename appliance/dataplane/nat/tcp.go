@@ -92,24 +92,7 @@ func (s *snapshot) timeout(proto uint8, state uint32) uint32 {
 	var v int
 	switch proto {
 	case frame.ProtoTCP:
-		switch state & stateMask {
-		case stSynSent:
-			v = t.TCPSynSent
-		case stSynRecv:
-			v = t.TCPSynRecv
-		case stEstablished:
-			v = t.TCPEstablished
-		case stFinWait:
-			v = t.TCPFinWait
-		case stCloseWait:
-			v = t.TCPCloseWait
-		case stLastAck:
-			v = t.TCPLastAck
-		case stTimeWait:
-			v = t.TCPTimeWait
-		default:
-			v = t.TCPClose
-		}
+		return s.tcpTimeouts[state&stateMask]
 	case frame.ProtoUDP:
 		// A single exchange (DNS) keeps the short timeout, as in Linux;
 		// a stream the long one.
@@ -123,6 +106,18 @@ func (s *snapshot) timeout(proto uint8, state uint32) uint32 {
 		v = t.Generic
 	}
 	return uint32(v)
+}
+
+// byState are t's TCP timeouts by connection state (entry.state &
+// stateMask): TCPClose's for stClose and the values no TCP entry has.
+func (t *Timeouts) byState() (a [stateMask + 1]uint32) {
+	for i := range a {
+		a[i] = uint32(t.TCPClose)
+	}
+	a[stSynSent], a[stSynRecv], a[stEstablished] = uint32(t.TCPSynSent), uint32(t.TCPSynRecv), uint32(t.TCPEstablished)
+	a[stFinWait], a[stCloseWait], a[stLastAck] = uint32(t.TCPFinWait), uint32(t.TCPCloseWait), uint32(t.TCPLastAck)
+	a[stTimeWait] = uint32(t.TCPTimeWait)
+	return a
 }
 
 // clampMSS lowers the MSS option of the TCP SYN f to mss, fixing the TCP

@@ -5,6 +5,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/route6"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
@@ -120,7 +121,7 @@ func (w *Worker) Tick(now int64) {
 // (NeighbourFresh): a neighbour it sends to that was confirmed more than
 // half its reachable time ago.
 func (w *Worker) refreshProbes(now int64, s *snapshot) {
-	w.probes = w.r.neigh.takeProbes(w.probes[:0])
+	w.probes = w.r.neigh.refresh.Take(w.probes[:0])
 	for _, k := range w.probes {
 		side, ip := Side(k>>32-1), uint32(k)
 		if n, ok := w.r.neigh.get(side, ip); ok && n.resolved && claimProbe(&n, now) {
@@ -190,7 +191,7 @@ func (w *Worker) ipv4(now int64, s *snapshot, side Side, inPort int, pkt []byte,
 		if src == lan.addr || wan.addr != 0 && src == wan.addr {
 			return drop(ReasonMartian)
 		}
-		return Result{Action: ToHost, Port: inPort, Frame: pkt}
+		return Result{Action: routing.ToHost, Port: inPort, Frame: pkt}
 	}
 	if !unicast(src) || src == lan.addr && !w.fromHost || src == wan.addr || src == p.bcast && p.addr != 0 ||
 		side == LAN && !lan.onLink(src) || side == WAN && lan.onLink(src) {
@@ -198,7 +199,7 @@ func (w *Worker) ipv4(now int64, s *snapshot, side Side, inPort int, pkt []byte,
 	}
 	if side == WAN && (p.addr == 0 || dst != p.addr) {
 		if f.Proto == frame.ProtoUDP && f.L4Off != 0 && f.UDP.DstPort == 68 {
-			return Result{Action: ToHost, Port: inPort, Frame: pkt} // DHCP client hook
+			return Result{Action: routing.ToHost, Port: inPort, Frame: pkt} // DHCP client hook
 		}
 		return drop(ReasonNotForUs)
 	}
@@ -236,7 +237,7 @@ func (w *Worker) toBox(now int64, s *snapshot, side Side, inPort int, pkt []byte
 		echo = false // the box's stack answers its own addresses
 	}
 	if !echo && !deliver {
-		return Result{Action: ToHost, Port: inPort, Frame: pkt}
+		return Result{Action: routing.ToHost, Port: inPort, Frame: pkt}
 	}
 	if w.rw != nil {
 		k := &w.key
@@ -265,7 +266,7 @@ func (w *Worker) toBox(now int64, s *snapshot, side Side, inPort int, pkt []byte
 		}
 	}
 	if deliver {
-		return Result{Action: Deliver, Port: s.host, Frame: pkt}
+		return Result{Action: routing.Deliver, Port: s.host, Frame: pkt}
 	}
 	return w.echoReply(s, side, pkt, f, addr)
 }

@@ -2,11 +2,8 @@ package pollwait
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,6 +40,31 @@ func newWaiter(t *testing.T, ready func() bool, fds ...int) *Waiter {
 		}
 	})
 	return w
+}
+
+// waitInBackground runs w.Wait without a deadline on a goroutine of its
+// own and returns where the Wait's error goes. With tid, the goroutine
+// locks its thread first and sends the thread's id there. The test's
+// cleanup wakes the Wait, should it still be parked, and waits for the
+// goroutine to end.
+func waitInBackground(t *testing.T, w *Waiter, tid chan<- int) <-chan error {
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		if tid != nil {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			tid <- unix.Gettid()
+		}
+		_, err := w.Wait(time.Time{})
+		done <- err
+	}()
+	t.Cleanup(func() {
+		w.Wake()
+		<-exited
+	})
+	return done
 }
 
 func TestWait(t *testing.T) {
@@ -86,81 +108,59 @@ func TestWait(t *testing.T) {
 }
 
 // TestWaitWakes: a goroutine parked in Wait wakes when a descriptor
-// becomes readable or ready turns true later, not only at the deadline.
+// becomes readable, ready turns true later or Wake is called, not only at
+// the deadline.
 func TestWaitWakes(t *testing.T) {
-	for _, viaReady := range []bool{false, true} {
-		t.Run(fmt.Sprintf("viaReady=%v", viaReady), func(t *testing.T) {
+	for _, how := range []string{"viaReady=false", "viaReady=true", "Wake"} {
+		t.Run(how, func(t *testing.T) {
 			fd := eventfd(t)
 			var ready atomic.Bool
 			w := newWaiter(t, ready.Load, fd)
-			done := make(chan error, 1)
-			go func() {
-				_, err := w.Wait(time.Time{})
-				done <- err
-			}()
+			done := waitInBackground(t, w, nil)
 			time.Sleep(50 * time.Millisecond)
 			select {
 			case err := <-done:
 				t.Fatalf("Wait returned %v with nothing to read", err)
 			default:
 			}
-			if viaReady {
+			switch how {
+			case "viaReady=true":
 				// ready is only asked again after an event: the rings'
 				// kernel side always signals the socket too.
 				ready.Store(true)
+				signal(t, fd)
+			case "Wake":
+				if err := w.Wake(); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				signal(t, fd)
 			}
-			signal(t, fd)
 			select {
 			case err := <-done:
 				if err != nil {
 					t.Fatal(err)
 				}
 			case <-time.After(2 * time.Second):
-				t.Fatal("Wait still parked 2 s after the descriptor became readable")
+				t.Fatalf("Wait still parked 2 s after the descriptor became readable (%s)", how)
 			}
 		})
 	}
 }
 
-// TestWaitParksTheThread: while a locked goroutine waits, its thread sleeps
-// in the runtime (futex), not in a poll system call that would keep a P.
-func TestWaitParksTheThread(t *testing.T) {
+// TestWake: a Wake when none waits ends the next Wait, with Events.Woken,
+// and only that one.
+func TestWake(t *testing.T) {
 	fd := eventfd(t)
 	w := newWaiter(t, nil, fd)
-	tid := make(chan int, 1)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		tid <- unix.Gettid()
-		_, err := w.Wait(time.Time{})
-		done <- err
-	}()
-	path := fmt.Sprintf("/proc/self/task/%d/syscall", <-tid)
-	var nr int
-	for range 100 {
-		time.Sleep(10 * time.Millisecond)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 || f[0] == "running" {
-			continue
-		}
-		if nr, err = strconv.Atoi(f[0]); err != nil {
-			t.Fatalf("%s: %q", path, b)
-		}
-		if nr == unix.SYS_FUTEX {
-			break
-		}
-	}
-	if nr != unix.SYS_FUTEX {
-		t.Errorf("the waiting thread is in system call %d, want futex (%d): a thread blocked in poll keeps its P", nr, unix.SYS_FUTEX)
-	}
-	signal(t, fd)
-	if err := <-done; err != nil {
+	if err := w.Wake(); err != nil {
 		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		ev, err := w.Wait(time.Now().Add(50 * time.Millisecond))
+		if ev.Woken() != want || want && err != nil || !want && !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("Wait %d after Wake = %v, %v; want woken %v", i, ev, err, want)
+		}
 	}
 }
 

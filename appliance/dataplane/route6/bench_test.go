@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // established sets up an outbound TCP connection and returns a packet
 // of it from the LAN and one from the WAN, each with n bytes of payload.
 func established(b testing.TB, e *env, n int) (out, in []byte) {
 	syn := fromLAN(tcp(host, server, 40000, 443, frame.TCPSyn, 0))
-	if res := e.handle(lanPort, syn); res.Action != Forward {
+	if res := e.handle(lanPort, syn); res.Action != routing.Forward {
 		b.Fatalf("SYN: %v/%v", res.Action, res.Reason)
 	}
-	if res := e.handle(wanPort, fromWAN(tcp(server, host, 443, 40000, frame.TCPSyn|frame.TCPAck, 0))); res.Action != Forward {
+	if res := e.handle(wanPort, fromWAN(tcp(server, host, 443, 40000, frame.TCPSyn|frame.TCPAck, 0))); res.Action != routing.Forward {
 		b.Fatalf("SYN-ACK: %v/%v", res.Action, res.Reason)
 	}
 	return fromLAN(tcp(host, server, 40000, 443, frame.TCPAck, n)), fromWAN(tcp(server, host, 443, 40000, frame.TCPAck, n))
@@ -43,7 +44,7 @@ func BenchmarkForward(b *testing.B) {
 					if err := frame.Parse(buf, &f); err != nil {
 						b.Fatal(err)
 					}
-					if res := e.w.Process(e.now, dir.port, buf, &f); res.Action != Forward {
+					if res := e.w.Process(e.now, dir.port, buf, &f); res.Action != routing.Forward {
 						b.Fatalf("%v/%v", res.Action, res.Reason)
 					}
 				}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
+
+	"e1kbox/appliance/dataplane/frame"
 )
 
 // Connection states.
@@ -123,7 +125,7 @@ func (t *conntrack) lookup(k *connKey, side Side, tcpFlags uint8, now uint32) ve
 		e.advance(k.proto, tcpFlags, now)
 		return ctEstablished
 	}
-	if k.proto == protoTCP && tcpFlags&(tcpSyn|tcpAck|tcpRst|tcpFin) != tcpSyn {
+	if k.proto == frame.ProtoTCP && tcpFlags&(frame.TCPSyn|frame.TCPAck|frame.TCPRst|frame.TCPFin) != frame.TCPSyn {
 		return ctInvalid
 	}
 	return ctNew
@@ -145,19 +147,19 @@ func (t *conntrack) peek(k *connKey, now uint32) bool {
 // advance moves a connection's state on a packet.
 func (e *conn) advance(proto, flags uint8, now uint32) {
 	switch proto {
-	case protoTCP:
+	case frame.ProtoTCP:
 		switch {
-		case flags&tcpRst != 0:
+		case flags&frame.TCPRst != 0:
 			e.state = stTCPClosed
-		case flags&tcpFin != 0:
+		case flags&frame.TCPFin != 0:
 			e.state = stTCPClosing
 		case e.state == stTCPSynSent && e.replied:
 			e.state = stTCPEstablished
-		case e.state == stTCPClosed && flags&(tcpSyn|tcpAck) == tcpSyn:
+		case e.state == stTCPClosed && flags&(frame.TCPSyn|frame.TCPAck) == frame.TCPSyn:
 			e.state, e.replied = stTCPSynSent, false // reopened
 		}
 		e.deadline = now + timeouts[e.state]
-	case protoUDP:
+	case frame.ProtoUDP:
 		e.deadline = now + timeouts[stUDP]
 		if e.replied {
 			e.deadline = now + udpReplied
@@ -194,11 +196,11 @@ func (t *conntrack) insert(k *connKey, side Side, inbound bool, now uint32) bool
 	}
 	st := stOther
 	switch k.proto {
-	case protoTCP:
+	case frame.ProtoTCP:
 		st = stTCPSynSent
-	case protoUDP:
+	case frame.ProtoUDP:
 		st = stUDP
-	case protoICMPv6:
+	case frame.ProtoICMPv6:
 		st = stICMP
 	}
 	if b.e[victim].state == stFree {

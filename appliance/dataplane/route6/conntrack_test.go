@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"e1kbox/appliance/dataplane/frame"
 )
 
 // TestConntrackUsed: the table's count of entries in use follows every
@@ -16,7 +18,7 @@ func TestConntrackUsed(t *testing.T) {
 	var cursor uint64
 	now := uint32(1000)
 	key := func() connKey {
-		k := connKey{lanPort: uint16(r.IntN(200)), wanPort: 443, proto: []uint8{protoTCP, protoUDP, protoICMPv6}[r.IntN(3)]}
+		k := connKey{lanPort: uint16(r.IntN(200)), wanPort: 443, proto: []uint8{frame.ProtoTCP, frame.ProtoUDP, frame.ProtoICMPv6}[r.IntN(3)]}
 		k.lan[15], k.wan[15] = 1, 2
 		return k
 	}
@@ -37,7 +39,7 @@ func TestConntrackUsed(t *testing.T) {
 		case op < 5:
 			ct.insert(&k, LAN, false, now)
 		case op < 8:
-			ct.lookup(&k, WAN, tcpAck, now)
+			ct.lookup(&k, WAN, frame.TCPAck, now)
 		case op < 9:
 			ct.sweep(&cursor, 4, now)
 		default:

@@ -2,21 +2,17 @@ package route6
 
 import (
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
-// ICMPv6 types (RFC 4443, RFC 4861).
+// The ICMPv6 types of neighbour discovery (RFC 4861); package frame has
+// the others.
 const (
-	icmpDestUnreach = frame.ICMPv6DestUnreach
-	icmpTooBig      = frame.ICMPv6PacketTooBig
-	icmpTimeExceed  = frame.ICMPv6TimeExceeded
-	icmpParamProb   = frame.ICMPv6ParamProblem
-	icmpEchoRequest = frame.ICMPv6EchoRequest
-	icmpEchoReply   = frame.ICMPv6EchoReply
-	icmpRS          = 133
-	icmpRA          = 134
-	icmpNS          = 135
-	icmpNA          = 136
+	icmpRS = 133
+	icmpRA = 134
+	icmpNS = 135
+	icmpNA = 136
 )
 
 var loopback = [16]byte{15: 1}
@@ -64,7 +60,7 @@ func (w *Worker) process(s *snapshot, side Side, pkt []byte, f *frame.Frame) Res
 // lacks its transport header (Parse leaves L4Off 0 only then).
 func needsL4(f *frame.Frame) bool {
 	switch f.Proto {
-	case protoTCP, protoUDP, protoICMPv6:
+	case frame.ProtoTCP, frame.ProtoUDP, frame.ProtoICMPv6:
 		return f.L4Off == 0 && !f.LaterFragment
 	}
 	return false
@@ -90,7 +86,7 @@ func (w *Worker) forward(s *snapshot, side Side, pkt []byte, f *frame.Frame) Res
 			return drop(ReasonNoRoute) // LAN to LAN is the switch's
 		}
 		if inAny(s.deleg, &ip.Dst) {
-			return w.icmpError(s, side, pkt, f, icmpDestUnreach, 0, 0, ReasonNoRoute)
+			return w.icmpError(s, side, pkt, f, frame.ICMPv6DestUnreach, 0, 0, ReasonNoRoute)
 		}
 	} else {
 		out = LAN
@@ -99,16 +95,16 @@ func (w *Worker) forward(s *snapshot, side Side, pkt []byte, f *frame.Frame) Res
 		}
 		if !inAny(s.lanNets, &ip.Dst) {
 			if inAny(s.deleg, &ip.Dst) {
-				return w.icmpError(s, side, pkt, f, icmpDestUnreach, 0, 0, ReasonNoRoute)
+				return w.icmpError(s, side, pkt, f, frame.ICMPv6DestUnreach, 0, 0, ReasonNoRoute)
 			}
 			return drop(ReasonNotForUs)
 		}
 	}
 	if ip.HopLimit <= 1 {
-		return w.icmpError(s, side, pkt, f, icmpTimeExceed, 0, 0, ReasonHopLimit)
+		return w.icmpError(s, side, pkt, f, frame.ICMPv6TimeExceeded, 0, 0, ReasonHopLimit)
 	}
 	if mtu := s.side[out].MTU; f.L3End-f.L3Off > mtu {
-		return w.icmpError(s, side, pkt, f, icmpTooBig, 0, uint32(mtu), ReasonTooBig)
+		return w.icmpError(s, side, pkt, f, frame.ICMPv6PacketTooBig, 0, uint32(mtu), ReasonTooBig)
 	}
 	if why := w.firewall(s, side, out, pkt, f); why != ReasonNone {
 		return drop(why)
@@ -117,7 +113,7 @@ func (w *Worker) forward(s *snapshot, side Side, pkt []byte, f *frame.Frame) Res
 	if out == WAN {
 		gw, ok := w.r.gateway(s, w.sec)
 		if !ok {
-			return w.icmpError(s, side, pkt, f, icmpDestUnreach, 0, 0, ReasonNoRoute)
+			return w.icmpError(s, side, pkt, f, frame.ICMPv6DestUnreach, 0, 0, ReasonNoRoute)
 		}
 		hop = gw
 	}
@@ -130,11 +126,11 @@ func connKeyOf(f *frame.Frame, side Side, k *connKey) {
 	ip := &f.IPv6
 	var sp, dp uint16
 	switch f.Proto {
-	case protoTCP:
+	case frame.ProtoTCP:
 		sp, dp = f.TCP.SrcPort, f.TCP.DstPort
-	case protoUDP:
+	case frame.ProtoUDP:
 		sp, dp = f.UDP.SrcPort, f.UDP.DstPort
-	case protoICMPv6:
+	case frame.ProtoICMPv6:
 		sp = f.ICMP.ID // echo: the identifier on both sides
 		dp = 0
 	}
@@ -142,7 +138,7 @@ func connKeyOf(f *frame.Frame, side Side, k *connKey) {
 		*k = connKey{lan: ip.Src, wan: ip.Dst, lanPort: sp, wanPort: dp, proto: f.Proto}
 	} else {
 		*k = connKey{lan: ip.Dst, wan: ip.Src, lanPort: dp, wanPort: sp, proto: f.Proto}
-		if f.Proto == protoICMPv6 {
+		if f.Proto == frame.ProtoICMPv6 {
 			k.lanPort, k.wanPort = sp, 0
 		}
 	}
@@ -156,23 +152,23 @@ func connKeyOf(f *frame.Frame, side Side, k *connKey) {
 // nothing else.
 func (w *Worker) firewall(s *snapshot, side, out Side, pkt []byte, f *frame.Frame) Reason {
 	var k connKey
-	if f.Proto == protoICMPv6 {
+	if f.Proto == frame.ProtoICMPv6 {
 		switch t := f.ICMP.Type; {
-		case t == icmpDestUnreach || t == icmpTooBig || t == icmpTimeExceed || t == icmpParamProb:
+		case t == frame.ICMPv6DestUnreach || t == frame.ICMPv6PacketTooBig || t == frame.ICMPv6TimeExceeded || t == frame.ICMPv6ParamProblem:
 			return w.related(side, pkt, f)
-		case t == icmpEchoReply:
+		case t == frame.ICMPv6EchoReply:
 			connKeyOf(f, side, &k)
 			if w.r.ct.lookup(&k, side, 0, w.sec) != ctEstablished {
 				return ReasonICMPUnrelated
 			}
 			return ReasonNone
-		case t != icmpEchoRequest:
+		case t != frame.ICMPv6EchoRequest:
 			return ReasonICMPPolicy
 		}
 	}
 	connKeyOf(f, side, &k)
 	var flags uint8
-	if f.Proto == protoTCP {
+	if f.Proto == frame.ProtoTCP {
 		flags = f.TCP.Flags
 	}
 	switch w.r.ct.lookup(&k, side, flags, w.sec) {
@@ -181,7 +177,7 @@ func (w *Worker) firewall(s *snapshot, side, out Side, pkt []byte, f *frame.Fram
 	case ctInvalid:
 		return ReasonInvalid
 	}
-	echoIn := side == WAN && f.Proto == protoICMPv6
+	echoIn := side == WAN && f.Proto == frame.ProtoICMPv6
 	if why := w.ruleCheck(s, side, out, f, echoIn); why != ReasonNone {
 		return why
 	}
@@ -209,11 +205,11 @@ func (w *Worker) ruleCheck(s *snapshot, side, out Side, f *frame.Frame, echoIn b
 	*k = rules.Key{Chain: rules.Forward, CtState: rules.CtNew, InPort: uint16(s.side[side].ID), OutPort: uint16(s.side[out].ID),
 		EtherType: rules.EtherTypeIPv6, SrcMAC: f.Src, DstMAC: f.Dst, SrcIP: f.IPv6.Src, DstIP: f.IPv6.Dst, Proto: rules.Proto(f.Proto)}
 	switch f.Proto {
-	case protoTCP:
+	case frame.ProtoTCP:
 		k.SrcPort, k.DstPort, k.TCPFlags = f.TCP.SrcPort, f.TCP.DstPort, rules.TCPFlagSet(f.TCP.Flags)
-	case protoUDP:
+	case frame.ProtoUDP:
 		k.SrcPort, k.DstPort = f.UDP.SrcPort, f.UDP.DstPort
-	case protoICMPv6:
+	case frame.ProtoICMPv6:
 		k.ICMPType, k.ICMPCode = f.ICMP.Type, f.ICMP.Code
 	}
 	v := w.rw.Lookup(k, f.L3End-f.L3Off, int64(w.sec)*1e9)
@@ -240,7 +236,7 @@ func (w *Worker) related(side Side, pkt []byte, f *frame.Frame) Reason {
 	} else {
 		k = connKey{lan: in.IPv6.Dst, wan: in.IPv6.Src, lanPort: in.DstPort, wanPort: in.SrcPort, proto: in.Proto}
 	}
-	if in.Proto == protoICMPv6 {
+	if in.Proto == frame.ProtoICMPv6 {
 		k.lanPort, k.wanPort = in.ICMPID, 0
 	}
 	if k.lan != f.IPv6.Dst && k.lan != f.IPv6.Src {
@@ -264,5 +260,5 @@ func (w *Worker) icmpError(s *snapshot, side Side, pkt []byte, f *frame.Frame, t
 		return drop(why)
 	}
 	w.c.errors.Add(1)
-	return Result{Action: Reply, Port: s.side[side].ID, Frame: w.scratch[:n], Reason: why}
+	return Result{Action: routing.Reply, Port: s.side[side].ID, Frame: w.scratch[:n], Reason: why}
 }

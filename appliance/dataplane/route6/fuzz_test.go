@@ -7,6 +7,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // FuzzProcess: no frame, from either side, crashes the IPv6 path; what
@@ -21,7 +22,7 @@ func FuzzProcess(f *testing.F) {
 		fromLAN(tcp(host, server, 40000, 443, frame.TCPSyn, 0)),
 		fromWAN(tcp(server, host, 443, 40000, frame.TCPSyn|frame.TCPAck, 0)),
 		fromLAN(frametest.IPv6{Src: host, Dst: server, HopLimit: 1}.UDPPacket(1, 2, nil)),
-		fromWAN(icmp(server, host, 64, icmpTooBig, 0, 1280, udp(host, server, 7001, 53))),
+		fromWAN(icmp(server, host, 64, frame.ICMPv6PacketTooBig, 0, 1280, udp(host, server, 7001, 53))),
 		fromLAN(frametest.IPv6{Src: host, Dst: server, NextHeader: frame.ProtoFragment}.Build(
 			append(frametest.Frag6(frame.ProtoUDP, 0, true, 7), frametest.UDPRaw(1, 2, make([]byte, 8))...))),
 		eth(a6mac("ff02::1:ff00:1"), hostMAC, icmp(host, a6("ff02::1:ff00:1"), 255, icmpNS, 0, 0, lanAddr[:])),
@@ -54,7 +55,7 @@ func FuzzProcess(f *testing.F) {
 		valid := frame.VerifyChecksums(in, &fr) == nil
 		res := e.w.Process(e.now, port, in, &fr)
 		switch res.Action {
-		case Forward:
+		case routing.Forward:
 			if len(res.Frame) > len(in) || &res.Frame[0] != &in[0] {
 				t.Fatalf("forwarded frame is not the received one")
 			}
@@ -65,7 +66,7 @@ func FuzzProcess(f *testing.F) {
 			if err := frame.VerifyChecksums(res.Frame, &out); valid && err != nil {
 				t.Fatalf("forwarding broke the checksums: %v", err)
 			}
-		case Reply:
+		case routing.Reply:
 			parse(t, res.Frame)
 		}
 		for _, b, ok := e.w.Output(); ok; _, b, ok = e.w.Output() {

@@ -6,6 +6,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 	"e1kbox/rules"
 )
 
@@ -144,7 +145,7 @@ func (e *env) resolve(port int, target [16]byte, mac [6]byte) []outFrame {
 	} else {
 		from = func(ip []byte) []byte { return eth(lanMAC, mac, ip) }
 	}
-	if res := e.handle(port, from(na(target, dst, target, mac))); res.Action != Consumed {
+	if res := e.handle(port, from(na(target, dst, target, mac))); res.Action != routing.Consumed {
 		e.t.Fatalf("NA from %x: %v/%v, want consumed", target, res.Action, res.Reason)
 	}
 	return e.outputs()

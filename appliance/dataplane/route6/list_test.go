@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -34,9 +35,9 @@ func TestEachConn(t *testing.T) {
 		{lanPort, fromLAN(tcp(host, server, 40000, 443, frame.TCPAck, 10))},
 		{lanPort, fromLAN(udp(host, server, 7000, 53))},
 		{wanPort, fromWAN(tcp(server, host, 5555, 22, frame.TCPSyn, 0))},
-		{lanPort, fromLAN(icmp(host, server, 64, icmpEchoRequest, 0, 0x12340001, nil))},
+		{lanPort, fromLAN(icmp(host, server, 64, frame.ICMPv6EchoRequest, 0, 0x12340001, nil))},
 	} {
-		if res := e.handle(p.port, p.pkt); res.Action != Forward {
+		if res := e.handle(p.port, p.pkt); res.Action != routing.Forward {
 			t.Fatalf("setting up: %v/%v, want forwarded", res.Action, res.Reason)
 		}
 	}
@@ -97,7 +98,7 @@ func TestEachConn(t *testing.T) {
 // solicited again).
 func TestNeighbourStates(t *testing.T) {
 	e := newEnv(t, "")
-	if res := e.handle(lanPort, fromLAN(tcp(host, server, 40000, 443, frame.TCPSyn, 0))); res.Action != Queued {
+	if res := e.handle(lanPort, fromLAN(tcp(host, server, 40000, 443, frame.TCPSyn, 0))); res.Action != routing.Queued {
 		t.Fatalf("SYN: %v/%v, want queued behind an NS for the gateway", res.Action, res.Reason)
 	}
 	type row struct {
@@ -137,11 +138,11 @@ func u64(n uint64) string        { return strconv.FormatUint(n, 10) }
 
 func protoName(p uint8) string {
 	switch p {
-	case protoTCP:
+	case frame.ProtoTCP:
 		return "tcp"
-	case protoUDP:
+	case frame.ProtoUDP:
 		return "udp"
-	case protoICMPv6:
+	case frame.ProtoICMPv6:
 		return "icmpv6"
 	}
 	return strconv.Itoa(int(p))

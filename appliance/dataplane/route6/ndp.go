@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // NDP sizes: an NS or NA with one link-layer address option, a DAD probe
@@ -27,22 +28,34 @@ var allNodesMAC = [6]byte{0x33, 0x33, 0, 0, 0, 1}
 // give the default router; everything else (RS, MLD, DHCPv6) is for the
 // host.
 func (w *Worker) multicast(s *snapshot, side Side, pkt []byte, f *frame.Frame) Result {
-	if f.Proto == protoICMPv6 && f.L4Off != 0 {
-		switch f.ICMP.Type {
-		case icmpNS:
-			return w.solicitation(s, side, pkt, f)
-		case icmpNA:
-			return w.advertisement(s, side, pkt, f)
-		case icmpRA:
-			if side == WAN {
-				w.routerAdvert(s, pkt, f)
-			}
+	if f.Proto == frame.ProtoICMPv6 && f.L4Off != 0 {
+		if res, ok := w.discovery(s, side, pkt, f); ok {
+			return res
 		}
 	}
-	if f.IPv6.Src == ([16]byte{}) && !(f.Proto == protoICMPv6 && f.L4Off != 0) {
+	if f.IPv6.Src == ([16]byte{}) && !(f.Proto == frame.ProtoICMPv6 && f.L4Off != 0) {
 		return drop(ReasonMartian)
 	}
-	return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
+	return Result{Action: routing.ToHost, Port: s.side[side].ID, Frame: pkt}
+}
+
+// discovery handles the neighbour discovery of an ICMPv6 frame, to a
+// group or to the box: it answers a solicitation and learns from an
+// advertisement (ok: that is the frame's Result), and learns the default
+// router from a router advertisement on the WAN, which it leaves to the
+// caller.
+func (w *Worker) discovery(s *snapshot, side Side, pkt []byte, f *frame.Frame) (res Result, ok bool) {
+	switch f.ICMP.Type {
+	case icmpNS:
+		return w.solicitation(s, side, pkt, f), true
+	case icmpNA:
+		return w.advertisement(s, side, pkt, f), true
+	case icmpRA:
+		if side == WAN {
+			w.routerAdvert(s, pkt, f)
+		}
+	}
+	return Result{}, false
 }
 
 // fromHost sends a frame of the box's own stack to the LAN: multicast (its
@@ -55,7 +68,7 @@ func (w *Worker) fromHost(s *snapshot, pkt []byte, f *frame.Frame) Result {
 	dst := &f.IPv6.Dst
 	switch {
 	case f.Dst[0]&1 != 0:
-		return Result{Action: Forward, Port: s.side[LAN].ID, Frame: pkt[:f.L3End]}
+		return Result{Action: routing.Forward, Port: s.side[LAN].ID, Frame: pkt[:f.L3End]}
 	case isLinkLocal(dst) || inAny(s.lanNets, dst):
 		return w.toNeighbour(s, LAN, *dst, pkt[:f.L3End])
 	}
@@ -66,33 +79,31 @@ func (w *Worker) fromHost(s *snapshot, pkt []byte, f *frame.Frame) Result {
 // requests, and from the LAN everything else for the box's stack; from
 // the WAN only DHCPv6 to the client port reaches the host.
 func (w *Worker) toBox(s *snapshot, side Side, pkt []byte, f *frame.Frame) Result {
-	if f.Proto == protoICMPv6 && f.L4Off != 0 && !f.Fragment {
+	if f.Proto == frame.ProtoICMPv6 && f.L4Off != 0 && !f.Fragment {
+		if res, ok := w.discovery(s, side, pkt, f); ok {
+			return res
+		}
 		switch f.ICMP.Type {
-		case icmpNS:
-			return w.solicitation(s, side, pkt, f)
-		case icmpNA:
-			return w.advertisement(s, side, pkt, f)
 		case icmpRA:
-			if side == WAN { // a unicast answer to the box's solicitation
-				w.routerAdvert(s, pkt, f)
-				return Result{Action: Consumed}
+			if side == WAN { // a unicast answer to the box's solicitation, learnt
+				return Result{Action: routing.Consumed}
 			}
-		case icmpEchoRequest:
+		case frame.ICMPv6EchoRequest:
 			if frame.VerifyChecksums(pkt, f) != nil {
 				return drop(ReasonMalformed)
 			}
 			a := frame.Answer{MAC: s.side[side].MAC, Src6: f.IPv6.Dst, TTL: 64}
 			if n := frame.PutEchoReply(w.scratch, pkt, f, &a); n > 0 {
-				return Result{Action: Reply, Port: s.side[side].ID, Frame: w.scratch[:n]}
+				return Result{Action: routing.Reply, Port: s.side[side].ID, Frame: w.scratch[:n]}
 			}
 			return drop(ReasonMalformed)
 		}
 	}
 	if side == LAN && s.host != 0 {
-		return Result{Action: Deliver, Port: s.host, Frame: pkt}
+		return Result{Action: routing.Deliver, Port: s.host, Frame: pkt}
 	}
-	if side == LAN || f.Proto == protoUDP && f.L4Off != 0 && f.UDP.DstPort == 546 {
-		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
+	if side == LAN || f.Proto == frame.ProtoUDP && f.L4Off != 0 && f.UDP.DstPort == 546 {
+		return Result{Action: routing.ToHost, Port: s.side[side].ID, Frame: pkt}
 	}
 	return drop(ReasonNotForUs)
 }
@@ -132,10 +143,10 @@ func (w *Worker) solicitation(s *snapshot, side Side, pkt []byte, f *frame.Frame
 		// Another node's DAD probe for an address the box probes too:
 		// neither may have it (RFC 4862 5.4.3).
 		w.r.wan.conflict(&target)
-		return Result{Action: Consumed}
+		return Result{Action: routing.Consumed}
 	}
 	if !s.boxAddr(side, &target) { // tentative ones are not answered for
-		return Result{Action: Consumed}
+		return Result{Action: routing.Consumed}
 	}
 	if has && !unspec {
 		w.r.neigh.learn(side, &f.IPv6.Src, lla, false, true, w.sec)
@@ -150,7 +161,7 @@ func (w *Worker) solicitation(s *snapshot, side Side, pkt []byte, f *frame.Frame
 	b := w.scratch[:nsFrameLen]
 	putNDP(b, dstMAC, s.side[side].MAC, target, dst, icmpNA, flags, target, optTLLA)
 	w.c.na.Add(1)
-	return Result{Action: Reply, Port: s.side[side].ID, Frame: b}
+	return Result{Action: routing.Reply, Port: s.side[side].ID, Frame: b}
 }
 
 // advertisement learns from an NA with a target link-layer address.
@@ -163,7 +174,7 @@ func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Fram
 	if side == WAN && len(s.tent) != 0 && s.tentative(&target) {
 		// Another node has the address the box probes (RFC 4862 5.4.4).
 		w.r.wan.conflict(&target)
-		return Result{Action: Consumed}
+		return Result{Action: routing.Consumed}
 	}
 	solicited := pkt[f.L4Off+4]&0x40 != 0
 	switch {
@@ -179,12 +190,12 @@ func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Fram
 		// The box's stack resolves too (it shares the router's MAC and
 		// addresses): a unicast NA reached only the router, so it is
 		// delivered (a multicast one was bridged to the host port).
-		return Result{Action: Deliver, Port: s.host, Frame: pkt}
+		return Result{Action: routing.Deliver, Port: s.host, Frame: pkt}
 	}
 	if side == LAN && s.host != 0 {
-		return Result{Action: ToHost, Port: s.side[side].ID, Frame: pkt}
+		return Result{Action: routing.ToHost, Port: s.side[side].ID, Frame: pkt}
 	}
-	return Result{Action: Consumed}
+	return Result{Action: routing.Consumed}
 }
 
 // routerAdvert takes the WAN's default router from an RA (RFC 4861
@@ -232,7 +243,7 @@ func (w *Worker) prefixOption(o []byte) {
 // (nsFrameLen bytes).
 func putNDP(b []byte, dstMAC, srcMAC [6]byte, src, dst [16]byte, typ uint8, flags uint32, target [16]byte, opt byte) {
 	off := frame.PutEthernet(b, dstMAC, srcMAC, nil, frame.EtherTypeIPv6)
-	h := frame.IPv6{PayloadLen: ndpMsgLen, NextHeader: protoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
+	h := frame.IPv6{PayloadLen: ndpMsgLen, NextHeader: frame.ProtoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
 	off += frame.PutIPv6Header(b[off:], &h)
 	m := b[off : off+ndpMsgLen]
 	m[0], m[1], m[2], m[3] = typ, 0, 0, 0
@@ -240,7 +251,7 @@ func putNDP(b []byte, dstMAC, srcMAC [6]byte, src, dst [16]byte, typ uint8, flag
 	copy(m[8:24], target[:])
 	m[24], m[25] = opt, 1
 	copy(m[26:32], srcMAC[:])
-	c := frame.Checksum(m, frame.PseudoSumIPv6(src, dst, protoICMPv6, ndpMsgLen))
+	c := frame.Checksum(m, frame.PseudoSumIPv6(src, dst, frame.ProtoICMPv6, ndpMsgLen))
 	binary.BigEndian.PutUint16(m[2:], c)
 }
 
@@ -250,13 +261,13 @@ func putNDP(b []byte, dstMAC, srcMAC [6]byte, src, dst [16]byte, typ uint8, flag
 func putDAD(b []byte, srcMAC [6]byte, target [16]byte) {
 	dst, mac := solicitedNode(&target)
 	off := frame.PutEthernet(b, mac, srcMAC, nil, frame.EtherTypeIPv6)
-	h := frame.IPv6{PayloadLen: 24, NextHeader: protoICMPv6, HopLimit: ndpHops, Dst: dst}
+	h := frame.IPv6{PayloadLen: 24, NextHeader: frame.ProtoICMPv6, HopLimit: ndpHops, Dst: dst}
 	off += frame.PutIPv6Header(b[off:], &h)
 	m := b[off : off+24]
 	m[0], m[1], m[2], m[3] = icmpNS, 0, 0, 0
 	binary.BigEndian.PutUint32(m[4:], 0)
 	copy(m[8:24], target[:])
-	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(h.Src, dst, protoICMPv6, 24)))
+	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(h.Src, dst, frame.ProtoICMPv6, 24)))
 }
 
 // putRS writes a router solicitation from src with the source link-layer
@@ -264,14 +275,14 @@ func putDAD(b []byte, srcMAC [6]byte, target [16]byte) {
 func putRS(b []byte, srcMAC [6]byte, src [16]byte) {
 	dst := [16]byte{0: 0xff, 1: 0x02, 15: 2}
 	off := frame.PutEthernet(b, [6]byte{0x33, 0x33, 0, 0, 0, 2}, srcMAC, nil, frame.EtherTypeIPv6)
-	h := frame.IPv6{PayloadLen: rsMsgLen, NextHeader: protoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
+	h := frame.IPv6{PayloadLen: rsMsgLen, NextHeader: frame.ProtoICMPv6, HopLimit: ndpHops, Src: src, Dst: dst}
 	off += frame.PutIPv6Header(b[off:], &h)
 	m := b[off : off+rsMsgLen]
 	clear(m)
 	m[0] = icmpRS
 	m[8], m[9] = optSLLA, 1
 	copy(m[10:16], srcMAC[:])
-	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(src, dst, protoICMPv6, rsMsgLen)))
+	binary.BigEndian.PutUint16(m[2:], frame.Checksum(m, frame.PseudoSumIPv6(src, dst, frame.ProtoICMPv6, rsMsgLen)))
 }
 
 // solicitedNode is the solicited-node multicast group of a and its
@@ -299,7 +310,7 @@ func (w *Worker) solicit(s *snapshot, side Side, target [16]byte) {
 // (NeighbourFresh): a unicast NS to each neighbour's cached MAC (RFC 4861
 // 7.3.3's PROBE), which a solicited NA answers.
 func (w *Worker) refreshProbes(s *snapshot) {
-	w.probes = w.r.neigh.takeProbes(w.probes[:0])
+	w.probes = w.r.neigh.refresh.Take(w.probes[:0])
 	for _, p := range w.probes {
 		if w.nsUsed == len(w.nsBufs) {
 			return
@@ -323,7 +334,7 @@ func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte) R
 	if ok {
 		copy(pkt[0:6], mac[:])
 		copy(pkt[6:12], s.side[side].MAC[:])
-		return Result{Action: Forward, Port: s.side[side].ID, Frame: pkt}
+		return Result{Action: routing.Forward, Port: s.side[side].ID, Frame: pkt}
 	}
 	if failed {
 		return drop(ReasonNeighFailed)
@@ -337,7 +348,7 @@ func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte) R
 		p.side, p.hop, p.since, p.state = side, hop, w.sec, 1
 		w.waiting++
 		w.pendGen = w.r.neigh.resolved.Load()
-		return Result{Action: Queued}
+		return Result{Action: routing.Queued}
 	}
 	return drop(ReasonQueueFull)
 }

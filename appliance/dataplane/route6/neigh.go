@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
+
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // Neighbour states.
@@ -40,11 +42,9 @@ type neighbours struct {
 	b        []neighBucket
 	mask     uint64
 	resolved atomic.Uint64 // bumped when an entry becomes usable: queues rescan
-	// refresh holds the probes the fast path asked for (wantProbe) until
-	// a worker's Tick sends them; refreshN is its length.
-	refreshMu sync.Mutex
-	refresh   []probeReq
-	refreshN  atomic.Int32
+	// refresh holds the probes the fast path asked for until a worker's
+	// Tick sends them.
+	refresh routing.Probes[probeReq]
 }
 
 func newNeighbours(max int) *neighbours {
@@ -52,7 +52,7 @@ func newNeighbours(max int) *neighbours {
 	for n*bucketWays < max {
 		n <<= 1
 	}
-	return &neighbours{b: make([]neighBucket, n), mask: uint64(n - 1), refresh: make([]probeReq, 0, maxRefresh)}
+	return &neighbours{b: make([]neighBucket, n), mask: uint64(n - 1)}
 }
 
 func (n *neighbours) bucket(side Side, a *[16]byte) *neighBucket {
@@ -68,18 +68,9 @@ func (n *neighbours) resolve(side Side, a *[16]byte, now uint32) (mac [6]byte, o
 	b := n.bucket(side, a)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	free := -1
-	for i := range b.e {
-		e := &b.e[i]
-		if e.state == nFree {
-			if free < 0 {
-				free = i
-			}
-			continue
-		}
-		if e.addr != *a || e.side != side {
-			continue
-		}
+	at, free := b.find(side, a)
+	if at >= 0 {
+		e := &b.e[at]
 		fresh := now-e.confirmed < reachableTime
 		if !fresh && e.probes >= neighProbes && now-e.lastNS >= 1 {
 			e.state = nFree // gave up
@@ -96,6 +87,34 @@ func (n *neighbours) resolve(side Side, a *[16]byte, now uint32) (mac [6]byte, o
 	}
 	b.e[free] = neighEntry{addr: *a, side: side, state: nIncomplete, lastNS: now, probes: 1}
 	return mac, false, true, false
+}
+
+// find returns the way of the entry of addr on side (-1: none) and the
+// bucket's first free way (-1: none, and only meaningful without an
+// entry). An address has one entry at most: one is made only when find
+// finds none.
+func (b *neighBucket) find(side Side, a *[16]byte) (at, free int) {
+	free = -1
+	for i := range b.e {
+		e := &b.e[i]
+		switch {
+		case e.state == nFree:
+			if free < 0 {
+				free = i
+			}
+		case e.addr == *a && e.side == side:
+			return i, free
+		}
+	}
+	return -1, free
+}
+
+// reachable is the entry of addr on side if it is reachable, or nil.
+func (b *neighBucket) reachable(side Side, a *[16]byte) *neighEntry {
+	if at, _ := b.find(side, a); at >= 0 && b.e[at].state == nReachable {
+		return &b.e[at]
+	}
+	return nil
 }
 
 // victim is the way to reuse in a full bucket: an incomplete entry, else
@@ -121,36 +140,26 @@ func (n *neighbours) learn(side Side, a *[16]byte, mac [6]byte, confirm, create 
 	b := n.bucket(side, a)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	free := -1
-	for i := range b.e {
-		e := &b.e[i]
-		if e.state == nFree {
-			if free < 0 {
-				free = i
-			}
-			continue
+	at, free := b.find(side, a)
+	if at < 0 {
+		if !create && !confirm {
+			return
 		}
-		if e.addr != *a || e.side != side {
-			continue
+		if free < 0 {
+			free = n.victim(b, now)
 		}
-		was := e.state
-		if confirm || e.mac != mac || e.state == nIncomplete {
-			e.mac, e.state = mac, nReachable
-			e.confirmed, e.probes = now, 0
-		}
-		if was != nReachable {
-			n.resolved.Add(1)
-		}
+		b.e[free] = neighEntry{addr: *a, side: side, mac: mac, state: nReachable, confirmed: now}
+		n.resolved.Add(1)
 		return
 	}
-	if !create && !confirm {
-		return
+	e := &b.e[at]
+	if e.state != nReachable {
+		n.resolved.Add(1)
 	}
-	if free < 0 {
-		free = n.victim(b, now)
+	if confirm || e.mac != mac || e.state == nIncomplete {
+		e.mac, e.state = mac, nReachable
+		e.confirmed, e.probes = now, 0
 	}
-	b.e[free] = neighEntry{addr: *a, side: side, mac: mac, state: nReachable, confirmed: now}
-	n.resolved.Add(1)
 }
 
 // confirm makes the resolved entry of addr on side at mac reachable again
@@ -160,12 +169,8 @@ func (n *neighbours) confirm(side Side, a *[16]byte, mac [6]byte, now uint32) {
 	b := n.bucket(side, a)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for i := range b.e {
-		e := &b.e[i]
-		if e.state == nReachable && e.addr == *a && e.side == side && e.mac == mac {
-			e.confirmed, e.probes = now, 0
-			return
-		}
+	if e := b.reachable(side, a); e != nil && e.mac == mac {
+		e.confirmed, e.probes = now, 0
 	}
 }
 

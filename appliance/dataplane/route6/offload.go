@@ -2,6 +2,8 @@ package route6
 
 import (
 	"sync/atomic"
+
+	"e1kbox/appliance/dataplane/frame"
 )
 
 // The fast path (package fastpath, driven by the dataplane) forwards the
@@ -35,13 +37,13 @@ func (f Flow) Reverse() Flow {
 // key is f's connection key (connKeyOf for a packet of f).
 func (f *Flow) key() connKey {
 	sp, dp := f.SrcPort, f.DstPort
-	if f.Proto == protoICMPv6 {
+	if f.Proto == frame.ProtoICMPv6 {
 		sp, dp = f.SrcPort|f.DstPort, 0 // the identifier, whichever way
 	}
 	if f.Side == LAN {
 		return connKey{lan: f.Src, wan: f.Dst, lanPort: sp, wanPort: dp, proto: f.Proto}
 	}
-	if f.Proto == protoICMPv6 {
+	if f.Proto == frame.ProtoICMPv6 {
 		return connKey{lan: f.Dst, wan: f.Src, lanPort: sp, proto: f.Proto}
 	}
 	return connKey{lan: f.Dst, wan: f.Src, lanPort: dp, wanPort: sp, proto: f.Proto}
@@ -125,7 +127,7 @@ func (e *conn) timeout() uint32 {
 func (r *Router) Offloadable(f Flow, now int64) (Offload, bool) {
 	s := r.cfg.Load()
 	sec := uint32(now / 1e9)
-	if s == nil || f.Side > WAN || f.Proto != protoTCP && f.Proto != protoUDP && f.Proto != protoICMPv6 {
+	if s == nil || f.Side > WAN || f.Proto != frame.ProtoTCP && f.Proto != frame.ProtoUDP && f.Proto != frame.ProtoICMPv6 {
 		return Offload{}, false
 	}
 	out, ok := s.route(f.Side, &f.Src, &f.Dst)
@@ -167,11 +169,8 @@ func (n *neighbours) fresh(side Side, a *[16]byte, now uint32) ([6]byte, bool) {
 	b := n.bucket(side, a)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for i := range b.e {
-		e := &b.e[i]
-		if e.state == nReachable && e.addr == *a && e.side == side {
-			return e.mac, now-e.confirmed < reachableTime
-		}
+	if e := b.reachable(side, a); e != nil {
+		return e.mac, now-e.confirmed < reachableTime
 	}
 	return [6]byte{}, false
 }
@@ -190,7 +189,7 @@ func (r *Router) NeighbourFresh(side Side, addr [16]byte, mac [6]byte, now int64
 		return false
 	}
 	if probe {
-		r.neigh.wantProbe(probeReq{side: side, addr: addr, mac: mac})
+		r.neigh.refresh.Want(probeReq{side: side, addr: addr, mac: mac})
 	}
 	return true
 }
@@ -203,21 +202,18 @@ func (n *neighbours) freshProbe(side Side, a *[16]byte, now uint32) (mac [6]byte
 	b := n.bucket(side, a)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for i := range b.e {
-		e := &b.e[i]
-		if e.state != nReachable || e.addr != *a || e.side != side {
-			continue
-		}
-		if now-e.confirmed >= reachableTime {
-			return e.mac, false, false
-		}
-		if now-e.confirmed > reachableTime/2 && now-e.lastNS >= 1 && e.probes < neighProbes {
-			e.lastNS, probe = now, true
-			e.probes++
-		}
-		return e.mac, true, probe
+	e := b.reachable(side, a)
+	switch {
+	case e == nil:
+		return mac, false, false
+	case now-e.confirmed >= reachableTime:
+		return e.mac, false, false
 	}
-	return mac, false, false
+	if now-e.confirmed > reachableTime/2 && now-e.lastNS >= 1 && e.probes < neighProbes {
+		e.lastNS, probe = now, true
+		e.probes++
+	}
+	return e.mac, true, probe
 }
 
 // probeReq is a neighbour the fast path wants probed.
@@ -225,37 +221,6 @@ type probeReq struct {
 	side Side
 	addr [16]byte
 	mac  [6]byte
-}
-
-// maxRefresh bounds the probes asked for and not yet sent.
-const maxRefresh = 64
-
-// wantProbe asks the workers to probe p, once.
-func (n *neighbours) wantProbe(p probeReq) {
-	n.refreshMu.Lock()
-	defer n.refreshMu.Unlock()
-	for _, x := range n.refresh {
-		if x == p {
-			return
-		}
-	}
-	if len(n.refresh) < maxRefresh {
-		n.refresh = append(n.refresh, p)
-		n.refreshN.Store(int32(len(n.refresh)))
-	}
-}
-
-// takeProbes appends the requested probes to dst and forgets them.
-func (n *neighbours) takeProbes(dst []probeReq) []probeReq {
-	if n.refreshN.Load() == 0 {
-		return dst
-	}
-	n.refreshMu.Lock()
-	defer n.refreshMu.Unlock()
-	dst = append(dst, n.refresh...)
-	n.refresh = n.refresh[:0]
-	n.refreshN.Store(0)
-	return dst
 }
 
 // OffloadUse is what the fast path forwarded of one connection direction

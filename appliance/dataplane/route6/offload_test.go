@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // offloadEnv is a resolved env with an established TCP connection, a
@@ -24,10 +25,10 @@ func offloadEnv(t *testing.T) *env {
 		{lanPort, fromLAN(udp(host, server, 7000, 53))},
 		{wanPort, fromWAN(udp(server, host, 53, 7000))},
 		{lanPort, fromLAN(udp(host, server, 7001, 53))},
-		{lanPort, fromLAN(icmp(host, server, 64, icmpEchoRequest, 0, 0x00420001, nil))},
-		{wanPort, fromWAN(icmp(server, host, 64, icmpEchoReply, 0, 0x00420001, nil))},
+		{lanPort, fromLAN(icmp(host, server, 64, frame.ICMPv6EchoRequest, 0, 0x00420001, nil))},
+		{wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoReply, 0, 0x00420001, nil))},
 	} {
-		if res := e.handle(p.port, p.b); res.Action != Forward {
+		if res := e.handle(p.port, p.b); res.Action != routing.Forward {
 			t.Fatalf("setup frame %d: %v/%v", len(p.b), res.Action, res.Reason)
 		}
 	}
@@ -35,9 +36,9 @@ func offloadEnv(t *testing.T) *env {
 }
 
 var (
-	tcpOut  = Flow{Side: LAN, Src: host, Dst: server, SrcPort: 40000, DstPort: 443, Proto: protoTCP}
-	udpOut  = Flow{Side: LAN, Src: host, Dst: server, SrcPort: 7000, DstPort: 53, Proto: protoUDP}
-	echoOut = Flow{Side: LAN, Src: host, Dst: server, SrcPort: 0x42, Proto: protoICMPv6}
+	tcpOut  = Flow{Side: LAN, Src: host, Dst: server, SrcPort: 40000, DstPort: 443, Proto: frame.ProtoTCP}
+	udpOut  = Flow{Side: LAN, Src: host, Dst: server, SrcPort: 7000, DstPort: 53, Proto: frame.ProtoUDP}
+	echoOut = Flow{Side: LAN, Src: host, Dst: server, SrcPort: 0x42, Proto: frame.ProtoICMPv6}
 )
 
 // TestOffloadable: the directions of established connections with fresh
@@ -59,9 +60,9 @@ func TestOffloadable(t *testing.T) {
 		{"udp in", udpOut.Reverse(), nil, with(toLAN, 180)},
 		{"echo request", echoOut, nil, with(toWAN, 30)},
 		{"echo reply", echoOut.Reverse(), nil, with(toLAN, 30)},
-		{"udp without a reply", Flow{Side: LAN, Src: host, Dst: server, SrcPort: 7001, DstPort: 53, Proto: protoUDP}, nil, nil},
-		{"no connection", Flow{Side: LAN, Src: host, Dst: server, SrcPort: 7002, DstPort: 53, Proto: protoUDP}, nil, nil},
-		{"tcp syn sent", Flow{Side: LAN, Src: host, Dst: server, SrcPort: 40001, DstPort: 443, Proto: protoTCP}, func(e *env) {
+		{"udp without a reply", Flow{Side: LAN, Src: host, Dst: server, SrcPort: 7001, DstPort: 53, Proto: frame.ProtoUDP}, nil, nil},
+		{"no connection", Flow{Side: LAN, Src: host, Dst: server, SrcPort: 7002, DstPort: 53, Proto: frame.ProtoUDP}, nil, nil},
+		{"tcp syn sent", Flow{Side: LAN, Src: host, Dst: server, SrcPort: 40001, DstPort: 443, Proto: frame.ProtoTCP}, func(e *env) {
 			e.handle(lanPort, fromLAN(tcp(host, server, 40001, 443, frame.TCPSyn, 0)))
 		}, nil},
 		{"tcp after a fin", tcpOut, func(e *env) {
@@ -89,10 +90,10 @@ func TestOffloadable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, nil},
-		{"link-local", Flow{Side: LAN, Src: lanLL, Dst: server, SrcPort: 1, DstPort: 2, Proto: protoUDP}, nil, nil},
-		{"to the box", Flow{Side: LAN, Src: host, Dst: lanAddr, SrcPort: 1, DstPort: 2, Proto: protoUDP}, nil, nil},
+		{"link-local", Flow{Side: LAN, Src: lanLL, Dst: server, SrcPort: 1, DstPort: 2, Proto: frame.ProtoUDP}, nil, nil},
+		{"to the box", Flow{Side: LAN, Src: host, Dst: lanAddr, SrcPort: 1, DstPort: 2, Proto: frame.ProtoUDP}, nil, nil},
 		{"other protocol", Flow{Side: LAN, Src: host, Dst: server, Proto: 47}, nil, nil},
-		{"bad side", Flow{Side: 7, Src: host, Dst: server, SrcPort: 40000, DstPort: 443, Proto: protoTCP}, nil, nil},
+		{"bad side", Flow{Side: 7, Src: host, Dst: server, SrcPort: 40000, DstPort: 443, Proto: frame.ProtoTCP}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := offloadEnv(t)
@@ -137,7 +138,7 @@ func TestOffloaded(t *testing.T) {
 		return Conn{}
 	}
 	c := find(7000)
-	if want := (Conn{LAN: host, WAN: server, LANPort: 7000, WANPort: 53, Proto: protoUDP, State: "udp", Replied: true,
+	if want := (Conn{LAN: host, WAN: server, LANPort: 7000, WANPort: 53, Proto: frame.ProtoUDP, State: "udp", Replied: true,
 		Expires: uint32(later/1e9) + udpReplied, Packets: [2]uint64{6, 8}}); !cmp.Equal(want, c) {
 		t.Errorf("connection (-want +got):\n%s", cmp.Diff(want, c))
 	}
@@ -152,11 +153,11 @@ func TestOffloaded(t *testing.T) {
 	if e.r.Offloaded(tcpOut, OffloadUse{Packets: 1, Last: e.now}) {
 		t.Error("Offloaded after the server's FIN said the TCP flow stays")
 	}
-	if e.r.Offloaded(Flow{Side: LAN, Src: host, Dst: server, SrcPort: 1, DstPort: 2, Proto: protoUDP}, OffloadUse{Packets: 1, Last: e.now}) {
+	if e.r.Offloaded(Flow{Side: LAN, Src: host, Dst: server, SrcPort: 1, DstPort: 2, Proto: frame.ProtoUDP}, OffloadUse{Packets: 1, Last: e.now}) {
 		t.Error("Offloaded of no connection said it stays")
 	}
 	e.r.CountOffloaded(12)
-	if got := e.r.Stats().Actions[Forward]; got != 9+12 {
+	if got := e.r.Stats().Actions[routing.Forward]; got != 9+12 {
 		t.Errorf("Stats forwarded %d, want the 8 setup frames, the FIN and the 12 offloaded", got)
 	}
 }
@@ -247,7 +248,7 @@ func TestNeighbourFreshProbes(t *testing.T) {
 							case "answered from another MAC, no option":
 								answer = eth(wanMAC, hostMAC, icmp(gwLL, wanLL, 255, icmpNA, 0, 0x60000000, gwLL[:]))
 							}
-							if res := e.handle(wanPort, answer); res.Action != Consumed {
+							if res := e.handle(wanPort, answer); res.Action != routing.Consumed {
 								t.Fatalf("the gateway's NA: %v/%v", res.Action, res.Reason)
 							}
 						}

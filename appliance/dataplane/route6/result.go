@@ -3,39 +3,13 @@ package route6
 import (
 	"strconv"
 	"sync/atomic"
+
+	"e1kbox/appliance/dataplane/routing"
 )
 
-// Action says what the engine must do with a frame after Process.
-type Action uint8
-
-// The actions, as nat's (the NAT worker passes them on).
-const (
-	Drop     Action = iota // discard; Result.Reason says why
-	Forward                // transmit Result.Frame (the received frame, rewritten in place) on Result.Port
-	Reply                  // transmit Result.Frame (generated; valid until the next call) on Result.Port
-	Queued                 // copied into the queue for neighbour resolution; comes out of Output
-	Consumed               // handled (an NA learnt); nothing to transmit but Output
-	ToHost                 // for the box's own stack (or the WAN's DHCPv6 client and RA reader): deliver to the host port, or drop
-	Deliver                // for the box's stack behind the host port (Config.Host): transmit Result.Frame on Result.Port
-	numActions
-)
-
-var actionNames = [numActions]string{"drop", "forward", "reply", "queued", "consumed", "to_host", "deliver"}
-
-func (a Action) String() string {
-	if a < numActions {
-		return actionNames[a]
-	}
-	return "action(" + strconv.Itoa(int(a)) + ")"
-}
-
-// Result is what Process decided for one frame.
-type Result struct {
-	Action Action
-	Port   int
-	Frame  []byte
-	Reason Reason
-}
+// Result is what Process decided for one frame: what the engine does with
+// it (routing.Action) and, for a drop or an error answered, why.
+type Result = routing.Result[Reason]
 
 // Reason says why a frame was dropped; it indexes Stats.Drops.
 type Reason uint8
@@ -82,11 +56,11 @@ func (r Reason) String() string {
 	return "reason(" + strconv.Itoa(int(r)) + ")"
 }
 
-func drop(r Reason) Result { return Result{Action: Drop, Reason: r} }
+func drop(r Reason) Result { return Result{Action: routing.Drop, Reason: r} }
 
 // Stats counts a worker's (or, summed, the router's) frames.
 type Stats struct {
-	Actions [numActions]uint64
+	Actions [routing.NumActions]uint64
 	Drops   [NumReasons]uint64
 	Errors  uint64 // ICMPv6 errors the box sent
 	NS, NA  uint64 // neighbour solicitations sent (DAD probes included), advertisements sent
@@ -97,7 +71,7 @@ type Stats struct {
 
 // counters are a worker's Stats, written by it alone.
 type counters struct {
-	actions [numActions]atomic.Uint64
+	actions [routing.NumActions]atomic.Uint64
 	drops   [NumReasons]atomic.Uint64
 	errors  atomic.Uint64
 	ns, na  atomic.Uint64
@@ -112,12 +86,8 @@ func (c *counters) count(res *Result) {
 }
 
 func (c *counters) add(s *Stats) {
-	for i := range c.actions {
-		s.Actions[i] += c.actions[i].Load()
-	}
-	for i := range c.drops {
-		s.Drops[i] += c.drops[i].Load()
-	}
+	routing.AddCounts(s.Actions[:], c.actions[:])
+	routing.AddCounts(s.Drops[:], c.drops[:])
 	s.Errors += c.errors.Load()
 	s.NS += c.ns.Load()
 	s.NA += c.na.Load()

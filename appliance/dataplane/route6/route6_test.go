@@ -8,6 +8,7 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/routing"
 )
 
 // TestConnection: a LAN host's TCP connection goes out after the gateway
@@ -17,7 +18,7 @@ import (
 func TestConnection(t *testing.T) {
 	e := newEnv(t, "")
 	syn := fromLAN(tcp(host, server, 40000, 443, frame.TCPSyn, 0))
-	if res := e.handle(lanPort, syn); res.Action != Queued {
+	if res := e.handle(lanPort, syn); res.Action != routing.Queued {
 		t.Fatalf("first SYN: %v/%v, want queued behind an NS", res.Action, res.Reason)
 	}
 	out := e.outputs()
@@ -38,7 +39,7 @@ func TestConnection(t *testing.T) {
 		t.Errorf("released SYN %x > %x hop %d %x > %x", f.Src, f.Dst, f.IPv6.HopLimit, f.IPv6.Src, f.IPv6.Dst)
 	}
 	synack := fromWAN(tcp(server, host, 443, 40000, frame.TCPSyn|frame.TCPAck, 0))
-	if res := e.handle(wanPort, synack); res.Action != Queued {
+	if res := e.handle(wanPort, synack); res.Action != routing.Queued {
 		t.Fatalf("SYN-ACK: %v/%v, want queued for the host", res.Action, res.Reason)
 	}
 	e.outputs()
@@ -47,13 +48,13 @@ func TestConnection(t *testing.T) {
 	}
 	ack := fromLAN(tcp(host, server, 40000, 443, frame.TCPAck, 100))
 	res := e.handle(lanPort, ack)
-	if res.Action != Forward || res.Port != wanPort {
+	if res.Action != routing.Forward || res.Port != wanPort {
 		t.Fatalf("ACK: %v/%v, want forwarded", res.Action, res.Reason)
 	}
 	if f := parse(t, res.Frame); f.Dst != gwMAC || f.IPv6.HopLimit != 63 {
 		t.Errorf("forwarded ACK to %x hop %d", f.Dst, f.IPv6.HopLimit)
 	}
-	if res := e.handle(wanPort, fromWAN(tcp(server, host, 443, 40000, frame.TCPAck, 10))); res.Action != Forward || res.Port != lanPort {
+	if res := e.handle(wanPort, fromWAN(tcp(server, host, 443, 40000, frame.TCPAck, 10))); res.Action != routing.Forward || res.Port != lanPort {
 		t.Errorf("reply: %v/%v, want forwarded", res.Action, res.Reason)
 	}
 	conns := e.r.Conns(10, e.now)
@@ -83,20 +84,20 @@ ip6 daddr 2001:db8:ffff::/48 udp dport 9 drop
 		name string
 		port int
 		pkt  []byte
-		want Action
+		want routing.Action
 		why  Reason
 	}{
-		{"inbound SYN", wanPort, fromWAN(tcp(server, host, 5555, 80, frame.TCPSyn, 0)), Drop, ReasonFirewall},
-		{"inbound UDP", wanPort, fromWAN(udp(server, host, 5555, 53)), Drop, ReasonFirewall},
-		{"inbound SYN to the allowed service", wanPort, fromWAN(tcp(server, host, 5555, 22, frame.TCPSyn, 0)), Forward, 0},
-		{"its reply", lanPort, fromLAN(tcp(host, server, 22, 5555, frame.TCPSyn|frame.TCPAck, 0)), Forward, 0},
-		{"the same service on another host", wanPort, fromWAN(tcp(server, host2, 5555, 22, frame.TCPSyn, 0)), Drop, ReasonFirewall},
-		{"outbound UDP", lanPort, fromLAN(udp(host, server, 7000, 53)), Forward, 0},
-		{"its reply", wanPort, fromWAN(udp(server, host, 53, 7000)), Forward, 0},
-		{"a reply from another port", wanPort, fromWAN(udp(server, host, 54, 7000)), Drop, ReasonFirewall},
-		{"outbound to a dropped port", lanPort, fromLAN(udp(host, server, 7000, 9)), Drop, ReasonRule},
-		{"outbound ACK of no connection", lanPort, fromLAN(tcp(host, server, 1, 2, frame.TCPAck, 0)), Drop, ReasonInvalid},
-		{"inbound ACK of no connection", wanPort, fromWAN(tcp(server, host, 2, 1, frame.TCPAck, 0)), Drop, ReasonInvalid},
+		{"inbound SYN", wanPort, fromWAN(tcp(server, host, 5555, 80, frame.TCPSyn, 0)), routing.Drop, ReasonFirewall},
+		{"inbound UDP", wanPort, fromWAN(udp(server, host, 5555, 53)), routing.Drop, ReasonFirewall},
+		{"inbound SYN to the allowed service", wanPort, fromWAN(tcp(server, host, 5555, 22, frame.TCPSyn, 0)), routing.Forward, 0},
+		{"its reply", lanPort, fromLAN(tcp(host, server, 22, 5555, frame.TCPSyn|frame.TCPAck, 0)), routing.Forward, 0},
+		{"the same service on another host", wanPort, fromWAN(tcp(server, host2, 5555, 22, frame.TCPSyn, 0)), routing.Drop, ReasonFirewall},
+		{"outbound UDP", lanPort, fromLAN(udp(host, server, 7000, 53)), routing.Forward, 0},
+		{"its reply", wanPort, fromWAN(udp(server, host, 53, 7000)), routing.Forward, 0},
+		{"a reply from another port", wanPort, fromWAN(udp(server, host, 54, 7000)), routing.Drop, ReasonFirewall},
+		{"outbound to a dropped port", lanPort, fromLAN(udp(host, server, 7000, 9)), routing.Drop, ReasonRule},
+		{"outbound ACK of no connection", lanPort, fromLAN(tcp(host, server, 1, 2, frame.TCPAck, 0)), routing.Drop, ReasonInvalid},
+		{"inbound ACK of no connection", wanPort, fromWAN(tcp(server, host, 2, 1, frame.TCPAck, 0)), routing.Drop, ReasonInvalid},
 	} {
 		if res := e.handle(tc.port, tc.pkt); res.Action != tc.want || res.Reason != tc.why {
 			t.Errorf("%s: %v/%v, want %v/%v", tc.name, res.Action, res.Reason, tc.want, tc.why)
@@ -116,11 +117,11 @@ ip6 daddr 2001:db8:ffff::/48 udp dport 9 drop
 		t.Errorf("Conns() = %+v, want the inbound ssh and the outbound UDP", conns)
 	}
 	e.now += 31 * 1e9 // the unreplied... UDP was replied: 180 s
-	if res := e.handle(wanPort, fromWAN(udp(server, host, 53, 7000))); res.Action != Forward {
+	if res := e.handle(wanPort, fromWAN(udp(server, host, 53, 7000))); res.Action != routing.Forward {
 		t.Errorf("replied UDP after 31 s: %v/%v, want forwarded", res.Action, res.Reason)
 	}
 	e.now += 181 * 1e9
-	if res := e.handle(wanPort, fromWAN(udp(server, host, 53, 7000))); res.Action != Drop || res.Reason != ReasonFirewall {
+	if res := e.handle(wanPort, fromWAN(udp(server, host, 53, 7000))); res.Action != routing.Drop || res.Reason != ReasonFirewall {
 		t.Errorf("UDP after 181 s idle: %v/%v, want dropped", res.Action, res.Reason)
 	}
 }
@@ -132,26 +133,26 @@ func TestICMPv6(t *testing.T) {
 	e := resolved(t, "")
 	big := fromLAN(frametest.IPv6{Src: host, Dst: server}.UDPPacket(7000, 9000, make([]byte, 1400)))
 	res := e.handle(lanPort, big)
-	if res.Action != Reply || res.Reason != ReasonTooBig || res.Port != lanPort {
+	if res.Action != routing.Reply || res.Reason != ReasonTooBig || res.Port != lanPort {
 		t.Fatalf("1448-byte packet to a 1400-byte WAN: %v/%v, want packet too big", res.Action, res.Reason)
 	}
 	f := parse(t, res.Frame)
-	if f.ICMP.Type != icmpTooBig || binary.BigEndian.Uint32(res.Frame[f.L4Off+4:]) != 1400 || f.IPv6.Dst != host ||
+	if f.ICMP.Type != frame.ICMPv6PacketTooBig || binary.BigEndian.Uint32(res.Frame[f.L4Off+4:]) != 1400 || f.IPv6.Dst != host ||
 		f.IPv6.Src != lanAddr || f.Dst != hostMAC || f.L3End-f.L3Off > 1280 {
 		t.Errorf("PTB %+v mtu %d, want 1400 from %x to the host within 1280 bytes", f.IPv6, binary.BigEndian.Uint32(res.Frame[f.L4Off+4:]), lanAddr)
 	}
 	res = e.handle(lanPort, fromLAN(frametest.IPv6{Src: host, Dst: server, HopLimit: 1}.UDPPacket(7000, 33434, nil)))
-	if f := parse(t, res.Frame); res.Action != Reply || f.ICMP.Type != icmpTimeExceed || f.ICMP.Code != 0 {
+	if f := parse(t, res.Frame); res.Action != routing.Reply || f.ICMP.Type != frame.ICMPv6TimeExceeded || f.ICMP.Code != 0 {
 		t.Errorf("hop limit 1: %v/%v, want time exceeded", res.Action, res.Reason)
 	}
 	res = e.handle(lanPort, fromLAN(udp(host, a6("2001:db8:1:5::1"), 7000, 53)))
-	if res.Action != Reply || res.Reason != ReasonNoRoute || parse(t, res.Frame).ICMP.Type != icmpDestUnreach {
+	if res.Action != routing.Reply || res.Reason != ReasonNoRoute || parse(t, res.Frame).ICMP.Type != frame.ICMPv6DestUnreach {
 		t.Errorf("to the delegated but unrouted 2001:db8:1:5::/64: %v/%v, want unreachable", res.Action, res.Reason)
 	}
 
 	// Transit ICMPv6.
 	out := fromLAN(udp(host, server, 7001, 53))
-	if res := e.handle(lanPort, out); res.Action != Forward {
+	if res := e.handle(lanPort, out); res.Action != routing.Forward {
 		t.Fatalf("outbound UDP: %v/%v", res.Action, res.Reason)
 	}
 	quote := udp(host, server, 7001, 53)
@@ -162,21 +163,21 @@ func TestICMPv6(t *testing.T) {
 		pkt  []byte
 		want Reason
 	}{
-		{"PTB about the LAN's connection", wanPort, fromWAN(icmp(server, host, 64, icmpTooBig, 0, 1280, quote)), 0},
-		{"unreachable about it", wanPort, fromWAN(icmp(server, host, 64, icmpDestUnreach, 4, 0, quote)), 0},
-		{"PTB about no connection", wanPort, fromWAN(icmp(server, host, 64, icmpTooBig, 0, 1280, stray)), ReasonICMPUnrelated},
-		{"outbound echo request", lanPort, fromLAN(icmp(host, server, 64, icmpEchoRequest, 0, 0x12340001, nil)), 0},
-		{"its reply", wanPort, fromWAN(icmp(server, host, 64, icmpEchoReply, 0, 0x12340001, nil)), 0},
-		{"an echo reply of no request", wanPort, fromWAN(icmp(server, host, 64, icmpEchoReply, 0, 0x99990001, nil)), ReasonICMPUnrelated},
-		{"inbound echo request", wanPort, fromWAN(icmp(server, host, 64, icmpEchoRequest, 0, 0x77770001, nil)), 0},
+		{"PTB about the LAN's connection", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6PacketTooBig, 0, 1280, quote)), 0},
+		{"unreachable about it", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6DestUnreach, 4, 0, quote)), 0},
+		{"PTB about no connection", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6PacketTooBig, 0, 1280, stray)), ReasonICMPUnrelated},
+		{"outbound echo request", lanPort, fromLAN(icmp(host, server, 64, frame.ICMPv6EchoRequest, 0, 0x12340001, nil)), 0},
+		{"its reply", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoReply, 0, 0x12340001, nil)), 0},
+		{"an echo reply of no request", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoReply, 0, 0x99990001, nil)), ReasonICMPUnrelated},
+		{"inbound echo request", wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoRequest, 0, 0x77770001, nil)), 0},
 		{"transit NS", lanPort, fromLAN(icmp(host, server, 255, icmpNS, 0, 0, server[:])), ReasonICMPPolicy},
 		{"transit router renumbering", wanPort, fromWAN(icmp(server, host, 64, 138, 0, 0, nil)), ReasonICMPPolicy},
 		{"an unknown type", lanPort, fromLAN(icmp(host, server, 64, 200, 0, 0, nil)), ReasonICMPPolicy},
 	} {
 		res := e.handle(tc.port, tc.pkt)
-		want := Forward
+		want := routing.Forward
 		if tc.want != 0 {
-			want = Drop
+			want = routing.Drop
 		}
 		if res.Action != want || res.Reason != tc.want {
 			t.Errorf("%s: %v/%v, want %v/%v", tc.name, res.Action, res.Reason, want, tc.want)
@@ -185,7 +186,7 @@ func TestICMPv6(t *testing.T) {
 	// Inbound echo requests are limited to EchoRate (10) a second.
 	passed := 0
 	for i := range 20 {
-		if e.handle(wanPort, fromWAN(icmp(server, host, 64, icmpEchoRequest, 0, uint32(0x5000+i)<<16, nil))).Action == Forward {
+		if e.handle(wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoRequest, 0, uint32(0x5000+i)<<16, nil))).Action == routing.Forward {
 			passed++
 		}
 	}
@@ -210,25 +211,25 @@ func TestPolicy(t *testing.T) {
 		name string
 		port int
 		pkt  []byte
-		want Action
+		want routing.Action
 		why  Reason
 	}{
-		{"LAN source outside the prefix", lanPort, fromLAN(udp(a6("2001:db8:9::1"), server, 1, 2)), Drop, ReasonMartian},
-		{"WAN source inside the LAN prefix", wanPort, fromWAN(udp(host2, host, 1, 2)), Drop, ReasonMartian},
-		{"WAN to an address not ours", wanPort, fromWAN(udp(server, a6("2001:db8:7::1"), 1, 2)), Drop, ReasonNotForUs},
-		{"multicast source", lanPort, fromLAN(udp(a6("ff02::1"), server, 1, 2)), Drop, ReasonMartian},
-		{"link-local destination", lanPort, fromLAN(udp(host, a6("fe80::77"), 1, 2)), Drop, ReasonLinkLocal},
-		{"LAN to LAN", lanPort, fromLAN(udp(host, host2, 1, 2)), Drop, ReasonNoRoute},
-		{"hop-by-hop", lanPort, fromLAN(hbh), Drop, ReasonExtHeader},
-		{"routing header", lanPort, fromLAN(rh), Drop, ReasonExtHeader},
-		{"fragment", lanPort, fromLAN(frag), Drop, ReasonFragment},
-		{"destination options", lanPort, fromLAN(dstopt), Forward, 0},
-		{"other MAC", lanPort, eth(hostMAC, hostMAC, udp(host, server, 1, 2)), Drop, ReasonNotForUs},
-		{"RS to the host", lanPort, fromLAN(icmp(a6("fe80::10"), a6("ff02::2"), 255, icmpRS, 0, 0, nil)), ToHost, 0},
-		{"DNS to the box", lanPort, fromLAN(udp(host, lanAddr, 5353, 53)), ToHost, 0},
-		{"WAN to the box's link-local", wanPort, fromWAN(udp(gwLL, wanLL, 1, 22)), Drop, ReasonNotForUs},
-		{"DHCPv6 reply", wanPort, fromWAN(udp(gwLL, wanLL, 547, 546)), ToHost, 0},
-		{"unknown port", 9, fromLAN(udp(host, server, 1, 2)), Drop, ReasonUnknownPort},
+		{"LAN source outside the prefix", lanPort, fromLAN(udp(a6("2001:db8:9::1"), server, 1, 2)), routing.Drop, ReasonMartian},
+		{"WAN source inside the LAN prefix", wanPort, fromWAN(udp(host2, host, 1, 2)), routing.Drop, ReasonMartian},
+		{"WAN to an address not ours", wanPort, fromWAN(udp(server, a6("2001:db8:7::1"), 1, 2)), routing.Drop, ReasonNotForUs},
+		{"multicast source", lanPort, fromLAN(udp(a6("ff02::1"), server, 1, 2)), routing.Drop, ReasonMartian},
+		{"link-local destination", lanPort, fromLAN(udp(host, a6("fe80::77"), 1, 2)), routing.Drop, ReasonLinkLocal},
+		{"LAN to LAN", lanPort, fromLAN(udp(host, host2, 1, 2)), routing.Drop, ReasonNoRoute},
+		{"hop-by-hop", lanPort, fromLAN(hbh), routing.Drop, ReasonExtHeader},
+		{"routing header", lanPort, fromLAN(rh), routing.Drop, ReasonExtHeader},
+		{"fragment", lanPort, fromLAN(frag), routing.Drop, ReasonFragment},
+		{"destination options", lanPort, fromLAN(dstopt), routing.Forward, 0},
+		{"other MAC", lanPort, eth(hostMAC, hostMAC, udp(host, server, 1, 2)), routing.Drop, ReasonNotForUs},
+		{"RS to the host", lanPort, fromLAN(icmp(a6("fe80::10"), a6("ff02::2"), 255, icmpRS, 0, 0, nil)), routing.ToHost, 0},
+		{"DNS to the box", lanPort, fromLAN(udp(host, lanAddr, 5353, 53)), routing.ToHost, 0},
+		{"WAN to the box's link-local", wanPort, fromWAN(udp(gwLL, wanLL, 1, 22)), routing.Drop, ReasonNotForUs},
+		{"DHCPv6 reply", wanPort, fromWAN(udp(gwLL, wanLL, 547, 546)), routing.ToHost, 0},
+		{"unknown port", 9, fromLAN(udp(host, server, 1, 2)), routing.Drop, ReasonUnknownPort},
 	} {
 		if res := e.handle(tc.port, tc.pkt); res.Action != tc.want || res.Reason != tc.why {
 			t.Errorf("%s: %v/%v, want %v/%v", tc.name, res.Action, res.Reason, tc.want, tc.why)
@@ -252,7 +253,7 @@ func TestNDP(t *testing.T) {
 	sll := append(append([]byte(nil), lanAddr[:]...), optSLLA, 1)
 	sll = append(sll, hostMAC[:]...)
 	res := e.handle(lanPort, eth(a6mac("ff02::1:ff00:1"), hostMAC, icmp(host, a6("ff02::1:ff00:1"), 255, icmpNS, 0, 0, sll)))
-	if res.Action != Reply || res.Port != lanPort {
+	if res.Action != routing.Reply || res.Port != lanPort {
 		t.Fatalf("NS for the LAN address: %v/%v, want an NA", res.Action, res.Reason)
 	}
 	f := parse(t, res.Frame)
@@ -266,7 +267,7 @@ func TestNDP(t *testing.T) {
 	}
 	dad := icmp([16]byte{}, a6("ff02::1:ff0b:1"), 255, icmpNS, 0, 0, wanLL[:])
 	res = e.handle(wanPort, eth(a6mac("ff02::1:ff0b:1"), gwMAC, dad))
-	if f := parse(t, res.Frame); res.Action != Reply || f.IPv6.Dst != a6("ff02::1") || res.Frame[f.L4Off+4] != 0x20 {
+	if f := parse(t, res.Frame); res.Action != routing.Reply || f.IPv6.Dst != a6("ff02::1") || res.Frame[f.L4Off+4] != 0x20 {
 		t.Errorf("DAD for the WAN link-local: %v/%v, want an NA to all nodes, override only", res.Action, res.Reason)
 	}
 	for _, tc := range []struct {
@@ -279,12 +280,12 @@ func TestNDP(t *testing.T) {
 		{"zero-length option", icmp(host, a6("ff02::1:ff00:1"), 255, icmpNS, 0, 0, append(lanAddr[:], 1, 0, 0, 0, 0, 0, 0, 0))},
 		{"DAD with a source link-layer address", icmp([16]byte{}, a6("ff02::1:ff00:1"), 255, icmpNS, 0, 0, sll)},
 	} {
-		if res := e.handle(lanPort, eth(a6mac("ff02::1:ff00:1"), hostMAC, tc.pkt)); res.Action != Drop || res.Reason != ReasonNDP {
+		if res := e.handle(lanPort, eth(a6mac("ff02::1:ff00:1"), hostMAC, tc.pkt)); res.Action != routing.Drop || res.Reason != ReasonNDP {
 			t.Errorf("NS with %s: %v/%v, want dropped as invalid NDP", tc.name, res.Action, res.Reason)
 		}
 	}
-	res = e.handle(lanPort, fromLAN(icmp(host, lanAddr, 64, icmpEchoRequest, 0, 0x00010001, []byte("ping"))))
-	if f := parse(t, res.Frame); res.Action != Reply || f.ICMP.Type != icmpEchoReply || f.IPv6.Src != lanAddr {
+	res = e.handle(lanPort, fromLAN(icmp(host, lanAddr, 64, frame.ICMPv6EchoRequest, 0, 0x00010001, []byte("ping"))))
+	if f := parse(t, res.Frame); res.Action != routing.Reply || f.ICMP.Type != frame.ICMPv6EchoReply || f.IPv6.Src != lanAddr {
 		t.Errorf("echo to the LAN address: %v/%v, want a reply", res.Action, res.Reason)
 	}
 
@@ -293,18 +294,18 @@ func TestNDP(t *testing.T) {
 		t.Errorf("without a gateway: %v/%v, want no route", res.Action, res.Reason)
 	}
 	ra := icmp(gwLL, a6("ff02::1"), 255, icmpRA, 0, 64<<24|1800, append(make([]byte, 8), append([]byte{optSLLA, 1}, gwMAC[:]...)...))
-	if res := e.handle(wanPort, eth(allNodesMAC, gwMAC, ra)); res.Action != ToHost {
+	if res := e.handle(wanPort, eth(allNodesMAC, gwMAC, ra)); res.Action != routing.ToHost {
 		t.Errorf("RA: %v/%v, want it passed to the host too", res.Action, res.Reason)
 	}
 	if gw, ok := e.r.Gateway(e.now); !ok || gw.As16() != gwLL {
 		t.Fatalf("Gateway() = %v, %v; want %x from the RA", gw, ok, gwLL)
 	}
-	if res := e.handle(lanPort, fromLAN(udp(host, server, 1, 2))); res.Action != Forward {
+	if res := e.handle(lanPort, fromLAN(udp(host, server, 1, 2))); res.Action != routing.Forward {
 		t.Errorf("with the RA's gateway (its MAC from the RA): %v/%v, want forwarded", res.Action, res.Reason)
 	}
 
 	// A LAN host that never answers: the frame waits 3 s, then fails.
-	if res := e.handle(wanPort, fromWAN(icmp(server, host2, 64, icmpEchoRequest, 0, 1, nil))); res.Action != Queued {
+	if res := e.handle(wanPort, fromWAN(icmp(server, host2, 64, frame.ICMPv6EchoRequest, 0, 1, nil))); res.Action != routing.Queued {
 		t.Fatalf("echo to an unresolved host: %v/%v, want queued", res.Action, res.Reason)
 	}
 	for i := 1; i <= 4; i++ {
@@ -336,21 +337,21 @@ func TestHostPort(t *testing.T) {
 	e := &env{t: t, r: r, w: r.NewWorker(nil), now: 5000 * 1e9}
 	e.settle()
 	ra := eth(allNodesMAC, lanMAC, icmp(lanLL, a6("ff02::1"), 255, icmpRA, 0, 64<<24|1800, make([]byte, 8)))
-	if res := e.handle(3, ra); res.Action != Forward || res.Port != lanPort || !bytes.Equal(res.Frame, ra[:len(res.Frame)]) {
+	if res := e.handle(3, ra); res.Action != routing.Forward || res.Port != lanPort || !bytes.Equal(res.Frame, ra[:len(res.Frame)]) {
 		t.Errorf("the box's RA: %v/%v port %d, want forwarded unchanged to the LAN", res.Action, res.Reason, res.Port)
 	}
 	dns := eth(hostMAC, lanMAC, udp(lanAddr, host, 53, 5353))
-	if res := e.handle(3, dns); res.Action != Queued {
+	if res := e.handle(3, dns); res.Action != routing.Queued {
 		t.Errorf("the box's DNS answer to an unresolved host: %v/%v, want queued", res.Action, res.Reason)
 	}
 	e.outputs()
-	if res := e.handle(lanPort, fromLAN(na(host, lanLL, host, hostMAC))); res.Action != Deliver || res.Port != 3 {
+	if res := e.handle(lanPort, fromLAN(na(host, lanLL, host, hostMAC))); res.Action != routing.Deliver || res.Port != 3 {
 		t.Errorf("an NA on the LAN: %v/%v port %d, want it delivered to the box's stack (port 3) too", res.Action, res.Reason, res.Port)
 	}
 	if out := e.outputs(); len(out) != 1 || out[0].port != lanPort {
 		t.Errorf("after the NA: %v, want the DNS answer released", out)
 	}
-	if res := e.handle(3, eth(gwMAC, lanMAC, udp(lanAddr, server, 1, 2))); res.Action != Drop || res.Reason != ReasonNoRoute {
+	if res := e.handle(3, eth(gwMAC, lanMAC, udp(lanAddr, server, 1, 2))); res.Action != routing.Drop || res.Reason != ReasonNoRoute {
 		t.Errorf("the box's stack to the WAN: %v/%v, want no route", res.Action, res.Reason)
 	}
 }
@@ -369,12 +370,12 @@ func TestSetPrefixes(t *testing.T) {
 	if len(c.LAN.Addrs) != 2 || c.LAN.Addrs[0].As16() != lanLL || c.LAN.Addrs[1] != netip.MustParseAddr("2001:db8:2::1") || len(c.WAN.Addrs) != 1 {
 		t.Errorf("addresses LAN %v WAN %v, want the link-local ones and 2001:db8:2::1", c.LAN.Addrs, c.WAN.Addrs)
 	}
-	if res := e.handle(lanPort, fromLAN(udp(host, server, 1, 2))); res.Action != Drop || res.Reason != ReasonMartian {
+	if res := e.handle(lanPort, fromLAN(udp(host, server, 1, 2))); res.Action != routing.Drop || res.Reason != ReasonMartian {
 		t.Errorf("from the old prefix: %v/%v, want martian", res.Action, res.Reason)
 	}
 	newHost := a6("2001:db8:2::10")
 	e.r.neigh.learn(LAN, &newHost, hostMAC, true, true, uint32(e.now/1e9))
-	if res := e.handle(lanPort, fromLAN(udp(newHost, server, 1, 2))); res.Action != Forward {
+	if res := e.handle(lanPort, fromLAN(udp(newHost, server, 1, 2))); res.Action != routing.Forward {
 		t.Errorf("from the new prefix: %v/%v, want forwarded", res.Action, res.Reason)
 	}
 	if err := e.r.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:2::/48")}, nil, nil); err == nil {
