@@ -70,3 +70,37 @@ func TestAddCounts(t *testing.T) {
 		t.Errorf("AddCounts = %v, want %v", dst, want)
 	}
 }
+
+// TestUnresolved: entries count against the cap from their second of
+// creation until Done, Move hands one's count to its replacement, and
+// an entry stops counting Life seconds after it was made, without Done.
+func TestUnresolved(t *testing.T) {
+	u := NewUnresolved(3, 4)
+	for _, step := range []struct {
+		name string
+		do   func() bool
+		want bool
+		live int // after the step, at its second
+		at   uint32
+	}{
+		{"first", func() bool { return u.Add(100) }, true, 1, 100},
+		{"second", func() bool { return u.Add(100) }, true, 2, 100},
+		{"third, a second later", func() bool { return u.Add(101) }, true, 3, 101},
+		{"fourth: over the cap", func() bool { return u.Add(101) }, false, 3, 101},
+		{"one of the first done", func() bool { return u.Done(100) }, true, 2, 101},
+		{"fourth again", func() bool { return u.Add(102) }, true, 3, 102},
+		{"moved: the count stays", func() bool { return u.Move(100, 102) }, true, 3, 102},
+		{"nothing left of second 100", func() bool { return u.Done(100) }, false, 3, 102},
+		{"at 105 second 101's no longer counts", func() bool { return u.Add(105) }, true, 3, 105},
+		{"over the cap again", func() bool { return u.Add(105) }, false, 3, 105},
+		{"at 106 second 102's neither", func() bool { return u.Add(106) }, true, 2, 106},
+		{"a move from an expired second is none", func() bool { return u.Move(101, 106) }, false, 2, 106},
+	} {
+		if got := step.do(); got != step.want {
+			t.Errorf("%s: %v, want %v", step.name, got, step.want)
+		}
+		if got := u.Live(step.at); got != step.live {
+			t.Errorf("%s: %d live at %d, want %d", step.name, got, step.at, step.live)
+		}
+	}
+}
