@@ -106,9 +106,15 @@
 // that MAC probed); a full bucket never gives up the gateway's entry or a
 // neighbour the router sent to lately. Frames for
 // unresolved next hops wait in a bounded per-worker queue; ARP requests
-// go out at most once per second per neighbour and ARPRate per second in
-// all; a queued frame is dropped (neigh_failed) after NeighProbes
-// seconds. The WAN address may be left unset and supplied later with
+// go out at most once per second per neighbour, and those that resolve a
+// new address (broadcast) ARPRate per second in all, so that resolving
+// many unknown addresses (a LAN host scanning the WAN's subnet; a port
+// forward exposes one LAN address) never holds up the probes of known
+// neighbours; a queued frame is dropped (neigh_failed) after NeighProbes
+// seconds. An incomplete entry never takes the slot of a neighbour that
+// ARP or traffic confirmed within five minutes, and at most a quarter of
+// the table is incomplete at once (the gateway's apart): past either the
+// frame is dropped (neigh_limit). The WAN address may be left unset and supplied later with
 // SetWAN (the DHCP client hook; DHCP replies reach the host as ToHost).
 //
 // # Connection tracking

@@ -125,28 +125,42 @@ func (w *Worker) learn(now int64, s *snapshot, side Side, ip uint32, mac [6]byte
 		}
 	case learnConflict:
 		w.c.drops[ReasonARPConflict].Add(1)
-		if claimProbe(&n, now) {
-			w.arpRequest(now, s, side, ip, n.mac)
-		}
+		w.probe(now, s, side, ip, &n, n.mac)
+	}
+}
+
+// broadcastMAC is where an ARP request for an unresolved address goes.
+var broadcastMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// probe sends an ARP request for the entry n of ip on side to dst when
+// claimProbe allows one.
+func (w *Worker) probe(now int64, s *snapshot, side Side, ip uint32, n *neigh, dst [6]byte) {
+	if claimProbe(n, now) && !w.arpRequest(now, s, side, ip, dst) {
+		unclaimProbe(n)
 	}
 }
 
 // arpRequest puts an ARP request for ip on side into the outbox, sent to
-// dst (broadcast, or the known MAC for a unicast probe).
-func (w *Worker) arpRequest(now int64, s *snapshot, side Side, ip uint32, dst [6]byte) {
+// dst: broadcast, within ARPRate (what resolving many unknown addresses
+// costs), or the known MAC of a neighbour being probed, which claimProbe
+// alone limits so that no resolution starves the neighbours in use. ok
+// says it went out.
+func (w *Worker) arpRequest(now int64, s *snapshot, side Side, ip uint32, dst [6]byte) (ok bool) {
 	p := &s.side[side]
-	if p.addr == 0 || !w.r.arpLimit.Allow(now) {
-		return
+	if p.addr == 0 || dst == broadcastMAC && !w.r.arpLimit.Allow(now) {
+		return false
 	}
 	b, ok := w.allocBuf()
 	if !ok {
 		w.c.drops[ReasonQueueFull].Add(1)
-		return
+		return false
 	}
 	r := frame.ARP{Op: 1, SenderMAC: p.mac, SenderIP: put32(p.addr), TargetIP: put32(ip)}
-	if w.push(p.id, b, frame.PutARP(w.bufs[b], dst, p.mac, &r)) {
-		w.c.arpRequests.Add(1)
+	if !w.push(p.id, b, frame.PutARP(w.bufs[b], dst, p.mac, &r)) {
+		return false
 	}
+	w.c.arpRequests.Add(1)
+	return true
 }
 
 // icmpErrorIn translates an ICMP error about a tracked connection: the

@@ -22,6 +22,13 @@ import (
 // resolved one least recently confirmed or used, and never the pinned
 // entry (the WAN gateway), so an ARP spray cannot evict the gateway or
 // the LAN hosts the router is sending to.
+//
+// Resolution is bounded for whatever asks for many unknown addresses (a
+// LAN host scanning the WAN's subnet; a port forward to a host that is
+// gone is one address): a new incomplete entry never takes a resolved
+// entry's slot unless no ARP confirmed it nor a frame went to it for
+// inUse, and a quarter of the table at most is incomplete at once
+// (unknown; the pinned entry does not count).
 type neighTable struct {
 	mu       sync.Mutex
 	slots    []nslot
@@ -33,6 +40,8 @@ type neighTable struct {
 	// refresh holds the keys of neighbours the fast path sends to that
 	// want a probe before they go stale; a worker's Tick sends them.
 	refresh routing.Probes[uint64]
+	// unknown counts the live incomplete entries (changed under mu).
+	unknown *routing.Unresolved
 }
 
 const neighWays = 4
@@ -45,6 +54,9 @@ type nslot struct {
 	confirmed atomic.Int64  // ns: last ARP from the neighbour, or creation
 	probed    atomic.Int64  // ns: last ARP request sent
 	used      atomic.Int64  // ns: last time a frame was sent to it (to the second)
+	// counted is the second an incomplete entry counted in unknown was
+	// created, 0 if it does not count (written under mu).
+	counted atomic.Uint32
 }
 
 // neigh is a consistent copy of a slot.
@@ -58,12 +70,23 @@ type neigh struct {
 	used      int64
 }
 
-func newNeighTable(n int, seed uint64) *neighTable {
+// newNeighTable makes a table of n entries (rounded up to a power of
+// two of buckets) whose incomplete entries live life seconds at most.
+func newNeighTable(n int, seed uint64, life uint32) *neighTable {
 	b := uint64(1)
 	for b*neighWays < uint64(n) {
 		b *= 2
 	}
-	return &neighTable{slots: make([]nslot, b*neighWays), nbuckets: b, seed: seed}
+	return &neighTable{slots: make([]nslot, b*neighWays), nbuckets: b, seed: seed,
+		unknown: routing.NewUnresolved(int(b*neighWays/4), life)}
+}
+
+// uncount takes the entry in s out of the incomplete count (under mu).
+func (t *neighTable) uncount(s *nslot) {
+	if c := s.counted.Load(); c != 0 {
+		t.unknown.Done(c)
+		s.counted.Store(0)
+	}
 }
 
 func neighKey(side Side, ip uint32) uint64 { return uint64(side+1)<<32 | uint64(ip) }
@@ -162,7 +185,7 @@ func (t *neighTable) learn(side Side, ip uint32, mac [6]byte, now int64, create 
 		if !create {
 			return learnIgnored, neigh{}
 		}
-		slot = t.victim(b, pin, now)
+		slot = t.victim(b, pin, now, false)
 	}
 	old := slot.mac.Load()
 	// The MAC it has still answers unless maxProbes probes went out and
@@ -172,6 +195,7 @@ func (t *neighTable) learn(side Side, ip uint32, mac [6]byte, now int64, create 
 			confirmed: slot.confirmed.Load(), probed: slot.probed.Load()}
 	}
 	resolved := slot.key.Load() != k || old == 0
+	t.uncount(slot)
 	slot.write(k, macWord(mac), now, slot.probed.Load(), 0)
 	if resolved {
 		t.resolved.Add(1)
@@ -187,8 +211,10 @@ const inUse = 300e9
 // victim picks the slot of a full bucket to replace at now: an empty one,
 // else the incomplete one created first, else the resolved one least
 // recently confirmed that the router has not sent to within inUse, else
-// the one sent to least recently; never the slot of key pin.
-func (t *neighTable) victim(b []nslot, pin uint64, now int64) *nslot {
+// the one sent to least recently; never the slot of key pin. For a new
+// incomplete entry (resolving) a resolved one goes only if neither ARP
+// nor a frame to it came within inUse, else there is none (nil).
+func (t *neighTable) victim(b []nslot, pin uint64, now int64, resolving bool) *nslot {
 	var v *nslot
 	var vTier, vAge int64
 	for i := range b {
@@ -207,6 +233,9 @@ func (t *neighTable) victim(b []nslot, pin uint64, now int64) *nslot {
 		case used != 0 && now-used < inUse:
 			tier, age = 2, used
 		}
+		if resolving && tier != 0 && (tier == 2 || now-age < inUse) {
+			continue // a neighbour in use
+		}
 		if v == nil || tier < vTier || tier == vTier && age < vAge {
 			v, vTier, vAge = s, tier, age
 		}
@@ -214,19 +243,40 @@ func (t *neighTable) victim(b []nslot, pin uint64, now int64) *nslot {
 	return v
 }
 
-// incomplete creates an unresolved entry for (side, ip) unless one exists
-// (pin as for learn).
-func (t *neighTable) incomplete(side Side, ip uint32, now int64, pin uint64) {
+// incomplete makes an unresolved entry for (side, ip) unless one exists
+// (pin as for learn) and reports whether there is one now: a new one
+// must find a slot (victim) and, unless it is pin's, a place among the
+// incomplete entries of the last life seconds; one older than that is
+// made anew, as a new one (its resolution was over).
+func (t *neighTable) incomplete(side Side, ip uint32, now int64, pin uint64) bool {
 	k := neighKey(side, ip)
+	sec := uint32(now / 1e9)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.bucket(k)
+	var slot *nslot
 	for i := range b {
-		if b[i].key.Load() == k {
-			return
+		if s := &b[i]; s.key.Load() == k {
+			if s.mac.Load() != 0 || !t.unknown.Expired(uint32(s.confirmed.Load()/1e9), sec) || k == pin {
+				return true
+			}
+			slot = s
 		}
 	}
-	t.victim(b, pin, now).write(k, 0, now, 0, 0)
+	if slot == nil {
+		if slot = t.victim(b, pin, now, true); slot == nil {
+			return false
+		}
+	}
+	if k != pin && !t.unknown.Add(sec) {
+		return false
+	}
+	t.uncount(slot)
+	slot.write(k, 0, now, 0, 0)
+	if k != pin {
+		slot.counted.Store(sec)
+	}
+	return true
 }
 
 // markUsed notes that a frame was sent to the entry n (at most one write a
@@ -242,6 +292,7 @@ func (t *neighTable) forget(s *nslot, side Side, ip uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s.key.Load() == neighKey(side, ip) {
+		t.uncount(s)
 		s.write(0, 0, 0, 0, 0)
 	}
 }
@@ -259,6 +310,11 @@ func claimProbe(n *neigh, now int64) bool {
 	n.slot.probes.Add(1)
 	return true
 }
+
+// unclaimProbe gives back the probe claimProbe counted when its ARP
+// request did not go out (over the rate, no buffer): the neighbour is
+// not the worse for it, and the next claim may send it a second later.
+func unclaimProbe(n *neigh) { n.slot.probes.Add(^uint32(0)) }
 
 // Neighbour is one ARP cache entry, for the dashboard.
 type Neighbour struct {

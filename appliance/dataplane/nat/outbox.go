@@ -77,9 +77,7 @@ func (w *Worker) send(now int64, s *snapshot, out Side, nh uint32, pkt []byte) R
 				w.r.neigh.forget(n.slot, out, nh)
 				return w.enqueue(now, s, out, nh, pkt)
 			}
-			if claimProbe(&n, now) {
-				w.arpRequest(now, s, out, nh, n.mac)
-			}
+			w.probe(now, s, out, nh, &n, n.mac)
 		}
 		markUsed(&n, now)
 		copy(pkt[0:6], n.mac[:])
@@ -101,24 +99,20 @@ func (w *Worker) transmit(port, mtu int, pkt []byte) Result {
 	return Result{Action: routing.Forward, Port: port, Frame: pkt}
 }
 
-// enqueue copies pkt into the pending queue until nh is resolved.
+// enqueue copies pkt into the pending queue until nh is resolved, making
+// an incomplete entry for it (refused: neigh_limit).
 func (w *Worker) enqueue(now int64, s *snapshot, out Side, nh uint32, pkt []byte) Result {
-	if len(w.pend) == cap(w.pend) || len(pkt) > w.r.maxFrame {
+	if len(w.pend) == cap(w.pend) || len(pkt) > w.r.maxFrame || len(w.freeBuf) == 0 {
 		return drop(ReasonQueueFull)
 	}
-	b, ok := w.allocBuf()
-	if !ok {
-		return drop(ReasonQueueFull)
+	if !w.r.neigh.incomplete(out, nh, now, s.neighPin()) {
+		return drop(ReasonNeighLimit)
 	}
+	b, _ := w.allocBuf()
 	copy(w.bufs[b], pkt)
 	w.pend = append(w.pend, pendFrame{buf: b, n: int32(len(pkt)), side: out, nh: nh, deadline: now + int64(s.probes)*1e9})
-	n, ok := w.r.neigh.get(out, nh)
-	if !ok {
-		w.r.neigh.incomplete(out, nh, now, s.neighPin())
-		n, ok = w.r.neigh.get(out, nh)
-	}
-	if ok && claimProbe(&n, now) {
-		w.arpRequest(now, s, out, nh, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	if n, ok := w.r.neigh.get(out, nh); ok && !n.resolved {
+		w.probe(now, s, out, nh, &n, broadcastMAC)
 	}
 	return Result{Action: routing.Queued}
 }
@@ -156,11 +150,15 @@ func (w *Worker) flushPending(now int64, s *snapshot) {
 			}
 			continue
 		case !ok:
-			w.r.neigh.incomplete(p.side, p.nh, now, s.neighPin())
+			if !w.r.neigh.incomplete(p.side, p.nh, now, s.neighPin()) {
+				w.freeBuf = append(w.freeBuf, p.buf)
+				w.c.drops[ReasonNeighLimit].Add(1)
+				continue
+			}
 			n, ok = w.r.neigh.get(p.side, p.nh)
 		}
-		if ok && n.probes < s.probes && claimProbe(&n, now) {
-			w.arpRequest(now, s, p.side, p.nh, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+		if ok && n.probes < s.probes {
+			w.probe(now, s, p.side, p.nh, &n, broadcastMAC)
 		}
 		kept = append(kept, p)
 	}

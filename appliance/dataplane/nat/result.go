@@ -39,6 +39,7 @@ const (
 	ReasonRST                // a TCP RST outside the receiver's window (RFC 5961): spoofed or stale
 	ReasonSourceLimit        // a new connection over its source's cap of unassured ones, or the inbound cap with nothing to replace
 	ReasonARPConflict        // an ARP that claims a known neighbour's address for another MAC while the neighbour still answers
+	ReasonNeighLimit         // no ARP entry may be made for the next hop: the incomplete entries' cap, or a bucket of neighbours in use
 	NumReasons
 )
 
@@ -46,7 +47,7 @@ var reasonNames = [NumReasons]string{
 	"none", "malformed", "bad_checksum", "unknown_port", "vlan", "not_for_us", "ether_type", "ipv6",
 	"martian", "no_route", "ttl_exceeded", "too_big", "rule_drop", "rule_reject", "invalid",
 	"table_full", "no_ports", "fragment", "queue_full", "neigh_failed", "arp_ignored", "rst_out_of_window",
-	"source_limit", "arp_conflict",
+	"source_limit", "arp_conflict", "neigh_limit",
 }
 
 // String returns a snake_case name usable as a metrics label.

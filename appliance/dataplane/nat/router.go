@@ -47,7 +47,7 @@ func New(cfg Config) (*Router, error) {
 	r := &Router{
 		ct:          newTable(cfg.MaxConns, cfg.Seed, maps),
 		maps:        maps,
-		neigh:       newNeighTable(cfg.MaxNeighbours, cfg.Seed^0x5bd1e995),
+		neigh:       newNeighTable(cfg.MaxNeighbours, cfg.Seed^0x5bd1e995, uint32(cfg.NeighProbes+1)),
 		icmpLimit:   rules.NewLimiter(float64(cfg.ICMPRate), max(cfg.ICMPRate/20, 10)),
 		arpLimit:    rules.NewLimiter(float64(cfg.ARPRate), max(cfg.ARPRate/5, 10)),
 		neighLimit:  rules.NewLimiter(float64(cfg.ARPRate), max(cfg.ARPRate/5, 10)),

@@ -124,8 +124,8 @@ func (w *Worker) refreshProbes(now int64, s *snapshot) {
 	w.probes = w.r.neigh.refresh.Take(w.probes[:0])
 	for _, k := range w.probes {
 		side, ip := Side(k>>32-1), uint32(k)
-		if n, ok := w.r.neigh.get(side, ip); ok && n.resolved && claimProbe(&n, now) {
-			w.arpRequest(now, s, side, ip, n.mac)
+		if n, ok := w.r.neigh.get(side, ip); ok && n.resolved {
+			w.probe(now, s, side, ip, &n, n.mac)
 		}
 	}
 }
