@@ -45,9 +45,11 @@ type Config struct {
 	// set, or learnt from the WAN's router advertisements when invalid.
 	Gateway netip.Addr
 	// ICMPRate is the number of ICMPv6 errors the box sends per second
-	// (RFC 4443 2.4 f); EchoRate the inbound echo requests admitted to the
-	// LAN per second (RFC 4890 4.3.1). 0 means 100 and 10.
-	ICMPRate, EchoRate int
+	// (RFC 4443 2.4 f); 0 means 100.
+	ICMPRate int
+	// Scan limits the new connections from the WAN to LAN addresses
+	// without a neighbour entry (scan.go).
+	Scan ScanLimits
 }
 
 // Limits size the tables; New allocates them once.
@@ -72,7 +74,7 @@ type snapshot struct {
 	deleg    []netip.Prefix
 	gateway  [16]byte // zero: learnt
 	icmpRate int
-	echoRate int
+	scan     scanRates
 	src      [2][16]byte // the source of the box's ICMPv6 errors per side
 	// wanUse are the WAN addresses in use beyond the configured ones
 	// (also in side[WAN].Addrs), tent the tentative ones (storeLocked).
@@ -80,12 +82,9 @@ type snapshot struct {
 }
 
 func (cfg *Config) check() (*snapshot, error) {
-	s := &snapshot{side: [2]Port{cfg.LAN, cfg.WAN}, host: cfg.Host, icmpRate: cfg.ICMPRate, echoRate: cfg.EchoRate}
+	s := &snapshot{side: [2]Port{cfg.LAN, cfg.WAN}, host: cfg.Host, icmpRate: cfg.ICMPRate, scan: cfg.Scan.rates()}
 	if s.icmpRate == 0 {
 		s.icmpRate = 100
-	}
-	if s.echoRate == 0 {
-		s.echoRate = 10
 	}
 	for i, p := range s.side {
 		if p.MTU < 1280 {

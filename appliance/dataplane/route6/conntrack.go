@@ -95,6 +95,9 @@ const (
 	ctEstablished verdict = iota // of a known connection
 	ctNew                        // no entry: a new connection (if allowed)
 	ctInvalid                    // no entry and cannot open one (TCP without SYN)
+	// ctUnanswered: from the WAN, of a connection opened from the WAN
+	// that the LAN has not answered (a scan's, if its host is unknown).
+	ctUnanswered
 )
 
 // lookup finds the connection of a packet from side with TCP flags
@@ -123,6 +126,9 @@ func (t *conntrack) lookup(k *connKey, side Side, tcpFlags uint8, now uint32) ve
 		}
 		e.packets[side]++
 		e.advance(k.proto, tcpFlags, now)
+		if e.inbound && !e.replied {
+			return ctUnanswered
+		}
 		return ctEstablished
 	}
 	if k.proto == frame.ProtoTCP && tcpFlags&(frame.TCPSyn|frame.TCPAck|frame.TCPRst|frame.TCPFin) != frame.TCPSyn {

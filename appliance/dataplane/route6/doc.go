@@ -57,7 +57,9 @@
 // given up after 3 unanswered NS. Frames wait for resolution in a bounded
 // per-worker queue (Limits.Pending) at most 3 s (neigh_failed). NS source
 // link-layer addresses and solicited NAs fill the cache; unsolicited NAs
-// only update existing entries.
+// update existing entries, and one from the LAN for an address in a LAN
+// prefix makes a stale entry (RFC 9131: a host announcing a new address
+// is reachable at once; its first use solicits it).
 //
 // # Forwarding
 //
@@ -102,10 +104,26 @@
 // ICMPv6 in transit (RFC 4890 4.3): destination unreachable, packet too
 // big, time exceeded and parameter problem pass when the packet they quote
 // belongs to a known connection (icmp_unrelated otherwise); echo requests
-// pass outbound and, at most EchoRate a second per worker, inbound (RFC
-// 4890 4.3.1: they must not be dropped outright); echo replies only of
-// known echoes; everything else (NDP, MLD, router renumbering, node
-// information, unknown types) is dropped (icmp_policy).
+// pass outbound and inbound (RFC 4890 4.3.1: they must not be dropped
+// outright; to unknown addresses within the scan limits); echo replies
+// only of known echoes; everything else (NDP, MLD, router renumbering,
+// node information, unknown types) is dropped (icmp_policy).
+//
+// # Scans
+//
+// A WAN host scanning the LAN's /64 sends to addresses nobody has: each
+// would cost an incomplete entry, its NS and a queued frame. A new
+// connection from the WAN (an echo request, or what a forward rule
+// accepts) to an address without a resolved entry is therefore admitted
+// within ScanLimits: per source address and per source /64 (per worker:
+// one scanner cannot use up other sources' budget) and in total
+// (scan_source, scan_total); its resolution takes a way of the cache only
+// from incomplete entries or from resolved ones unconfirmed for
+// idleForget, never from a neighbour in use, within a cap of a quarter of
+// the cache and a rate of NS (neigh_limit), and its frames take at most
+// half the queue. Packets of such a connection resolve the same way
+// until the LAN answers. Known connections and known neighbours are never
+// limited by any of this, and neither is the box's own traffic.
 //
 // Frames that frame.Parse rejects (truncated headers, extension chains
 // that run off the end, bad fragments) never get here: the NAT worker

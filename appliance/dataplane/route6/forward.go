@@ -106,7 +106,8 @@ func (w *Worker) forward(s *snapshot, side Side, pkt []byte, f *frame.Frame) Res
 	if mtu := s.side[out].MTU; f.L3End-f.L3Off > mtu {
 		return w.icmpError(s, side, pkt, f, frame.ICMPv6PacketTooBig, 0, uint32(mtu), ReasonTooBig)
 	}
-	if why := w.firewall(s, side, out, pkt, f); why != ReasonNone {
+	why, kind := w.firewall(s, side, out, pkt, f)
+	if why != ReasonNone {
 		return drop(why)
 	}
 	hop := ip.Dst
@@ -118,7 +119,7 @@ func (w *Worker) forward(s *snapshot, side Side, pkt []byte, f *frame.Frame) Res
 		hop = gw
 	}
 	frame.DecTTL(pkt, f)
-	return w.toNeighbour(s, out, hop, pkt[:f.L3End])
+	return w.toNeighbour(s, out, hop, pkt[:f.L3End], kind)
 }
 
 // connKeyOf is the connection of f coming from side.
@@ -146,24 +147,25 @@ func connKeyOf(f *frame.Frame, side Side, k *connKey) {
 
 // firewall is the stateful filter: packets of known connections pass;
 // from the LAN a new connection passes unless the forward chain drops it;
-// from the WAN only with a forward rule that accepts it. ICMPv6 follows
-// RFC 4890 4.3: errors only about known connections, echo requests in
-// (at most EchoRate a second) and out, echo replies of known echoes,
-// nothing else.
-func (w *Worker) firewall(s *snapshot, side, out Side, pkt []byte, f *frame.Frame) Reason {
+// from the WAN only with a forward rule that accepts it, and, to a LAN
+// address without a resolved neighbour, within the scan limits (kind says
+// it is such an unknown destination). ICMPv6 follows RFC 4890 4.3: errors
+// only about known connections, echo requests in and out, echo replies of
+// known echoes, nothing else.
+func (w *Worker) firewall(s *snapshot, side, out Side, pkt []byte, f *frame.Frame) (Reason, lookupKind) {
 	var k connKey
 	if f.Proto == frame.ProtoICMPv6 {
 		switch t := f.ICMP.Type; {
 		case t == frame.ICMPv6DestUnreach || t == frame.ICMPv6PacketTooBig || t == frame.ICMPv6TimeExceeded || t == frame.ICMPv6ParamProblem:
-			return w.related(side, pkt, f)
+			return w.related(side, pkt, f), lookupTrusted
 		case t == frame.ICMPv6EchoReply:
 			connKeyOf(f, side, &k)
-			if w.r.ct.lookup(&k, side, 0, w.sec) != ctEstablished {
-				return ReasonICMPUnrelated
+			if v := w.r.ct.lookup(&k, side, 0, w.sec); v != ctEstablished && v != ctUnanswered {
+				return ReasonICMPUnrelated, lookupTrusted
 			}
-			return ReasonNone
+			return ReasonNone, lookupTrusted
 		case t != frame.ICMPv6EchoRequest:
-			return ReasonICMPPolicy
+			return ReasonICMPPolicy, lookupTrusted
 		}
 	}
 	connKeyOf(f, side, &k)
@@ -173,21 +175,29 @@ func (w *Worker) firewall(s *snapshot, side, out Side, pkt []byte, f *frame.Fram
 	}
 	switch w.r.ct.lookup(&k, side, flags, w.sec) {
 	case ctEstablished:
-		return ReasonNone
+		return ReasonNone, lookupTrusted
+	case ctUnanswered:
+		// Admitted once; resolving its host is still a scan's to pay
+		// for until the host answers (or is known).
+		return ReasonNone, lookupUnknown
 	case ctInvalid:
-		return ReasonInvalid
+		return ReasonInvalid, lookupTrusted
 	}
 	echoIn := side == WAN && f.Proto == frame.ProtoICMPv6
 	if why := w.ruleCheck(s, side, out, f, echoIn); why != ReasonNone {
-		return why
+		return why, lookupTrusted
 	}
-	if echoIn && !w.echoTok.take(s.echoRate, w.sec) {
-		return ReasonEchoLimit
+	kind := lookupTrusted
+	if side == WAN && !w.r.neigh.known(LAN, &f.IPv6.Dst) {
+		if why := w.scanCheck(s, &f.IPv6.Src); why != ReasonNone {
+			return why, kind
+		}
+		kind = lookupUnknown
 	}
 	if !w.r.ct.insert(&k, side, side == WAN, w.sec) {
-		return ReasonTableFull
+		return ReasonTableFull, kind
 	}
-	return ReasonNone
+	return ReasonNone, kind
 }
 
 // ruleCheck consults the forward chain for a new connection: from the LAN

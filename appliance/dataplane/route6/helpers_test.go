@@ -53,7 +53,13 @@ type env struct {
 
 func newEnv(t testing.TB, rs string) *env {
 	t.Helper()
-	r, err := New(testConfig(), Limits{MaxConns: 1024, Neighbours: 64, Pending: 8})
+	return newEnvWith(t, rs, Limits{MaxConns: 1024, Neighbours: 64, Pending: 8})
+}
+
+// newEnvWith is newEnv with the tables of lim.
+func newEnvWith(t testing.TB, rs string, lim Limits) *env {
+	t.Helper()
+	r, err := New(testConfig(), lim)
 	if err != nil {
 		t.Fatal(err)
 	}

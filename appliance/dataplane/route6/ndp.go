@@ -70,7 +70,7 @@ func (w *Worker) fromHost(s *snapshot, pkt []byte, f *frame.Frame) Result {
 	case f.Dst[0]&1 != 0:
 		return Result{Action: routing.Forward, Port: s.side[LAN].ID, Frame: pkt[:f.L3End]}
 	case isLinkLocal(dst) || inAny(s.lanNets, dst):
-		return w.toNeighbour(s, LAN, *dst, pkt[:f.L3End])
+		return w.toNeighbour(s, LAN, *dst, pkt[:f.L3End], lookupTrusted)
 	}
 	return drop(ReasonNoRoute)
 }
@@ -149,7 +149,7 @@ func (w *Worker) solicitation(s *snapshot, side Side, pkt []byte, f *frame.Frame
 		return Result{Action: routing.Consumed}
 	}
 	if has && !unspec {
-		w.r.neigh.learn(side, &f.IPv6.Src, lla, false, true, w.sec)
+		w.r.neigh.learn(side, &f.IPv6.Src, lla, learnCreate, w.sec, w.now)
 	}
 	dstMAC, dst, flags := f.Src, f.IPv6.Src, uint32(0x60000000) // solicited, override
 	if unspec {
@@ -178,8 +178,15 @@ func (w *Worker) advertisement(s *snapshot, side Side, pkt []byte, f *frame.Fram
 	}
 	solicited := pkt[f.L4Off+4]&0x40 != 0
 	switch {
+	case has && solicited:
+		w.r.neigh.learn(side, &target, lla, learnConfirm, w.sec, w.now)
+	case has && side == LAN && inAny(s.lanNets, &target):
+		// A host announcing an address of its own (RFC 9131): it is
+		// reachable from the WAN at once, without waiting for a
+		// solicitation (which a scan's may be holding up).
+		w.r.neigh.learn(side, &target, lla, learnAnnounce, w.sec, w.now)
 	case has:
-		w.r.neigh.learn(side, &target, lla, solicited, false, w.sec)
+		w.r.neigh.learn(side, &target, lla, learnUpdate, w.sec, w.now)
 	case solicited:
 		// The answer to a unicast NS may leave the link-layer address
 		// out (Linux does): it confirms the entry as it is (RFC 4861
@@ -208,7 +215,7 @@ func (w *Worker) routerAdvert(s *snapshot, pkt []byte, f *frame.Frame) {
 	}
 	w.r.wan.raSeen.Store(true)
 	if has {
-		w.r.neigh.learn(WAN, &f.IPv6.Src, lla, false, true, w.sec)
+		w.r.neigh.learn(WAN, &f.IPv6.Src, lla, learnCreate, w.sec, w.now)
 	}
 	for o := pkt[f.L4Off+16 : f.L3End]; len(o) >= 8; o = o[int(o[1])*8:] { // ndpValid checked the lengths
 		if o[0] == optPrefix && o[1] == 4 {
@@ -325,19 +332,27 @@ func (w *Worker) refreshProbes(s *snapshot) {
 }
 
 // toNeighbour sends the IP packet in pkt (an Ethernet frame) to hop on
-// side: at once when its MAC is known, else queued behind an NS.
-func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte) Result {
-	mac, ok, sol, failed := w.r.neigh.resolve(side, &hop, w.sec)
+// side: at once when its MAC is known, else queued behind an NS. kind
+// says whether hop is an unknown destination of a new connection from the
+// WAN, whose resolution is bounded (neighbours.resolve) and whose frames
+// take at most half the queue, so that a scan leaves room to known ones.
+func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte, kind lookupKind) Result {
+	mac, res, sol := w.r.neigh.resolve(side, &hop, w.sec, w.now, kind)
 	if sol {
 		w.solicit(s, side, hop)
 	}
-	if ok {
+	switch res {
+	case resUsable:
 		copy(pkt[0:6], mac[:])
 		copy(pkt[6:12], s.side[side].MAC[:])
 		return Result{Action: routing.Forward, Port: s.side[side].ID, Frame: pkt}
-	}
-	if failed {
+	case resFailed:
 		return drop(ReasonNeighFailed)
+	case resRefused:
+		return drop(ReasonNeighLimit)
+	}
+	if kind == lookupUnknown && 2*w.unknownWaiting >= len(w.pend) {
+		return drop(ReasonQueueFull)
 	}
 	for i := range w.pend {
 		p := &w.pend[i]
@@ -345,12 +360,20 @@ func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte) R
 			continue
 		}
 		p.n = copy(p.buf, pkt)
-		p.side, p.hop, p.since, p.state = side, hop, w.sec, 1
-		w.waiting++
+		p.side, p.hop, p.since, p.state, p.kind = side, hop, w.sec, 1, kind
+		w.wait(p, 1)
 		w.pendGen = w.r.neigh.resolved.Load()
 		return Result{Action: routing.Queued}
 	}
 	return drop(ReasonQueueFull)
+}
+
+// wait counts the queued frame p in (d = 1) or out (d = -1).
+func (w *Worker) wait(p *pendFrame, d int) {
+	w.waiting += d
+	if p.kind == lookupUnknown {
+		w.unknownWaiting += d
+	}
 }
 
 // flush releases the queued frames whose next hop is known now and drops
@@ -362,20 +385,24 @@ func (w *Worker) flush(s *snapshot) {
 		if p.state != 1 {
 			continue
 		}
-		mac, ok, sol, failed := w.r.neigh.resolve(p.side, &p.hop, w.sec)
+		mac, res, sol := w.r.neigh.resolve(p.side, &p.hop, w.sec, w.now, p.kind)
 		if sol {
 			w.solicit(s, p.side, p.hop)
 		}
 		switch {
-		case ok:
+		case res == resUsable:
 			copy(p.buf[0:6], mac[:])
 			copy(p.buf[6:12], s.side[p.side].MAC[:])
 			w.out = append(w.out, outFrame{port: s.side[p.side].ID, b: p.buf[:p.n]})
 			p.state = 2
-			w.waiting--
-		case w.sec-p.since >= pendingMax || failed:
+			w.wait(p, -1)
+		case res == resRefused:
 			p.state = 0
-			w.waiting--
+			w.wait(p, -1)
+			w.c.drops[ReasonNeighLimit].Add(1)
+		case w.sec-p.since >= pendingMax || res == resFailed:
+			p.state = 0
+			w.wait(p, -1)
 			w.c.drops[ReasonNeighFailed].Add(1)
 		}
 	}

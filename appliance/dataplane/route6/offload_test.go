@@ -72,11 +72,11 @@ func TestOffloadable(t *testing.T) {
 		{"gateway stale", tcpOut, func(e *env) { e.now += 31e9 }, nil},
 		{"host stale, gateway fresh", tcpOut.Reverse(), func(e *env) {
 			e.now += 31e9
-			e.r.neigh.learn(WAN, &gwLL, gwMAC, true, true, uint32(e.now/1e9))
+			e.r.neigh.learn(WAN, &gwLL, gwMAC, learnConfirm, uint32(e.now/1e9), e.now)
 		}, nil},
 		{"gateway fresh again", tcpOut, func(e *env) {
 			e.now += 31e9
-			e.r.neigh.learn(WAN, &gwLL, gwMAC, true, true, uint32(e.now/1e9))
+			e.r.neigh.learn(WAN, &gwLL, gwMAC, learnConfirm, uint32(e.now/1e9), e.now)
 		}, with(toWAN, 5*24*3600)},
 		{"renumbered away", tcpOut, func(e *env) {
 			if err := e.r.SetPrefixes([]netip.Prefix{netip.MustParsePrefix("2001:db8:2::/64")}, nil, nil); err != nil {

@@ -38,14 +38,17 @@ const (
 	ReasonQueueFull            // the neighbour queue is full
 	ReasonNeighFailed          // the next hop did not answer neighbour solicitations
 	ReasonNDP                  // an invalid neighbour discovery message (RFC 4861 7.1)
-	ReasonEchoLimit            // an inbound echo request over EchoRate
+	ReasonScanSource           // a new connection from the WAN to an unknown LAN address over its source's rate (ScanLimits)
+	ReasonScanTotal            // the same over all sources' rate
+	ReasonNeighLimit           // no neighbour entry may be made: the unknown addresses' cap or NS rate, or a bucket of entries in use
 	NumReasons
 )
 
 var reasonNames = [NumReasons]string{
 	"none", "off", "malformed", "unknown_port", "vlan", "not_for_us", "martian", "link_local", "ext_header",
 	"fragment", "no_route", "hop_limit", "too_big", "icmp_policy", "icmp_unrelated", "firewall", "rule_drop",
-	"invalid", "table_full", "queue_full", "neigh_failed", "ndp_invalid", "echo_limit",
+	"invalid", "table_full", "queue_full", "neigh_failed", "ndp_invalid", "scan_source",
+	"scan_total", "neigh_limit",
 }
 
 // String returns a snake_case name usable as a metrics label.

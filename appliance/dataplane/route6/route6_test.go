@@ -67,8 +67,8 @@ func TestConnection(t *testing.T) {
 // cache.
 func resolved(t *testing.T, rs string) *env {
 	e := newEnv(t, rs)
-	e.r.neigh.learn(WAN, &gwLL, gwMAC, true, true, uint32(e.now/1e9))
-	e.r.neigh.learn(LAN, &host, hostMAC, true, true, uint32(e.now/1e9))
+	e.r.neigh.learn(WAN, &gwLL, gwMAC, learnConfirm, uint32(e.now/1e9), e.now)
+	e.r.neigh.learn(LAN, &host, hostMAC, learnConfirm, uint32(e.now/1e9), e.now)
 	return e
 }
 
@@ -183,15 +183,16 @@ func TestICMPv6(t *testing.T) {
 			t.Errorf("%s: %v/%v, want %v/%v", tc.name, res.Action, res.Reason, want, tc.want)
 		}
 	}
-	// Inbound echo requests are limited to EchoRate (10) a second.
+	// Inbound echo requests to a known host are not limited (the scan
+	// limits are for unknown addresses: TestScanLimits).
 	passed := 0
 	for i := range 20 {
 		if e.handle(wanPort, fromWAN(icmp(server, host, 64, frame.ICMPv6EchoRequest, 0, uint32(0x5000+i)<<16, nil))).Action == routing.Forward {
 			passed++
 		}
 	}
-	if passed != 9 { // one of the second's ten went above
-		t.Errorf("%d of 20 inbound echo requests in a second passed, want 9 (10 a second, one used)", passed)
+	if passed != 20 {
+		t.Errorf("%d of 20 inbound echo requests to a known host in a second passed, want all", passed)
 	}
 }
 
@@ -374,7 +375,7 @@ func TestSetPrefixes(t *testing.T) {
 		t.Errorf("from the old prefix: %v/%v, want martian", res.Action, res.Reason)
 	}
 	newHost := a6("2001:db8:2::10")
-	e.r.neigh.learn(LAN, &newHost, hostMAC, true, true, uint32(e.now/1e9))
+	e.r.neigh.learn(LAN, &newHost, hostMAC, learnConfirm, uint32(e.now/1e9), e.now)
 	if res := e.handle(lanPort, fromLAN(udp(newHost, server, 1, 2))); res.Action != routing.Forward {
 		t.Errorf("from the new prefix: %v/%v, want forwarded", res.Action, res.Reason)
 	}

@@ -1,6 +1,8 @@
 package route6
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -23,6 +25,7 @@ type Router struct {
 	sweepPos atomic.Uint64
 	off      offloadState // the fast path's (offload.go)
 	wan      *wanTable    // the WAN addresses (wanaddr.go); lock order r.mu, then wan.mu
+	seed     uint64       // keys the workers' hashes of WAN sources
 }
 
 // gateway is a default router learnt from an RA, until a time.
@@ -48,7 +51,10 @@ func New(cfg Config, lim Limits) (*Router, error) {
 	if lim.MaxConns < 0 || lim.Neighbours < 0 || lim.Pending < 0 || lim.MaxFrame < 1280+18 {
 		return nil, fmt.Errorf("route6: limits %+v out of range", lim)
 	}
-	r := &Router{ct: newConntrack(lim.MaxConns), neigh: newNeighbours(lim.Neighbours), lim: lim, wan: &wanTable{}}
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	r := &Router{ct: newConntrack(lim.MaxConns), neigh: newNeighbours(lim.Neighbours), lim: lim, wan: &wanTable{},
+		seed: binary.LittleEndian.Uint64(seed[:])}
 	if err := r.SetConfig(cfg); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ type pendFrame struct {
 	hop   [16]byte
 	since uint32
 	state uint8 // 0 free, 1 waiting, 2 handed to Output
+	kind  lookupKind
 }
 
 // outFrame is a frame for Output.
@@ -31,25 +32,28 @@ type Worker struct {
 	rw       *rules.Worker
 	key      rules.Key
 	sec      uint32
+	now      int64 // the call's time (ns)
 	scratch  []byte
 	pend     []pendFrame
 	waiting  int
-	pendGen  uint64
-	nsBufs   [][]byte
-	nsUsed   int
-	probes   []probeReq // scratch for the probes the fast path asked for
-	out      []outFrame
-	outHead  int
-	errTok   tokens
-	echoTok  tokens
-	in       frame.Inner
-	c        counters
+	// unknownWaiting are the queued frames to unknown destinations.
+	unknownWaiting int
+	pendGen        uint64
+	nsBufs         [][]byte
+	nsUsed         int
+	probes         []probeReq // scratch for the probes the fast path asked for
+	out            []outFrame
+	outHead        int
+	errTok         tokens
+	src            sources // the WAN sources' scan budgets
+	in             frame.Inner
+	c              counters
 }
 
 // NewWorker returns a worker; rw (may be nil) is its rule set worker for
 // the forward chain.
 func (r *Router) NewWorker(rw *rules.Worker) *Worker {
-	w := &Worker{r: r, rw: rw, scratch: make([]byte, r.lim.MaxFrame), pend: make([]pendFrame, r.lim.Pending),
+	w := &Worker{r: r, rw: rw, scratch: make([]byte, r.lim.MaxFrame), pend: make([]pendFrame, r.lim.Pending), src: newSources(r.seed),
 		nsBufs: make([][]byte, 16), out: make([]outFrame, 0, r.lim.Pending+16), probes: make([]probeReq, 0, routing.MaxProbes)}
 	for i := range w.pend {
 		w.pend[i].buf = make([]byte, r.lim.MaxFrame)
@@ -82,7 +86,7 @@ func (t *tokens) take(rate int, now uint32) bool {
 
 // begin frees what the engine has sent since the last call.
 func (w *Worker) begin(now int64) {
-	w.sec = uint32(now / 1e9)
+	w.sec, w.now = uint32(now/1e9), now
 	w.out = w.out[:0]
 	w.outHead = 0
 	w.nsUsed = 0
