@@ -15,7 +15,9 @@ import (
 
 // onLinkWAN is WAN address i of a /16 WAN subnet (wideWAN), none of
 // them a neighbour until a test makes it one.
-func onLinkWAN(i int) netip.Addr { return netip.AddrFrom4([4]byte{203, 0, byte(1 + i/200), byte(10 + i%200)}) }
+func onLinkWAN(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{203, 0, byte(1 + i/200), byte(10 + i%200)})
+}
 
 func wideWAN(c *Config) { c.WAN.Addr = netip.MustParsePrefix("203.0.113.2/16") }
 
