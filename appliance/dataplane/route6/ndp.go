@@ -335,7 +335,9 @@ func (w *Worker) refreshProbes(s *snapshot) {
 // side: at once when its MAC is known, else queued behind an NS. kind
 // says whether hop is an unknown destination of a new connection from the
 // WAN, whose resolution is bounded (neighbours.resolve) and whose frames
-// take at most half the queue, so that a scan leaves room to known ones.
+// take at most half the queue, so that a scan leaves room to known ones;
+// when that half is full the oldest of them makes room, so that a scan
+// does not crowd out another source's frame while its NS is answered.
 func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte, kind lookupKind) Result {
 	mac, res, sol := w.r.neigh.resolve(side, &hop, w.sec, w.now, kind)
 	if sol {
@@ -352,20 +354,37 @@ func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte, k
 		return drop(ReasonNeighLimit)
 	}
 	if kind == lookupUnknown && 2*w.unknownWaiting >= len(w.pend) {
-		return drop(ReasonQueueFull)
+		w.dropOldestUnknown()
 	}
 	for i := range w.pend {
 		p := &w.pend[i]
 		if p.state != 0 || len(pkt) > len(p.buf) {
 			continue
 		}
+		w.pendSeq++
 		p.n = copy(p.buf, pkt)
-		p.side, p.hop, p.since, p.state, p.kind = side, hop, w.sec, 1, kind
+		p.side, p.hop, p.since, p.state, p.kind, p.seq = side, hop, w.sec, 1, kind, w.pendSeq
 		w.wait(p, 1)
 		w.pendGen = w.r.neigh.resolved.Load()
 		return Result{Action: routing.Queued}
 	}
 	return drop(ReasonQueueFull)
+}
+
+// dropOldestUnknown drops the frame to an unknown destination queued
+// first (queue_full).
+func (w *Worker) dropOldestUnknown() {
+	var old *pendFrame
+	for i := range w.pend {
+		if p := &w.pend[i]; p.state == 1 && p.kind == lookupUnknown && (old == nil || p.seq < old.seq) {
+			old = p
+		}
+	}
+	if old != nil {
+		old.state = 0
+		w.wait(old, -1)
+		w.c.drops[ReasonQueueFull].Add(1)
+	}
 }
 
 // wait counts the queued frame p in (d = 1) or out (d = -1).

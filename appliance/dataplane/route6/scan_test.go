@@ -208,8 +208,9 @@ func TestNoEviction(t *testing.T) {
 
 // TestNewAddress: during a scan that uses up the total, a LAN address
 // that announces itself (an unsolicited NA, RFC 9131) is reachable from
-// the WAN at once; during a scan from one source, a new address another
-// source connects to is solicited and its answer releases the frame.
+// the WAN at once; during a scan from one source or /64, a new address
+// another source connects to is solicited and its answer releases the
+// frame, however many of the scan's wait.
 func TestNewAddress(t *testing.T) {
 	fresh := a6("2001:db8:1::beef")
 	for _, tc := range []struct {
@@ -220,6 +221,8 @@ func TestNewAddress(t *testing.T) {
 	}{
 		{"announced, many sources", func(i int) [16]byte { return wanSrc(i, 0) }, true, routing.Forward},
 		{"solicited, one source", func(int) [16]byte { return wanSrc(0, 0) }, false, routing.Queued},
+		// 50 frames of the scan wait: more than the queue's half for them
+		{"solicited, a /64 of sources", func(i int) [16]byte { return wanSrc(0, i) }, false, routing.Queued},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := scanEnv(t, 1024)

@@ -15,6 +15,7 @@ type pendFrame struct {
 	since uint32
 	state uint8 // 0 free, 1 waiting, 2 handed to Output
 	kind  lookupKind
+	seq   uint64 // order of queueing
 }
 
 // outFrame is a frame for Output.
@@ -38,6 +39,7 @@ type Worker struct {
 	waiting  int
 	// unknownWaiting are the queued frames to unknown destinations.
 	unknownWaiting int
+	pendSeq        uint64
 	pendGen        uint64
 	nsBufs         [][]byte
 	nsUsed         int
