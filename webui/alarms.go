@@ -2,6 +2,7 @@ package webui
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -9,7 +10,7 @@ import (
 // sent in every stream message.
 type Alarm struct {
 	// Kind is link_down, loop, hang, table_full, drops_table_full,
-	// worker_restart, wan_down, internet, time, dhcp_pool.
+	// worker_restart, scan, wan_down, internet, time, dhcp_pool.
 	Kind string `json:"kind"`
 	// Severity is "bad" or "warn".
 	Severity string `json:"severity"`
@@ -22,7 +23,24 @@ type alarmState struct {
 	primed       bool
 	restarts     uint64
 	restartsSeen time.Time // when the restart count last rose
+	// The scan alarm: the IPv6 router's scanDrops in the last message
+	// (its counters have no rates), when a scan was last limited and
+	// what was said of it.
+	scanPrev   [len(scanDrops)]uint64
+	scanPrimed bool
+	scanSeen   time.Time
+	scanMsg    string
 }
+
+// scanDrops are the IPv6 router's drops of a scan being limited
+// (package route6's names), scanARP the IPv4 router's.
+var scanDrops = [...]string{"scan_source", "scan_total", "neigh_limit"}
+
+const scanARP = "nat_neigh_limit"
+
+// scanHold is how long the scan alarm stays after the scan was last
+// limited: a scan that comes in bursts is one alarm.
+const scanHold = 30 * time.Second
 
 // tableFullShare is the share of the connection table that raises an alarm.
 const tableFullShare = 0.95
@@ -70,10 +88,61 @@ func (a *alarmState) alarms(m *StatsMessage, router *RouterStatus, hangs []Tunin
 		out = append(out, Alarm{Kind: "worker_restart", Severity: "warn",
 			Message: fmt.Sprintf("A dataplane worker failed and was restarted %s ago (%d restarts since the start).", roundDur(now.Sub(a.restartsSeen)), m.WorkerRestarts)})
 	}
+	if msg := a.scan(m); msg != "" {
+		a.scanSeen, a.scanMsg = now, msg
+	}
+	if !a.scanSeen.IsZero() && now.Sub(a.scanSeen) < scanHold {
+		out = append(out, Alarm{Kind: "scan", Severity: "warn", Message: a.scanMsg})
+	}
 	if router != nil {
 		out = append(out, routerAlarms(router)...)
 	}
 	return out
+}
+
+// scan describes the scan limits at work in m, or "" when none drops:
+// new connections from the WAN to unknown IPv6 addresses (a scan of the
+// LAN's /64), the neighbour cache's and the ARP table's resolution of
+// unknown addresses.
+func (a *alarmState) scan(m *StatsMessage) string {
+	var v6 [len(scanDrops)]float64
+	if m.IPv6 != nil {
+		var cur [len(scanDrops)]uint64
+		for _, d := range m.IPv6.Drops {
+			for i, r := range scanDrops {
+				if d.Reason == r {
+					cur[i] = d.Packets
+				}
+			}
+		}
+		if a.scanPrimed {
+			for i := range cur {
+				v6[i] = rate(cur[i], a.scanPrev[i], m.Interval)
+			}
+		}
+		a.scanPrev, a.scanPrimed = cur, true
+	}
+	var arp float64
+	for _, d := range m.Drops {
+		if d.Reason == scanARP {
+			arp = d.PerSecond
+		}
+	}
+	var says []string
+	if n := v6[0] + v6[1]; n > 0 {
+		who := "one source over its rate"
+		if v6[1] > 0 {
+			who = "sources together over the total rate"
+		}
+		says = append(says, fmt.Sprintf("A scan from the WAN is being limited: %.0f new IPv6 connections/s to unknown LAN addresses dropped (%s); known hosts stay reachable.", n, who))
+	}
+	if v6[2] > 0 {
+		says = append(says, fmt.Sprintf("IPv6 neighbour resolution of unknown addresses is at its limit (%.0f/s refused).", v6[2]))
+	}
+	if arp > 0 {
+		says = append(says, fmt.Sprintf("ARP resolution of unknown addresses is at its limit (%.0f/s refused).", arp))
+	}
+	return strings.Join(says, " ")
 }
 
 func roundDur(d time.Duration) time.Duration {
