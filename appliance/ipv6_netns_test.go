@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/router"
 	"e1kbox/internal/netnstest"
-	"e1kbox/internal/testenv"
 	"e1kbox/webui"
 )
 
@@ -192,37 +190,9 @@ func grepLines(s, prefix string) string {
 // through the configured link-local next hop; no DHCPv6 client runs.
 func TestIPv6StaticPrefix(t *testing.T) {
 	requireNetns(t)
-	testenv.Require(t, "curl")
-	const ispMAC = "02:64:00:00:00:01"
 	static := netip.MustParsePrefix("2001:db8:7700::/48")
-	gw := netip.MustParseAddr("fe80::64:ff:fe00:1") // EUI-64 of ispMAC
-	l := &lab{t: t, dir: t.TempDir()}
-	l.box = netnstest.New(t, "ip6s-b")
-	isp := netnstest.New(t, "ip6s-i")
-	h := netnstest.New(t, "ip6s-h")
-	for _, ns := range []*netnstest.Namespace{l.box, isp, h} {
-		ns.IP(t, "link", "set", "lo", "up")
-		ns.Sysctl(t, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
-	}
-	isp.Sysctl(t, "net.ipv6.conf.all.forwarding=1")
-	noOff := []string{"gro", "gso", "tso", "tx", "rx"}
-	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p1", Off: noOff, Up: true},
-		netnstest.End{NS: isp, Name: "eth0", Off: noOff, MAC: ispMAC, Addrs: []string{"100.64.0.1/24", "2001:db8:64::1/64"}, Up: true})
-	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p2", Off: noOff, Up: true},
-		netnstest.End{NS: h, Name: "eth0", Off: noOff, MAC: "02:78:00:00:00:01", Up: true})
-	l.hosts = []*netnstest.Namespace{h}
-	mac, _ := net.ParseMAC(strings.Fields(l.box.IP(t, "-br", "link", "show", "p1"))[2])
-	isp.IP(t, "-6", "route", "replace", static.String(), "via", dataplane.LinkLocal([6]byte(mac)).String(), "dev", "eth0")
-	serveHTTP(t, isp, "[2001:db8:64::1]:8080")
-	cfg := strings.Replace(v6Config, `"time":`, `"ipv6": {"prefix": "`+static.String()+`", "gateway": "`+gw.String()+`"},
-  "time":`, 1)
-	cfgPath := filepath.Join(l.dir, "config.json")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l.start("-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
-
-	v := &v6Lab{lab: l}
+	v, cfg := newStaticV6Lab(t, "ip6s", static)
+	l, isp, gw := v.lab, v.isp, staticGateway
 	h1 := v.slaac(t, static)
 	v.reach(t, h1)
 	st := l.stats(t).IPv6
@@ -243,7 +213,7 @@ func TestIPv6StaticPrefix(t *testing.T) {
 	// address is deprecated.
 	static2 := netip.MustParsePrefix("2001:db8:7800::/48")
 	gw2 := netip.MustParseAddr("2001:db8:64::1")
-	isp.IP(t, "-6", "route", "replace", static2.String(), "via", dataplane.LinkLocal([6]byte(mac)).String(), "dev", "eth0")
+	isp.IP(t, "-6", "route", "replace", static2.String(), "via", v.wanLL.String(), "dev", "eth0")
 	l.apply(t, strings.Replace(cfg, `"`+static.String()+`", "gateway": "`+gw.String()+`"`, `"`+static2.String()+`", "gateway": "`+gw2.String()+`"`, 1), true)
 	eventually(t, 5*time.Second, "the new prefix and gateway in the snapshot", func() (bool, string) {
 		st := l.stats(t).IPv6

@@ -111,6 +111,47 @@ func newV6Lab(t *testing.T, opts ...func(*v6LabSetup)) *v6Lab {
 	return l
 }
 
+// staticGateway is the ISP's link-local address in newStaticV6Lab (the
+// EUI-64 of its MAC), the box's IPv6 next hop.
+var staticGateway = netip.MustParseAddr("fe80::64:ff:fe00:1")
+
+// newStaticV6Lab runs the appliance in NAT mode with the static prefix
+// static (its first /64 on the LAN, where h1 autoconfigures) behind an
+// ISP without DHCPv6 that routes it to the box: the ISP (2001:db8:64::1
+// on the WAN, staticGateway) and h1, in namespaces named after prefix.
+// cfg is the config the box runs.
+func newStaticV6Lab(t *testing.T, prefix string, static netip.Prefix) (v *v6Lab, cfg string) {
+	t.Helper()
+	requireNetns(t)
+	testenv.Require(t, "curl")
+	l := &lab{t: t, dir: t.TempDir()}
+	l.box = netnstest.New(t, prefix+"-b")
+	isp := netnstest.New(t, prefix+"-i")
+	h := netnstest.New(t, prefix+"-h")
+	for _, ns := range []*netnstest.Namespace{l.box, isp, h} {
+		ns.IP(t, "link", "set", "lo", "up")
+		ns.Sysctl(t, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
+	}
+	isp.Sysctl(t, "net.ipv6.conf.all.forwarding=1")
+	noOff := []string{"gro", "gso", "tso", "tx", "rx"}
+	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p1", Off: noOff, Up: true},
+		netnstest.End{NS: isp, Name: "eth0", Off: noOff, MAC: "02:64:00:00:00:01", Addrs: []string{"100.64.0.1/24", "2001:db8:64::1/64"}, Up: true})
+	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p2", Off: noOff, Up: true},
+		netnstest.End{NS: h, Name: "eth0", Off: noOff, MAC: "02:78:00:00:00:01", Up: true})
+	l.hosts = []*netnstest.Namespace{h}
+	v = &v6Lab{lab: l, isp: isp, wanLL: dataplane.LinkLocal(macOf(t, l.box, "p1"))}
+	isp.IP(t, "-6", "route", "replace", static.String(), "via", v.wanLL.String(), "dev", "eth0")
+	serveHTTP(t, isp, "[2001:db8:64::1]:8080")
+	cfg = strings.Replace(v6Config, `"time":`, `"ipv6": {"prefix": "`+static.String()+`", "gateway": "`+staticGateway.String()+`"},
+  "time":`, 1)
+	v.cfgPath = filepath.Join(l.dir, "config.json")
+	if err := os.WriteFile(v.cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.start("-config", v.cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
+	return v, cfg
+}
+
 // delegation waits for the box's lease file to hold a prefix other than
 // not, and routes it from the ISP to the box (kea installs no routes).
 func (l *v6Lab) delegation(t *testing.T, not netip.Prefix) netip.Prefix {
