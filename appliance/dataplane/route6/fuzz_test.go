@@ -31,6 +31,9 @@ func FuzzProcess(f *testing.F) {
 		dadNS(leased),
 		naFor(leased),
 		nsFrom(leased),
+		echoIn(wanSrc(0, 0), unknownDst(1), 1), // a scan's packet
+		eth(allNodesMAC, hostMAC, icmp(host2, a6("ff02::1"), 255, icmpNA, 0, 0x20000000, // an announced address
+			append(append(host2[:0:0], host2[:]...), optTLLA, 1, 2, 0, 0, 0, 0x0a, 0x11))),
 	}
 	for _, s := range seeds {
 		f.Add(s, false)
