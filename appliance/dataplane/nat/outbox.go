@@ -105,13 +105,19 @@ func (w *Worker) enqueue(now int64, s *snapshot, out Side, nh uint32, pkt []byte
 	if len(w.pend) == cap(w.pend) || len(pkt) > w.r.maxFrame || len(w.freeBuf) == 0 {
 		return drop(ReasonQueueFull)
 	}
-	if !w.r.neigh.incomplete(out, nh, now, s.neighPin()) {
-		return drop(ReasonNeighLimit)
+	n, ok := w.r.neigh.get(out, nh)
+	if !ok || !n.resolved && w.r.neigh.unknown.Expired(uint32(n.confirmed/1e9), uint32(now/1e9)) {
+		// None, or one whose resolution is over: a new one (under the
+		// table's lock, which a lookup that finds one does not take).
+		if !w.r.neigh.incomplete(out, nh, now, s.neighPin()) {
+			return drop(ReasonNeighLimit)
+		}
+		n, ok = w.r.neigh.get(out, nh)
 	}
 	b, _ := w.allocBuf()
 	copy(w.bufs[b], pkt)
 	w.pend = append(w.pend, pendFrame{buf: b, n: int32(len(pkt)), side: out, nh: nh, deadline: now + int64(s.probes)*1e9})
-	if n, ok := w.r.neigh.get(out, nh); ok && !n.resolved {
+	if ok && !n.resolved {
 		w.probe(now, s, out, nh, &n, broadcastMAC)
 	}
 	return Result{Action: routing.Queued}
