@@ -142,7 +142,7 @@ func (n *neighbours) resolve(side Side, a *[16]byte, now uint32, nowNs int64, ki
 		return mac, resWaiting, solicit
 	}
 	if free < 0 {
-		if free = n.victim(b, now, kind); free < 0 {
+		if free = b.victim(now, kind, false); free < 0 {
 			return mac, resRefused, false
 		}
 	}
@@ -222,11 +222,7 @@ const (
 // is stale (confirmed reachableTime ago), or for an unknown one when no
 // traffic confirmed it for idleForget: a scan never evicts a neighbour
 // in use, and the cache forgets idle ones.
-func (n *neighbours) victim(b *neighBucket, now uint32, kind lookupKind) int {
-	return b.victimFor(now, kind, false)
-}
-
-func (b *neighBucket) victimFor(now uint32, kind lookupKind, learnt bool) int {
+func (b *neighBucket) victim(now uint32, kind lookupKind, learnt bool) int {
 	v, vClass, vAge := -1, vicNone, uint32(0)
 	for i := range b.e {
 		e := &b.e[i]
@@ -279,11 +275,7 @@ func (n *neighbours) learn(side Side, a *[16]byte, mac [6]byte, kind learnKind, 
 			confirmed = now - reachableTime
 		}
 		if free < 0 {
-			if kind == learnAnnounce {
-				free = b.victimFor(now, lookupTrusted, false)
-			} else {
-				free = b.victimFor(now, lookupTrusted, true)
-			}
+			free = b.victim(now, lookupTrusted, kind != learnAnnounce)
 		}
 		if free < 0 || kind == learnAnnounce && !n.announced.Allow(nowNs) {
 			return
