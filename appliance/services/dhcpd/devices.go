@@ -148,7 +148,7 @@ func (s *Server) forget(m mac) error {
 	if s.pol.static[m].MAC != nil {
 		return ErrConfigStatic
 	}
-	found := false
+	found := s.forgetReclaimed(m)
 	for _, e := range s.byKey {
 		if e.mac == m {
 			s.del(e)

@@ -48,6 +48,7 @@ func ip4(ip net.IP) netip.Addr {
 func (s *Server) Handle(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
 	s.mu.Lock()
 	resp, changed := s.handle(req)
+	changed = changed || s.reclaimedSince()
 	if changed {
 		s.names.gen++
 	}

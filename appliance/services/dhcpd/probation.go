@@ -282,7 +282,7 @@ func (s *Server) prove() bool {
 			proven = true
 		}
 	}
-	return proven || revived
+	return proven || revived || s.reclaimedSince()
 }
 
 // share keeps the unproven bindings within their probation at most
@@ -329,6 +329,7 @@ func (s *Server) reclaim(now time.Time) (netip.Addr, bool) {
 func (s *Server) reclaimLease(e *entry, g *group, why string, now time.Time) {
 	s.del(e)
 	s.remember(e, now)
+	s.reclaimedAny = true
 	g.reclaimed++
 	s.names.gen++
 	s.log.Debug("dhcpd: unproven lease reclaimed", "mac", e.mac, "ip", e.ip, "port", e.group, "why", why)
@@ -372,4 +373,12 @@ func (s *Server) portStats(now time.Time) []PortStats {
 	}
 	slices.SortFunc(out, func(a, b PortStats) int { return strings.Compare(a.Port, b.Port) })
 	return out
+}
+
+// reclaimedSince reports whether a binding was reclaimed since it was last
+// asked (a change of the table, for the lease file, after an offer).
+func (s *Server) reclaimedSince() bool {
+	r := s.reclaimedAny
+	s.reclaimedAny = false
+	return r
 }

@@ -13,13 +13,14 @@ import (
 // pstep is one step of a probation case: the clock moves by advance,
 // then the device on moves to its port ("mac port"), the device use
 // sends traffic through the box from the address it holds (or from the
-// one it names: "mac ip"), the server's
-// periodic check for use runs (prove), and req is handled, its reply
-// summarized to want.
+// one it names: "mac ip"), the device forget is forgotten (Forget), the
+// server's periodic check for use runs (prove), and req is handled, its
+// reply summarized to want.
 type pstep struct {
 	advance time.Duration
 	on      [2]string
 	use     string
+	forget  string
 	prove   bool
 	req     *dhcpv4.DHCPv4
 	want    string
@@ -60,6 +61,11 @@ func runProbation(t *testing.T, cases []probationCase) {
 						if l.MAC.String() == st.use {
 							lan.use(l.IP, st.use, clk.Now())
 						}
+					}
+				}
+				if st.forget != "" {
+					if err := s.Forget(hw(st.forget)); err != nil {
+						t.Errorf("step %d: Forget(%s): %v", i, st.forget, err)
 					}
 				}
 				if st.prove {
@@ -280,6 +286,14 @@ func TestProbation(t *testing.T) {
 			steps: steps(doraSteps(t, macA, "10.70.0.10"), doraSteps(t, macB, "10.70.0.11"),
 				doraSteps(t, macC, "10.70.0.12"), // A goes
 				[]pstep{{advance: 2 * time.Minute, prove: true}, {use: macA + " 10.70.0.10", prove: true}}),
+			wantLeases: []string{macB + " 10.70.0.11 bound unproven", macC + " 10.70.0.12 bound unproven"},
+		},
+		{
+			name: "... nor after it was forgotten",
+			cfg:  share50,
+			steps: steps(doraSteps(t, macA, "10.70.0.10"), doraSteps(t, macB, "10.70.0.11"),
+				doraSteps(t, macC, "10.70.0.12"), // A goes
+				[]pstep{{forget: macA}, {use: macA + " 10.70.0.10", prove: true}}),
 			wantLeases: []string{macB + " 10.70.0.11 bound unproven", macC + " 10.70.0.12 bound unproven"},
 		},
 		{

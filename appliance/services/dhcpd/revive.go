@@ -1,6 +1,9 @@
 package dhcpd
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // A device that bound a lease and then sent nothing through the box for a
 // while may be real but slow; its binding may have been reclaimed (see
@@ -85,4 +88,12 @@ func (s *Server) restore(e *entry, now time.Time) bool {
 	s.names.gen++
 	s.log.Info("dhcpd: a reclaimed lease is in use after all: given back", "mac", e.mac, "ip", e.ip, "port", e.group)
 	return true
+}
+
+// forgetReclaimed drops the device m's reclaimed bindings (Forget): none
+// comes back. It reports whether there was one.
+func (s *Server) forgetReclaimed(m mac) bool {
+	n := len(s.recent)
+	s.recent = slices.DeleteFunc(s.recent, func(r reclaimed) bool { return r.e.mac == m })
+	return len(s.recent) < n
 }

@@ -69,6 +69,7 @@ type Server struct {
 	offerQ, probation, unused queues
 	groups                    map[string]*group // per port: new-device limit, counters
 	recent                    []reclaimed       // bindings reclaimed lately (revive.go)
+	reclaimedAny              bool              // a binding was reclaimed (see reclaimedSince)
 	pins                      map[mac]pin
 	static                    map[mac]Static     // config statics and pins
 	staticIP                  map[netip.Addr]mac // their addresses
