@@ -23,9 +23,10 @@ import (
 //     probation of the port that holds the most;
 //   - offers, too, are reclaimed from the port that holds the most.
 //
-// A binding is checked for use again just before it is reclaimed. A real
-// device that lost its binding this way (it sent nothing through the box)
-// is NAKed when it renews if its address went to another device, and asks
+// A binding is checked for use again just before it is reclaimed, and a
+// reclaimed one whose device is seen using the address within its
+// probation gets it back (revive.go). A real device silent for longer is
+// NAKed when it renews if its address went to another device, and asks
 // again (RFC 2131 §4.3.2); if the address is still free it gets it back.
 // New devices (no proven entry) bind at most NewLeasesPerSecond per port
 // (Config.PortOf), so a flood on one port cannot use up another's.
