@@ -27,7 +27,7 @@ import (
 // reclaimed one whose device is seen using the address within its
 // probation gets it back (revive.go). A real device silent for longer is
 // NAKed when it renews if its address went to another device, and asks
-// again (RFC 2131 §4.3.2); if the address is still free it gets it back.
+// again (RFC 2131 §3.1, step 5); if the address is still free it gets it back.
 // New devices (no proven entry) bind at most NewLeasesPerSecond per port
 // (Config.PortOf), so a flood on one port cannot use up another's.
 
