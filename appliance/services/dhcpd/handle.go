@@ -232,7 +232,13 @@ func (s *Server) request(req *dhcpv4.DHCPv4, cl client, now time.Time) (*dhcpv4.
 	}
 	s.stats.acks.Add(1)
 	if fresh {
-		s.log.Info("dhcpd: lease bound", "mac", cl.mac, "ip", addr, "hostname", e.hostname, "until", e.expiry)
+		// A flood's thousand leases would push the rest out of the log:
+		// its warning (flooding) stands for them.
+		lvl := slog.LevelInfo
+		if g := s.groups[group]; g != nil && now.Sub(g.flood) < time.Minute {
+			lvl = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), lvl, "dhcpd: lease bound", "mac", cl.mac, "ip", addr, "hostname", e.hostname, "until", e.expiry)
 	} else {
 		s.log.Debug("dhcpd: lease renewed", "mac", cl.mac, "ip", addr, "until", e.expiry)
 	}
