@@ -94,7 +94,8 @@ func run() error {
 	}
 	go dp.WatchHangs(ctx, cfg)
 	rt := router.New(router.Options{Log: log, State: f.state, Hostname: system.Hostname(),
-		OnLease: dp.SetLease, OnPrefixes: dp.SetIPv6, OnWAN6: dp.SetIPv6WAN})
+		OnLease: dp.SetLease, OnPrefixes: dp.SetIPv6, OnWAN6: dp.SetIPv6WAN,
+		LANPort: dp.LANPort, LANActivity: dp.LANActivity})
 	defer rt.Close()
 	if err := rt.Apply(cfg); err != nil {
 		log.Error("services not all started", "err", err)

@@ -10,7 +10,8 @@ import (
 // sent in every stream message.
 type Alarm struct {
 	// Kind is link_down, loop, hang, table_full, drops_table_full,
-	// worker_restart, scan, wan_down, internet, time, dhcp_pool.
+	// worker_restart, scan, wan_down, internet, time, dhcp_pool,
+	// dhcp_flood.
 	Kind string `json:"kind"`
 	// Severity is "bad" or "warn".
 	Severity string `json:"severity"`
@@ -180,5 +181,6 @@ func routerAlarms(r *RouterStatus) []Alarm {
 		out = append(out, Alarm{Kind: "dhcp_pool", Severity: "warn",
 			Message: fmt.Sprintf("The DHCP pool is used up (%d of %d addresses): new devices get no address.", r.DHCP.LeasesInUse, r.DHCP.PoolSize)})
 	}
+	out = append(out, dhcpFloodAlarms(r.DHCP)...)
 	return out
 }

@@ -134,6 +134,9 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		if got := eval[string](t, ctx, `document.querySelector('#dev-summary').textContent`); got != "3 online · 4 known" {
 			t.Errorf("summary %q", got)
 		}
+		if got := eval[string](t, ctx, `document.querySelector('#dev-body tr[data-mac="52:54:00:aa:00:02"]').cells[3].textContent`); !strings.Contains(got, "not used yet") {
+			t.Errorf("state of a lease not used yet %q", got)
+		}
 		// At 1280 px every action shows its whole label (it read "Forg…"
 		// and "Edit in Conf…", cut off by the table's scroll box).
 		noClippedButtons(t, ctx, "devices at 1280 px")

@@ -82,7 +82,7 @@ func newFakeDevices() *fakeDevices {
 	a := netip.MustParseAddr
 	return &fakeDevices{devs: []Device{
 		{Hostname: "laptop", MAC: "52:54:00:aa:00:01", Address: a("192.168.1.101"), Expiry: now.Add(11 * time.Hour), LastSeen: now.Add(-4 * time.Second), State: DeviceBound, BytesIn: 1843200000, BytesOut: 92160000},
-		{Hostname: "phone", MAC: "52:54:00:aa:00:02", Address: a("192.168.1.102"), Expiry: now.Add(9 * time.Hour), LastSeen: now.Add(-40 * time.Second), State: DeviceBound, BytesIn: 312000000, BytesOut: 21000000},
+		{Hostname: "phone", MAC: "52:54:00:aa:00:02", Address: a("192.168.1.102"), Expiry: now.Add(9 * time.Hour), LastSeen: now.Add(-40 * time.Second), State: DeviceBound, BytesIn: 312000000, BytesOut: 21000000, Unproven: true},
 		{Hostname: "printer", MAC: "52:54:00:aa:00:03", Address: a("192.168.1.20"), Expiry: now.Add(12 * time.Hour), LastSeen: now.Add(-9 * time.Minute), Static: true, InConfig: true, State: DeviceBound, BytesIn: 1200000, BytesOut: 400000},
 		{Hostname: "", MAC: "52:54:00:aa:00:04", Address: a("192.168.1.103"), Expiry: now.Add(-time.Hour), LastSeen: now.Add(-13 * time.Hour), State: DeviceExpired},
 	}}

@@ -111,6 +111,11 @@ var DefaultConfigForm = []FormSection{
 			{Path: "dhcp.enabled", Label: "DHCP server on", Kind: "bool"},
 			{Path: "dhcp.range", Label: "Pool", Kind: "text", Placeholder: "192.168.1.100-192.168.1.250", Help: "empty: the LAN subnet"},
 			{Path: "dhcp.leaseTime", Label: "Lease time", Kind: "text", Placeholder: "12h0m0s"},
+			{Path: "dhcp.probation", Label: "Time to use an address", Kind: "text", Placeholder: "1m0s",
+				Help: "a device that sends nothing through the box within it may lose its lease to a new device when the pool runs short"},
+			{Path: "dhcp.unprovenShare", Label: "Pool share of unused leases (%)", Kind: "number", Placeholder: "25",
+				Help: "new leases not used yet hold at most this much of the pool (a starvation's)"},
+			{Path: "dhcp.newDevicesPerSecond", Label: "New devices per second and port", Kind: "number", Placeholder: "50"},
 			{Path: "dhcp.static", Label: "Static leases", Kind: "list", Item: []FormField{
 				{Path: "mac", Label: "MAC address", Kind: "text", Placeholder: "52:54:00:12:34:56"},
 				{Path: "address", Label: "Address", Kind: "text", Placeholder: "192.168.1.20"},

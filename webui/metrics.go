@@ -87,7 +87,8 @@ var (
 var routerDescs = []*prometheus.Desc{descWANInfo, descWANUp, descWANExpiry, descWANT1, descWANMTU, descWANReachable,
 	descWANRTT, descWANChecked, descDHCPEnabled, descDHCPInUse, descDHCPPool, descDHCPMessages, descDNSEnabled,
 	descDNSQueries, descDNSHits, descDNSEntries, descDNSFailures, descDNSLatency, descTimeSynced, descTimeOffset,
-	descTimeLastSync, descDevicesOnline, descV6DHCPv6, descV6Valid, descV6Preferred, descV6WANAddrs}
+	descTimeLastSync, descDevicesOnline, descV6DHCPv6, descV6Valid, descV6Preferred, descV6WANAddrs,
+	descDHCPUnproven, descDHCPReclaimed, descDHCPRevived, descDHCPRefused, descDHCPFlooding}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
@@ -210,6 +211,7 @@ func (c *collector) router(st *RouterStatus, gauge, counter emit) {
 		{"nak", d.Naks}, {"decline", d.Declines}, {"release", d.Releases}} {
 		counter(descDHCPMessages, float64(m.n), m.t)
 	}
+	dhcpPorts(d, gauge, counter)
 	n := st.DNS
 	gauge(descDNSEnabled, b2f(n.Enabled))
 	counter(descDNSQueries, float64(n.Queries))

@@ -103,6 +103,30 @@ type DHCPStatus struct {
 	Naks      uint64 `json:"naks"`
 	Declines  uint64 `json:"declines"`
 	Releases  uint64 `json:"releases"`
+	// Unproven are the leases of devices that have not used their
+	// address yet (no traffic through the box); Reclaimed of such leases
+	// went to new devices, Refused requests of new devices were over
+	// their port's limit (since the start).
+	Unproven  int    `json:"unproven"`
+	Reclaimed uint64 `json:"reclaimed"`
+	Refused   uint64 `json:"refused"`
+	// Ports are the LAN ports with such leases, reclaims or refusals.
+	Ports []DHCPPort `json:"ports,omitempty"`
+}
+
+// DHCPPort is what the DHCP server saw of new devices on a LAN port: a
+// flood of them (a pool starvation) shows here.
+type DHCPPort struct {
+	Port      string `json:"port"` // "" for devices on no known port
+	Unproven  int    `json:"unproven"`
+	Reclaimed uint64 `json:"reclaimed"`
+	// Revived of the reclaimed went back to their devices, seen using
+	// their address after all.
+	Revived uint64 `json:"revived"`
+	Refused uint64 `json:"refused"`
+	// Flooding: the port hit its new-device limit or the share of
+	// unproven leases within the last minutes.
+	Flooding bool `json:"flooding"`
 }
 
 // DNSStatus is the LAN's DNS forwarder and cache.
@@ -195,6 +219,10 @@ type Device struct {
 	// config change drops (Forget answers ErrStaticInConfig).
 	InConfig bool   `json:"in_config,omitempty"`
 	State    string `json:"state"`
+	// Unproven: bound, but the device has not used its address yet (no
+	// traffic through the box): such leases go first when the pool runs
+	// short.
+	Unproven bool `json:"unproven,omitempty"`
 	// BytesIn and BytesOut are what the device received and sent through
 	// the router's live connections (conntrack).
 	BytesIn  uint64 `json:"bytes_in"`

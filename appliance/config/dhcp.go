@@ -21,6 +21,18 @@ type DHCPServer struct {
 	LeaseTime Duration `json:"leaseTime"`
 	// Static are fixed leases. Default none.
 	Static []StaticLease `json:"static,omitempty"`
+	// Probation is how long a device that took a lease has to use its
+	// address (traffic through the box) before its lease counts as
+	// unused, 10s..1h. Default 1m.
+	Probation Duration `json:"probation"`
+	// UnprovenShare is the percentage of the pool, 1..100, that leases
+	// still within their probation hold at most (a starvation's leases).
+	// Default 25.
+	UnprovenShare int `json:"unprovenShare"`
+	// NewDevicesPerSecond is how many leases devices new to the box bind
+	// per second on each LAN port (a burst of twice that), 1..10000.
+	// Default 50.
+	NewDevicesPerSecond int `json:"newDevicesPerSecond"`
 }
 
 // IsEnabled reports whether the server runs.
@@ -37,14 +49,22 @@ type StaticLease struct {
 	Hostname string `json:"hostname,omitempty"`
 }
 
-// DefaultLeaseTime is the default DHCPServer.LeaseTime.
-const DefaultLeaseTime = 12 * time.Hour
+// Defaults of the DHCP server.
+const (
+	DefaultLeaseTime           = 12 * time.Hour
+	DefaultProbation           = time.Minute
+	DefaultUnprovenShare       = 25
+	DefaultNewDevicesPerSecond = 50
+)
 
 // Limits of the DHCP server.
 const (
-	minLeaseTime   = 2 * time.Minute
-	maxLeaseTime   = 30 * 24 * time.Hour
-	maxStaticLease = 4096
+	minLeaseTime           = 2 * time.Minute
+	maxLeaseTime           = 30 * 24 * time.Hour
+	maxStaticLease         = 4096
+	minProbation           = 10 * time.Second
+	maxProbation           = time.Hour
+	maxNewDevicesPerSecond = 10000
 )
 
 // applyDefaults fills the defaults; on says whether the router services
@@ -56,6 +76,15 @@ func (d *DHCPServer) applyDefaults(on bool) {
 	if d.LeaseTime == 0 {
 		d.LeaseTime = Duration(DefaultLeaseTime)
 	}
+	if d.Probation == 0 {
+		d.Probation = Duration(DefaultProbation)
+	}
+	if d.UnprovenShare == 0 {
+		d.UnprovenShare = DefaultUnprovenShare
+	}
+	if d.NewDevicesPerSecond == 0 {
+		d.NewDevicesPerSecond = DefaultNewDevicesPerSecond
+	}
 }
 
 func (v *validator) dhcp() {
@@ -66,6 +95,15 @@ func (v *validator) dhcp() {
 	}
 	if !d.Range.IsZero() {
 		v.addrRange("dhcp.range", d.Range, lan, router)
+	}
+	if t := d.Probation.D(); t != 0 && (t < minProbation || t > maxProbation) {
+		v.add("dhcp.probation", "%s out of range %s..%s", d.Probation, Duration(minProbation), Duration(maxProbation))
+	}
+	if d.UnprovenShare < 0 || d.UnprovenShare > 100 {
+		v.add("dhcp.unprovenShare", "%d out of range 1..100 (percent of the pool)", d.UnprovenShare)
+	}
+	if d.NewDevicesPerSecond < 0 || d.NewDevicesPerSecond > maxNewDevicesPerSecond {
+		v.add("dhcp.newDevicesPerSecond", "%d out of range 1..%d", d.NewDevicesPerSecond, maxNewDevicesPerSecond)
 	}
 	if len(d.Static) > maxStaticLease {
 		v.add("dhcp.static", "%d entries, at most %d", len(d.Static), maxStaticLease)

@@ -40,7 +40,7 @@ func TestMigrateV1(t *testing.T) {
 		},
 		Rules:     *rs,
 		Dashboard: Dashboard{Listen: ":8080", ConfirmTimeout: Duration(DefaultConfirmTimeout)},
-		DHCP:      DHCPServer{Enabled: ptr(false), LeaseTime: Duration(DefaultLeaseTime)},
+		DHCP:      DHCPServer{Enabled: ptr(false), LeaseTime: Duration(DefaultLeaseTime), Probation: Duration(DefaultProbation), UnprovenShare: DefaultUnprovenShare, NewDevicesPerSecond: DefaultNewDevicesPerSecond},
 		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
 		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
 		FastPath:  FastPathAuto,

@@ -51,7 +51,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Rules:     rules.Ruleset{Rules: []rules.Rule{}},
 		Dashboard: Dashboard{Listen: ":8080", ConfirmTimeout: Duration(60 * time.Second)},
-		DHCP:      DHCPServer{Enabled: ptr(false), LeaseTime: Duration(DefaultLeaseTime)},
+		DHCP:      DHCPServer{Enabled: ptr(false), LeaseTime: Duration(DefaultLeaseTime), Probation: Duration(DefaultProbation), UnprovenShare: DefaultUnprovenShare, NewDevicesPerSecond: DefaultNewDevicesPerSecond},
 		DNS:       DNSServer{Enabled: ptr(false), Domain: DefaultDomain, CacheSize: DefaultDNSCacheSize},
 		Time:      Time{Servers: DefaultNTPServers, FromDHCP: ptr(true)},
 		FastPath:  FastPathAuto,

@@ -48,6 +48,19 @@ func TestValidateServices(t *testing.T) {
 			},
 		},
 		{
+			name: "DHCP starvation limits out of range",
+			edit: func(c *Config) {
+				c.DHCP.Probation = Duration(5 * time.Second)
+				c.DHCP.UnprovenShare = 101
+				c.DHCP.NewDevicesPerSecond = -1
+			},
+			want: map[string]string{
+				"dhcp.probation":           "5s out of range 10s..1h0m0s",
+				"dhcp.unprovenShare":       "101 out of range 1..100",
+				"dhcp.newDevicesPerSecond": "-1 out of range 1..10000",
+			},
+		},
+		{
 			name: "a DHCP range over the router's address",
 			edit: func(c *Config) {
 				c.DHCP.Range = AddrRange{First: netip.MustParseAddr("192.168.1.0"), Last: netip.MustParseAddr("192.168.1.50")}

@@ -29,7 +29,7 @@ func (v *Router) Devices() ([]webui.Device, bool) {
 	for _, l := range leases {
 		byIP[l.IP] = len(out)
 		out = append(out, webui.Device{Hostname: l.Hostname, MAC: l.MAC.String(), Address: l.IP, Expiry: l.Expiry,
-			LastSeen: l.LastSeen, Static: l.Static, InConfig: l.InConfig, State: string(l.State)})
+			LastSeen: l.LastSeen, Static: l.Static, InConfig: l.InConfig, State: string(l.State), Unproven: l.Unproven})
 	}
 	if v.conns != nil {
 		_ = v.conns(func(c *dataplane.Conn) bool {

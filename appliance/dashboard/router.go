@@ -182,9 +182,14 @@ func dhcpStatus(s *dhcpd.Server) webui.DHCPStatus {
 	}
 	st := s.Stats()
 	first, last := s.Pool()
-	return webui.DHCPStatus{Enabled: true, PoolStart: first, PoolEnd: last, LeasesInUse: st.LeasesInUse, PoolSize: st.PoolSize,
+	d := webui.DHCPStatus{Enabled: true, PoolStart: first, PoolEnd: last, LeasesInUse: st.LeasesInUse, PoolSize: st.PoolSize,
 		Discovers: st.Discovers, Offers: st.Offers, Requests: st.Requests, Acks: st.Acks, Naks: st.Naks,
-		Declines: st.Declines, Releases: st.Releases}
+		Declines: st.Declines, Releases: st.Releases, Unproven: st.Unproven, Reclaimed: st.Reclaimed, Refused: st.Refused}
+	for _, p := range st.Ports {
+		d.Ports = append(d.Ports, webui.DHCPPort{Port: p.Port, Unproven: p.Unproven, Reclaimed: p.Reclaimed,
+			Revived: p.Revived, Refused: p.Refused, Flooding: p.Flooding})
+	}
+	return d
 }
 
 func dnsStatus(l *router.Live) webui.DNSStatus {

@@ -70,6 +70,7 @@ type Engine struct {
 	// sockets' counters); replaced when ports restart.
 	topo  atomic.Pointer[topology]
 	links *linkWatch // nil: the monitor polls the links
+	lan   lanConns   // the LAN hosts' connections, for LANActivity
 	// relink asks the monitor for a full read of the links (after a
 	// port restart, whose new portInfo may have missed a notification).
 	relink  chan struct{}

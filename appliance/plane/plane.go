@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/dataplane"
@@ -26,6 +27,11 @@ type Plane struct {
 	tuner *tuning.Tuner      // the one tuner: plans, hang mitigation
 	et    io.Closer          // the tuner's ethtool socket, nil without one
 	ring  dataplane.RingKind // "" is the dataplane's default
+
+	// live is the running engine for the readers that must not wait
+	// for an Apply (LANPort, LANActivity: the DHCP server's lock is
+	// held); nil without one.
+	live atomic.Pointer[dataplane.Engine]
 
 	mu      sync.Mutex
 	engine  *dataplane.Engine
@@ -115,6 +121,7 @@ func (p *Plane) Apply(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	p.engine, p.err = e, nil
+	p.live.Store(e)
 	p.applyIPv6Locked()
 	p.applyWAN6Locked()
 	return nil
@@ -149,6 +156,7 @@ func (p *Plane) stopLocked() {
 	if p.engine == nil {
 		return
 	}
+	p.live.Store(nil)
 	if err := p.engine.Close(); err != nil {
 		p.log.Warn("dataplane close", "err", err)
 	}

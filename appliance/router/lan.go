@@ -30,7 +30,9 @@ func (r *Router) dhcpConfig() dhcpd.Config {
 	c, lan := r.cfg, r.lanAddr()
 	d := dhcpd.Config{Interface: HostInterface(c), ServerIP: lan.Addr(), Subnet: lan.Masked(),
 		PoolStart: c.DHCP.Range.First, PoolEnd: c.DHCP.Range.Last, LeaseTime: c.DHCP.LeaseTime.D(),
-		Domain: c.DNS.Domain, LeaseFile: filepath.Join(r.opts.State, "dhcp-leases.json")}
+		Domain: c.DNS.Domain, LeaseFile: filepath.Join(r.opts.State, "dhcp-leases.json"),
+		NewLeasesPerSecond: c.DHCP.NewDevicesPerSecond, Probation: c.DHCP.Probation.D(), UnprovenShare: c.DHCP.UnprovenShare,
+		PortOf: r.opts.LANPort, Activity: r.opts.LANActivity}
 	if c.DNS.IsEnabled() {
 		d.DNS = []netip.Addr{lan.Addr()}
 	} else {

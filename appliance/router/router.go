@@ -38,6 +38,14 @@ type Options struct {
 	OnPrefixes func(lan, delegated []netip.Prefix, box []BoxAddr)
 	// OnWAN6 takes the box's IPv6 WAN addressing.
 	OnWAN6 func(WANAddressing)
+	// LANPort and LANActivity answer the LAN DHCP server's questions
+	// about devices from the dataplane: the port a MAC is on, and when a
+	// device's address last had traffic through the box (see
+	// dhcpd.Config's PortOf and Activity; nil: one port, and every lease
+	// counts as used). The server calls them with its lock held: they
+	// must not wait for the router or the plane.
+	LANPort     func(net.HardwareAddr) string
+	LANActivity func(netip.Addr, net.HardwareAddr) time.Time
 }
 
 // Router runs the box's services next to the dataplane: in NAT mode the

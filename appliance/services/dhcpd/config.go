@@ -19,7 +19,15 @@ const (
 	DefaultDomain    = "lan"
 	DefaultMaxLeases = 4096 // the default table bound (capped by the pool size)
 	MaxMaxLeases     = 65536
-	DefaultNewLeases = 50 // leases for new clients bound per second (burst: twice that)
+	DefaultNewLeases = 50 // leases for new clients bound per second and port (burst: twice that)
+	// DefaultProbation is how long a new binding has to show use.
+	DefaultProbation = time.Minute
+	// DefaultUnprovenShare is the percentage of the pool that bindings
+	// within their probation may hold.
+	DefaultUnprovenShare = 25
+
+	minProbation = 10 * time.Second
+	maxProbation = time.Hour
 
 	minLeaseTime = time.Minute
 	maxLeaseTime = 365 * 24 * time.Hour
@@ -61,11 +69,30 @@ type Config struct {
 	// at most DefaultMaxLeases; at most MaxMaxLeases).
 	MaxLeases int
 	// NewLeasesPerSecond limits how many leases the server binds per
-	// second for clients it has no lease of (default DefaultNewLeases,
-	// burst twice that; negative: unlimited). It slows a pool starvation
-	// attack that completes DHCPREQUESTs; offers are not limited (they
-	// are reclaimed instead) and known devices and statics never are.
+	// second for new devices (no lease, or never seen using one) on each
+	// port (see PortOf; default DefaultNewLeases, burst twice that;
+	// negative: unlimited). It slows a pool starvation attack that
+	// completes DHCPREQUESTs, and keeps one on a port from using up the
+	// new leases of another; offers are not limited (they are reclaimed
+	// instead) and known devices and statics never are.
 	NewLeasesPerSecond int
+	// Probation is how long a new binding has to show that its device
+	// uses the address (Activity) before it counts as unused, 10s..1h
+	// (default DefaultProbation). UnprovenShare is the percentage of the
+	// pool, 1..100 (default DefaultUnprovenShare), that bindings still
+	// within it hold at most. See probation.go.
+	Probation     time.Duration
+	UnprovenShare int
+	// Activity, if set, reports when the device at ip with MAC hw last
+	// had traffic through the box (zero: none seen): a binding is proven
+	// by activity since it began. Without it every binding counts as
+	// proven. It is called with the server's lock held and must not call
+	// the server.
+	Activity func(ip netip.Addr, hw net.HardwareAddr) time.Time
+	// PortOf, if set, names the port where the device with MAC hw is
+	// ("" unknown): new devices are limited per port. With zones it
+	// names the zone. The same rules as for Activity hold.
+	PortOf func(hw net.HardwareAddr) string
 }
 
 // Static is a static lease.
@@ -87,7 +114,9 @@ type policy struct {
 	exclude    map[netip.Addr]bool
 	static     map[mac]Static // by MAC
 	maxLeases  int
-	newRate    int             // new leases per second; < 0: unlimited
+	newRate    int             // new leases per second and port; < 0: unlimited
+	probation  time.Duration   // see Config.Probation
+	unproven   int             // bindings within their probation, at most
 	leaseOpts  []dhcpv4.Option // options of a reply that leases an address
 	netOpts    []dhcpv4.Option // options of every OFFER and ACK
 }
@@ -340,6 +369,21 @@ func (p *policy) checkLimits() error {
 		p.newRate = DefaultNewLeases
 	}
 	p.cfg.MaxLeases, p.cfg.NewLeasesPerSecond = p.maxLeases, p.newRate
+	switch p.probation = p.cfg.Probation; {
+	case p.probation == 0:
+		p.probation = DefaultProbation
+	case p.probation < minProbation || p.probation > maxProbation:
+		return fieldError("Probation", "%v must be %v..%v (or 0: default)", p.probation, minProbation, maxProbation)
+	}
+	share := p.cfg.UnprovenShare
+	switch {
+	case share == 0:
+		share = DefaultUnprovenShare
+	case share < 0 || share > 100:
+		return fmt.Errorf("UnprovenShare %d: must be 1..100 (or 0: default)", share)
+	}
+	p.unproven = max(1, min(pool, p.maxLeases)*share/100)
+	p.cfg.Probation, p.cfg.UnprovenShare = p.probation, share
 	return nil
 }
 

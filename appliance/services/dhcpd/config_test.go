@@ -56,6 +56,8 @@ func TestConfigErrors(t *testing.T) {
 		}, "Static[1].Hostname \"nas\": already Static[0]'s"},
 		{"relative lease file", func(c *Config) { c.LeaseFile = "leases.json" }, "LeaseFile \"leases.json\": not an absolute path"},
 		{"negative MaxLeases", func(c *Config) { c.MaxLeases = -1 }, "MaxLeases -1: must be 1..65536"},
+		{"probation too short", func(c *Config) { c.Probation = time.Second }, "Probation: 1s must be 10s..1h0m0s"},
+		{"share over 100", func(c *Config) { c.UnprovenShare = 101 }, "UnprovenShare 101: must be 1..100"},
 	} {
 		cfg := testConfig()
 		tc.edit(&cfg)
@@ -80,7 +82,7 @@ func TestConfigDefaults(t *testing.T) {
 		Interface: "lan0", ServerIP: srvIP, Subnet: netip.MustParsePrefix("10.70.0.1/24"),
 		LeaseTime: time.Hour + time.Second, DNS: []netip.Addr{srvIP}, Domain: "home.arpa",
 		Static:    []Static{{MAC: hw("02:00:00:00:00:aa"), IP: netip.MustParseAddr("10.70.0.7"), Hostname: "nas"}},
-		MaxLeases: 252, NewLeasesPerSecond: DefaultNewLeases,
+		MaxLeases: 252, NewLeasesPerSecond: DefaultNewLeases, Probation: DefaultProbation, UnprovenShare: DefaultUnprovenShare,
 	}
 	if diff := cmp.Diff(want, s.Config(), cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
 		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
@@ -122,7 +124,7 @@ func TestConfigCopies(t *testing.T) {
 	want := Config{
 		Interface: "lan0", ServerIP: srvIP, Subnet: lan, LeaseTime: DefaultLeaseTime, Domain: "lan",
 		DNS: []netip.Addr{netip.MustParseAddr("10.70.0.53")}, Static: []Static{{MAC: hw(macS), IP: netip.MustParseAddr("10.70.0.100")}},
-		MaxLeases: 252, NewLeasesPerSecond: DefaultNewLeases,
+		MaxLeases: 252, NewLeasesPerSecond: DefaultNewLeases, Probation: DefaultProbation, UnprovenShare: DefaultUnprovenShare,
 	}
 	if diff := cmp.Diff(want, s.Config(), cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
 		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {

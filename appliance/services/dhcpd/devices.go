@@ -34,6 +34,10 @@ type Lease struct {
 	// drop; false for a static lease MakeStatic made.
 	InConfig bool
 	State    State
+	// Unproven: bound, but the device has not used its address yet (no
+	// traffic through the box since): such leases are given back first
+	// when the pool runs short (see Config.Activity).
+	Unproven bool
 }
 
 // Errors of MakeStatic and Forget.
@@ -62,6 +66,7 @@ func (s *Server) Leases() []Lease {
 		out = append(out, Lease{
 			MAC: slices.Clone(net.HardwareAddr(e.mac[:])), ClientID: e.cid, IP: e.ip, Hostname: e.hostname,
 			Expiry: e.expiry, LastSeen: e.lastSeen, Static: static, InConfig: static && !pinned, State: e.stateAt(now),
+			Unproven: e.q == &s.probation || e.q == &s.unused,
 		})
 	}
 	for m, st := range s.static {
@@ -143,7 +148,7 @@ func (s *Server) forget(m mac) error {
 	if s.pol.static[m].MAC != nil {
 		return ErrConfigStatic
 	}
-	found := false
+	found := s.forgetReclaimed(m)
 	for _, e := range s.byKey {
 		if e.mac == m {
 			s.del(e)

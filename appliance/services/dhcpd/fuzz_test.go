@@ -2,6 +2,7 @@ package dhcpd
 
 import (
 	"log/slog"
+	"net"
 	"net/netip"
 	"sync"
 	"testing"
@@ -12,7 +13,9 @@ import (
 
 // fuzzServer is shared by all inputs of a fuzzing process, so state builds
 // up across them the way it does on a LAN: a small table (MaxLeases 8), a
-// /26 pool, a static lease and an exclusion.
+// /26 pool, a static lease and an exclusion, devices on three ports (by
+// their MAC's last byte) of which some use their address (by its last
+// byte and the MAC's).
 var fuzzServer = sync.OnceValues(func() (*Server, *fakeClock) {
 	cfg := testConfig()
 	cfg.Subnet = netip.MustParsePrefix("10.70.0.0/26")
@@ -20,6 +23,13 @@ var fuzzServer = sync.OnceValues(func() (*Server, *fakeClock) {
 	cfg.Static = []Static{{MAC: hw(macS), IP: netip.MustParseAddr("10.70.0.50"), Hostname: "printer"}}
 	cfg.Exclude = []netip.Addr{netip.MustParseAddr("10.70.0.2")}
 	clk := newClock()
+	cfg.PortOf = func(m net.HardwareAddr) string { return [...]string{"lan1", "lan2", ""}[m[5]%3] }
+	cfg.Activity = func(a netip.Addr, m net.HardwareAddr) time.Time {
+		if (a.As4()[3]+m[5])%4 == 0 {
+			return clk.Now()
+		}
+		return time.Time{}
+	}
 	s, err := newServer(cfg, slog.New(slog.DiscardHandler), clk.Now)
 	if err != nil {
 		panic(err)
@@ -76,8 +86,11 @@ func FuzzHandle(f *testing.F) {
 				t.Fatalf("offered %v, not a host address of the pool's subnet", y)
 			}
 		}
-		if data[0]%16 == 0 {
+		switch data[0] % 16 {
+		case 0:
 			s.sweep()
+		case 1:
+			s.prove()
 		}
 		checkInvariants(t, s)
 		s.Leases()

@@ -48,6 +48,7 @@ func ip4(ip net.IP) netip.Addr {
 func (s *Server) Handle(req *dhcpv4.DHCPv4) *dhcpv4.DHCPv4 {
 	s.mu.Lock()
 	resp, changed := s.handle(req)
+	changed = changed || s.reclaimedSince()
 	if changed {
 		s.names.gen++
 	}
@@ -120,6 +121,8 @@ func (s *Server) discover(req *dhcpv4.DHCPv4, cl client, now time.Time) (*dhcpv4
 	if e.state == StateBound && e.live(now) && e.ip == addr {
 		s.set(e, addr, e.state, e.expiry) // a bound client starting over keeps its lease
 	} else {
+		unqueue(e) // before its group changes
+		e.group, e.proven = s.groupOf(cl.mac), e.proven && e.ip == addr
 		s.set(e, addr, StateOffered, now.Add(OfferHold))
 	}
 	s.stats.offers.Add(1)
@@ -197,8 +200,11 @@ func (s *Server) request(req *dhcpv4.DHCPv4, cl client, now time.Time) (*dhcpv4.
 		}
 		return s.nak(req, cl, "address not available"), changed
 	}
-	newLease := e == nil || e.state == StateOffered
-	if newLease && !s.isStatic(cl.mac) && !s.limiter.allow(now, s.pol.newRate) {
+	// A new device: no entry, or an offer to a device never seen using
+	// its address. Its port's limit applies.
+	newLease := e == nil || e.state == StateOffered && !e.proven
+	group := s.groupOf(cl.mac)
+	if newLease && !s.isStatic(cl.mac) && !s.limit(group, now) {
 		return s.drop(req, "new leases rate-limited")
 	}
 	if _, ok := s.admit(cl, e, addr, now); !ok {
@@ -209,9 +215,13 @@ func (s *Server) request(req *dhcpv4.DHCPv4, cl client, now time.Time) (*dhcpv4.
 	if e == nil {
 		e = &entry{key: cl.key, mac: cl.mac, cid: cl.cid}
 	}
-	e.mac, e.lastSeen = cl.mac, now
+	old := e.ip
+	unqueue(e) // before its group changes
+	e.mac, e.lastSeen, e.group = cl.mac, now, group
 	s.setHostname(e, req)
 	s.set(e, addr, StateBound, now.Add(s.pol.cfg.LeaseTime))
+	s.bind(e, old, !fresh, now)
+	s.share(now)
 	if s.holdsStatic(e) {
 		// Entries the device left under another client identity.
 		for _, o := range s.byKey {
@@ -222,7 +232,13 @@ func (s *Server) request(req *dhcpv4.DHCPv4, cl client, now time.Time) (*dhcpv4.
 	}
 	s.stats.acks.Add(1)
 	if fresh {
-		s.log.Info("dhcpd: lease bound", "mac", cl.mac, "ip", addr, "hostname", e.hostname, "until", e.expiry)
+		// A flood's thousand leases would push the rest out of the log:
+		// its warning (flooding) stands for them.
+		lvl := slog.LevelInfo
+		if g := s.groups[group]; g != nil && now.Sub(g.flood) < time.Minute {
+			lvl = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), lvl, "dhcpd: lease bound", "mac", cl.mac, "ip", addr, "hostname", e.hostname, "until", e.expiry)
 	} else {
 		s.log.Debug("dhcpd: lease renewed", "mac", cl.mac, "ip", addr, "until", e.expiry)
 	}

@@ -55,9 +55,12 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 // testLog logs to the test at Info level.
-func testLog(t testing.TB) *slog.Logger {
+func testLog(t testing.TB) *slog.Logger { return testLogAt(t, slog.LevelInfo) }
+
+// testLogAt logs to the test from level lvl up.
+func testLogAt(t testing.TB, lvl slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{
-		Level: slog.LevelInfo,
+		Level: lvl,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey && len(groups) == 0 {
 				return slog.Attr{}
@@ -168,7 +171,7 @@ func summary(r *dhcpv4.DHCPv4) string {
 }
 
 // leaseLines is Leases in one line per lease: "mac ip state[ static[
-// config]][ hostname]".
+// config]][ unproven][ hostname]".
 func leaseLines(s *Server) []string {
 	var out []string
 	for _, l := range s.Leases() {
@@ -178,6 +181,9 @@ func leaseLines(s *Server) []string {
 		}
 		if l.InConfig {
 			line += " config"
+		}
+		if l.Unproven {
+			line += " unproven"
 		}
 		if l.Hostname != "" {
 			line += " " + l.Hostname
@@ -246,6 +252,7 @@ func checkInvariantsBound(t testing.TB, s *Server, bound int) {
 	if n := len(s.byKey) - s.dynamic(); n > len(s.static) {
 		t.Errorf("%d static holds, more than %d statics", n, len(s.static))
 	}
+	checkQueues(t, s)
 	if len(s.declined) > s.pol.maxLeases {
 		t.Errorf("%d quarantined addresses, more than MaxLeases %d", len(s.declined), s.pol.maxLeases)
 	}

@@ -33,6 +33,12 @@ type fileLease struct {
 	State    State      `json:"state"`
 	Expiry   time.Time  `json:"expiry"`
 	LastSeen time.Time  `json:"last_seen"`
+	// Unproven: the device has not used the address yet (absent in files
+	// from before probation: those bindings count as proven). Bound is
+	// when its binding began, Port where the device was.
+	Unproven bool      `json:"unproven,omitempty"`
+	Bound    time.Time `json:"bound,omitzero"`
+	Port     string    `json:"port,omitempty"`
 }
 
 type filePin struct {
@@ -68,6 +74,7 @@ func (s *Server) snapshot() (path string, data []byte, err error) {
 		f.Leases = append(f.Leases, fileLease{
 			MAC: e.mac.String(), ClientID: e.cid, IP: e.ip, Hostname: e.hostname,
 			State: e.stateAt(now), Expiry: e.expiry.UTC(), LastSeen: e.lastSeen.UTC(),
+			Unproven: !e.proven, Bound: e.bound.UTC(), Port: e.group,
 		})
 	}
 	slices.SortFunc(f.Leases, func(a, b fileLease) int { return a.IP.Compare(b.IP) })
@@ -150,6 +157,7 @@ func (s *Server) load(path string) {
 		}
 		s.put(e) // takes the address over from an earlier holder
 	}
+	s.share(now) // a file from a box with a larger share
 	for s.dynamic() > s.pol.maxLeases {
 		if _, ok := s.evict(now, false); !ok {
 			break // more bound leases than MaxLeases: they stay until they expire
@@ -193,7 +201,11 @@ func (s *Server) entryFromFile(fl fileLease, now time.Time) (*entry, bool) {
 	if err != nil || !s.pol.host(fl.IP) || m[0]&1 != 0 || m == (mac{}) {
 		return nil, false
 	}
-	e := &entry{mac: m, ip: fl.IP, hostname: sanitizeHostname(fl.Hostname), expiry: fl.Expiry, lastSeen: fl.LastSeen}
+	e := &entry{mac: m, ip: fl.IP, hostname: sanitizeHostname(fl.Hostname), expiry: fl.Expiry, lastSeen: fl.LastSeen,
+		proven: !fl.Unproven || s.pol.cfg.Activity == nil, bound: fl.Bound}
+	if len(fl.Port) <= 32 {
+		e.group = fl.Port
+	}
 	switch fl.State {
 	case StateBound, StateExpired:
 		e.state = StateBound

@@ -12,8 +12,12 @@ import (
 )
 
 // sweepEvery is how often Serve expires offers and leases and checks that
-// its socket is still bound to the interface of that name.
-const sweepEvery = 5 * time.Second
+// its socket is still bound to the interface of that name; proveEvery how
+// often it looks for use of unproven bindings (probation.go).
+const (
+	sweepEvery = 5 * time.Second
+	proveEvery = time.Second
+)
 
 // socket is an open server socket and its reader.
 type socket struct {
@@ -55,8 +59,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 	}()
 
-	tick := time.NewTicker(sweepEvery)
+	tick := time.NewTicker(proveEvery)
 	defer tick.Stop()
+	lastSweep := time.Now()
 	lastOpenErr := time.Time{}
 	reopen := func() {
 		if sk != nil {
@@ -89,6 +94,13 @@ func (s *Server) Serve(ctx context.Context) error {
 			sk.conn.Close()
 			sk = nil
 		case <-tick.C:
+			if s.prove() {
+				s.changed()
+			}
+			if time.Since(lastSweep) < sweepEvery {
+				continue
+			}
+			lastSweep = time.Now()
 			if s.sweep() {
 				s.changed()
 			}

@@ -30,6 +30,12 @@ type Stats struct {
 	LeasesInUse                             int    // bound, unexpired leases (static ones too)
 	Offered                                 int    // pending offers
 	LeaseFileWrites                         uint64 // lease file writes (changes are coalesced)
+	// Unproven are the bindings whose devices have not used their
+	// address yet; Reclaimed and Refused sum Ports' (see probation.go).
+	Unproven           int
+	Reclaimed, Refused uint64
+	// Ports are the ports with unproven bindings, reclaims or refusals.
+	Ports []PortStats
 }
 
 // Server is the DHCPv4 server. Its methods are safe for concurrent use.
@@ -38,9 +44,10 @@ type Stats struct {
 // per static address. A new client takes a free address; when the table is
 // full or the pool exhausted it takes the place of the entry that expired
 // first among those not bound: released or expired leases and offers
-// (which expire OfferHold after they are made). Bound leases and static
-// leases are never taken, so a flood of new clients cannot displace known
-// devices or stop them from renewing.
+// (which expire OfferHold after they are made), else the binding of a
+// device that never used its address (probation.go). Proven bound leases
+// and static leases are never taken, so a flood of new clients cannot
+// displace known devices or stop them from renewing.
 type Server struct {
 	// OnChange, if set, is called (without locks held) after a lease is
 	// bound, renewed, released, declined, expired, forgotten or made
@@ -51,20 +58,25 @@ type Server struct {
 	log *slog.Logger
 	now func() time.Time // the clock; tests replace it
 
-	mu       sync.Mutex
-	pol      *policy
-	byKey    map[string]*entry
-	byIP     map[netip.Addr]*entry
-	offers   entryHeap // dynamic entries in state offered, by expiry
-	leased   entryHeap // the other dynamic entries, by expiry
-	pins     map[mac]pin
-	static   map[mac]Static     // config statics and pins
-	staticIP map[netip.Addr]mac // their addresses
-	declined map[netip.Addr]time.Time
-	cursor   uint32 // where the next free-address scan starts
-	limiter  bucket // new leases
-	names    namesCache
-	warned   time.Time // last "pool exhausted" warning
+	mu     sync.Mutex
+	pol    *policy
+	byKey  map[string]*entry
+	byIP   map[netip.Addr]*entry
+	offers entryHeap // dynamic entries in state offered, by expiry
+	leased entryHeap // the other dynamic entries, by expiry
+	// The offers by port, and the unproven bindings within their
+	// probation by port and past it (probation.go).
+	offerQ, probation, unused queues
+	groups                    map[string]*group // per port: new-device limit, counters
+	recent                    []reclaimed       // bindings reclaimed lately (revive.go)
+	reclaimedAny              bool              // a binding was reclaimed (see reclaimedSince)
+	pins                      map[mac]pin
+	static                    map[mac]Static     // config statics and pins
+	staticIP                  map[netip.Addr]mac // their addresses
+	declined                  map[netip.Addr]time.Time
+	cursor                    uint32 // where the next free-address scan starts
+	names                     namesCache
+	warned                    time.Time // last "pool exhausted" warning
 
 	stats   counters
 	dirty   chan struct{} // the lease file needs writing
@@ -106,10 +118,12 @@ func newServer(cfg Config, log *slog.Logger, now func() time.Time) (*Server, err
 		byIP:     map[netip.Addr]*entry{},
 		pins:     map[mac]pin{},
 		declined: map[netip.Addr]time.Time{},
+		groups:   map[string]*group{},
 		cursor:   pol.start,
 		dirty:    make(chan struct{}, 1),
 		reopen:   make(chan struct{}, 1),
 	}
+	s.offerQ, s.probation, s.unused = newQueues(offerTime), newQueues(boundTime), newQueues(boundTime)
 	s.rebuildStatics()
 	if pol.cfg.LeaseFile != "" {
 		s.load(pol.cfg.LeaseFile)
@@ -139,8 +153,16 @@ func (s *Server) Update(cfg Config) error {
 	if !pol.inPool(addrOf(s.cursor)) {
 		s.cursor = pol.start
 	}
-	s.limiter = bucket{}
+	for _, g := range s.groups {
+		g.limiter = bucket{}
+	}
+	if pol.cfg.Activity == nil {
+		for _, e := range s.byKey {
+			e.proven = true
+		}
+	}
 	s.rebuildStatics()
+	s.share(s.now()) // within a smaller share
 	s.names.gen++
 	s.mu.Unlock()
 	if old.cfg.Interface != pol.cfg.Interface {
@@ -216,6 +238,13 @@ func (s *Server) Stats() Stats {
 	defer s.mu.Unlock()
 	now := s.now()
 	st.PoolSize = s.poolSize()
+	s.age(now)
+	st.Unproven = s.probation.n + s.unused.n
+	st.Ports = s.portStats(now)
+	for _, p := range st.Ports {
+		st.Reclaimed += p.Reclaimed
+		st.Refused += p.Refused
+	}
 	for _, e := range s.byKey {
 		switch {
 		case e.state == StateBound && now.Before(e.expiry):
@@ -256,6 +285,7 @@ func (s *Server) sweep() bool {
 			s.del(e)
 		case e.state == StateBound && !now.Before(e.expiry):
 			e.state = StateExpired // in place: its heap and key stay the same
+			unqueue(e)
 			expired = true
 		}
 	}

@@ -2,6 +2,7 @@ package dhcpd
 
 import (
 	"container/heap"
+	"container/list"
 	"net/netip"
 	"time"
 )
@@ -16,9 +17,15 @@ type entry struct {
 	state    State // offered, bound, expired or released
 	expiry   time.Time
 	lastSeen time.Time
+	group    string    // the port its device was on (Config.PortOf)
+	proven   bool      // its device used the address (see probation.go)
+	bound    time.Time // when its binding began (renewals keep it)
 
 	heap *entryHeap // the heap e is in; nil for a static hold
 	hidx int        // e's index in it
+	q    *queues    // the queues e is in (offers, unproven bindings), nil for none
+	ql   *list.List // its list there
+	qe   *list.Element
 }
 
 // live reports whether e holds its address now: an offer or a lease that
@@ -79,6 +86,7 @@ func (s *Server) dynamic() int { return len(s.offers) + len(s.leased) }
 func (s *Server) index(e *entry) {
 	e.heap = nil
 	if s.holdsStatic(e) {
+		unqueue(e)
 		return
 	}
 	e.heap = &s.leased
@@ -86,11 +94,15 @@ func (s *Server) index(e *entry) {
 		e.heap = &s.offers
 	}
 	heap.Push(e.heap, e)
+	s.queue(e)
 }
 
-// reindex rebuilds the heaps (after the statics changed).
+// reindex rebuilds the heaps and queues (after the statics changed).
 func (s *Server) reindex() {
 	s.offers, s.leased = nil, nil
+	s.offerQ.clear()
+	s.probation.clear()
+	s.unused.clear()
 	for _, e := range s.byKey {
 		s.index(e)
 	}
@@ -119,6 +131,7 @@ func (s *Server) del(e *entry) {
 		heap.Remove(e.heap, e.hidx)
 		e.heap = nil
 	}
+	unqueue(e)
 }
 
 // set gives e (in the table or new) its address, state and expiry.
@@ -158,27 +171,32 @@ func (s *Server) admit(cl client, e *entry, a netip.Addr, now time.Time) (netip.
 
 // evict reclaims the dynamic entry that is not bound and expired first:
 // released and expired leases and offers (which expire OfferHold after
-// they are made), never a bound lease. With pool it goes on until it freed
-// an address the pool can hand out again, dropping entries whose address
-// it cannot (left over from a config with another pool). It returns the
-// address of the last entry it removed.
+// they are made; of the port holding the most offers), never a proven
+// bound lease; when there is none, an unproven binding (see reclaim).
+// With pool it goes on until it freed an address the pool can hand out
+// again, dropping entries whose address it cannot (left over from a
+// config with another pool). It returns the address of the last entry it
+// removed.
 func (s *Server) evict(now time.Time, pool bool) (netip.Addr, bool) {
 	for {
-		var best *entry
-		if len(s.offers) > 0 {
-			best = s.offers[0]
-		}
+		best := s.offerQ.largest()
 		if len(s.leased) > 0 {
 			if l := s.leased[0]; !now.Before(l.expiry) && (best == nil || l.expiry.Before(best.expiry)) {
 				best = l
 			}
 		}
-		if best == nil {
-			return netip.Addr{}, false
+		var a netip.Addr
+		if best != nil {
+			s.del(best)
+			a = best.ip
+		} else {
+			var ok bool
+			if a, ok = s.reclaim(now); !ok {
+				return netip.Addr{}, false
+			}
 		}
-		s.del(best)
-		if !pool || s.reusable(best.ip, now) {
-			return best.ip, true
+		if !pool || s.reusable(a, now) {
+			return a, true
 		}
 	}
 }
