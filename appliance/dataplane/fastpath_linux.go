@@ -32,7 +32,8 @@ func (e *Engine) openFastPath(cfg *Config) {
 		e.fp = offload.Off("no rules handle left for the fast path's counters")
 		return
 	}
-	o := offload.Options{Mode: mode, NATFlows: fastpath.DefaultNATFlows, IPv6Flows: 64, NumPorts: len(e.ports),
+	o := offload.Options{Mode: mode, Auto: cfg.FastPath == FastPathAuto || cfg.FastPath == "", Log: e.log,
+		NATFlows: fastpath.DefaultNATFlows, IPv6Flows: 64, NumPorts: len(e.ports),
 		View: fpView{e}, FDB: e.fdb, Rules: e.rules, Counter: e.rules.Worker(h), NAT: e.natr, IPv6: e.IPv6(),
 		WAN: e.wanID(), Start: e.start}
 	if cfg.NAT != nil {

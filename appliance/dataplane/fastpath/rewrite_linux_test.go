@@ -38,10 +38,10 @@ type skbCtx struct {
 
 // Program return values the tests see.
 const (
-	retTCXNext  = 0xffffffff // TCX_NEXT (-1)
-	retRedirect = 7          // TC_ACT_REDIRECT
-	retXDPPass  = 2
-	retXDPRedir = 4
+	retTCXNext  = tcxNext
+	retRedirect = tcRedirect
+	retXDPPass  = xdpPass
+	retXDPRedir = xdpRedirect
 )
 
 // run runs prog on frame arriving on interface 1 (the test namespace's
@@ -65,15 +65,6 @@ func tryRun(prog *ebpf.Program, data []byte) (uint32, []byte, error) {
 	}
 	ret, err := prog.Run(opts)
 	return ret, opts.DataOut, err
-}
-
-// asTapped is how a frame is given to the socket filter in
-// BPF_PROG_TEST_RUN: the kernel runs a socket filter's test on an skb
-// whose first 14 bytes it took as the Ethernet header (eth_type_trans), as
-// a packet tap's skb is before the tap pushes the header back, so the
-// frame gets 14 bytes in front that the filter never sees.
-func asTapped(frame []byte) []byte {
-	return append(make([]byte, 14), frame...)
 }
 
 var (

@@ -1,7 +1,9 @@
 package offload
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -78,6 +80,12 @@ type Settings interface {
 // Options are what a Manager works with: the engine's tables and ports.
 type Options struct {
 	Mode fastpath.Mode
+	// Auto: the config's fastPath is "auto", which runs the fast path
+	// where the kernel's BPF JIT is on and, without it, only where the
+	// self-test measured it cheaper than the rings (autoOff).
+	Auto bool
+	// Log gets the self-test's numbers (nil: slog.Default()).
+	Log *slog.Logger
 	// NATFlows and IPv6Flows size the program's flow maps.
 	NATFlows, IPv6Flows int
 	// Ports are the data ports the program runs on; NumPorts bounds the
@@ -105,6 +113,7 @@ type Manager struct {
 	prog   *fastpath.Program
 	reason string // why the fast path is off ("" while it runs)
 	kernel fastpath.KernelReport
+	self   *SelfTest // nil before the fast path first loaded
 	offers chan offer
 
 	mu      sync.Mutex // the flows and everything below
@@ -152,6 +161,9 @@ type Stats struct {
 	Reason string `json:"reason,omitempty"`
 	// Kernel is what the kernel offers (config options, BPF JIT).
 	Kernel fastpath.KernelReport `json:"kernel"`
+	// SelfTest is what the programs cost per frame on this kernel,
+	// measured when the fast path first loaded (absent before).
+	SelfTest *SelfTest `json:"selfTest,omitempty"`
 	// NATFlows, IPv6Flows (routed IPv6 connection directions), Pairs and
 	// Microflows are the flows in the kernel now.
 	NATFlows   int `json:"natFlows"`
@@ -182,19 +194,36 @@ type PortCount struct {
 
 // Off is a manager without a program: the rings carry every frame, and
 // Stats says why (reason).
+// The self-test of this process, if any, comes with it.
 func Off(reason string) *Manager {
-	return &Manager{reason: reason, kernel: fastpath.ReadKernel()}
+	return &Manager{reason: reason, kernel: fastpath.ReadKernel(), self: lastSelfTest()}
 }
 
-// Open loads the program in o.Mode and attaches it to o.Ports (after the
-// ports, before the workers, whose RX rings get its socket filter). On
-// error nothing stays loaded.
+// Open loads the program in o.Mode, measures it once per process
+// (SelfTest) and attaches it to o.Ports (after the ports, before the
+// workers, whose RX rings get its socket filter). With o.Auto it may
+// decide the rings are cheaper on this kernel: then the error is the
+// reason (autoOff). On error nothing stays loaded.
 func Open(o Options) (*Manager, error) {
 	prog, err := fastpath.Load(fastpath.Options{Mode: o.Mode, NATFlows: o.NATFlows, IPv6Flows: o.IPv6Flows})
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{o: o, prog: prog, kernel: fastpath.ReadKernel(), offers: make(chan offer, queueDepth),
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	kernel := fastpath.ReadKernel()
+	self := selfTest(prog.Mode(), kernel, o.Log)
+	if o.Auto {
+		path := fastpath.PathBridge
+		if o.NAT != nil {
+			path = fastpath.PathNAT
+		}
+		if why := autoOff(kernel.JIT, self, path); why != "" {
+			return nil, errors.Join(errors.New(why), prog.Close())
+		}
+	}
+	m := &Manager{o: o, prog: prog, kernel: kernel, self: self, offers: make(chan offer, queueDepth),
 		ifindex: make([]int, o.NumPorts), ifaces: make([]string, o.NumPorts),
 		nat: newTable[nat.Tuple, natFlow](), v6: newTable[route6.Flow, v6Flow](),
 		pairs: map[fastpath.PairKey]*pair{}, micros: map[fastpath.MicroKey]*micro{},
@@ -343,7 +372,7 @@ func (m *Manager) Stats() (Stats, []PortCount) {
 	if m == nil {
 		return Stats{Mode: "off"}, nil
 	}
-	st := Stats{Mode: "off", Reason: m.reason, Kernel: m.kernel}
+	st := Stats{Mode: "off", Reason: m.reason, Kernel: m.kernel, SelfTest: m.self}
 	if !m.On() {
 		return st, nil
 	}
