@@ -95,6 +95,21 @@ func TestStatsEndpoints(t *testing.T) {
 	if sys.Uptime < 26*3600 || sys.Version != "v1.2.3" || sys.GoHeap == 0 || sys.GoVersion == "" || sys.TLS {
 		t.Errorf("system %+v", sys)
 	}
+	if diff := cmp.Diff(testKernel(), sys.Kernel); diff != "" {
+		t.Errorf("system's kernel (-want +got):\n%s", diff)
+	}
+	// The kernel's fields by the names docs/api.md gives them.
+	var raw struct {
+		Kernel map[string]any `json:"kernel"`
+	}
+	f.doJSON("GET", "/api/system", nil, http.StatusOK, &raw)
+	fp, _ := raw.Kernel["fast_path"].(map[string]any)
+	wd, _ := raw.Kernel["watchdog"].(map[string]any)
+	if raw.Kernel["release"] != "6.12.118" || raw.Kernel["source"] != "Debian 6.12.118-1" || raw.Kernel["jit"] != "on" ||
+		wd["identity"] != "iTCO_wdt" || wd["timeout_s"] != 30.0 || wd["state"] != "active" ||
+		fp["hit_ns"] != 121.3 || fp["userspace_ns"] != 216.2 || fp["miss_ns"] != 95.0 || fp["jit"] != true || fp["path"] != "nat" {
+		t.Errorf("system's kernel as JSON: %v", raw.Kernel)
+	}
 	var fdb struct{ Entries []map[string]any }
 	f.doJSON("GET", "/api/fdb", nil, http.StatusOK, &fdb)
 	if len(fdb.Entries) != 3 || fdb.Entries[0]["mac"] != "52:54:00:12:34:56" || fdb.Entries[0]["age_s"] != 12.0 {

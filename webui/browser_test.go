@@ -140,6 +140,11 @@ func TestBrowser(t *testing.T) {
 			stats.fastPath = &fp
 			stats.mu.Unlock()
 		}
+		setFP(FastPathSummary{Mode: "tcx", Flows: 12, Cost: &FastPathCost{JIT: false, Path: "nat", Hit: 840.4, Userspace: 900, Miss: 700}})
+		waitFor(t, ctx, "fast path cost", `document.querySelector('#fast-path-sub').textContent.endsWith('ns/frame interpreted')`, 10*time.Second)
+		if got := eval[string](t, ctx, `document.querySelector('#fast-path-sub').textContent`); got != "tcx · 12 flows in the kernel · 840 ns/frame interpreted" {
+			t.Errorf("fast path tile with its cost %q", got)
+		}
 		setFP(FastPathSummary{Mode: "off", Reason: "kernel lacks tcx"})
 		t.Cleanup(func() { setFP(FastPathSummary{Mode: "tcx", Flows: 12}) })
 		waitFor(t, ctx, "fast path off", `document.querySelector('#fast-path').textContent === 'off'`, 10*time.Second)
@@ -309,6 +314,23 @@ func TestBrowser(t *testing.T) {
 		}
 		if up := eval[string](t, ctx, `document.querySelector('#sys-uptime').textContent`); up != "1d 2h" {
 			t.Errorf("uptime %q, want 1d 2h", up)
+		}
+		// The kernel tile: its release, the BPF JIT and the fast path's
+		// measured cost; the kernel card the rest.
+		if got := eval[string](t, ctx, `document.querySelector('#sys-kernel').textContent`); got != "6.12.118" {
+			t.Errorf("kernel tile %q, want the release 6.12.118", got)
+		}
+		if got := eval[string](t, ctx, `document.querySelector('#sys-kernel-sub').textContent`); got != "BPF JIT on · fast path 121 ns/frame JIT" {
+			t.Errorf("kernel tile's line %q", got)
+		}
+		for id, want := range map[string]string{
+			"kernel-source":    "Debian 6.12.118-1",
+			"kernel-watchdog":  "iTCO_wdt, 30 s, active",
+			"kernel-fast-path": "nat frame: 121 ns in the kernel (JIT), 216 ns in userspace (without the rings); a miss 95 ns",
+		} {
+			if got := eval[string](t, ctx, `document.querySelector('#`+id+`').textContent`); got != want {
+				t.Errorf("#%s %q, want %q", id, got, want)
+			}
 		}
 	})
 

@@ -266,7 +266,14 @@ type fakeSystem struct{ started time.Time }
 
 func (f fakeSystem) Info() SystemInfo {
 	return SystemInfo{Hostname: "e1kbox-test", Version: "v1.2.3", BuildTimestamp: "2026-07-01T10:00:00Z",
-		Mode: "nat", Started: f.started, MemTotal: 2 << 30, MemAvailable: 1200 << 20}
+		Mode: "nat", Started: f.started, MemTotal: 2 << 30, MemAvailable: 1200 << 20, Kernel: testKernel()}
+}
+
+// testKernel is the kernel fakeSystem reports: e1kbox's own, JIT on.
+func testKernel() *KernelInfo {
+	return &KernelInfo{Release: "6.12.118", Version: "#1 SMP PREEMPT_DYNAMIC Debian 6.12.118-1", Source: "Debian 6.12.118-1", JIT: "on",
+		Watchdog: Watchdog{Identity: "iTCO_wdt", TimeoutSeconds: 30, State: "active"},
+		FastPath: &FastPathCost{JIT: true, Path: "nat", Hit: 121.3, Userspace: 216.2, Miss: 95}}
 }
 
 var testFDB = fakeFDB{

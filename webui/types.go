@@ -116,6 +116,27 @@ type FastPathSummary struct {
 	// bridged pairs and microflows); Packets the frames it forwarded.
 	Flows   int    `json:"flows"`
 	Packets uint64 `json:"packets"`
+	// Cost is what the programs cost a frame on this kernel, measured
+	// when the fast path first loaded; absent before, or when not
+	// measured.
+	Cost *FastPathCost `json:"cost,omitempty"`
+}
+
+// FastPathCost is the fast path's self-test, summed up: what its programs
+// cost a frame on this kernel (GET /api/dataplane has all of it).
+type FastPathCost struct {
+	// JIT: the kernel compiled the programs to machine code; false: its
+	// BPF interpreter runs them.
+	JIT bool `json:"jit"`
+	// Path is the box's kind of flow ("nat" in NAT mode, else "bridge");
+	// Hit is the ns per frame of such a flow's frame in the kernel (0:
+	// not measured), Userspace of the same frame in the slow path's
+	// forwarding without the rings (a lower bound of the rings' cost; 0:
+	// not measured), Miss of a frame the fast path leaves to the rings.
+	Path      string  `json:"path"`
+	Hit       float64 `json:"hit_ns"`
+	Userspace float64 `json:"userspace_ns"`
+	Miss      float64 `json:"miss_ns"`
 }
 
 // FieldError is one problem with a config, named by its JSON path
@@ -347,4 +368,36 @@ type SystemInfo struct {
 	// PermProblem, if set, says why changes are not kept across reboots
 	// (no writable /perm) and how to fix it.
 	PermProblem string `json:"perm_problem,omitempty"`
+	// Kernel is the running kernel; nil when unknown.
+	Kernel *KernelInfo `json:"kernel,omitempty"`
+}
+
+// KernelInfo is the running kernel as the System page shows it.
+type KernelInfo struct {
+	Release string `json:"release"` // uname -r
+	Version string `json:"version"` // uname -v
+	// Source is the distribution's source package the kernel was built
+	// from, where Version names it (e1kbox's kernel: "Debian 6.12.118-1");
+	// empty when it does not.
+	Source string `json:"source,omitempty"`
+	// JIT is the BPF JIT: "on", "off", "none" (not in the kernel: the
+	// interpreter runs BPF programs) or "unknown".
+	JIT      string   `json:"jit"`
+	Watchdog Watchdog `json:"watchdog"`
+	// FastPath is what the fast path's programs cost a frame on this
+	// kernel; absent before they were measured.
+	FastPath *FastPathCost `json:"fast_path,omitempty"`
+}
+
+// Watchdog is the hardware watchdog (/sys/class/watchdog/watchdog0),
+// which gokrazy's init keeps petting: while it runs, a hung box resets.
+type Watchdog struct {
+	// Identity is the driver's name for it ("iTCO_wdt", "i6300ESB
+	// timer"), "none" when the box has no watchdog.
+	Identity string `json:"identity"`
+	// TimeoutSeconds is how long it waits for a pet before it resets the
+	// box, 0 when unknown.
+	TimeoutSeconds int `json:"timeout_s,omitempty"`
+	// State is "active" (running) or "inactive"; empty when unknown.
+	State string `json:"state,omitempty"`
 }

@@ -84,7 +84,8 @@ func (v *Box) Snapshot() webui.Snapshot {
 		webui.DropStat{Reason: webui.DropMalformed, Packets: malformed},
 	)
 	if fp := snap.FastPath; fp != nil {
-		s.FastPath = &webui.FastPathSummary{Mode: fp.Mode, Reason: fp.Reason, Flows: fp.NATFlows + fp.IPv6Flows + fp.Pairs + fp.Microflows, Packets: fp.Packets}
+		s.FastPath = &webui.FastPathSummary{Mode: fp.Mode, Reason: fp.Reason, Flows: fp.NATFlows + fp.IPv6Flows + fp.Pairs + fp.Microflows, Packets: fp.Packets,
+			Cost: fastPathCost(fp.SelfTest, snap.NAT != nil)}
 	}
 	if snap.NAT != nil {
 		s.Drops = append(s.Drops, webui.DropStat{Reason: webui.DropNATFull, Packets: natFull})
@@ -140,9 +141,12 @@ func (v *Box) Reports() []webui.TuningReport {
 func (v *Box) Info() webui.SystemInfo {
 	info := webui.SystemInfo{Hostname: v.Hostname, Version: v.Identity.Build, BuildTimestamp: v.Identity.Build,
 		GoVersion: goVersion(), Started: v.Started, PermProblem: v.Perm.Problem}
+	var fp *dataplane.FastPathStats
 	if e := v.engine(); e != nil {
 		info.Mode = string(e.Config().Mode)
+		fp = e.Snapshot().FastPath
 	}
+	info.Kernel = kernelInfo(v.ProcRoot, fp, info.Mode == string(dataplane.ModeNAT))
 	info.MemTotal, info.MemAvailable = readMeminfo(v.ProcRoot)
 	return info
 }

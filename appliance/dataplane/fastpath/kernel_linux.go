@@ -24,7 +24,10 @@ var KernelOptions = []string{
 
 // KernelReport is what the running kernel offers the fast path.
 type KernelReport struct {
-	Release string `json:"release"`
+	Release string `json:"release"` // uname -r
+	// Version is uname -v: the build's number, options and timestamp
+	// (e1kbox's kernel has its Debian source package there).
+	Version string `json:"version"`
 	// Config maps each of KernelOptions to its value ("y", "m", or "n"
 	// for not set); empty when /proc/config.gz is missing.
 	Config map[string]string `json:"config,omitempty"`
@@ -43,6 +46,7 @@ func ReadKernel() KernelReport {
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		r.Release = unix.ByteSliceToString(u.Release[:])
+		r.Version = unix.ByteSliceToString(u.Version[:])
 	}
 	if f, err := os.Open("/proc/config.gz"); err == nil {
 		defer f.Close()

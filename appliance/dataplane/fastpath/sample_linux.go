@@ -84,6 +84,16 @@ func (s *Sample) natFlows(in, out int, slot uint32) [2]natRule {
 	}
 }
 
+// putNAT installs the sample's NAT flows (natFlows) into p.
+func (s *Sample) putNAT(p *Program, in, out int, slot uint32) error {
+	for _, f := range s.natFlows(in, out, slot) {
+		if err := p.PutNAT(f.key, f.flow); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // pair is the sample's bridged pair (the rules give all its frames one
 // verdict): frames arriving on interface in leave on out, counted in slot.
 func (s *Sample) pair(in, out int, slot uint32) (PairKey, Pair) {

@@ -116,10 +116,8 @@ func MeasureSelf(mode Mode) (SelfTest, error) {
 		return st, fmt.Errorf("fastpath self-test: %w", err)
 	}
 	st.Paths = append(st.Paths, p.measurePath(progs, PathBridge, s.PairFrame(), pairSlot))
-	for _, f := range s.natFlows(in, out, natSlot) {
-		if err := p.PutNAT(f.key, f.flow); err != nil {
-			return st, fmt.Errorf("fastpath self-test: %w", err)
-		}
+	if err := s.putNAT(p, in, out, natSlot); err != nil {
+		return st, fmt.Errorf("fastpath self-test: %w", err)
 	}
 	st.Paths = append(st.Paths, p.measurePath(progs, PathNAT, s.NATFrame(), natSlot))
 	st.Paths = append(st.Paths, p.measurePath(progs, PathMiss, s.MissFrame(), -1))

@@ -103,10 +103,8 @@ func TestMeasureSelf(t *testing.T) {
 func TestMeasureWrongPath(t *testing.T) {
 	p := load(t, ModeTCX)
 	s := SampleTraffic()
-	for _, f := range s.natFlows(1, 2, 0) {
-		if err := p.PutNAT(f.key, f.flow); err != nil {
-			t.Fatal(err)
-		}
+	if err := s.putNAT(p, 1, 2, 0); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name  string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"e1kbox/appliance/dataplane/fastpath"
 )
@@ -39,6 +40,7 @@ func selfTest(mode fastpath.Mode, kernel fastpath.KernelReport, log *slog.Logger
 	if st := selfTests.byMode[mode]; st != nil {
 		return st
 	}
+	start := time.Now()
 	st := &SelfTest{}
 	var err error
 	st.SelfTest, err = fastpath.MeasureSelf(mode)
@@ -46,7 +48,7 @@ func selfTest(mode fastpath.Mode, kernel fastpath.KernelReport, log *slog.Logger
 		st.Error = err.Error()
 	}
 	st.Userspace = measureUserspace()
-	logSelfTest(log, st, kernel)
+	logSelfTest(log, st, kernel, time.Since(start))
 	if selfTests.byMode == nil {
 		selfTests.byMode = map[fastpath.Mode]*SelfTest{}
 	}
@@ -63,8 +65,9 @@ func lastSelfTest() *SelfTest {
 }
 
 // logSelfTest logs the self-test's numbers, once per mode and process.
-func logSelfTest(log *slog.Logger, st *SelfTest, kernel fastpath.KernelReport) {
-	args := []any{"mode", st.Mode, "jit", kernel.JIT, "jited", st.JITed, "frames", st.Frames, "rounds", st.Rounds}
+func logSelfTest(log *slog.Logger, st *SelfTest, kernel fastpath.KernelReport, took time.Duration) {
+	args := []any{"mode", st.Mode, "jit", kernel.JIT, "jited", st.JITed, "frames", st.Frames, "rounds", st.Rounds,
+		"took", took.Round(time.Millisecond)}
 	var failed []any
 	add := func(prefix string, paths []fastpath.PathCost) {
 		for _, p := range paths {
@@ -86,9 +89,9 @@ func logSelfTest(log *slog.Logger, st *SelfTest, kernel fastpath.KernelReport) {
 	}
 }
 
-// userCost is the slow path's ns per frame of path; false when it was not
+// UserCost is the slow path's ns per frame of path; false when it was not
 // measured.
-func (st *SelfTest) userCost(path string) (float64, bool) {
+func (st *SelfTest) UserCost(path string) (float64, bool) {
 	u := fastpath.SelfTest{Paths: st.Userspace}
 	return u.Cost(path)
 }
@@ -111,7 +114,7 @@ func autoOff(jit string, st *SelfTest, path string) string {
 	if !ok {
 		return fmt.Sprintf("BPF interpreted, and its cost was not measured: %s", st.why(st.Paths, path))
 	}
-	user, ok := st.userCost(path)
+	user, ok := st.UserCost(path)
 	if !ok {
 		return fmt.Sprintf("BPF interpreted, and the userspace cost was not measured: %s", st.why(st.Userspace, path))
 	}

@@ -108,7 +108,7 @@ func TestOpenMeasures(t *testing.T) {
 		}
 	}
 	for _, path := range []string{fastpath.PathNAT, fastpath.PathBridge} {
-		if ns, ok := st.SelfTest.userCost(path); !ok || ns <= 0 {
+		if ns, ok := st.SelfTest.UserCost(path); !ok || ns <= 0 {
 			t.Errorf("userspace %s: %v ns per frame, measured %v", path, ns, ok)
 		}
 	}
@@ -119,6 +119,7 @@ func TestOpenMeasures(t *testing.T) {
 		t.Errorf("Off: self-test %p, reason %q; want the process's (%p)", off.SelfTest, off.Reason, st.SelfTest)
 	}
 	text := logs.String()
+	t.Log(text)
 	if n := strings.Count(text, "fast path self-test"); n != 1 || !strings.Contains(text, " nat_ns=") || !strings.Contains(text, " userspace_bridge_ns=") {
 		t.Errorf("logged %d times, want once with the numbers:\n%s", n, text)
 	}

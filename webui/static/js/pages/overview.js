@@ -4,7 +4,7 @@
 // CPU and interrupts, the in-kernel fast path's state and rate.
 
 import { api } from '../api.js';
-import { h, replace, meter, count, fmtPPS, fmtBPS, speed, si, duration } from '../dom.js';
+import { h, replace, meter, count, fmtPPS, fmtBPS, speed, si, duration, fastPathCost } from '../dom.js';
 import { TimeChart, PALETTE } from '../chart.js';
 
 const DROP_NAMES = {
@@ -345,7 +345,8 @@ export default function overview(el, { info, stream }) {
     } else if (fp.mode === 'off') {
       set('fast-path', 'off', 0, `rings carry every frame: ${fp.reason || 'off'}`);
     } else {
-      set('fast-path', fmtPPS(fp.per_s), fp.per_s, `${fp.mode} · ${count(fp.flows)} flows in the kernel`);
+      const cost = fastPathCost(fp.cost);
+      set('fast-path', fmtPPS(fp.per_s), fp.per_s, `${fp.mode} · ${count(fp.flows)} flows in the kernel${cost ? ` · ${cost}` : ''}`);
     }
 
     const maxDrop = Math.max(1, ...msg.drops.map((d) => d.per_s));

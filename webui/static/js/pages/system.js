@@ -1,13 +1,42 @@
-// System: version, build, uptime, memory; firmware update upload (a .gaf,
+// System: version, build, uptime, memory, the kernel (its BPF JIT, the
+// fast path's cost on it, the watchdog); firmware update upload (a .gaf,
 // test-booted by the box and kept only once healthy); config history,
 // backup download and restore upload (a restore is applied like any
 // change: commit-confirm).
 
 import { api, CSRF_HEADER } from '../api.js';
-import { h, replace, bytes, duration, dateTime, meter, toast } from '../dom.js';
+import { h, replace, bytes, duration, dateTime, meter, toast, fastPathCost } from '../dom.js';
 
-function tile(label, value, id, small = false) {
-  return h('div', { class: 'tile' }, h('div', { class: 'label' }, label), h('div', { class: `value${small ? ' small' : ''}`, id }, value));
+function tile(label, value, id, small = false, sub = null) {
+  return h('div', { class: 'tile' }, h('div', { class: 'label' }, label), h('div', { class: `value${small ? ' small' : ''}`, id }, value),
+    sub === null ? null : h('div', { class: 'sub', id: `${id}-sub` }, sub));
+}
+
+const JIT_WORDS = { on: 'on', off: 'off', none: 'none: interpreted', unknown: 'unknown' };
+
+// watchdog says which watchdog resets a hung box, and how soon.
+function watchdog(w) {
+  if (!w || w.identity === 'none') return 'none';
+  return [w.identity, w.timeout_s ? `${w.timeout_s} s` : '', w.state || ''].filter(Boolean).join(', ');
+}
+
+// fastPathLine is the fast path's measured cost next to the slow path's.
+function fastPathLine(c) {
+  if (!c) return 'not measured';
+  const ns = (v) => (v ? `${v.toFixed(0)} ns` : 'not measured');
+  return `${c.path} frame: ${ns(c.hit_ns)} in the kernel (${c.jit ? 'JIT' : 'interpreted'}), ${ns(c.userspace_ns)} in userspace (without the rings); a miss ${ns(c.miss_ns)}`;
+}
+
+// kernelCard lists the running kernel's facts.
+function kernelCard(k) {
+  const row = (dt, dd, id) => [h('dt', {}, dt), h('dd', { id }, dd)];
+  return [h('h2', {}, 'Kernel'), h('dl', { class: 'kv' },
+    row('Release', k.release, 'kernel-release'),
+    row('Version', k.version, 'kernel-version'),
+    row('Source package', k.source || 'not named in the version', 'kernel-source'),
+    row('BPF JIT', JIT_WORDS[k.jit] || k.jit, 'kernel-jit'),
+    row('Watchdog', watchdog(k.watchdog), 'kernel-watchdog'),
+    row('Fast path per frame', fastPathLine(k.fast_path), 'kernel-fast-path'))];
 }
 
 // built shows a build timestamp as a date when it is one.
@@ -19,6 +48,7 @@ export default function system(el, { info, banner }) {
   const tiles = h('div', { class: 'tiles', id: 'system-tiles' });
   const permWarning = h('div', { class: 'errors', id: 'perm-warning', hidden: true });
   const mem = h('div', { class: 'card' });
+  const kernel = h('div', { class: 'card', id: 'kernel-card', hidden: true });
   const history = h('tbody', { id: 'history-body' });
   const restoreErr = h('div', { class: 'errors', hidden: true });
   const file = h('input', { type: 'file', id: 'restore-file', accept: 'application/json,.json', hidden: true, onchange: () => restore() });
@@ -31,6 +61,7 @@ export default function system(el, { info, banner }) {
       permWarning,
       tiles,
       mem,
+      kernel,
       update ? update.el : null,
       info.features.config ? h('div', { class: 'card stack' },
         h('div', { class: 'row' }, h('h2', {}, 'Configuration'), h('span', { class: 'spacer' })),
@@ -49,13 +80,18 @@ export default function system(el, { info, banner }) {
       const s = await api('/api/system');
       permWarning.hidden = !s.perm_problem;
       replace(permWarning, s.perm_problem || '');
+      const k = s.kernel;
+      const cost = k ? fastPathCost(k.fast_path) : '';
       replace(tiles,
         tile('Version', s.version || 'dev', 'sys-version'),
         tile('Built', built(s.build_timestamp), 'sys-build', true),
         tile('Uptime', duration(s.uptime_s), 'sys-uptime'),
         tile('Mode', s.mode || '–', 'sys-mode'),
         tile('Go', s.go_version, 'sys-go', true),
-        tile('Dashboard', s.tls ? 'HTTPS' : 'HTTP', 'sys-tls'));
+        tile('Dashboard', s.tls ? 'HTTPS' : 'HTTP', 'sys-tls'),
+        k ? tile('Kernel', k.release, 'sys-kernel', true, `BPF JIT ${JIT_WORDS[k.jit] || k.jit}${cost ? ` · fast path ${cost}` : ''}`) : null);
+      kernel.hidden = !k;
+      if (k) replace(kernel, kernelCard(k));
       const used = s.mem_total ? s.mem_total - s.mem_available : 0;
       replace(mem, h('h2', {}, 'Memory'),
         s.mem_total ? [
