@@ -320,7 +320,7 @@ func TestBrowser(t *testing.T) {
 		if got := eval[string](t, ctx, `document.querySelector('#sys-kernel').textContent`); got != "6.12.118" {
 			t.Errorf("kernel tile %q, want the release 6.12.118", got)
 		}
-		if got := eval[string](t, ctx, `document.querySelector('#sys-kernel-sub').textContent`); got != "BPF JIT on · fast path 121 ns/frame JIT" {
+		if got := eval[string](t, ctx, `document.querySelector('#sys-kernel-sub').textContent`); got != "BPF JIT on · fast path 121 ns/frame" {
 			t.Errorf("kernel tile's line %q", got)
 		}
 		for id, want := range map[string]string{

@@ -88,9 +88,10 @@ func (s *SelfTest) Cost(path string) (float64, bool) {
 // punt counts see nothing of it. It takes a second verifier pass and a
 // few ms of runs.
 //
-// Each path's verdict is checked, on every run: a hit must be forwarded
-// (redirected, and counted in its flow's slot), a miss left to the rings
-// (counted as a miss); else the path has an Error and no number.
+// Each call's verdict is checked, and the counters of every run: a hit
+// must be forwarded (redirected, and counted in its flow's slot), a miss
+// left to the rings (counted as a miss); else the path has an Error and
+// no number.
 func MeasureSelf(mode Mode) (SelfTest, error) {
 	st := SelfTest{Mode: mode, Frames: SelfTestFrames, Rounds: SelfTestRounds}
 	p, err := Load(Options{Mode: mode, NATFlows: 2, IPv6Flows: 1, Pairs: 1, Micro: 1})
@@ -214,7 +215,7 @@ func runFrames(pr testProgram, frame []byte, want string) (time.Duration, error)
 		if got := verdictName(pr.prog.Type(), ret); got != want {
 			return 0, fmt.Errorf("the %s program returned %q, want %q", pr.name, got, want)
 		}
-		sum += d * SelfTestBatch // d is the time of one run
+		sum += d * SelfTestBatch // d is the mean run, in whole ns (the kernel divides)
 	}
 	return sum, nil
 }

@@ -59,14 +59,6 @@ export function fmtRate(n, unit) {
 export const fmtPPS = (n) => fmtRate(n, 'pps');
 export const fmtBPS = (n) => fmtRate(n, 'b/s');
 
-// fastPathCost says what the fast path's programs cost a frame of the
-// box's kind of flow (a FastPathCost, docs/api.md) and whether the kernel
-// compiles them; '' before they were measured.
-export function fastPathCost(c) {
-  if (!c || !c.hit_ns) return '';
-  return `${c.hit_ns.toFixed(0)} ns/frame ${c.jit ? 'JIT' : 'interpreted'}`;
-}
-
 // count formats an integer with thousands separators.
 export function count(n) {
   return n === null || n === undefined ? '–' : Number(n).toLocaleString('en-US');

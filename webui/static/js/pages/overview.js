@@ -4,7 +4,7 @@
 // CPU and interrupts, the in-kernel fast path's state and rate.
 
 import { api } from '../api.js';
-import { h, replace, meter, count, fmtPPS, fmtBPS, speed, si, duration, fastPathCost } from '../dom.js';
+import { h, replace, meter, count, fmtPPS, fmtBPS, speed, si, duration } from '../dom.js';
 import { TimeChart, PALETTE } from '../chart.js';
 
 const DROP_NAMES = {
@@ -29,6 +29,14 @@ function set(id, text, value, sub) {
   el.textContent = text;
   if (value !== undefined) el.dataset.value = String(value);
   if (sub !== undefined) document.getElementById(`${id}-sub`).textContent = sub;
+}
+
+// fastPathCost says what the fast path's programs cost a frame of the
+// box's kind of flow (a FastPathCost, docs/api.md) and whether the kernel
+// compiles them; '' before they were measured.
+function fastPathCost(c) {
+  if (!c || !c.hit_ns) return '';
+  return `${c.hit_ns.toFixed(0)} ns/frame ${c.jit ? 'JIT' : 'interpreted'}`;
 }
 
 const until = (t) => (t ? duration((Date.parse(t) - Date.now()) / 1000) : '–');

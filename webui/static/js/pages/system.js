@@ -5,7 +5,7 @@
 // change: commit-confirm).
 
 import { api, CSRF_HEADER } from '../api.js';
-import { h, replace, bytes, duration, dateTime, meter, toast, fastPathCost } from '../dom.js';
+import { h, replace, bytes, duration, dateTime, meter, toast } from '../dom.js';
 
 function tile(label, value, id, small = false, sub = null) {
   return h('div', { class: 'tile' }, h('div', { class: 'label' }, label), h('div', { class: `value${small ? ' small' : ''}`, id }, value),
@@ -81,7 +81,7 @@ export default function system(el, { info, banner }) {
       permWarning.hidden = !s.perm_problem;
       replace(permWarning, s.perm_problem || '');
       const k = s.kernel;
-      const cost = k ? fastPathCost(k.fast_path) : '';
+      const hit = k && k.fast_path && k.fast_path.hit_ns;
       replace(tiles,
         tile('Version', s.version || 'dev', 'sys-version'),
         tile('Built', built(s.build_timestamp), 'sys-build', true),
@@ -89,7 +89,7 @@ export default function system(el, { info, banner }) {
         tile('Mode', s.mode || '–', 'sys-mode'),
         tile('Go', s.go_version, 'sys-go', true),
         tile('Dashboard', s.tls ? 'HTTPS' : 'HTTP', 'sys-tls'),
-        k ? tile('Kernel', k.release, 'sys-kernel', true, `BPF JIT ${JIT_WORDS[k.jit] || k.jit}${cost ? ` · fast path ${cost}` : ''}`) : null);
+        k ? tile('Kernel', k.release, 'sys-kernel', true, `BPF JIT ${JIT_WORDS[k.jit] || k.jit}${hit ? ` · fast path ${hit.toFixed(0)} ns/frame` : ''}`) : null);
       kernel.hidden = !k;
       if (k) replace(kernel, kernelCard(k));
       const used = s.mem_total ? s.mem_total - s.mem_available : 0;
