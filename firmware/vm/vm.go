@@ -188,6 +188,11 @@ func (o *Options) args(monitor, vars string) []string {
 		}
 		args = append(args, "-device", "e1000e,netdev="+id+",mac="+DataMAC(i))
 	}
+	// A hardware watchdog, as a real box has (iTCO): gokrazy's init runs
+	// it from boot; it resets the machine (QEMU's default action) when a
+	// kernel hangs, also an update's kexec test boot (firmware/watchdog).
+	// After the NICs, so that their PCI slots stay where they were.
+	args = append(args, "-device", "i6300esb")
 	if o.UEFI {
 		args = append(args,
 			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
@@ -243,11 +248,22 @@ func (v *VM) Quiet() time.Duration { return v.tail.quiet() }
 // tells a box that was slow from one that hung or rebooted twice.
 func (v *VM) Timeline() string { return v.tail.timeline() }
 
+// Event is a milestone line of the console and the host time it arrived
+// at, since QEMU started.
+type Event struct {
+	At   time.Duration
+	Line string
+}
+
+// Events are the milestones Timeline lists (the last 400).
+func (v *VM) Events() []Event { return v.tail.eventList() }
+
 // milestones are the console lines Timeline keeps.
 var milestones = []string{
 	"Command line:", "Run /gokrazy/init", "e1kbox init:", "Synchronous reboot requested",
 	"kexec_core:", "reboot: ", "Kernel panic", "Oops", "BUG:", "hardware watchdog", "rcu_sched",
 	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock", "e1kbox update:", "NIC Link is Up",
+	"Waiting for root device", "i6300esb",
 }
 
 type tailBuffer struct {
@@ -256,7 +272,7 @@ type tailBuffer struct {
 	max     int
 	start   time.Time
 	partial []byte    // the console line being received
-	events  []string  // "+12.3s line", at most maxEvents (oldest dropped)
+	events  []Event   // at most maxEvents (oldest dropped)
 	last    time.Time // when the console last printed
 }
 
@@ -299,7 +315,7 @@ func (t *tailBuffer) scan(p []byte) {
 				if len(t.events) == maxEvents {
 					t.events = append(t.events[:0], t.events[1:]...)
 				}
-				t.events = append(t.events, fmt.Sprintf("%+7.1fs %s", time.Since(t.start).Seconds(), s))
+				t.events = append(t.events, Event{At: time.Since(t.start), Line: s})
 				break
 			}
 		}
@@ -316,9 +332,17 @@ func (t *tailBuffer) quiet() time.Duration {
 }
 
 func (t *tailBuffer) timeline() string {
+	var lines []string
+	for _, e := range t.eventList() {
+		lines = append(lines, fmt.Sprintf("%+7.1fs %s", e.At.Seconds(), e.Line))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (t *tailBuffer) eventList() []Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.Join(t.events, "\n")
+	return append([]Event(nil), t.events...)
 }
 
 func (t *tailBuffer) String() string {
