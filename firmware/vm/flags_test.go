@@ -33,7 +33,7 @@ func TestFlagsCommandLine(t *testing.T) {
 			}
 			o.Image = "disk.img"
 			o.defaults()
-			args := o.args("MON", "VARS")
+			args := o.args("MON", "QMP", "VARS")
 			i := slices.Index(args, "-accel")
 			if i < 0 || i+1 == len(args) {
 				t.Fatalf("no -accel in %q", args)
@@ -66,8 +66,8 @@ func TestFlagsRejectUnknownThreads(t *testing.T) {
 func TestOptionsZeroValue(t *testing.T) {
 	o := Options{Image: "disk.img", HTTPPort: 1, DashboardPort: 2, DataTaps: [2]string{"tapA", ""}}
 	o.defaults()
-	got := strings.Join(o.args("MON", ""), " ")
-	for _, w := range []string{"-accel tcg -cpu qemu64 -smp 2 -m 1024", "-monitor unix:MON,server,nowait",
+	got := strings.Join(o.args("MON", "QMP", ""), " ")
+	for _, w := range []string{"-accel tcg -cpu qemu64 -smp 2 -m 1024", "-monitor unix:MON,server,nowait -qmp unix:QMP,server,nowait",
 		"-netdev tap,id=data1,ifname=tapA,script=no,downscript=no -device e1000e,netdev=data1,mac=52:54:00:e1:00:01",
 		"-netdev user,id=data2,restrict=on -device e1000e,netdev=data2,mac=52:54:00:e1:00:02 -device i6300esb"} {
 		if !strings.Contains(got, w) {

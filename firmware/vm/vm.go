@@ -62,6 +62,7 @@ type VM struct {
 	done    chan struct{}
 	waitErr error
 	monitor string // QEMU's human monitor socket (see Monitor)
+	events  events // from QEMU's QMP socket (see WatchdogFired)
 }
 
 // Start launches QEMU.
@@ -91,9 +92,11 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	monitor := filepath.Join(monDir, "monitor.sock")
-	cmd := exec.CommandContext(ctx, qemu, opts.args(monitor, vars)...)
-	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10, start: time.Now()}, done: make(chan struct{}), monitor: monitor}
+	monitor, qmp := filepath.Join(monDir, "monitor.sock"), filepath.Join(monDir, "qmp.sock")
+	cmd := exec.CommandContext(ctx, qemu, opts.args(monitor, qmp, vars)...)
+	now := time.Now()
+	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10, start: now}, done: make(chan struct{}), monitor: monitor,
+		events: events{start: now}}
 	var out io.Writer = v.tail
 	if opts.Console != nil {
 		out = io.MultiWriter(v.tail, opts.Console)
@@ -106,8 +109,15 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 		os.RemoveAll(monDir)
 		return nil, fmt.Errorf("starting qemu: %w", err)
 	}
+	exited, followed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(followed)
+		v.events.follow(qmp, exited)
+	}()
 	go func() {
 		v.waitErr = cmd.Wait()
+		close(exited)
+		<-followed
 		os.RemoveAll(monDir)
 		close(v.done)
 	}()
@@ -158,9 +168,9 @@ func (o *Options) ovmfVars() (string, error) {
 }
 
 // args is QEMU's command line for the options (defaults filled, ports
-// chosen), with its monitor on the unix socket monitor and, for UEFI, the
-// OVMF variable store vars.
-func (o *Options) args(monitor, vars string) []string {
+// chosen), with its human monitor on the unix socket monitor, QMP on the
+// unix socket qmp and, for UEFI, the OVMF variable store vars.
+func (o *Options) args(monitor, qmp, vars string) []string {
 	accel := "tcg"
 	if o.OneTCGThread {
 		accel = "tcg,thread=single"
@@ -173,7 +183,8 @@ func (o *Options) args(monitor, vars string) []string {
 		"-nodefaults",
 		"-machine", "pc", "-accel", accel, "-cpu", o.CPU,
 		"-smp", strconv.Itoa(o.CPUs), "-m", strconv.Itoa(o.MemoryMB),
-		"-display", "none", "-monitor", "unix:" + monitor + ",server,nowait", "-serial", "stdio",
+		"-display", "none", "-monitor", "unix:" + monitor + ",server,nowait", "-qmp", "unix:" + qmp + ",server,nowait",
+		"-serial", "stdio",
 		"-drive", "file=" + o.Image + ",format=raw,if=ide,index=0,media=disk,cache=unsafe",
 		"-netdev", fmt.Sprintf("user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:%d-:%d,hostfwd=tcp:127.0.0.1:%d-:%d",
 			o.HTTPPort, o.GuestHTTPPort, o.DashboardPort, o.GuestDashboardPort),
@@ -263,7 +274,7 @@ var milestones = []string{
 	"Command line:", "Run /gokrazy/init", "e1kbox init:", "Synchronous reboot requested",
 	"kexec_core:", "reboot: ", "Kernel panic", "Oops", "BUG:", "hardware watchdog", "rcu_sched",
 	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock", "e1kbox update:", "NIC Link is Up",
-	"Waiting for root device", "i6300esb",
+	"Waiting for root device", "i6300ESB timer",
 }
 
 type tailBuffer struct {
