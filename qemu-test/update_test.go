@@ -23,7 +23,8 @@ import (
 // TestGokPathThenFirmwareUpdate updates a box built by firmware build the
 // way gok does (plain /update/root, /update/boot, /update/mbr,
 // /update/switch, reboot; programs without -ldflags; gokrazy's generated
-// init): it comes up healthy, and its guard checks and records the build.
+// init): it comes up healthy, without a watchdog reset in gokrazy's kexec
+// reboot, and its guard checks and records the build.
 // Then `firmware update` takes it to a build with another boot file system
 // (health gate passing), and a power cycle boots that through the
 // firmware (BIOS) from the moved pointers.
@@ -47,6 +48,11 @@ func TestGokPathThenFirmwareUpdate(t *testing.T) {
 	t.Logf("gok's path: %s", rep)
 	if err := b.healthyOn(bs.second.BuildTimestamp); err != nil {
 		t.Fatal(err)
+	}
+	// gokrazy's reboot is a kexec: the watchdog ran through it, and the
+	// new build's init took it over in time.
+	if len(b.WatchdogFired()) > 0 {
+		t.Errorf("the watchdog reset the box on gok's path: %s", b.watchdogNote())
 	}
 	// The guard (a supervised package under the generated init) checked
 	// the build gok switched to.
