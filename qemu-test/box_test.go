@@ -78,6 +78,10 @@ func bootForAny(t, owner testing.TB, builds []*build.Manifest, opts vm.Options) 
 		on, err := b.waitHealthyAny(builds, bootTimeout)
 		if err == nil {
 			t.Logf("boot (attempt %d, uefi=%v): healthy after %.1fs on build %s", attempt, opts.UEFI, time.Since(start).Seconds(), on.BuildTimestamp)
+			if fired := v.WatchdogFired(); len(fired) > 0 {
+				// A hang early in the boot (TCG), ended by the watchdog.
+				t.Logf("WATCHDOG RESET: the box hung in this boot and its watchdog reset it (%s); console saved", b.watchdogNote())
+			}
 			owner.Cleanup(func() {
 				b.saveConsole(owner.Name()) // an artifact of every boot, passed or failed
 				b.Kill()
@@ -178,7 +182,10 @@ func (b *box) hangReport() string {
 }
 
 // panics counts the kernel panics in the retained console.
-func (b *box) panics() int { return strings.Count(b.Console(), "Kernel panic") }
+func (b *box) panics() int { return panicCount(b.Console()) }
+
+// panicCount counts the kernel panics in a console.
+func panicCount(console string) int { return strings.Count(console, "Kernel panic") }
 
 // reason says what a power cycle interrupted when no update report does.
 type reason string
@@ -191,8 +198,22 @@ func (r reason) String() string { return string(r) }
 // timeline with host times.
 func (b *box) diagnosis(rep fmt.Stringer) string {
 	console := tail(b.Console(), 40) // before SysRq prints its backtraces
-	return fmt.Sprintf("serial console tail:\n%s\n%s\n%s\nboot timeline (host time since QEMU started):\n%s",
-		console, b.hangReport(), rep, tail(b.Timeline(), 30))
+	return fmt.Sprintf("serial console tail:\n%s\n%s\n%s\nboot timeline (host time since QEMU started):\n%s\n%s",
+		console, b.hangReport(), rep, tail(b.Timeline(), 30), b.watchdogNote())
+}
+
+// watchdogNote says when QEMU's watchdog reset the box (host time since
+// QEMU started).
+func (b *box) watchdogNote() string {
+	fired := b.WatchdogFired()
+	if len(fired) == 0 {
+		return "QEMU's watchdog never fired"
+	}
+	var at []string
+	for _, f := range fired {
+		at = append(at, seen(f))
+	}
+	return "QEMU's watchdog fired (a reset) at " + strings.Join(at, ", ")
 }
 
 func tail(s string, lines int) string {

@@ -59,10 +59,12 @@ type builds struct {
 	// build timestamp (an update that leaves the boot partition as it is);
 	// changed has another kernel command line, so its boot file system
 	// differs; broke's appliance never becomes healthy; panics' kernel
-	// panics at boot (init=/nonexistent). All share config.json, with the
-	// guard's health deadline shortened for the tests.
-	good, second, changed, broke, panics *build.Manifest
-	err                                  error
+	// panics at boot (init=/nonexistent); hangs' kernel waits forever for
+	// a root device that does not exist (rootwait), without panicking.
+	// All share config.json, with the guard's health deadline shortened
+	// for the tests.
+	good, second, changed, broke, panics, hangs *build.Manifest
+	err                                         error
 }
 
 var (
@@ -106,6 +108,9 @@ func theBuilds(t testing.TB) *builds {
 				pkgConfig(cfg, "e1kbox/appliance")["CommandLineFlags"] = []string{"-listen=256.0.0.1:8080"}
 			}},
 			{"panics", &shared.panics, false, func(cfg map[string]any) { cfg["KernelExtraArgs"] = []string{"init=/nonexistent"} }},
+			// The last root= counts: after the real one (which updates
+			// edit), one no disk has.
+			{"hangs", &shared.hangs, false, func(cfg map[string]any) { cfg["KernelExtraArgs"] = []string{"root=" + missingRoot} }},
 		} {
 			cfgPath, err := testConfig(filepath.Join(dir, b.name+"-config.json"), b.edit)
 			if err != nil {

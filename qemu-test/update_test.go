@@ -23,7 +23,8 @@ import (
 // TestGokPathThenFirmwareUpdate updates a box built by firmware build the
 // way gok does (plain /update/root, /update/boot, /update/mbr,
 // /update/switch, reboot; programs without -ldflags; gokrazy's generated
-// init): it comes up healthy, and its guard checks and records the build.
+// init): it comes up healthy, without a watchdog reset in gokrazy's kexec
+// reboot, and its guard checks and records the build.
 // Then `firmware update` takes it to a build with another boot file system
 // (health gate passing), and a power cycle boots that through the
 // firmware (BIOS) from the moved pointers.
@@ -47,6 +48,11 @@ func TestGokPathThenFirmwareUpdate(t *testing.T) {
 	t.Logf("gok's path: %s", rep)
 	if err := b.healthyOn(bs.second.BuildTimestamp); err != nil {
 		t.Fatal(err)
+	}
+	// gokrazy's reboot is a kexec: the watchdog ran through it, and the
+	// new build's init took it over in time.
+	if len(b.WatchdogFired()) > 0 {
+		t.Errorf("the watchdog reset the box on gok's path: %s", b.watchdogNote())
 	}
 	// The guard (a supervised package under the generated init) checked
 	// the build gok switched to.
@@ -85,6 +91,10 @@ func TestGokPathThenFirmwareUpdate(t *testing.T) {
 //     on the previous build by itself: the test boot is a kexec, the boot
 //     pointers never moved, so the panic's reboot (panic=10) boots the
 //     previous build, whose guard records why;
+//   - an update whose kernel hangs without panicking (it waits forever for
+//     a root device no disk has) comes back on the previous build by
+//     itself too: the hardware watchdog gokrazy's init started kept
+//     running through the kexec, and its reset boots the previous build;
 //   - (UEFI) the changed update, whole, commits, and a power cycle boots
 //     its new body through OVMF and systemd-boot (BIOS booting a committed
 //     new body: TestGokPathThenFirmwareUpdate).
@@ -113,7 +123,10 @@ func TestFailedUpdates(t *testing.T) {
 			}) {
 				return
 			}
-			if !t.Run("kernel that panics", func(t *testing.T) { b = panicReverts(t, outer, b, bs) }) || !tc.uefi {
+			if !t.Run("kernel that panics", func(t *testing.T) { b = revertsByItself(t, outer, b, bs.good, panicking(bs)) }) {
+				return
+			}
+			if !t.Run("kernel that hangs", func(t *testing.T) { b = revertsByItself(t, outer, b, bs.good, hanging(bs)) }) || !tc.uefi {
 				return
 			}
 			t.Run("whole update, then a power cycle", func(t *testing.T) {
@@ -131,42 +144,84 @@ func TestFailedUpdates(t *testing.T) {
 	}
 }
 
-// panicReverts updates b to bs.panics and checks that the box comes back
-// on the build it ran, with the test boot's panic on the console. A box
-// that panicked as it must and then went silent booting the previous
-// build (the TCG silence of powerCycle) is power-cycled, and its own
-// record of the update stands for the client's report. It returns the box
-// that runs.
-func panicReverts(t *testing.T, owner testing.TB, b *box, bs *builds) *box {
-	panics := b.panics()
+// deadKernel is an update whose kernel never reaches userspace.
+type deadKernel struct {
+	what string // "panics", "hangs"
+	m    *build.Manifest
+	// ended counts the test boots of this kind the console shows ended
+	// (by a panic, by the watchdog's reset).
+	ended func(console string) int
+	// resets is how often the hardware watchdog must fire for it: a panic
+	// reboots the box itself before the watchdog's time is up.
+	resets int
+	// check, if set, looks at what the box that ran the test boot showed
+	// of it, once it reverted; it says what it saw.
+	check func(shown) (string, error)
+}
+
+// shown is what a box showed: its console, the console's milestones and
+// when QEMU's watchdog fired.
+type shown struct {
+	console string
+	events  []vm.Event
+	fired   []time.Duration
+}
+
+func (b *box) shown() shown { return shown{b.Console(), b.Events(), b.WatchdogFired()} }
+
+// panicking is the update whose kernel panics at boot.
+func panicking(bs *builds) deadKernel {
+	return deadKernel{what: "panics", m: bs.panics, ended: panicCount}
+}
+
+// revertsByItself updates b, which runs build from, to the dead kernel dk
+// and checks that the box comes back on from, with the test boot's end on
+// the console. A box whose test boot ended as it must and that then went
+// silent booting the previous build (the TCG silence of powerCycle) is
+// power-cycled, and its own record of the update stands for the client's
+// report. It returns the box that runs.
+func revertsByItself(t *testing.T, owner testing.TB, b *box, from *build.Manifest, dk deadKernel) *box {
+	before := b.shown()
 	start := time.Now()
-	rep, err := b.update(bs.panics)
-	panicked := b.panics() > panics
-	if errors.Is(err, ota.ErrNoAnswer) && panicked {
-		b = b.powerCycle(t, owner, bs.good, rep, err, nil)
-		last := b.waitLast(t, func(r *boxupdate.Record) bool { return r.To.Timestamp == bs.panics.BuildTimestamp }, 2*time.Minute)
-		rep = recordReport(bs.good, bs.panics, last)
+	rep, err := b.update(dk.m)
+	after := b.shown() // of the box that ran the test boot
+	came := dk.ended(after.console) > dk.ended(before.console)
+	resets := len(after.fired) - len(before.fired)
+	if errors.Is(err, ota.ErrNoAnswer) && came {
+		b = b.powerCycle(t, owner, from, rep, err, nil)
+		last := b.waitLast(t, func(r *boxupdate.Record) bool { return r.To.Timestamp == dk.m.BuildTimestamp }, 2*time.Minute)
+		rep = recordReport(from, dk.m, last)
 		if err = nil; last.Outcome != boxupdate.Committed {
 			err = fmt.Errorf("%w: %s", ota.ErrReverted, last.Reason)
 		}
 	}
 	if !errors.Is(err, ota.ErrReverted) {
-		t.Fatalf("%s\nupdate to a kernel that panics: %v, want ErrReverted", b.diagnosis(rep), err)
+		t.Fatalf("%s\nupdate to a kernel that %s: %v, want ErrReverted", b.diagnosis(rep), dk.what, err)
 	}
 	t.Logf("%s", rep)
 	if !strings.Contains(rep.Reason, "did not come up") {
 		t.Errorf("reason %q", rep.Reason)
 	}
-	if !panicked {
-		t.Errorf("%s\nthe console shows no kernel panic of the test boot", b.diagnosis(rep))
+	if !came {
+		t.Errorf("%s\nthe console shows no test boot whose kernel %s and ended", b.diagnosis(rep), dk.what)
+	}
+	if resets != dk.resets {
+		t.Errorf("%s\nQEMU's watchdog fired %d times in the update, want %d", b.diagnosis(rep), resets, dk.resets)
+	}
+	if dk.check != nil {
+		saw, err := dk.check(after)
+		if err != nil {
+			t.Errorf("%s\n%v", b.diagnosis(rep), err)
+		}
+		t.Logf("%s", saw)
 	}
 	// The outcome is read from the dashboard of the previous build, which
 	// answers before its dataplane runs (/healthz 503 until then): the box
 	// must become healthy on that build, not be at that moment.
-	if err := b.waitHealthy(bs.good.BuildTimestamp, bootTimeout); err != nil {
+	if err := b.waitHealthy(from.BuildTimestamp, bootTimeout); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("panicking kernel reverted by itself in %.0fs", time.Since(start).Seconds())
+	t.Logf("kernel that %s reverted by itself in %.0fs (upload to healthy on the previous build)", dk.what, time.Since(start).Seconds())
 	return b
 }
 

@@ -15,6 +15,7 @@ import (
 	"e1kbox/firmware/bootpart"
 	"e1kbox/firmware/gaf"
 	"e1kbox/firmware/image"
+	"e1kbox/firmware/watchdog"
 )
 
 const p1 = "60c24cc1-f3f9-427a-8199-202db7930001"
@@ -148,6 +149,13 @@ func TestUpdateCommitted(t *testing.T) {
 			}
 			if !bytes.Equal(tb.kernel, next["/vmlinuz"]) || !strings.Contains(tb.cmdline, bootpart.RootArg(p1, 3)) || !strings.Contains(tb.cmdline, TestbootFlag+rec.ID) {
 				t.Errorf("test boot of %d bytes with %q", len(tb.kernel), tb.cmdline)
+			}
+			// The update's command line lacks the watchdog's parameters
+			// (as gok's builds on gokrazy's kernel do): its test boot has them.
+			for _, p := range watchdog.Params {
+				if !strings.Contains(tb.cmdline, " "+p+" ") {
+					t.Errorf("test boot without %s: %q", p, tb.cmdline)
+				}
 			}
 			// The new build comes up healthy in its test boot.
 			reboots := 0

@@ -17,6 +17,7 @@ import (
 
 	"e1kbox/firmware/bootpart"
 	"e1kbox/firmware/gaf"
+	"e1kbox/firmware/watchdog"
 )
 
 // MaxUpload bounds an uploaded archive (the two partitions' sizes and
@@ -219,7 +220,9 @@ func (e *Engine) install(rec *Record, a *gaf.Archive, plan *bootpart.Plan) (*Rec
 	}
 	rec.step("write boot", t)
 
-	cmdline := strings.TrimSpace(string(plan.Cmdline)) + " " + TestbootFlag + rec.ID + " panic=10"
+	// The watchdog's parameters whichever packer built the update: a test
+	// boot whose kernel hangs is reset into the previous build.
+	cmdline := watchdog.Append(strings.TrimSpace(string(plan.Cmdline))) + " " + TestbootFlag + rec.ID + " panic=10"
 	rec.Outcome, rec.Rebooted = Testing, time.Now().UTC()
 	if err := e.State.SavePending(rec); err != nil {
 		return fail(err)

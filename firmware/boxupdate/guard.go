@@ -102,7 +102,7 @@ func (g *Guard) resolve(ctx context.Context, p *Record, cur Build) error {
 	if was == Installing {
 		p.Reason = "interrupted while installing (power cut or crash); the previous build kept running"
 	} else {
-		p.Reason = "the new build did not come up (its kernel or init failed, or the power went): the box restarted on the previous build"
+		p.Reason = "the new build did not come up (its kernel panicked or hung, its init failed, or the power went): the box restarted on the previous build"
 	}
 	log.Warn("guard: "+p.Reason, "id", p.ID)
 	kmsg("guard: update %s reverted: %s", p.ID, p.Reason)

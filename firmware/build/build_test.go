@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"e1kbox/firmware/bootpart"
 	"e1kbox/firmware/gaf"
 	"e1kbox/firmware/instance"
+	"e1kbox/firmware/watchdog"
 )
 
 func testConfig(t *testing.T, extraArgs ...string) *instance.Config {
@@ -82,7 +84,8 @@ func TestBuildErrors(t *testing.T) {
 // TestReproducibleBoot: two builds of the same config (different build
 // timestamps) give the same boot file system and MBR, so an update with an
 // unchanged kernel writes no boot partition; the root differs (the init's
-// timestamp), and the .gaf holds what the manifest names.
+// timestamp), and the .gaf holds what the manifest names. Both command
+// lines (BIOS's and UEFI's) carry the watchdog's parameters.
 func TestReproducibleBoot(t *testing.T) {
 	repo, err := filepath.Abs("../..")
 	if err != nil {
@@ -108,6 +111,23 @@ func TestReproducibleBoot(t *testing.T) {
 	}
 	if bytes.Equal(read(ms[0].Root), read(ms[1].Root)) || ms[0].SBOMHash == ms[1].SBOMHash && ms[0].BuildTimestamp == ms[1].BuildTimestamp {
 		t.Error("the two builds are not told apart")
+	}
+	files, _, err := bootpart.ReadFiles(bytes.NewReader(read(ms[0].Boot)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/cmdline.txt", "/loader/entries/gokrazy.conf"} {
+		var cmdline string
+		for name, b := range files {
+			if strings.EqualFold(name, p) {
+				cmdline = string(b)
+			}
+		}
+		for _, w := range watchdog.Params {
+			if !strings.Contains(cmdline, " "+w+" ") && !strings.Contains(cmdline, " "+w+"\n") {
+				t.Errorf("%s lacks %s: %q", p, w, cmdline)
+			}
+		}
 	}
 	g := read(ms[0].GAF)
 	a, err := gaf.Open(bytes.NewReader(g), int64(len(g)))

@@ -17,6 +17,7 @@ import (
 	"e1kbox/firmware/image"
 	"e1kbox/firmware/instance"
 	"e1kbox/firmware/squashfs"
+	"e1kbox/firmware/watchdog"
 )
 
 // Cmdline returns the kernel command line for root partition rootPart as it
@@ -53,7 +54,8 @@ func (b *builder) bootFS(kernelDir, loaderPath string) (bootImg, mbr []byte, err
 	if err != nil {
 		kcmd = []byte("root=/dev/sda2 ro init=/gokrazy/init panic=10 oops=panic rootwait pci=nommconf")
 	}
-	cmdline, err := Cmdline(b.cfg, string(kcmd), 2)
+	// Whichever kernel package: the watchdog runs through test boots.
+	cmdline, err := Cmdline(b.cfg, watchdog.Append(string(kcmd)), 2)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,11 +19,11 @@ func TestFlagsCommandLine(t *testing.T) {
 		accel string
 		want  []string // more arguments QEMU must get, in this order
 	}{
-		{"defaults", nil, "tcg,thread=single", []string{"hostfwd=tcp:127.0.0.1:18080-:80,hostfwd=tcp:127.0.0.1:18081-:8080"}},
+		{"defaults", nil, "tcg,thread=single", []string{"hostfwd=tcp:127.0.0.1:18080-:80,hostfwd=tcp:127.0.0.1:18081-:8080", "-device i6300esb"}},
 		{"single", []string{"-tcg-thread=single"}, "tcg,thread=single", nil},
 		{"multi: QEMU's default, a thread per vCPU", []string{"-tcg-thread", "multi"}, "tcg", nil},
 		{"ports and UEFI", []string{"-http-port=1", "-dashboard-port=2", "-uefi"}, "tcg,thread=single",
-			[]string{"hostfwd=tcp:127.0.0.1:1-:80,hostfwd=tcp:127.0.0.1:2-:8080", "if=pflash,format=raw,unit=1,file=VARS"}},
+			[]string{"hostfwd=tcp:127.0.0.1:1-:80,hostfwd=tcp:127.0.0.1:2-:8080", "-device i6300esb", "if=pflash,format=raw,unit=1,file=VARS"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("vm", flag.ContinueOnError)
@@ -33,7 +33,7 @@ func TestFlagsCommandLine(t *testing.T) {
 			}
 			o.Image = "disk.img"
 			o.defaults()
-			args := o.args("MON", "VARS")
+			args := o.args("MON", "QMP", "VARS")
 			i := slices.Index(args, "-accel")
 			if i < 0 || i+1 == len(args) {
 				t.Fatalf("no -accel in %q", args)
@@ -61,14 +61,15 @@ func TestFlagsRejectUnknownThreads(t *testing.T) {
 }
 
 // TestOptionsZeroValue: a zero Options (the benchmarks) keeps a TCG
-// thread per vCPU and the defaults of before.
+// thread per vCPU and the defaults of before; the watchdog comes after the
+// NICs (their PCI slots unchanged).
 func TestOptionsZeroValue(t *testing.T) {
 	o := Options{Image: "disk.img", HTTPPort: 1, DashboardPort: 2, DataTaps: [2]string{"tapA", ""}}
 	o.defaults()
-	got := strings.Join(o.args("MON", ""), " ")
-	for _, w := range []string{"-accel tcg -cpu qemu64 -smp 2 -m 1024", "-monitor unix:MON,server,nowait",
+	got := strings.Join(o.args("MON", "QMP", ""), " ")
+	for _, w := range []string{"-accel tcg -cpu qemu64 -smp 2 -m 1024", "-monitor unix:MON,server,nowait -qmp unix:QMP,server,nowait",
 		"-netdev tap,id=data1,ifname=tapA,script=no,downscript=no -device e1000e,netdev=data1,mac=52:54:00:e1:00:01",
-		"-netdev user,id=data2,restrict=on -device e1000e,netdev=data2,mac=52:54:00:e1:00:02"} {
+		"-netdev user,id=data2,restrict=on -device e1000e,netdev=data2,mac=52:54:00:e1:00:02 -device i6300esb"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("command line lacks %q:\n%s", w, got)
 		}

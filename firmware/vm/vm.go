@@ -62,6 +62,7 @@ type VM struct {
 	done    chan struct{}
 	waitErr error
 	monitor string // QEMU's human monitor socket (see Monitor)
+	events  events // from QEMU's QMP socket (see WatchdogFired)
 }
 
 // Start launches QEMU.
@@ -91,9 +92,11 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	monitor := filepath.Join(monDir, "monitor.sock")
-	cmd := exec.CommandContext(ctx, qemu, opts.args(monitor, vars)...)
-	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10, start: time.Now()}, done: make(chan struct{}), monitor: monitor}
+	monitor, qmp := filepath.Join(monDir, "monitor.sock"), filepath.Join(monDir, "qmp.sock")
+	cmd := exec.CommandContext(ctx, qemu, opts.args(monitor, qmp, vars)...)
+	now := time.Now()
+	v := &VM{Opts: opts, cmd: cmd, tail: &tailBuffer{max: 512 << 10, start: now}, done: make(chan struct{}), monitor: monitor,
+		events: events{start: now}}
 	var out io.Writer = v.tail
 	if opts.Console != nil {
 		out = io.MultiWriter(v.tail, opts.Console)
@@ -106,8 +109,15 @@ func Start(ctx context.Context, opts Options) (*VM, error) {
 		os.RemoveAll(monDir)
 		return nil, fmt.Errorf("starting qemu: %w", err)
 	}
+	exited, followed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(followed)
+		v.events.follow(qmp, exited)
+	}()
 	go func() {
 		v.waitErr = cmd.Wait()
+		close(exited)
+		<-followed
 		os.RemoveAll(monDir)
 		close(v.done)
 	}()
@@ -158,9 +168,9 @@ func (o *Options) ovmfVars() (string, error) {
 }
 
 // args is QEMU's command line for the options (defaults filled, ports
-// chosen), with its monitor on the unix socket monitor and, for UEFI, the
-// OVMF variable store vars.
-func (o *Options) args(monitor, vars string) []string {
+// chosen), with its human monitor on the unix socket monitor, QMP on the
+// unix socket qmp and, for UEFI, the OVMF variable store vars.
+func (o *Options) args(monitor, qmp, vars string) []string {
 	accel := "tcg"
 	if o.OneTCGThread {
 		accel = "tcg,thread=single"
@@ -173,7 +183,8 @@ func (o *Options) args(monitor, vars string) []string {
 		"-nodefaults",
 		"-machine", "pc", "-accel", accel, "-cpu", o.CPU,
 		"-smp", strconv.Itoa(o.CPUs), "-m", strconv.Itoa(o.MemoryMB),
-		"-display", "none", "-monitor", "unix:" + monitor + ",server,nowait", "-serial", "stdio",
+		"-display", "none", "-monitor", "unix:" + monitor + ",server,nowait", "-qmp", "unix:" + qmp + ",server,nowait",
+		"-serial", "stdio",
 		"-drive", "file=" + o.Image + ",format=raw,if=ide,index=0,media=disk,cache=unsafe",
 		"-netdev", fmt.Sprintf("user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:%d-:%d,hostfwd=tcp:127.0.0.1:%d-:%d",
 			o.HTTPPort, o.GuestHTTPPort, o.DashboardPort, o.GuestDashboardPort),
@@ -188,6 +199,11 @@ func (o *Options) args(monitor, vars string) []string {
 		}
 		args = append(args, "-device", "e1000e,netdev="+id+",mac="+DataMAC(i))
 	}
+	// A hardware watchdog, as a real box has (iTCO): gokrazy's init runs
+	// it from boot; it resets the machine (QEMU's default action) when a
+	// kernel hangs, also an update's kexec test boot (firmware/watchdog).
+	// After the NICs, so that their PCI slots stay where they were.
+	args = append(args, "-device", "i6300esb")
 	if o.UEFI {
 		args = append(args,
 			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
@@ -243,11 +259,22 @@ func (v *VM) Quiet() time.Duration { return v.tail.quiet() }
 // tells a box that was slow from one that hung or rebooted twice.
 func (v *VM) Timeline() string { return v.tail.timeline() }
 
+// Event is a milestone line of the console and the host time it arrived
+// at, since QEMU started.
+type Event struct {
+	At   time.Duration
+	Line string
+}
+
+// Events are the milestones Timeline lists (the last 400).
+func (v *VM) Events() []Event { return v.tail.eventList() }
+
 // milestones are the console lines Timeline keeps.
 var milestones = []string{
 	"Command line:", "Run /gokrazy/init", "e1kbox init:", "Synchronous reboot requested",
 	"kexec_core:", "reboot: ", "Kernel panic", "Oops", "BUG:", "hardware watchdog", "rcu_sched",
 	"hung_task", "soft lockup", "now listening on /run/gokrazy-http.sock", "e1kbox update:", "NIC Link is Up",
+	"Waiting for root device", "i6300ESB timer",
 }
 
 type tailBuffer struct {
@@ -256,7 +283,7 @@ type tailBuffer struct {
 	max     int
 	start   time.Time
 	partial []byte    // the console line being received
-	events  []string  // "+12.3s line", at most maxEvents (oldest dropped)
+	events  []Event   // at most maxEvents (oldest dropped)
 	last    time.Time // when the console last printed
 }
 
@@ -299,7 +326,7 @@ func (t *tailBuffer) scan(p []byte) {
 				if len(t.events) == maxEvents {
 					t.events = append(t.events[:0], t.events[1:]...)
 				}
-				t.events = append(t.events, fmt.Sprintf("%+7.1fs %s", time.Since(t.start).Seconds(), s))
+				t.events = append(t.events, Event{At: time.Since(t.start), Line: s})
 				break
 			}
 		}
@@ -316,9 +343,17 @@ func (t *tailBuffer) quiet() time.Duration {
 }
 
 func (t *tailBuffer) timeline() string {
+	var lines []string
+	for _, e := range t.eventList() {
+		lines = append(lines, fmt.Sprintf("%+7.1fs %s", e.At.Seconds(), e.Line))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (t *tailBuffer) eventList() []Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.Join(t.events, "\n")
+	return append([]Event(nil), t.events...)
 }
 
 func (t *tailBuffer) String() string {
