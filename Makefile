@@ -10,7 +10,7 @@ DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools
 	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip clang llvm libbpf-dev linux-libc-dev kea-dhcp6-server radvd ndisc6
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /qemu-test)
 
-.PHONY: all image run vm test unit bpf-check qemu-test qemu-test-updates bench bench-firmware bench-tuning bench-qemu lint deps clean
+.PHONY: all image run vm test unit bpf-check qemu-test qemu-test-updates bench bench-firmware bench-tuning bench-qemu lint deps kernel clean
 
 all: image
 
@@ -51,8 +51,8 @@ bpf-check: deps
 qemu-test:
 	$(GO) test -timeout 60m -v -count=1 ./qemu-test/
 
-# qemu-test-updates runs only the interrupted-update, panicking-kernel and
-# dashboard-upload tests (part of qemu-test).
+# qemu-test-updates runs only the interrupted-update, panicking-kernel,
+# hanging-kernel (the watchdog) and dashboard-upload tests (part of qemu-test).
 qemu-test-updates:
 	$(GO) test -timeout 60m -v -count=1 -run '^(TestFailedUpdates|TestDashboardUpdate)$$' ./qemu-test/
 
@@ -77,6 +77,19 @@ bench-tuning: deps
 # forwarding outage of an OTA update (indicative: TCG).
 bench-qemu: deps
 	$(GO) test -timeout 30m -count=1 -run '^$$' -bench ForwardingTCG -benchtime 1x ./qemu-test/
+
+# kernel rebuilds e1kbox's kernel package (firmware/kernel) from Debian's
+# linux-source-6.12 at KERNEL_DEB (trixie-security: add that suite to apt's
+# sources); ~30-60 min on 2 cores, so not part of make test. Commit the
+# vmlinuz, config and SOURCE it writes.
+KERNEL_DEB ?= 6.12.118-1
+KERNEL_PKGS := flex bison bc make gcc libelf-dev libssl-dev zstd xz-utils
+kernel:
+	@if [ "$$(dpkg-query -W -f='$${Version}' linux-source-6.12 2>/dev/null)" != "$(KERNEL_DEB)" ]; then \
+		apt-get install -y -q --allow-downgrades linux-source-6.12=$(KERNEL_DEB) || \
+		{ echo "linux-source-6.12=$(KERNEL_DEB) is in Debian's trixie-security suite: add it to apt's sources (docs/firmware.md)"; exit 1; }; fi
+	apt-get install -y -q $(KERNEL_PKGS)
+	$(GO) run ./firmware/kernel/mkkernel -pkg firmware/kernel
 
 lint:
 	gofmt -l . | (! grep .) || (echo "gofmt needed"; exit 1)
