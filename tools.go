@@ -9,7 +9,7 @@ import (
 	_ "github.com/cilium/ebpf/cmd/bpf2go"
 	_ "github.com/gokrazy/gokrazy"
 	_ "github.com/gokrazy/gokrazy/cmd/dhcp"
-	_ "github.com/gokrazy/kernel.amd64"
+	_ "github.com/gokrazy/kernel.amd64" // gokrazy's kernel: the build tests use it, and it still boots e1kbox
 	_ "github.com/gokrazy/updater"
 	_ "github.com/google/go-cmp/cmp"
 	_ "github.com/gorilla/websocket"

@@ -56,8 +56,8 @@ func TestBuildErrors(t *testing.T) {
 		name, from, to, want string
 	}{
 		{"unknown field", `"SerialConsole"`, `"SerialConsoel"`, `unknown field "SerialConsoel"`},
-		{"missing kernel package", `"KernelPackage": "github.com/gokrazy/kernel.amd64",`, ``, "KernelPackage: missing"},
-		{"kernel package not in go.mod", `"KernelPackage": "github.com/gokrazy/kernel.amd64"`, `"KernelPackage": "github.com/gokrazy/kernel.rpi"`, `KernelPackage "github.com/gokrazy/kernel.rpi"`},
+		{"missing kernel package", `"KernelPackage": "e1kbox/firmware/kernel",`, ``, "KernelPackage: missing"},
+		{"kernel package not in go.mod", `"KernelPackage": "e1kbox/firmware/kernel"`, `"KernelPackage": "github.com/gokrazy/kernel.rpi"`, `KernelPackage "github.com/gokrazy/kernel.rpi"`},
 		{"package that does not build", `"e1kbox/firmware/guard"
     ],`, `"e1kbox/firmware/guard",
         "e1kbox/firmware/build/testdata/broken"

@@ -144,7 +144,7 @@ func (c *Config) Validate() error {
 		add("Hostname: %q is not a valid host name", c.Hostname)
 	}
 	if c.KernelPackage == nil || *c.KernelPackage == "" {
-		add("KernelPackage: missing (for an x86 box set \"github.com/gokrazy/kernel.amd64\")")
+		add("KernelPackage: missing (e1kbox's own is \"e1kbox/firmware/kernel\"; gokrazy's \"github.com/gokrazy/kernel.amd64\" boots too, without BPF JIT)")
 	}
 	if c.FirmwarePackage == nil || *c.FirmwarePackage != "" {
 		add("FirmwarePackage: must be \"\" on amd64 (the default is Raspberry Pi firmware)")
