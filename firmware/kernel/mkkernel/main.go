@@ -5,16 +5,19 @@
 // linux-source-6.12=VERSION) into a fixed work directory, runs `make
 // defconfig`, `make mod2noconfig`, appends config.addendum.txt, runs `make
 // olddefconfig` and `make bzImage` with a fixed build user, host and
-// timestamp (so a second build gives the same bytes), checks the result
+// timestamp (the source's changelog date, so a second build gives the same bytes), checks the result
 // against the options e1kbox requires, and writes vmlinuz, config and
 // SOURCE into the package. `make kernel` runs it.
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -22,6 +25,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"e1kbox/firmware/kernel"
 )
@@ -47,11 +51,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	date, err := changelogDate(*srcPkg)
+	if err != nil {
+		return err
+	}
 	addendum, err := os.ReadFile(filepath.Join(*pkg, "config.addendum.txt"))
 	if err != nil {
 		return err
 	}
-	b := &build{work: *work, jobs: *jobs, version: version}
+	b := &build{work: *work, jobs: *jobs, version: version, date: date}
 	if err := b.unpack(*tarball, *reuse); err != nil {
 		return err
 	}
@@ -91,11 +99,45 @@ func debVersion(name string) (string, error) {
 	return string(out), nil
 }
 
+// changelogDate is the date of the newest entry of Debian package name's
+// changelog (its " -- maintainer  date" line).
+func changelogDate(name string) (time.Time, error) {
+	p := "/usr/share/doc/" + name + "/changelog.Debian.gz"
+	f, err := os.Open(p)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", p, err)
+	}
+	t, err := parseChangelogDate(z)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", p, err)
+	}
+	return t, nil
+}
+
+// parseChangelogDate is the date of a Debian changelog's first entry.
+func parseChangelogDate(r io.Reader) (time.Time, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, " -- ") {
+			if _, date, ok := strings.Cut(line, ">  "); ok {
+				return time.Parse(time.RFC1123Z, date)
+			}
+		}
+	}
+	return time.Time{}, errors.New("no dated entry")
+}
+
 // build is one kernel build in work.
 type build struct {
 	work, src string
 	jobs      int
-	version   string // the Debian source package's version
+	version   string    // the Debian source package's version
+	date      time.Time // its changelog's date: the build's only time
 }
 
 // unpack extracts tarball into a fresh b.work and sets b.src; with reuse,
@@ -157,8 +199,13 @@ func (b *build) cmd(dir, name string, args ...string) error {
 	c.Env = append(os.Environ(),
 		"KBUILD_BUILD_USER=e1kbox",
 		"KBUILD_BUILD_HOST=e1kbox",
-		// uname -v: the build's only date-like field names the source instead.
-		"KBUILD_BUILD_TIMESTAMP=Debian "+b.version,
+		// Every time stamp in the build (the built-in initramfs's files,
+		// which take it only if it parses as a date) is the source's
+		// changelog date; uname -v names the source as Debian's kernels do
+		// (KBUILD_BUILD_VERSION_TIMESTAMP is Debian's).
+		"KBUILD_BUILD_TIMESTAMP="+b.date.UTC().Format(time.RFC1123Z),
+		"KBUILD_BUILD_VERSION_TIMESTAMP=Debian "+b.version+" ("+b.date.UTC().Format(time.DateOnly)+")",
+		"SOURCE_DATE_EPOCH="+strconv.FormatInt(b.date.Unix(), 10),
 		"KBUILD_BUILD_VERSION=1",
 		"LC_ALL=C",
 		"TZ=UTC",
