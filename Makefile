@@ -10,7 +10,7 @@ DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools
 	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip clang llvm libbpf-dev linux-libc-dev kea-dhcp6-server radvd ndisc6
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /qemu-test)
 
-.PHONY: all image run vm test unit bpf-check qemu-test qemu-test-updates bench bench-firmware bench-tuning bench-qemu lint deps kernel clean
+.PHONY: all image run vm test unit bpf-check qemu-test qemu-test-updates bench bench-firmware bench-tuning bench-qemu bench-jit lint deps kernel clean
 
 all: image
 
@@ -90,6 +90,12 @@ kernel:
 		{ echo "linux-source-6.12=$(KERNEL_DEB) is in Debian's trixie-security suite: add it to apt's sources (docs/firmware.md)"; exit 1; }; fi
 	apt-get install -y -q $(KERNEL_PKGS)
 	$(GO) run ./firmware/kernel/mkkernel -pkg firmware/kernel
+
+# bench-jit boots the image on gokrazy's kernel (BPF interpreter) and on
+# e1kbox's (JIT), three times each, and compares the fast path's
+# self-measure (indicative: TCG; the ratio is what counts).
+bench-jit: deps
+	$(GO) test -timeout 40m -count=1 -run '^$$' -bench FastPathJIT -benchtime 1x ./qemu-test/
 
 lint:
 	gofmt -l . | (! grep .) || (echo "gofmt needed"; exit 1)
