@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -260,6 +262,14 @@ func TestCleanup(t *testing.T) {
 		if err := loose.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// Left in the namespace once it is in it: "ip netns exec" enters
+		// it after it started (on a loaded machine, after the cleanup's
+		// look at the namespace's processes, if that came at once).
+		pid := strconv.Itoa(loose.Process.Pid)
+		WaitFor(t, 10*time.Second, "the loose process in the namespace", func() bool {
+			out, err := exec.Command("ip", "netns", "pids", name).Output()
+			return err == nil && slices.Contains(strings.Fields(string(out)), pid)
+		})
 		started = ns.Command("sleep", "61")
 		Start(t, started)
 	})
