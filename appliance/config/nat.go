@@ -29,6 +29,9 @@ type NAT struct {
 	// Forwards are port forwards (DNAT) from the WAN address to LAN hosts.
 	// Default none.
 	Forwards []Forward `json:"forwards,omitempty"`
+	// WAN is the WAN's link stack above its port (wanlink.go): a VLAN,
+	// the DHCP clients' options. Default: the untagged port.
+	WAN WANLink `json:"wan,omitzero"`
 }
 
 // MSSClampOn reports whether MSS clamping is on (true when unset).
@@ -202,8 +205,12 @@ func (v *validator) natPorts() {
 		if !p.IsEnabled() {
 			continue
 		}
-		if !p.VLANs.IsZero() {
-			v.add(join(at, "vlans"), "VLAN-aware ports are for bridge mode; the NAT router's ports are untagged")
+		switch {
+		case p.VLANs.IsZero():
+		case p.Role == RoleWAN:
+			v.add(join(at, "vlans"), "VLAN-aware ports are for bridge mode; a tagged WAN is nat.wan.vlan")
+		default:
+			v.add(join(at, "vlans"), "VLAN-aware ports are for bridge mode; the NAT router's LAN ports are untagged")
 		}
 		if p.MTU >= MinMTU && p.MTU < MinNATMTU {
 			v.add(join(at, "mtu"), "%d is below %d, the smallest MTU of a router port", p.MTU, MinNATMTU)

@@ -52,6 +52,7 @@ func (c *Config) Validate(env Env) error {
 	v.bridge()
 	if c.Mode == ModeNAT {
 		v.nat()
+		v.wanLink()
 		v.forwards()
 	}
 	v.rules()
