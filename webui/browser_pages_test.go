@@ -35,6 +35,12 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		if got := eval[string](t, ctx, `document.querySelector('#wan-address').textContent`); got != "203.0.113.2/24" {
 			t.Errorf("WAN address %q", got)
 		}
+		if got := eval[string](t, ctx, `document.querySelector('#wan-link').textContent`); got != "eth1 › VLAN 7 (priority 0, control 6)" {
+			t.Errorf("WAN link %q", got)
+		}
+		if got := eval[string](t, ctx, `document.querySelector('#wan .iface').textContent`); got != "port1 · VLAN 7 · dhcp" {
+			t.Errorf("WAN card head %q", got)
+		}
 		if got := eval[string](t, ctx, `document.querySelector('#wan-internet').textContent`); !strings.HasPrefix(got, "reachable · 11.3 ms (ping 1.1.1.1)") {
 			t.Errorf("Internet %q", got)
 		}

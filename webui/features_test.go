@@ -96,6 +96,7 @@ func TestRouterMetricsAndAlarms(t *testing.T) {
 	body := string(readAll(t, res))
 	for _, want := range []string{
 		`e1kbox_wan_info{address="203.0.113.2/24",gateway="203.0.113.1",mode="dhcp",port="port1",state="bound"} 1`,
+		`e1kbox_wan_link_info{control_pcp="6",interface="eth1",pcp="0",port="port1",vlan="7"} 1`,
 		`e1kbox_wan_up 1`,
 		`e1kbox_wan_internet_reachable{probe="ping 1.1.1.1"} 0`,
 		`e1kbox_dhcp_leases_in_use 3`,

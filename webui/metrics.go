@@ -51,6 +51,7 @@ var (
 	descAlarms        = desc("alarms", "Alarms on the overview now, by kind and severity.", "kind", "severity")
 
 	descWANInfo       = desc("wan_info", "The WAN address and its state (1).", "port", "mode", "state", "address", "gateway")
+	descWANLink       = desc("wan_link_info", "The WAN's link stack (1): its interface, its VLAN (0: untagged) and the VLAN priorities of data and control frames.", "port", "interface", "vlan", "pcp", "control_pcp")
 	descWANUp         = desc("wan_up", "Whether the WAN has an address (bound or renewing).")
 	descWANExpiry     = desc("wan_lease_expiry_timestamp_seconds", "When the WAN DHCP lease expires.")
 	descWANT1         = desc("wan_lease_renew_timestamp_seconds", "When the WAN DHCP lease is renewed (T1).")
@@ -184,6 +185,11 @@ func (c *collector) router(st *RouterStatus, gauge, counter emit) {
 		gw = w.Gateway.String()
 	}
 	gauge(descWANInfo, 1, w.Port, w.Mode, w.State, addr, gw)
+	var vl WANVLAN
+	if w.Link.VLAN != nil {
+		vl = *w.Link.VLAN
+	}
+	gauge(descWANLink, 1, w.Port, w.Link.Interface, strconv.Itoa(int(vl.ID)), strconv.Itoa(int(vl.PCP)), strconv.Itoa(int(vl.ControlPCP)))
 	gauge(descWANUp, b2f(w.Address.IsValid() && (w.State == WANBound || w.State == WANRenewing || w.State == WANRebinding)))
 	if !w.Expiry.IsZero() {
 		gauge(descWANExpiry, unix(w.Expiry))

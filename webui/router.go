@@ -73,6 +73,23 @@ type WANStatus struct {
 	Expiry   time.Time `json:"expiry,omitzero"`
 	// Internet is the last reachability probe.
 	Internet Reachability `json:"internet"`
+	// Link is the WAN's link stack from its port up.
+	Link WANLink `json:"link"`
+}
+
+// WANLink is the WAN's link stack from its port up (DESIGN §10): the
+// port's interface, and the VLAN on it when the WAN is tagged.
+type WANLink struct {
+	Interface string `json:"interface,omitempty"`
+	// VLAN is nil for an untagged WAN.
+	VLAN *WANVLAN `json:"vlan,omitempty"`
+}
+
+// WANVLAN is the WAN's 802.1Q VLAN and the priorities its frames carry.
+type WANVLAN struct {
+	ID         uint16 `json:"id"`
+	PCP        uint8  `json:"pcp"`
+	ControlPCP uint8  `json:"control_pcp"`
 }
 
 // Reachability is the result of the last probe of the Internet.

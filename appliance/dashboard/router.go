@@ -143,7 +143,10 @@ func wanStatus(l *router.Live) webui.WANStatus {
 	}
 	p := l.Config.WANPort()
 	if p != nil {
-		w.Port = p.Name
+		w.Port, w.Link.Interface = p.Name, p.Interface
+	}
+	if v := l.Config.NAT.WAN.VLAN; !v.IsZero() {
+		w.Link.VLAN = &webui.WANVLAN{ID: v.ID, PCP: v.PCP, ControlPCP: v.ControlPCP}
 	}
 	if !l.Config.NAT.WANDHCP {
 		if p != nil {

@@ -64,10 +64,17 @@ func TestRouterViewModes(t *testing.T) {
 	live.Store(&router.Live{Config: cfg})
 	st, ok := v.RouterStatus()
 	want := webui.WANStatus{Port: "wan", Mode: webui.WANModeStatic, State: webui.WANBound,
-		Address: netip.MustParsePrefix("203.0.113.2/24"), Gateway: netip.MustParseAddr("203.0.113.1"), MTU: 1492}
+		Address: netip.MustParsePrefix("203.0.113.2/24"), Gateway: netip.MustParseAddr("203.0.113.1"), MTU: 1492,
+		Link: webui.WANLink{Interface: "eth1"}}
 	if diff := cmp.Diff(want, st.WAN, addrs); !ok || diff != "" || st.DHCP.Enabled || st.DNS.Enabled || st.Time.Synced {
 		t.Errorf("static WAN, no services: ok %v, status %+v, WAN (-want +got):\n%s", ok, st, diff)
 	}
+	cfg.NAT.WAN.VLAN = config.LinkVLAN{ID: 7, PCP: 1, ControlPCP: 6}
+	st, _ = v.RouterStatus()
+	if diff := cmp.Diff(webui.WANLink{Interface: "eth1", VLAN: &webui.WANVLAN{ID: 7, PCP: 1, ControlPCP: 6}}, st.WAN.Link); diff != "" {
+		t.Errorf("tagged WAN's link (-want +got):\n%s", diff)
+	}
+	cfg.NAT.WAN.VLAN = config.LinkVLAN{}
 	cfg.NAT.WANDHCP = true // the client not started (yet)
 	if st, _ := v.RouterStatus(); st.WAN.Mode != webui.WANModeDHCP || st.WAN.State != webui.WANNone || st.WAN.Address.IsValid() {
 		t.Errorf("WAN by DHCP without a client: %+v", st.WAN)

@@ -110,7 +110,10 @@ function wanCard(el, r) {
   const w = r.wan;
   const up = w.state === 'bound' || w.state === 'renewing';
   const inet = w.internet || {};
+  const link = w.link || {};
+  const vlan = link.vlan ? `VLAN ${link.vlan.id}` : '';
   const rows = [
+    ['Link', [link.interface || w.port, link.vlan ? `${vlan} (priority ${link.vlan.pcp}, control ${link.vlan.control_pcp})` : 'untagged'].filter(Boolean).join(' › '), 'wan-link'],
     ['Address', w.address || 'none', 'wan-address'],
     ['Gateway', w.gateway || '–', 'wan-gateway'],
     ['DNS servers', (w.dns || []).join(', ') || '–'],
@@ -122,7 +125,7 @@ function wanCard(el, r) {
     ...ipv6WANRows(r.ipv6),
   ].filter(Boolean);
   replace(el,
-    h('div', { class: 'port-head' }, h('span', { class: 'name' }, 'WAN'), h('span', { class: 'iface' }, `${w.port || ''} · ${w.mode}`),
+    h('div', { class: 'port-head' }, h('span', { class: 'name' }, 'WAN'), h('span', { class: 'iface' }, [w.port, vlan, w.mode].filter(Boolean).join(' · ')),
       h('span', { class: `pill ${up ? 'ok' : w.state === 'rebinding' ? 'warn' : 'bad'}`, id: 'wan-state' }, w.state)),
     h('dl', { class: 'kv' }, rows.map(([k, v, id]) => [h('dt', {}, k), h('dd', { id }, v)])));
 }
