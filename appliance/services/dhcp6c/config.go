@@ -53,9 +53,9 @@ type Option struct {
 }
 
 // owned are the option codes the client sets itself (RFC 8415 section
-// 21), which an extra option must not.
+// 21), which an extra option must not (config's dhcpv6Reserved).
 var owned = map[uint16]bool{
-	0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 8: true, 9: true,
+	0: true, 1: true, 2: true, 3: true, 5: true, 6: true, 8: true,
 	uint16(dhcpv6.OptionRapidCommit): true, uint16(dhcpv6.OptionUserClass): true,
 	uint16(dhcpv6.OptionVendorClass): true, uint16(dhcpv6.OptionIAPD): true, uint16(dhcpv6.OptionIAPrefix): true,
 }

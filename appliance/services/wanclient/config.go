@@ -59,7 +59,7 @@ type Option struct {
 }
 
 // owned are the option codes the client sets itself, which an extra
-// option must not.
+// option must not (config's dhcpv4Reserved).
 var owned = map[uint8]bool{
 	0: true, optHostname: true, 50: true, optLeaseTime: true, 53: true, 54: true, 55: true, 57: true,
 	optVendorClass: true, optClientID: true, optUserClass: true, 255: true,
