@@ -179,6 +179,9 @@ func (v *validator) wanLink() {
 		if vc.Enterprise == 0 {
 			v.add("nat.wan.dhcpv6.vendorClass.enterprise", "missing: the vendor's IANA enterprise number")
 		}
+		if len(vc.Data) == 0 {
+			v.add("nat.wan.dhcpv6.vendorClass.data", "missing: at least one item (servers reject a vendor class without data)")
+		}
 		v.userClasses("nat.wan.dhcpv6.vendorClass.data", vc.Data, maxDHCPv6OptionLen)
 	}
 	v.dhcpOptions("nat.wan.dhcpv6.options", d6.Options, 65535, maxDHCPv6OptionLen, dhcpv6Reserved)

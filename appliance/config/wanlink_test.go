@@ -111,6 +111,7 @@ func TestValidateWANLink(t *testing.T) {
 			},
 			want: map[string]string{
 				"nat.wan.dhcpv6.vendorClass.enterprise": "missing",
+				"nat.wan.dhcpv6.vendorClass.data":       "missing: at least one item",
 				"nat.wan.dhcpv6.options[0].code":        "option 25 is IA_PD",
 				"nat.wan.dhcpv6.options[1].code":        "0 out of range 1..65535",
 			},
