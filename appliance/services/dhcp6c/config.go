@@ -119,6 +119,9 @@ func (cfg *Config) checkExtras() error {
 		return err
 	}
 	if vc := cfg.VendorClass; vc != nil {
+		if len(vc.Data) == 0 {
+			return errors.New("vendor class without data")
+		}
 		n += 8
 		if err := classes("vendor class data", vc.Data); err != nil {
 			return err

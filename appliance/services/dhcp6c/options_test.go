@@ -1,10 +1,13 @@
 package dhcp6c
 
 import (
+	"bytes"
+	"encoding/binary"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/insomniacslk/dhcp/dhcpv6"
 	"github.com/insomniacslk/dhcp/iana"
 )
@@ -88,6 +91,7 @@ func TestISPOptions6Rejected(t *testing.T) {
 	}{
 		{"empty user class", func(c *Config) { c.UserClass = [][]byte{{}} }},
 		{"empty vendor class data", func(c *Config) { c.VendorClass.Data = [][]byte{[]byte("a"), nil} }},
+		{"vendor class without data", func(c *Config) { c.VendorClass.Data = nil }},
 		{"option the client sets", func(c *Config) { c.Options = []Option{{Code: 6}} }},
 		{"user class as an option", func(c *Config) { c.Options = []Option{{Code: 15, Value: []byte{0, 1, 'a'}}} }},
 		{"IA_PD as an option", func(c *Config) { c.Options = []Option{{Code: 25}} }},
@@ -113,4 +117,75 @@ func TestISPOptions6Copied(t *testing.T) {
 	cfg.VendorClass.Data[0][0] = 'X'
 	cfg.Options[0].Value[0] = 0
 	checkISP6(t, f.sent(dhcpv6.MessageTypeSolicit, 2*time.Second))
+}
+
+// FuzzISPOptions6: whatever options New accepts are in the message as
+// configured: the message's options (read as raw TLVs, since an extra
+// option's value is the user's, well-formed or not) hold the user and
+// vendor classes the library parses back, and the extra option as given.
+func FuzzISPOptions6(f *testing.F) {
+	f.Add([]byte("iptv\x00abc"), uint32(3561), []byte("vdata"), uint16(1234), []byte{0xde, 0xad})
+	f.Add([]byte{}, uint32(0), []byte{}, uint16(17), []byte{})
+	f.Fuzz(func(t *testing.T, classes []byte, enterprise uint32, data []byte, code uint16, value []byte) {
+		split := func(b []byte) [][]byte {
+			if len(b) == 0 {
+				return nil
+			}
+			return bytes.Split(b, []byte{0})
+		}
+		cfg := Config{Interface: "wan", MAC: boxMAC, UserClass: split(classes), Options: []Option{{Code: code, Value: value}}}
+		if enterprise != 0 {
+			cfg.VendorClass = &VendorClass{Enterprise: enterprise, Data: split(data)}
+		}
+		c, err := New(cfg, nil)
+		if err != nil {
+			return
+		}
+		msg := &dhcpv6.Message{MessageType: dhcpv6.MessageTypeSolicit}
+		(&machine{c: c}).addExtras(msg)
+		opts := tlvs(t, msg.ToBytes()[4:])
+		var uc dhcpv6.OptUserClass
+		if len(cfg.UserClass) > 0 {
+			if len(opts[15]) != 1 || uc.FromBytes(opts[15][0]) != nil {
+				t.Fatalf("user class option %x", opts[15])
+			}
+		} else if len(opts[15]) != 0 {
+			t.Fatalf("user class option %x, want none", opts[15])
+		}
+		if diff := cmp.Diff(cfg.UserClass, uc.UserClasses, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("user classes (-want +got):\n%s", diff)
+		}
+		var vc dhcpv6.OptVendorClass
+		if cfg.VendorClass != nil {
+			if len(opts[16]) != 1 || vc.FromBytes(opts[16][0]) != nil || vc.EnterpriseNumber != enterprise {
+				t.Fatalf("vendor class option %x", opts[16])
+			}
+			if diff := cmp.Diff(cfg.VendorClass.Data, vc.Data, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("vendor class data (-want +got):\n%s", diff)
+			}
+		} else if len(opts[16]) != 0 {
+			t.Fatalf("vendor class option %x, want none", opts[16])
+		}
+		if got := opts[code]; len(got) != 1 || !bytes.Equal(got[0], value) {
+			t.Fatalf("option %d = %x, want %x", code, got, value)
+		}
+	})
+}
+
+// tlvs splits DHCPv6 options into their values by code.
+func tlvs(t *testing.T, b []byte) map[uint16][][]byte {
+	t.Helper()
+	m := map[uint16][][]byte{}
+	for len(b) > 0 {
+		if len(b) < 4 {
+			t.Fatalf("%d bytes left after the options", len(b))
+		}
+		code, n := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
+		if len(b) < 4+n {
+			t.Fatalf("option %d of %d bytes overruns the message", code, n)
+		}
+		m[code] = append(m[code], b[4:4+n])
+		b = b[4+n:]
+	}
+	return m
 }

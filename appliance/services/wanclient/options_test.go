@@ -1,7 +1,11 @@
 package wanclient
 
 import (
+	"bytes"
 	"context"
+	"net"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +164,49 @@ func TestISPOptionsCopied(t *testing.T) {
 	cfg.Options[0].Value[0] = 0
 	e.run()
 	checkISP(t, "DISCOVER", e.expect(dhcpv4.MessageTypeDiscover).msg)
+}
+
+// FuzzISPOptions: whatever options New accepts, the DISCOVER and the
+// REQUEST built with them fit a 1500-byte MTU and decode to the same
+// options (the library's parser over the client's encoding).
+func FuzzISPOptions(f *testing.F) {
+	f.Add("isp-vendor", []byte("iptv\x00voip-box"), uint8(224), []byte{0xde, 0xad})
+	f.Add("", []byte{}, uint8(1), []byte{})
+	f.Add(strings.Repeat("v", 255), bytes.Repeat([]byte{'u'}, 254), uint8(43), bytes.Repeat([]byte{1}, 255))
+	f.Fuzz(func(t *testing.T, vendor string, classes []byte, code uint8, value []byte) {
+		cfg := Config{Interface: "wan0", MAC: clientMAC, Hostname: "e1kbox", VendorClass: vendor,
+			Options: []Option{{Code: code, Value: value}}}
+		if len(classes) > 0 {
+			cfg.UserClass = strings.Split(string(classes), "\x00")
+		}
+		c, err := New(cfg, nil)
+		if err != nil {
+			return
+		}
+		var uc []byte
+		for _, s := range cfg.UserClass {
+			uc = append(append(uc, byte(len(s))), s...)
+		}
+		for _, t0 := range []dhcpv4.MessageType{dhcpv4.MessageTypeDiscover, dhcpv4.MessageTypeRequest} {
+			b := message(c, dhcpv4.TransactionID{1, 2, 3, 4}, t0, 0, netip.Addr{}, 1472,
+				dhcpv4.OptRequestedIPAddress(net.IP(leaseIP.AsSlice()))).ToBytes()
+			if n := len(b) + ipv4HdrLen + udpHdrLen; n > 1500 {
+				t.Fatalf("%s of %d bytes", t0, n)
+			}
+			m, err := dhcpv4.FromBytes(b)
+			if err != nil {
+				t.Fatalf("%s does not decode: %v", t0, err)
+			}
+			for _, o := range []struct {
+				code uint8
+				sent bool
+				want []byte
+			}{{optVendorClass, vendor != "", []byte(vendor)}, {optUserClass, len(uc) > 0, uc}, {code, true, value}} {
+				has := m.Options.Has(dhcpv4.GenericOptionCode(o.code))
+				if got := option(m, o.code); has != o.sent || !bytes.Equal(got, o.want) {
+					t.Fatalf("%s option %d = %x (sent %v), want %x (sent %v)", t0, o.code, got, has, o.want, o.sent)
+				}
+			}
+		}
+	})
 }
