@@ -68,6 +68,14 @@ func TestDiff(t *testing.T) {
 			Changes{Services: true, Effect: Live}},
 		{"the IPv6 WAN address setting is live", func(c *Config) { c.IPv6.WANAddress = WANAddressOff },
 			Changes{Services: true, Effect: Live}},
+		{"the WAN DHCP client's options are live (the router restarts that client)", func(c *Config) {
+			c.NAT.WAN.DHCP = WANDHCPOptions{VendorClass: "isp", ClientID: HexBytes{1, 2, 3}, UserClass: []string{"iptv"}, Hostname: "fritz",
+				Options: []DHCPOption{{Code: 224, Hex: HexBytes{0xde, 0xad}}}}
+		}, Changes{NAT: true, Effect: Live}},
+		{"the WAN DHCPv6 client's options are live (the router restarts that client)", func(c *Config) {
+			c.NAT.WAN.DHCPv6 = WANDHCPv6Options{UserClass: []string{"iptv"}, VendorClass: &DHCPv6VendorClass{Enterprise: 3561, Data: []string{"x"}},
+				Options: []DHCPOption{{Code: 1234, Hex: HexBytes{1}}}}
+		}, Changes{NAT: true, Effect: Live}},
 		{"a disabled port", func(c *Config) { c.Ports[2].MTU = 9000 }, Changes{Ports: []string{"lan2"}, Retune: true}},
 	}
 	for _, tt := range tests {

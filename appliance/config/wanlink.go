@@ -113,6 +113,10 @@ const (
 	// two bytes; a message must fit the WAN's MTU).
 	maxDHCPv6OptionLen = 1024
 	maxDHCPOptions     = 16
+	// maxDHCPOptionBytes bounds the options of either client together
+	// (each with its header): with the client's own, a message fits the
+	// WAN's MTU (the clients refuse more).
+	maxDHCPOptionBytes = 800
 )
 
 // dhcpv4Reserved are the DHCPv4 option codes the client owns: an extra
@@ -155,7 +159,13 @@ func (v *validator) wanLink() {
 	if n := len(d.ClientID); n == 1 || n > maxDHCPOptionLen {
 		v.add("nat.wan.dhcp.clientID", "%d bytes; a client identifier is a type byte and 1..%d bytes (RFC 2132 §9.14)", n, maxDHCPOptionLen-1)
 	}
-	v.userClasses("nat.wan.dhcp.userClass", d.UserClass, 255)
+	v.userClasses("nat.wan.dhcp.userClass", d.UserClass, 254)
+	if n := encodedLen(d.UserClass, 1); n > maxDHCPOptionLen {
+		v.add("nat.wan.dhcp.userClass", "%d bytes with their length bytes; an option holds at most %d", n, maxDHCPOptionLen)
+	}
+	if n := dhcpBytes(d); n > maxDHCPOptionBytes {
+		v.add("nat.wan.dhcp", "the options take %d bytes; at most %d fit a message", n, maxDHCPOptionBytes)
+	}
 	if d.Hostname != "" && !isDomain(d.Hostname) {
 		v.add("nat.wan.dhcp.hostname", "%q is not a host name (letters, digits, '-', dots between labels)", d.Hostname)
 	}
@@ -169,9 +179,59 @@ func (v *validator) wanLink() {
 		if vc.Enterprise == 0 {
 			v.add("nat.wan.dhcpv6.vendorClass.enterprise", "missing: the vendor's IANA enterprise number")
 		}
+		if len(vc.Data) == 0 {
+			v.add("nat.wan.dhcpv6.vendorClass.data", "missing: at least one item (servers reject a vendor class without data)")
+		}
 		v.userClasses("nat.wan.dhcpv6.vendorClass.data", vc.Data, maxDHCPv6OptionLen)
 	}
 	v.dhcpOptions("nat.wan.dhcpv6.options", d6.Options, 65535, maxDHCPv6OptionLen, dhcpv6Reserved)
+	if n := dhcpv6Bytes(d6); n > maxDHCPOptionBytes {
+		v.add("nat.wan.dhcpv6", "the options take %d bytes; at most %d fit a message", n, maxDHCPOptionBytes)
+	}
+}
+
+// encodedLen is the length of classes each preceded by a length of
+// lenBytes bytes.
+func encodedLen(cs []string, lenBytes int) int {
+	n := 0
+	for _, c := range cs {
+		n += lenBytes + len(c)
+	}
+	return n
+}
+
+// dhcpBytes is what d's options take in a DHCPv4 message, headers
+// included.
+func dhcpBytes(d *WANDHCPOptions) int {
+	n := 0
+	for _, l := range []int{len(d.VendorClass), len(d.ClientID), len(d.Hostname)} {
+		if l > 0 {
+			n += 2 + l
+		}
+	}
+	if len(d.UserClass) > 0 {
+		n += 2 + encodedLen(d.UserClass, 1)
+	}
+	for _, o := range d.Options {
+		n += 2 + len(o.Hex)
+	}
+	return n
+}
+
+// dhcpv6Bytes is what d's options take in a DHCPv6 message, headers
+// included.
+func dhcpv6Bytes(d *WANDHCPv6Options) int {
+	n := 0
+	if len(d.UserClass) > 0 {
+		n += 4 + encodedLen(d.UserClass, 2)
+	}
+	if vc := d.VendorClass; vc != nil {
+		n += 8 + encodedLen(vc.Data, 2)
+	}
+	for _, o := range d.Options {
+		n += 4 + len(o.Hex)
+	}
+	return n
 }
 
 func isZeroDHCP(d *WANDHCPOptions) bool {

@@ -67,13 +67,34 @@ func TestValidateWANLink(t *testing.T) {
 			want: map[string]string{
 				"nat.wan.dhcp.vendorClass":     "256 bytes; an option holds at most 255",
 				"nat.wan.dhcp.clientID":        "a type byte and",
-				"nat.wan.dhcp.userClass[0]":    "0 bytes; want 1..255",
+				"nat.wan.dhcp.userClass[0]":    "0 bytes; want 1..254",
 				"nat.wan.dhcp.hostname":        "is not a host name",
 				"nat.wan.dhcp.options[0].code": "option 53 is the message type",
 				"nat.wan.dhcp.options[1].code": "255 out of range 1..254",
 				"nat.wan.dhcp.options[2].hex":  "256 bytes",
 				"nat.wan.dhcp.options[3].code": "option 43 is already at nat.wan.dhcp.options[2]",
 			},
+		},
+		{
+			name: "DHCP options too long together",
+			edit: func(c *Config) {
+				dhcpWAN(c)
+				c.NAT.WAN.DHCP = WANDHCPOptions{UserClass: []string{strings.Repeat("u", 200), strings.Repeat("u", 60)},
+					Options: []DHCPOption{{Code: 224, Hex: make(HexBytes, 255)}, {Code: 225, Hex: make(HexBytes, 255)}, {Code: 226, Hex: make(HexBytes, 255)}}}
+			},
+			want: map[string]string{
+				"nat.wan.dhcp.userClass": "262 bytes with their length bytes; an option holds at most 255",
+				"nat.wan.dhcp":           "the options take 1035 bytes; at most 800 fit a message",
+			},
+		},
+		{
+			name: "DHCPv6 options too long together",
+			edit: func(c *Config) {
+				c.NAT.WAN.DHCPv6 = WANDHCPv6Options{UserClass: []string{strings.Repeat("u", 400)},
+					VendorClass: &DHCPv6VendorClass{Enterprise: 1, Data: []string{strings.Repeat("d", 300)}},
+					Options:     []DHCPOption{{Code: 17, Hex: make(HexBytes, 100)}}}
+			},
+			want: map[string]string{"nat.wan.dhcpv6": "the options take 820 bytes; at most 800 fit a message"},
 		},
 		{
 			name: "DHCPv6 options",
@@ -90,6 +111,7 @@ func TestValidateWANLink(t *testing.T) {
 			},
 			want: map[string]string{
 				"nat.wan.dhcpv6.vendorClass.enterprise": "missing",
+				"nat.wan.dhcpv6.vendorClass.data":       "missing: at least one item",
 				"nat.wan.dhcpv6.options[0].code":        "option 25 is IA_PD",
 				"nat.wan.dhcpv6.options[1].code":        "0 out of range 1..65535",
 			},

@@ -96,7 +96,11 @@ func (r *Router) applyIPv6() error {
 		v.static = staticLease(r.cfg.IPv6.Prefix, time.Now())
 	}
 	base := p.Interface + " " + mac.String() + " " + strconv.Itoa(r.cfg.IPv6.PrefixLength) + " " + strconv.FormatBool(static)
-	at := base + " " + strconv.FormatBool(r.cfg.IPv6.WANIANA())
+	cfg := dhcp6c.Config{Interface: p.Interface, MAC: mac, StateDir: r.opts.State,
+		PrefixLength: r.cfg.IPv6.PrefixLength, Address: r.cfg.IPv6.WANIANA(), NoPrefix: static}
+	// New options (nat.wan.dhcpv6) restart the client like a change of
+	// IA_NA: the delegation stays.
+	at := base + " " + strconv.FormatBool(r.cfg.IPv6.WANIANA()) + " " + r.dhcp6Options(&cfg)
 	switch {
 	case static && !r.cfg.IPv6.WANIANA():
 		r.stopClient6()
@@ -110,9 +114,7 @@ func (r *Router) applyIPv6() error {
 		}
 		r.stopClient6()
 		v.lease = keep
-		c, err := dhcp6c.New(dhcp6c.Config{Interface: p.Interface, MAC: mac, StateDir: r.opts.State,
-			PrefixLength: r.cfg.IPv6.PrefixLength, Address: r.cfg.IPv6.WANIANA(), NoPrefix: static},
-			r.log.With("service", "wan-dhcpv6"))
+		c, err := dhcp6c.New(cfg, r.log.With("service", "wan-dhcpv6"))
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -188,20 +187,20 @@ func (r *Router) lanAddr() netip.Prefix {
 }
 
 // applyWAN starts the WAN DHCP client, or restarts it when the WAN port's
-// interface or MAC changed.
+// interface or MAC or nat.wan.dhcp changed.
 func (r *Router) applyWAN() error {
 	p, mac, err := r.wanPort()
 	if err != nil {
 		r.stopWAN()
 		return err
 	}
-	at := p.Interface + " " + mac.String()
+	cfg, opts := r.wanClientConfig(p.Interface, mac)
+	at := p.Interface + " " + mac.String() + " " + opts
 	if r.wan.on && r.wan.at == at {
 		return nil
 	}
 	r.stopWAN()
-	c, err := wanclient.New(wanclient.Config{Interface: p.Interface, MAC: mac, Hostname: r.opts.Hostname,
-		LeaseFile: filepath.Join(r.opts.State, "wan-lease.json")}, r.log.With("service", "wan-dhcp"))
+	c, err := wanclient.New(cfg, r.log.With("service", "wan-dhcp"))
 	if err != nil {
 		return err
 	}

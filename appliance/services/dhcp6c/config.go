@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
+
+	"github.com/insomniacslk/dhcp/dhcpv6"
 )
 
 // Config says where and as whom the client asks.
@@ -27,7 +30,40 @@ type Config struct {
 	Address bool
 	// NoPrefix asks for no prefix (IA_PD): with Address, an address only.
 	NoPrefix bool
+	// UserClass is the user class option (15), one entry per class, when
+	// not empty.
+	UserClass [][]byte
+	// VendorClass is the vendor class option (16) when not nil.
+	VendorClass *VendorClass
+	// Options are further options, sent as they are.
+	Options []Option
 }
+
+// VendorClass is DHCPv6's vendor class option: the vendor's IANA
+// enterprise number and its class data.
+type VendorClass struct {
+	Enterprise uint32
+	Data       [][]byte
+}
+
+// Option is an extra DHCPv6 option the client sends: its code and value.
+type Option struct {
+	Code  uint16
+	Value []byte
+}
+
+// owned are the option codes the client sets itself (RFC 8415 section
+// 21), which an extra option must not (config's dhcpv6Reserved).
+var owned = map[uint16]bool{
+	0: true, 1: true, 2: true, 3: true, 5: true, 6: true, 8: true,
+	uint16(dhcpv6.OptionRapidCommit): true, uint16(dhcpv6.OptionUserClass): true,
+	uint16(dhcpv6.OptionVendorClass): true, uint16(dhcpv6.OptionIAPD): true, uint16(dhcpv6.OptionIAPrefix): true,
+}
+
+// maxOptionBytes bounds what the extra options take in a message: with
+// the client's own options (its IAs with a few hints), the headers (48)
+// and the Ethernet header, a message fits a 1280-byte IPv6 MTU.
+const maxOptionBytes = 900
 
 // check validates cfg and copies what it keeps.
 func (cfg *Config) check() error {
@@ -46,8 +82,77 @@ func (cfg *Config) check() error {
 	if cfg.NoPrefix && !cfg.Address {
 		return errors.New("neither a prefix nor an address to ask for")
 	}
+	if err := cfg.checkExtras(); err != nil {
+		return err
+	}
 	cfg.MAC = append(net.HardwareAddr(nil), cfg.MAC...)
+	cfg.UserClass = cloneAll(cfg.UserClass)
+	if vc := cfg.VendorClass; vc != nil {
+		cfg.VendorClass = &VendorClass{Enterprise: vc.Enterprise, Data: cloneAll(vc.Data)}
+	}
+	opts := make([]Option, len(cfg.Options))
+	for i, o := range cfg.Options {
+		opts[i] = Option{Code: o.Code, Value: slices.Clone(o.Value)}
+	}
+	cfg.Options = opts
 	return nil
+}
+
+// checkExtras checks the user classes, the vendor class and the extra
+// options: no empty class, no extra option the client sets or repeated,
+// and together they fit a message.
+func (cfg *Config) checkExtras() error {
+	n := 0
+	classes := func(what string, cs [][]byte) error {
+		for i, c := range cs {
+			if len(c) == 0 {
+				return fmt.Errorf("%s %d is empty", what, i)
+			}
+			n += 2 + len(c)
+		}
+		return nil
+	}
+	if len(cfg.UserClass) > 0 {
+		n += 4
+	}
+	if err := classes("user class", cfg.UserClass); err != nil {
+		return err
+	}
+	if vc := cfg.VendorClass; vc != nil {
+		if len(vc.Data) == 0 {
+			return errors.New("vendor class without data")
+		}
+		n += 8
+		if err := classes("vendor class data", vc.Data); err != nil {
+			return err
+		}
+	}
+	seen := map[uint16]bool{}
+	for _, o := range cfg.Options {
+		switch {
+		case owned[o.Code]:
+			return fmt.Errorf("option %d is one the client sets itself", o.Code)
+		case seen[o.Code]:
+			return fmt.Errorf("option %d given twice", o.Code)
+		}
+		seen[o.Code] = true
+		n += 4 + len(o.Value)
+	}
+	if n > maxOptionBytes {
+		return fmt.Errorf("the options take %d bytes, more than %d (a message must fit the MTU)", n, maxOptionBytes)
+	}
+	return nil
+}
+
+func cloneAll(bs [][]byte) [][]byte {
+	if bs == nil {
+		return nil
+	}
+	c := make([][]byte, len(bs))
+	for i, b := range bs {
+		c[i] = slices.Clone(b)
+	}
+	return c
 }
 
 // iaid is the IAID of both IAs: the last four bytes of the MAC.

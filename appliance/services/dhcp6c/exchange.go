@@ -45,6 +45,7 @@ func (m *machine) exchange(s state, t dhcpv6.MessageType, rt dhcpclient.Retrans,
 	msg.AddOption(dhcpv6.OptClientID(m.c.duid))
 	if t != dhcpv6.MessageTypeDecline {
 		msg.AddOption(dhcpv6.OptRequestedOption(requested...))
+		m.addExtras(msg)
 	}
 	m.msg, m.rt, m.began, m.tries, m.cur = msg, rt, now, 0, 0
 	switch t {
@@ -69,6 +70,21 @@ func (m *machine) exchange(s state, t dhcpv6.MessageType, rt dhcpclient.Retrans,
 		return
 	}
 	m.transmit(now)
+}
+
+// addExtras adds the configured user class, vendor class and extra
+// options (SOLICIT, REQUEST, RENEW, REBIND).
+func (m *machine) addExtras(msg *dhcpv6.Message) {
+	cfg := &m.c.cfg
+	if len(cfg.UserClass) > 0 {
+		msg.AddOption(&dhcpv6.OptUserClass{UserClasses: cfg.UserClass})
+	}
+	if vc := cfg.VendorClass; vc != nil {
+		msg.AddOption(&dhcpv6.OptVendorClass{EnterpriseNumber: vc.Enterprise, Data: vc.Data})
+	}
+	for _, o := range cfg.Options {
+		msg.AddOption(&dhcpv6.OptionGeneric{OptionCode: dhcpv6.OptionCode(o.Code), OptionData: o.Value})
+	}
 }
 
 // hints are the prefixes and addresses SOLICIT asks for: the last

@@ -38,6 +38,14 @@ func ispConfig(pool string) keatest.Config {
 func newLab(t *testing.T) *lab {
 	t.Helper()
 	testenv.Require(t, "root", "ip", "kea-dhcp6")
+	l := newLink(t)
+	l.kea = keatest.Start(t, l.isp, filepath.Join(l.dir, "kea"), ispConfig("2001:db8:8600::/48"))
+	return l
+}
+
+// newLink is the lab's two namespaces and their veths, with no server.
+func newLink(t *testing.T) *lab {
+	t.Helper()
 	l := &lab{isp: netnstest.New(t, "ipv6-isp"), box: netnstest.New(t, "ipv6-box"), dir: t.TempDir()}
 	for _, ns := range []*netnstest.Namespace{l.isp, l.box} {
 		ns.Sysctl(t, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
@@ -46,7 +54,6 @@ func newLab(t *testing.T) *lab {
 	netnstest.Veth(t,
 		netnstest.End{NS: l.isp, Name: "s0", MAC: ispMAC.String(), Addrs: []string{"2001:db8:86::1/64"}, Up: true},
 		netnstest.End{NS: l.box, Name: "c0", MAC: boxMAC.String(), Up: true})
-	l.kea = keatest.Start(t, l.isp, filepath.Join(l.dir, "kea"), ispConfig("2001:db8:8600::/48"))
 	return l
 }
 
@@ -58,6 +65,13 @@ func (l *lab) runClient(t *testing.T, cfg Config) (*Client, <-chan change, func(
 	if err != nil {
 		t.Fatal(err)
 	}
+	ch, stop := l.run(t, c)
+	return c, ch, stop
+}
+
+// run runs c as runClient does.
+func (l *lab) run(t *testing.T, c *Client) (<-chan change, func()) {
+	t.Helper()
 	ch := make(chan change, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := l.box.Go(t, func() {
@@ -73,7 +87,7 @@ func (l *lab) runClient(t *testing.T, cfg Config) (*Client, <-chan change, func(
 	})
 	stop := func() { cancel(); wait() }
 	t.Cleanup(stop)
-	return c, ch, stop
+	return ch, stop
 }
 
 func prefixes(l *Lease) []netip.Prefix {

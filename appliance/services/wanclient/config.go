@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 )
 
 // DHCP option codes (RFC 2132) the client sends or reads by number.
@@ -12,7 +13,9 @@ const (
 	optLeaseTime   = 51
 	optRenewalT1   = 58
 	optRebindingT2 = 59
+	optVendorClass = 60
 	optClientID    = 61
+	optUserClass   = 77
 )
 
 // DefaultParams is the parameter request list sent when Config.Params is
@@ -40,7 +43,33 @@ type Config struct {
 	// Params is the parameter request list (option 55); empty means
 	// DefaultParams.
 	Params []byte
+	// VendorClass is option 60 (vendor class identifier) when not empty.
+	VendorClass string
+	// UserClass is option 77 in RFC 3004's encoding (each class a length
+	// byte and its bytes) when not empty.
+	UserClass []string
+	// Options are further options, sent as they are.
+	Options []Option
 }
+
+// Option is an extra DHCP option the client sends: its code and value.
+type Option struct {
+	Code  uint8
+	Value []byte
+}
+
+// owned are the option codes the client sets itself, which an extra
+// option must not (config's dhcpv4Reserved).
+var owned = map[uint8]bool{
+	0: true, optHostname: true, 50: true, optLeaseTime: true, 53: true, 54: true, 55: true, 57: true,
+	optVendorClass: true, optClientID: true, optUserClass: true, 255: true,
+}
+
+// maxOptionBytes bounds what the client's own options and the extra
+// ones take in a message: with the fixed fields (240 bytes), the IP and
+// UDP headers (28) and the client's other options (at most 40 and the
+// parameter list), a message fits a 1500-byte MTU.
+const maxOptionBytes = 900
 
 // check validates cfg and fills in its defaults.
 func (cfg *Config) check() error {
@@ -73,9 +102,56 @@ func (cfg *Config) check() error {
 			return fmt.Errorf("requested parameter %d is not an option code", p)
 		}
 	}
+	if err := cfg.checkExtras(); err != nil {
+		return err
+	}
 	cfg.MAC = append(net.HardwareAddr(nil), cfg.MAC...)
 	cfg.ClientID = append([]byte(nil), cfg.ClientID...)
 	cfg.Params = append([]byte(nil), cfg.Params...)
+	cfg.UserClass = slices.Clone(cfg.UserClass)
+	opts := make([]Option, len(cfg.Options))
+	for i, o := range cfg.Options {
+		opts[i] = Option{Code: o.Code, Value: slices.Clone(o.Value)}
+	}
+	cfg.Options = opts
+	return nil
+}
+
+// checkExtras checks the vendor class, the user classes and the extra
+// options: each fits an option, no extra option is one the client sets
+// or repeats another, and together they fit a message.
+func (cfg *Config) checkExtras() error {
+	if len(cfg.VendorClass) > 255 {
+		return fmt.Errorf("vendor class is %d bytes, more than 255", len(cfg.VendorClass))
+	}
+	n := len(cfg.Hostname) + len(cfg.ClientID) + len(cfg.VendorClass) + 6
+	uc := 0
+	for i, c := range cfg.UserClass {
+		if len(c) == 0 || len(c) > 254 {
+			return fmt.Errorf("user class %d is %d bytes, not 1 to 254", i, len(c))
+		}
+		uc += 1 + len(c)
+	}
+	if uc > 255 {
+		return fmt.Errorf("user classes take %d bytes, more than an option's 255", uc)
+	}
+	n += uc + 2
+	seen := map[uint8]bool{}
+	for _, o := range cfg.Options {
+		switch {
+		case owned[o.Code]:
+			return fmt.Errorf("option %d is one the client sets itself", o.Code)
+		case seen[o.Code]:
+			return fmt.Errorf("option %d given twice", o.Code)
+		case len(o.Value) > 255:
+			return fmt.Errorf("option %d is %d bytes, more than 255", o.Code, len(o.Value))
+		}
+		seen[o.Code] = true
+		n += 2 + len(o.Value)
+	}
+	if n > maxOptionBytes {
+		return fmt.Errorf("the options take %d bytes, more than %d (a message must fit the MTU)", n, maxOptionBytes)
+	}
 	return nil
 }
 

@@ -62,17 +62,18 @@ func newLab(t *testing.T) *lab {
 // serves: leases of 30 s (which dnsmasq raises to its minimum, 2
 // minutes), T1 5 s and T2 10 s, gateway and DNS 10.80.0.1, MTU 1400, no
 // DNS service. It pings an address before it offers it, as by default.
-func (l *lab) startDnsmasq(from, to string) {
+// extra are further dnsmasq arguments.
+func (l *lab) startDnsmasq(from, to string, extra ...string) {
 	l.t.Helper()
 	buf := &netnstest.Buffer{}
-	cmd := l.isp.Command("dnsmasq",
+	cmd := l.isp.Command(append([]string{"dnsmasq",
 		"--no-daemon", "--conf-file=/dev/null", "--user=root", "--pid-file=",
 		"--port=0", "--bind-interfaces", "--interface=s0",
-		"--dhcp-range="+from+","+to+",255.255.255.0,30s",
-		"--dhcp-leasefile="+l.leases,
+		"--dhcp-range=" + from + "," + to + ",255.255.255.0,30s",
+		"--dhcp-leasefile=" + l.leases,
 		"--dhcp-option=3,10.80.0.1", "--dhcp-option=6,10.80.0.1", "--dhcp-option=26,1400",
 		"--dhcp-option=option:T1,5", "--dhcp-option=option:T2,10",
-		"--log-facility=-", "--log-dhcp")
+		"--log-facility=-", "--log-dhcp"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = buf, buf
 	if err := cmd.Start(); err != nil {
 		l.t.Fatalf("dnsmasq: %v", err)

@@ -56,8 +56,18 @@ func message(c *Client, xid dhcpv4.TransactionID, t dhcpv4.MessageType, secs uin
 	d.UpdateOption(dhcpv4.OptMessageType(t))
 	d.UpdateOption(dhcpv4.OptClientIdentifier(c.cfg.ClientID))
 	if t != dhcpv4.MessageTypeRelease {
+		// DISCOVER and REQUEST (RFC 2131 table 5: not in a RELEASE).
 		if c.cfg.Hostname != "" {
 			d.UpdateOption(dhcpv4.OptHostName(c.cfg.Hostname))
+		}
+		if c.cfg.VendorClass != "" {
+			d.UpdateOption(dhcpv4.OptClassIdentifier(c.cfg.VendorClass))
+		}
+		if len(c.cfg.UserClass) > 0 {
+			d.UpdateOption(dhcpv4.OptRFC3004UserClass(c.cfg.UserClass))
+		}
+		for _, o := range c.cfg.Options {
+			d.UpdateOption(dhcpv4.OptGeneric(dhcpv4.GenericOptionCode(o.Code), o.Value))
 		}
 		codes := make([]dhcpv4.OptionCode, len(c.cfg.Params))
 		for i, p := range c.cfg.Params {
