@@ -11,6 +11,7 @@ import (
 // section 5.1 and 7).
 func (e *engine) startDiscovery() {
 	e.phase = PhaseDiscovery
+	e.announced = false
 	if e.cfg.HostUniq != nil {
 		e.hostUniq = append([]byte(nil), e.cfg.HostUniq...)
 	} else {

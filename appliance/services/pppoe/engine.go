@@ -43,6 +43,7 @@ type engine struct {
 
 	started              bool
 	stopped              bool
+	announced            bool // an event went out since the session began
 	reconnectAt          time.Time
 	backoff, authBackoff time.Duration
 }
@@ -89,6 +90,7 @@ func (e *engine) randomIID(avoid [8]byte) []byte {
 }
 
 func (e *engine) emit() {
+	e.announced = true
 	e.events = append(e.events, Event{Up: e.phase == PhaseUp, Status: e.status()})
 }
 
@@ -299,6 +301,7 @@ func (e *engine) startSession(id uint16, maxPayload uint16) {
 		e.ipv6cp = newFSM(protoIPv6CP, e.ipv6L, e.sendPPP, p)
 	}
 	e.termReason = ""
+	e.announced = false
 	e.st.ACName, e.st.ACMAC, e.st.SessionID = e.ac.name, net.HardwareAddr(e.ac.mac[:]), id
 	e.phase = PhaseLCP
 	e.log.Info("pppoe: session", "ac", e.ac.name, "acmac", e.st.ACMAC.String(), "id", id, "rfc4638", e.st.RFC4638)
@@ -397,7 +400,7 @@ func (e *engine) drop(reason string, sendPADT, authFail bool) {
 	if e.phase == PhaseDown {
 		return
 	}
-	wasUp := e.phase == PhaseUp
+	wasUp := e.phase == PhaseUp || e.announced
 	e.endSession(sendPADT)
 	d := e.backoff
 	e.backoff = min(2*e.backoff, e.cfg.MaxBackoff)
@@ -425,6 +428,7 @@ func (e *engine) endSession(sendPADT bool) {
 	e.lcp, e.ipcp, e.ipv6cp, e.lcpL, e.ipcpL, e.ipv6L = nil, nil, nil, nil, nil, nil
 	e.auth = authState{}
 	e.phase = PhaseDown
+	e.announced = false
 	reasons, n := e.st.LastDownReason, e.st.Reconnects
 	e.st = Status{LastDownReason: reasons, Reconnects: n, Ignored: e.st.Ignored}
 }
@@ -433,7 +437,7 @@ func (e *engine) endSession(sendPADT bool) {
 // Terminate-Request and PADT to the AC, no reconnect.
 func (e *engine) shutdown(now time.Time, reason string) {
 	e.now = now
-	wasUp := e.phase == PhaseUp
+	wasUp := e.phase == PhaseUp || e.announced
 	e.endSession(true)
 	e.stopped = true
 	e.st.LastDownReason = reason
