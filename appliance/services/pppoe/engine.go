@@ -43,7 +43,8 @@ type engine struct {
 
 	started              bool
 	stopped              bool
-	announced            bool // an event went out since the session began
+	announced            bool      // an event went out since the session began
+	negDeadline          time.Time // the session must be up by then (negotiateTimeout)
 	reconnectAt          time.Time
 	backoff, authBackoff time.Duration
 }
@@ -132,6 +133,7 @@ func (e *engine) wake() time.Time {
 			}
 		}
 		min(e.authWake())
+		min(e.negDeadline)
 		if e.lcpOpened() {
 			min(e.lcpL.nextEcho)
 		}
@@ -142,6 +144,7 @@ func (e *engine) wake() time.Time {
 // tick acts on the deadlines that have passed.
 func (e *engine) tick(now time.Time) {
 	e.now = now
+	defer e.watchNegotiation()
 	if e.stopped || !e.started {
 		return
 	}
@@ -166,12 +169,16 @@ func (e *engine) tick(now time.Time) {
 		if e.session == sess && e.lcpOpened() && !e.lcpL.echoTick(now) {
 			e.drop("lcp echo timeout", true, false)
 		}
+		if e.session == sess && !e.negDeadline.IsZero() && !now.Before(e.negDeadline) {
+			e.drop("negotiation timed out in phase "+e.phase.String(), true, false)
+		}
 	}
 }
 
 // input takes a received Ethernet frame (untagged).
 func (e *engine) input(now time.Time, frame []byte) {
 	e.now = now
+	defer e.watchNegotiation()
 	if e.stopped || !e.started || len(frame) < ethHeaderLen || [6]byte(frame[0:6]) != e.mac {
 		e.st.Ignored++
 		return
@@ -443,6 +450,21 @@ func (e *engine) shutdown(now time.Time, reason string) {
 	e.st.LastDownReason = reason
 	if wasUp {
 		e.emit()
+	}
+}
+
+// negotiateTimeout bounds the time from a session (or its fall from up)
+// to up: whatever a peer fails to answer, the client starts over.
+const negotiateTimeout = time.Minute
+
+// watchNegotiation runs the negotiation deadline while the session is not
+// up. It runs after every event.
+func (e *engine) watchNegotiation() {
+	switch {
+	case e.phase == PhaseUp || e.phase == PhaseDown || e.phase == PhaseDiscovery:
+		e.negDeadline = time.Time{}
+	case e.negDeadline.IsZero():
+		e.negDeadline = e.now.Add(negotiateTimeout)
 	}
 }
 
