@@ -52,9 +52,9 @@ type acDouble struct {
 
 	// Counters the tests read.
 	padis, padrs, padts, echoes, authOKs, authFails int
-	lastPADR                                         discovery
-	lastPADRTags                                     []byte
-	terms                                            int
+	lastPADR                                        discovery
+	lastPADRTags                                    []byte
+	terms                                           int
 }
 
 func newAC(name string, mac byte) *acDouble {

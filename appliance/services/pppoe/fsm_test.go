@@ -50,15 +50,17 @@ func newRig() *fsmRig {
 }
 
 // Peer events.
-func (r *fsmRig) rcr()        { r.f.input(r.now, []byte{confReq, 50, 0, 8, 1, 4, 5, 220}) }
-func (r *fsmRig) rca()        { r.f.input(r.now, append([]byte{confAck, r.f.reqID, 0, 8}, r.f.lastReq...)) }
-func (r *fsmRig) rcn()        { r.f.input(r.now, []byte{confNak, r.f.reqID, 0, 8, 1, 4, 5, 0}) }
-func (r *fsmRig) rtr()        { r.f.input(r.now, []byte{termReq, 60, 0, 4}) }
-func (r *fsmRig) rta()        { r.f.input(r.now, []byte{termAck, r.f.reqID, 0, 4}) }
-func (r *fsmRig) timeout()    { r.now = r.f.deadline(); r.f.tick(r.now) }
-func (r *fsmRig) opened()     { r.f.open(r.now); r.f.up(r.now); r.rcr(); r.rca() }
-func (r *fsmRig) reset()      { r.sent, r.l.calls = nil, nil }
-func (r *fsmRig) staleAck()   { r.f.input(r.now, append([]byte{confAck, r.f.reqID - 1, 0, 8}, r.f.lastReq...)) }
+func (r *fsmRig) rcr()     { r.f.input(r.now, []byte{confReq, 50, 0, 8, 1, 4, 5, 220}) }
+func (r *fsmRig) rca()     { r.f.input(r.now, append([]byte{confAck, r.f.reqID, 0, 8}, r.f.lastReq...)) }
+func (r *fsmRig) rcn()     { r.f.input(r.now, []byte{confNak, r.f.reqID, 0, 8, 1, 4, 5, 0}) }
+func (r *fsmRig) rtr()     { r.f.input(r.now, []byte{termReq, 60, 0, 4}) }
+func (r *fsmRig) rta()     { r.f.input(r.now, []byte{termAck, r.f.reqID, 0, 4}) }
+func (r *fsmRig) timeout() { r.now = r.f.deadline(); r.f.tick(r.now) }
+func (r *fsmRig) opened()  { r.f.open(r.now); r.f.up(r.now); r.rcr(); r.rca() }
+func (r *fsmRig) reset()   { r.sent, r.l.calls = nil, nil }
+func (r *fsmRig) staleAck() {
+	r.f.input(r.now, append([]byte{confAck, r.f.reqID - 1, 0, 8}, r.f.lastReq...))
+}
 func (r *fsmRig) badCodeRej() { r.f.input(r.now, []byte{codeRej, 1, 0, 8, confReq, 1, 0, 4}) }
 
 func TestFSM(t *testing.T) {
