@@ -48,6 +48,8 @@ func (e *engine) sendPAP() {
 	b = append(b, u...)
 	b = append(append(b, byte(len(p))), p...)
 	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+	e.auth.papID++ // a new identifier for each request (RFC 1334 section 2.2.1)
+	b[1] = e.auth.papID
 	e.auth.papSent++
 	e.auth.papNext = e.now.Add(papRetry)
 	e.sendPPP(protoPAP, b)

@@ -209,7 +209,7 @@ func (e *engine) sessionInput(frame []byte) {
 		if err := e.lcp.input(e.now, p); err != nil {
 			e.st.Ignored++
 		}
-		if e.lcpL.loops > maxLoops {
+		if e.lcpL != nil && e.lcpL.loops > maxLoops { // nil: the packet ended the session
 			e.looped()
 		}
 	case protoPAP:

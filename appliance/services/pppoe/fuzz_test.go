@@ -99,6 +99,7 @@ func FuzzInput(f *testing.F) {
 	f.Add(uint8(3), false, sessionFrame([6]byte(clientMAC), ac, 0x102, protoIPCP, []byte{confNak, 1, 0, 10, 3, 6, 1, 2, 3, 4})[ethHeaderLen:])
 	f.Add(uint8(4), false, sessionFrame([6]byte(clientMAC), ac, 0x102, protoCHAP, []byte{chapChall, 1, 0, 6, 1, 9})[ethHeaderLen:])
 	f.Add(uint8(5), false, sessionFrame([6]byte(clientMAC), ac, 0x102, 0x1234, []byte{1})[ethHeaderLen:])
+	f.Add(uint8(7), false, sessionFrame([6]byte(clientMAC), ac, 0, protoLCP, []byte{codeRej, 1, 0, 8, confReq, 1, 0, 4})[ethHeaderLen:])
 	f.Add(uint8(6), true, newDiscovery([6]byte(clientMAC), ac, codePADO, 0).tag(tagACName, nil).frame()[ethHeaderLen:])
 	f.Fuzz(func(t *testing.T, at uint8, discovery bool, payload []byte) {
 		a := newAC("isp", 1)
@@ -118,7 +119,7 @@ func FuzzInput(f *testing.F) {
 		frame := make([]byte, ethHeaderLen, ethHeaderLen+len(payload))
 		putEth(frame, [6]byte(clientMAC), a.mac, et)
 		frame = append(frame, payload...)
-		if len(payload) >= 4 && !discovery && binary.BigEndian.Uint16(payload[2:]) == 0 {
+		if len(payload) >= 4 && at&0x80 == 0 {
 			binary.BigEndian.PutUint16(frame[ethHeaderLen+2:], a.session) // aim at our session
 		}
 		s.inject(frame)
