@@ -188,14 +188,30 @@ func TestPADOFilter(t *testing.T) {
 	s := newSim(t, cfg, ac)
 	// A PADO with a foreign Host-Uniq, from the right name.
 	s.inject(newDiscovery([6]byte(clientMAC), [6]byte{2, 0, 0, 0, 0, 9}, codePADO, 0).tag(tagACName, []byte("mine")).tag(tagHostUniq, []byte("x")).frame())
+	// A PADO from "mine" with our Host-Uniq but an error tag, and one
+	// without an AC-Name.
+	hu := s.e.hostUniq
+	s.inject(newDiscovery([6]byte(clientMAC), [6]byte{2, 0, 0, 0, 0, 9}, codePADO, 0).tag(tagACName, []byte("mine")).tag(tagHostUniq, hu).tag(tagACSystemErr, nil).frame())
+	s.inject(newDiscovery([6]byte(clientMAC), [6]byte{2, 0, 0, 0, 0, 9}, codePADO, 0).tag(tagHostUniq, hu).frame())
 	s.runFor(40*time.Second, nil)
-	if s.phase() != PhaseDiscovery || ac.padrs != 0 {
-		t.Fatalf("phase %v, PADRs %d: want still discovering", s.phase(), ac.padrs)
+	if n := countCode(s.sent, codePADR); s.phase() != PhaseDiscovery || n != 0 {
+		t.Fatalf("phase %v, PADRs %d: want still discovering", s.phase(), n)
 	}
 	// PADIs at 0, 1, 3, 7, 15, 31 s: a doubling timeout.
 	if ac.padis != 6 {
 		t.Errorf("%d PADIs in 40 s, want 6", ac.padis)
 	}
+}
+
+// countCode counts the discovery frames of a code.
+func countCode(frames [][]byte, code byte) int {
+	n := 0
+	for _, f := range frames {
+		if d, err := parseDiscovery(f); err == nil && d.code == code {
+			n++
+		}
+	}
+	return n
 }
 
 func TestPADSError(t *testing.T) {
@@ -366,5 +382,28 @@ func TestShutdown(t *testing.T) {
 	s.runFor(time.Hour, nil)
 	if ac.padis != 1 {
 		t.Errorf("%d PADIs after shutdown", ac.padis-1)
+	}
+}
+
+// TestBackoff: failed attempts back off 1 s, 2 s, 4 s …; a session that
+// came up resets the delay.
+func TestBackoff(t *testing.T) {
+	ac := newAC("isp", 1)
+	ac.padsErr = tagACSystemErr
+	s := newSim(t, testConfig(), ac)
+	var delays []time.Duration
+	for range 4 {
+		s.runFor(time.Minute, func() bool { return s.phase() == PhaseDown })
+		delays = append(delays, s.e.reconnectAt.Sub(s.now))
+		s.runFor(time.Minute, func() bool { return s.phase() != PhaseDown })
+	}
+	ac.padsErr = 0
+	s.up()
+	ac.padt()
+	s.runFor(time.Minute, func() bool { return s.phase() == PhaseDown })
+	delays = append(delays, s.e.reconnectAt.Sub(s.now))
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, time.Second}
+	if diff := cmp.Diff(want, delays); diff != "" {
+		t.Errorf("reconnect delays (-want +got):\n%s", diff)
 	}
 }
