@@ -7,6 +7,16 @@
 // IPv6 (0x0057) data of the session stay in the dataplane, which frames them
 // with PutSessionHeader and ParseSessionHeader.
 //
+// Driving it: New(link, Config{User, Password, Service, ACName, MRU, …,
+// MAC}) then Run(ctx) on its own goroutine. Hand Input every received
+// frame of EtherType 0x8863, and those of 0x8864 whose PPP protocol is not
+// IPv4 or IPv6 (control traffic: LCP, PAP, CHAP, IPCP, IPv6CP, anything
+// unknown, which the client Protocol-Rejects). Config.OnEvent (or Status)
+// gives the session ID, the AC's MAC and the MTU the data path needs, and
+// the IPv4 addresses, DNS servers and link-local addresses the router
+// applies; cancelling Run's context sends the AC a PADT. VLAN tags and
+// their priority (PCP) for the control frames are the caller's.
+//
 // One goroutine (Client.Run) runs the engine; the engine itself is
 // synchronous and takes the time as an argument, so tests drive it on a
 // virtual clock. The PPP negotiation automaton is RFC 1661's (fsm.go),

@@ -95,11 +95,15 @@ func (l *ipcpLayer) gotRej(opts []byte) {
 
 func (l *ipcpLayer) up() {
 	s := &l.e.st
-	s.LocalIPv4, s.PeerIPv4 = netip.AddrFrom4(l.local), netip.AddrFrom4(l.peer)
+	s.LocalIPv4, s.PeerIPv4 = addr4(l.local, true), addr4(l.peer, true)
 	s.DNS1, s.DNS2 = addr4(l.dns1, l.askDNS1), addr4(l.dns2, l.askDNS2)
+	if !s.LocalIPv4.IsValid() {
+		l.e.log.Warn("pppoe: IPCP opened without an address for us")
+	}
 	l.e.ncpChanged()
 }
 
+// addr4 is a, invalid when zero or not asked for.
 func addr4(a [4]byte, asked bool) netip.Addr {
 	if !asked || a == [4]byte{} {
 		return netip.Addr{}
