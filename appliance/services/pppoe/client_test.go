@@ -49,7 +49,7 @@ func TestClientRun(t *testing.T) {
 	events := make(chan Event, 100)
 	cfg := testConfig()
 	cfg.Rand = nil
-	cfg.EchoInterval, cfg.EchoFailures, cfg.Backoff = 20*time.Millisecond, 2, 10*time.Millisecond
+	cfg.EchoInterval, cfg.EchoFailures, cfg.Backoff = 50*time.Millisecond, 2, 10*time.Millisecond
 	cfg.IPv6 = true
 	cfg.OnEvent = func(ev Event) { events <- ev }
 	link := &chanLink{out: make(chan []byte, 256)}

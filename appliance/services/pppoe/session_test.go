@@ -407,3 +407,49 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("reconnect delays (-want +got):\n%s", diff)
 	}
 }
+
+// TestPADI checks the PADI bytes, and that Host-Uniq stays within an
+// attempt's retransmissions and changes between attempts.
+func TestPADI(t *testing.T) {
+	cfg := testConfig()
+	cfg.MRU, cfg.Service = 1500, "internet"
+	ac := newAC("isp", 1)
+	ac.padsErr, ac.services = tagGenericErr, []string{"internet"}
+	s := newSim(t, cfg, ac)
+	hu := s.e.hostUniq
+	want := []byte{
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0xc1, 0x1e, 0x47, 0, 1, 0x88, 0x63, // Ethernet
+		0x11, 0x09, 0, 0, 0, 30, // PADI, session 0, 30 bytes of tags
+		0x01, 0x01, 0, 8, 'i', 'n', 't', 'e', 'r', 'n', 'e', 't', // Service-Name
+		0x01, 0x03, 0, 8, // Host-Uniq
+	}
+	want = append(append(want, hu...), 0x01, 0x20, 0, 2, 0x05, 0xdc) // PPP-Max-Payload 1500
+	if diff := cmp.Diff(want, s.sent[0]); diff != "" {
+		t.Errorf("PADI (-want +got):\n%s", diff)
+	}
+	// Discovery fails on the PADS error; the next attempt has a new Host-Uniq.
+	if !s.runFor(time.Minute, func() bool { return s.e.st.Reconnects == 1 }) {
+		t.Fatalf("no second attempt; down reason %q", s.e.st.LastDownReason)
+	}
+	var uniqs []string
+	for _, f := range s.sent {
+		if d, err := parseDiscovery(f); err == nil && d.code == codePADI {
+			uniqs = append(uniqs, string(d.hostUniq))
+		}
+	}
+	if len(uniqs) != 2 || uniqs[0] == uniqs[1] || len(uniqs[1]) != 8 {
+		t.Errorf("Host-Uniqs of two attempts: %q", uniqs)
+	}
+	// With no PADO, retransmissions keep the attempt's Host-Uniq.
+	ac.noPADO = true
+	s.runFor(10*time.Second, nil)
+	var retrans []string
+	for _, f := range s.sent {
+		if d, err := parseDiscovery(f); err == nil && d.code == codePADI {
+			retrans = append(retrans, string(d.hostUniq))
+		}
+	}
+	if len(retrans) < 4 || retrans[len(retrans)-1] != uniqs[1] {
+		t.Errorf("retransmitted Host-Uniqs %q, want all %q", retrans[1:], uniqs[1])
+	}
+}
