@@ -23,7 +23,10 @@
 // shared by LCP, IPCP and IPv6CP.
 //
 // No third-party PPP library is used: there is no maintained Go PPP/PPPoE
-// client library, and the kernel's PPP driver is not in the appliance's
-// kernel, so the control protocols live here and the dataplane frames the
-// data.
+// client library. The control protocols live here and the dataplane frames
+// the data, rather than pppd's split over the kernel's PPPoE sockets: the
+// dataplane owns the WAN port and its fast path, which must frame the
+// session's packets anyway, and the development machine's kernel has no
+// PPP, so only userspace framing can be tested there end to end (e1kbox's
+// own kernel has CONFIG_PPPOE, unused).
 package pppoe
