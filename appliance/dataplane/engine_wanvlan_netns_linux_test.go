@@ -123,3 +123,32 @@ func testEngineNATOverVLAN(t *testing.T, fp FastPathMode) {
 		t.Errorf("untagged again: %v", err)
 	}
 }
+
+// TestEngineIPv6OverVLAN routes IPv6 (TestEngineIPv6's lab) over a WAN
+// tagged VLAN 7: h1 pings the ISP's server; on the wire, the echo
+// requests carry the data priority, the router's neighbour solicitations
+// the control priority.
+func TestEngineIPv6OverVLAN(t *testing.T) {
+	l := newIPv6LabOn(t, WANVLAN{ID: 7, PCP: 2, ControlPCP: 6})
+	if out, err := l.h1.Output("ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", "2001:db8:43::1"); err != nil {
+		t.Fatalf("h1 ping -6 to the ISP's server over VLAN 7: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		what string
+		key  vlanpeer.Key
+	}{
+		{"echo requests with the data priority", vlanpeer.Key{Tagged: 1, VID: 7, PCP: 2, EtherType: unix.ETH_P_IPV6, Proto: unix.IPPROTO_ICMPV6, Port: 128}},
+		{"neighbour solicitations or advertisements with the control priority", vlanpeer.Key{Tagged: 1, VID: 7, PCP: 6, EtherType: unix.ETH_P_IPV6, Proto: unix.IPPROTO_ICMPV6}},
+	} {
+		if got := l.peer.Frames(t, c.key); got == 0 {
+			seen, _ := l.peer.Seen()
+			t.Errorf("%s: none on the wire; h2 saw %+v", c.what, seen)
+		}
+	}
+	if got := l.peer.Frames(t, vlanpeer.Key{Tagged: 1, VID: 7, PCP: 6, EtherType: unix.ETH_P_IPV6, Proto: unix.IPPROTO_ICMPV6, Port: 128}); got != 0 {
+		t.Errorf("%d echo requests with the control priority", got)
+	}
+	if n, err := l.peer.Dropped(); n != 0 || err != nil {
+		t.Errorf("h2 got %d frames off VLAN 7 (%v)", n, err)
+	}
+}
