@@ -149,6 +149,7 @@ func TestEngineIPv6OverVLAN(t *testing.T) {
 		t.Errorf("%d echo requests with the control priority", got)
 	}
 	if n, err := l.peer.Dropped(); n != 0 || err != nil {
-		t.Errorf("h2 got %d frames off VLAN 7 (%v)", n, err)
+		seen, _ := l.peer.Seen()
+		t.Errorf("h2 got %d frames off VLAN 7 (%v): %+v", n, err, seen)
 	}
 }
