@@ -90,7 +90,7 @@ func (w *fwd) wanEmit(tx txPort, b []byte) bool {
 	return tx.AppendTagged(b, frame.EtherTypeVLAN, tci)
 }
 
-// wanHeaderLen is the length of the WAN link's headers on the wire.
+// headerLen is the length of the WAN link's headers on the wire.
 func (l *wanLink) headerLen() int {
 	if l.vid != 0 {
 		return frame.VLANTagLen
