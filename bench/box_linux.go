@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"e1kbox/internal/vlanpeer"
 )
 
 // box is a configured path; Close undoes the configuration.
@@ -85,6 +87,14 @@ func (h *harness) setup(ctx context.Context, p Path, pl cpuPlace) (*box, error) 
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		return h.t.natSink(ctx, false)
+	}
+	if p.WANVLAN != 0 {
+		peer, err := sinkVLAN(h.t.sink, p.WANVLAN)
+		if err != nil {
+			return nil, errors.Join(err, undo())
+		}
+		undoNAT := undo
+		undo = func() error { return errors.Join(peer.Close(), undoNAT()) }
 	}
 	if p.IPv6 {
 		undo4 := undo
@@ -384,4 +394,20 @@ func tail(path string, n int) string {
 		return err.Error()
 	}
 	return logTail(string(b), n)
+}
+
+// sinkVLAN makes the sink's s0 speak VLAN vid (the WAN link of a path with
+// WANVLAN): it tags what the sink sends and takes only that VLAN's frames,
+// untagged.
+func sinkVLAN(sink string, vid uint16) (*vlanpeer.Peer, error) {
+	var peer *vlanpeer.Peer
+	err := inNetns(sink, func() error {
+		var err error
+		peer, err = vlanpeer.Attach("s0", vid, 0)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink on VLAN %d: %w", vid, err)
+	}
+	return peer, nil
 }

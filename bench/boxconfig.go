@@ -82,6 +82,7 @@ func applianceConfig(p Path) ([]byte, error) {
 		// As big as the kernel's nf_conntrack_max on the build host, for
 		// the connection-rate rows.
 		c.NAT.Conntrack.Size = natConntrackSize
+		c.NAT.WAN.VLAN = config.LinkVLAN{ID: p.WANVLAN}
 	}
 	if p.IPv6 {
 		// The static prefix and the sink as the next hop: no DHCPv6, no

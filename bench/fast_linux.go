@@ -62,7 +62,7 @@ func (h *harness) establish(ctx context.Context, p Path, pl cpuPlace) error {
 		setFlow(f, i)
 		// Swap the ports: from the server's discard port to the flow's.
 		f[sportOff], f[sportOff+1], f[sportOff+2], f[sportOff+3] = 0, udpDport, f[sportOff], f[sportOff+1]
-		replies[i] = f
+		replies[i] = withVLAN(f, p.WANVLAN)
 	}
 	// In chunks with pauses, and twice: a reply lost in a full ring
 	// would leave its flow unreplied.
@@ -76,6 +76,16 @@ func (h *harness) establish(ctx context.Context, p Path, pl cpuPlace) error {
 	}
 	sleep(ctx, 2100*time.Millisecond)
 	return ctx.Err()
+}
+
+// withVLAN is frame f tagged with 802.1Q VLAN vid (f itself for 0):
+// sendMany's ring bypasses the sink's tcx egress, where vlanpeer tags.
+func withVLAN(f []byte, vid uint16) []byte {
+	if vid == 0 {
+		return f
+	}
+	out := append(f[:12:12], 0x81, 0x00, byte(vid>>8), byte(vid))
+	return append(out, f[12:]...)
 }
 
 // establishChecked is establish; on the e1kbox IPv6 paths it then asks

@@ -59,6 +59,9 @@ type Path struct {
 	// capacity (latencyLoads); ConnRate the new NAT connections per
 	// second it carries and the latency of new flows' first packets.
 	Latency, ConnRate bool
+	// WANVLAN (with NAT, e1kbox) tags the WAN with this 802.1Q VLAN
+	// (nat.wan.vlan), the sink's s0 speaking it (internal/vlanpeer).
+	WANVLAN uint16
 }
 
 // Path names of the reference rows.
@@ -91,7 +94,8 @@ func countName(n int) string {
 // ruleset; the appliance in NAT mode at the first placement bare, with
 // the rules, with the fw4-like rules, with the fast path off and on XDP;
 // ratios against the kernel NAT; also with its router services, against
-// itself without) and the default-placement e1kbox bridge, with the
+// itself without, and over a WAN tagged VLAN wanVLAN, against itself
+// untagged) and the default-placement e1kbox bridge, with the
 // fast path on and off, with wsClients dashboard clients (ratio against
 // the same bridge without them; with the fast path off every frame
 // crosses the worker, so the clients' cost shows in its rate). Latency is measured on the bare kernel and default-placement
@@ -150,6 +154,7 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 		def := pl == tuning.DefaultPlacement
 		nat("", func(p *Path) { p.Latency, p.ConnRate = def, def })
 		nat(" + services", func(p *Path) { p.Services, p.Baseline = true, name })
+		nat(wanVLANSuffix, func(p *Path) { p.WANVLAN, p.Baseline = wanVLAN, name })
 		if most > 0 {
 			nat(" + "+countName(most)+" rules", func(p *Path) { p.Rules = most })
 		}
@@ -192,7 +197,11 @@ const (
 	xdpSuffix         = ", fast path xdp"
 	blocksSuffix      = ", blocks ring" // TPACKET_V3 blocks, the rings before the fast path
 	fw4Suffix         = " + fw4 rules"
+	wanVLANSuffix     = " over VLAN"
 )
+
+// wanVLAN is the VLAN of the NAT row over a tagged WAN.
+const wanVLAN = 7
 
 // selectPaths returns the paths whose name re matches (all for nil) and
 // the baselines of those, in the order of all.

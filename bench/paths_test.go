@@ -43,6 +43,7 @@ func TestBuildPaths(t *testing.T) {
 		"kernel NAT + fw4 rules",
 		"e1kbox nat",
 		"e1kbox nat + services",
+		"e1kbox nat over VLAN",
 		"e1kbox nat + 10k rules",
 		"e1kbox nat + fw4 rules",
 		"e1kbox nat, fast path off",
@@ -68,6 +69,9 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox nat + fw4 rules": func(p Path) bool { return p.NAT && p.FW4 && p.Baseline == kernelNATName+fw4Suffix },
 		"e1kbox nat":             func(p Path) bool { return p.Latency && p.ConnRate && p.FastPath == "" },
 		"e1kbox nat + services":  func(p Path) bool { return p.Services && p.Baseline == "e1kbox nat" && p.Rules == 0 },
+		"e1kbox nat over VLAN": func(p Path) bool {
+			return p.NAT && p.WANVLAN == 7 && p.Baseline == "e1kbox nat" && !p.Services && p.FastPath == ""
+		},
 		"e1kbox nat, fast path off, blocks ring": func(p Path) bool {
 			return p.FastPath == "off" && p.RxRing == "blocks" && p.Latency && !p.ConnRate
 		},
@@ -106,7 +110,7 @@ func TestBuildPaths(t *testing.T) {
 			sameNames = append(sameNames, p.Name)
 		}
 	}
-	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "kernel NAT + fw4 rules", "e1kbox nat same", "e1kbox nat same + services", "e1kbox nat same + 10 rules",
+	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "kernel NAT + fw4 rules", "e1kbox nat same", "e1kbox nat same + services", "e1kbox nat same over VLAN", "e1kbox nat same + 10 rules",
 		"e1kbox nat same + fw4 rules", "e1kbox nat same, fast path off", "e1kbox nat same, fast path off, blocks ring", "e1kbox nat same, fast path xdp",
 		"kernel IPv6 routing + nft stateful", "e1kbox ipv6 same", "e1kbox ipv6 same + 10 rules"}
 	if diff := cmp.Diff(wantSame, sameNames); diff != "" {
@@ -298,7 +302,7 @@ func TestSelectPaths(t *testing.T) {
 		want []string
 	}{
 		{"", nil}, // all
-		{"(?i)nat|ws", []string{"e1kbox bridge", "e1kbox bridge, fast path off", "kernel NAT", "kernel NAT + 10k rules", "kernel NAT + fw4 rules", "e1kbox nat", "e1kbox nat + services", "e1kbox nat + 10k rules",
+		{"(?i)nat|ws", []string{"e1kbox bridge", "e1kbox bridge, fast path off", "kernel NAT", "kernel NAT + 10k rules", "kernel NAT + fw4 rules", "e1kbox nat", "e1kbox nat + services", "e1kbox nat over VLAN", "e1kbox nat + 10k rules",
 			"e1kbox nat + fw4 rules", "e1kbox nat, fast path off", "e1kbox nat, fast path off, blocks ring", "e1kbox nat, fast path xdp",
 			"e1kbox bridge + 100 ws clients", "e1kbox bridge, fast path off + 100 ws clients"}},
 		{"^e1kbox nat$", []string{"kernel NAT", "e1kbox nat"}},
@@ -332,6 +336,7 @@ func TestSelectPaths(t *testing.T) {
 		"kernel NAT + fw4 rules":                        "kernel NAT",
 		"e1kbox nat":                                    "kernel NAT",
 		"e1kbox nat + services":                         "e1kbox nat",
+		"e1kbox nat over VLAN":                          "e1kbox nat",
 		"e1kbox nat + 10k rules":                        "kernel NAT",
 		"e1kbox nat + fw4 rules":                        "kernel NAT + fw4 rules",
 		"e1kbox nat, fast path off":                     "kernel NAT",

@@ -15,6 +15,7 @@ import (
 	"e1kbox/internal/keatest"
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
+	"e1kbox/internal/vlanpeer"
 	"e1kbox/rules"
 )
 
@@ -53,9 +54,14 @@ type ipv6Lab struct {
 	rad    *ra.Server
 	first  netip.Prefix
 	addr   netip.Addr
+	peer   *vlanpeer.Peer // h2's VLAN, if the WAN is tagged
 }
 
-func newIPv6Lab(t *testing.T) *ipv6Lab {
+func newIPv6Lab(t *testing.T) *ipv6Lab { return newIPv6LabOn(t, WANVLAN{}) }
+
+// newIPv6LabOn is newIPv6Lab with the WAN on VLAN vlan (0: untagged),
+// h2's end of the cable speaking it (vlanpeer; l.peer).
+func newIPv6LabOn(t *testing.T, vlan WANVLAN) *ipv6Lab {
 	testenv.Require(t, "radvd", "curl")
 	tp := newTopo(t, 2)
 	l := &ipv6Lab{tp: tp, h1: tp.hosts[0], h2: tp.hosts[1], first: netip.MustParsePrefix("2001:db8:42::/64")}
@@ -69,6 +75,9 @@ func newIPv6Lab(t *testing.T) *ipv6Lab {
 	l.h2.IP(t, "addr", "add", "2001:db8:43::1/64", "dev", "eth0", "nodad")
 	wanMAC, _ := net.ParseMAC(strings.Fields(tp.box.IP(t, "-br", "link", "show", "p2"))[2])
 	l.h2.IP(t, "-6", "route", "add", "2001:db8:42::/56", "via", LinkLocal([6]byte(wanMAC)).String(), "dev", "eth0")
+	if vlan.ID != 0 {
+		l.peer = vlanpeer.In(t, l.h2, "eth0", vlan.ID, 3)
+	}
 	keatest.StartRadvd(t, l.h2, "eth0", netip.MustParsePrefix("2001:db8:43::/64"))
 	l.cfg = &Config{
 		Mode:     ModeNAT,
@@ -78,6 +87,7 @@ func newIPv6Lab(t *testing.T) *ipv6Lab {
 			LANAddr: netip.MustParsePrefix("10.42.0.254/24"),
 			WANAddr: netip.MustParsePrefix("10.43.0.2/24"),
 			IPv6:    true,
+			WANVLAN: vlan,
 		},
 	}
 	l.e = tp.engine(l.cfg)

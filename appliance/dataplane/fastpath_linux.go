@@ -109,6 +109,9 @@ func (s *settings) IngressVLAN(in uint16, tag fastpath.Tag, vid uint16) (uint16,
 	return v.ingress(tag != fastpath.Untagged, tag == fastpath.Tag8021Q, vid)
 }
 
+// WANLink is the WAN link's VLAN and data tag (wanlink.go).
+func (s *settings) WANLink() (vid, tci uint16) { return s.wan.vid, s.wan.tci }
+
 // Egress is forward's egress form on port out for VLAN vid.
 func (s *settings) Egress(out, vid uint16) (fastpath.Egress, bool) {
 	v := s.ports[out].vlan

@@ -14,6 +14,7 @@ import (
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
 	"e1kbox/appliance/dataplane/offload"
+	"e1kbox/internal/vlanpeer"
 )
 
 // TestFastPathNATDifferential routes the same conversations (TCP, UDP,
@@ -25,6 +26,17 @@ import (
 func TestFastPathNATDifferential(t *testing.T) {
 	off := natRun(t, FastPathOff)
 	on := map[FastPathMode]fpRun{FastPathTCX: natRun(t, FastPathTCX, harvestTurns), FastPathXDP: natRun(t, FastPathXDP)}
+	compareRuns(t, off, on)
+}
+
+// TestFastPathNATOverVLANDifferential is TestFastPathNATDifferential
+// over a WAN tagged VLAN 7: the fast path (tcx) takes the flows from and
+// to the tagged WAN, popping and pushing the tag, and the frames, counters
+// and connections agree with the rings'.
+func TestFastPathNATOverVLANDifferential(t *testing.T) {
+	vlan := WANVLAN{ID: 7, PCP: 2, ControlPCP: 6}
+	off := natRunOn(t, FastPathOff, vlan)
+	on := map[FastPathMode]fpRun{FastPathTCX: natRunOn(t, FastPathTCX, vlan)}
 	compareRuns(t, off, on)
 }
 
@@ -42,9 +54,28 @@ var (
 // the server beyond it.
 func natRun(t *testing.T, mode FastPathMode, checks ...func(*testing.T, *Engine)) fpRun {
 	t.Helper()
+	return natRunOn(t, mode, WANVLAN{}, checks...)
+}
+
+// natRunOn is natRun with the WAN on VLAN vlan (0: untagged), G's end of
+// the cable speaking it (vlanpeer): afterwards G has received no frame
+// off the VLAN, and the router's frames carried the data priority.
+func natRunOn(t *testing.T, mode FastPathMode, vlan WANVLAN, checks ...func(*testing.T, *Engine)) fpRun {
+	t.Helper()
 	tp := quietTopo(t)
 	for _, h := range tp.hosts {
 		h.IP(t, "addr", "flush", "dev", "eth0")
+	}
+	if vlan.ID != 0 {
+		peer := vlanpeer.In(t, tp.hosts[1], "eth0", vlan.ID, 3)
+		t.Cleanup(func() { // before the peer's own cleanup detaches it
+			if n, err := peer.Dropped(); n != 0 || err != nil {
+				t.Errorf("G got %d frames off VLAN %d (%v)", n, vlan.ID, err)
+			}
+			if n := peer.Frames(t, vlanpeer.Key{Tagged: 1, VID: vlan.ID, PCP: vlan.PCP, EtherType: frame.EtherTypeIPv4}); n < 100 {
+				t.Errorf("G got %d IPv4 frames with VLAN %d's data priority %d, want the conversations'", n, vlan.ID, vlan.PCP)
+			}
+		})
 	}
 	cfg := &Config{
 		Mode:     ModeNAT,
@@ -52,7 +83,7 @@ func natRun(t *testing.T, mode FastPathMode, checks ...func(*testing.T, *Engine)
 		FastPath: mode,
 		Bridge:   Bridge{NoLoopProtect: true}, // no loop probes of random nonces on the LAN
 		NAT: &NAT{LANAddr: netip.MustParsePrefix("10.42.0.254/24"), WANAddr: netip.MustParsePrefix("10.43.0.2/24"),
-			Gateway: fpGateway},
+			Gateway: fpGateway, WANVLAN: vlan},
 	}
 	e := tp.engine(cfg)
 	lanMAC, wanMAC := linkMAC(t, tp.box, "p1"), linkMAC(t, tp.box, "p2")

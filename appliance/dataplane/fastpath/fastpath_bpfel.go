@@ -54,7 +54,9 @@ type fastpathFwd struct {
 	MaxIp      uint16
 	Flags      uint8
 	IcmpType   uint8
-	Pad        [2]uint8
+	InVid      uint16
+	OutTci     uint16
+	_          [2]byte
 }
 
 type fastpathMicroKey struct {

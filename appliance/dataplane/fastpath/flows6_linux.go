@@ -29,6 +29,11 @@ type IPv6Flow struct {
 	// ICMPType is the echo type (128 request, 129 reply) of an ICMPv6
 	// flow.
 	ICMPType uint8
+	// InVID is the 802.1Q VLAN the flow's frames arrive tagged with (a
+	// tagged WAN's; the kernel stripped the tag), 0 untagged; OutTCI the
+	// tag they leave with, 0 none. The program pops the one and pushes
+	// the other.
+	InVID, OutTCI uint16
 }
 
 func (k *IPv6Key) raw() *fastpathR6Key {
@@ -38,7 +43,8 @@ func (k *IPv6Key) raw() *fastpathR6Key {
 // PutIPv6 installs (or replaces) a routed IPv6 flow.
 func (p *Program) PutIPv6(k IPv6Key, f IPv6Flow) error {
 	v := fastpathR6Val{Fwd: fastpathFwd{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC, Flags: checkFlags(f.CheckSrcMAC),
-		OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP), IcmpType: f.ICMPType}}
+		OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP), IcmpType: f.ICMPType,
+		InVid: f.InVID, OutTci: f.OutTCI}}
 	return p.put(p.maps.R6Flows, "IPv6 flow", f.Slot, liveIPv6, k.raw(), &v)
 }
 

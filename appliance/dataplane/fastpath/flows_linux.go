@@ -39,6 +39,11 @@ type NATFlow struct {
 	MaxFrame, MaxIP int
 	// ICMPType is the echo type (8 request, 0 reply) of an ICMP flow.
 	ICMPType uint8
+	// InVID is the 802.1Q VLAN the flow's frames arrive tagged with (a
+	// tagged WAN's; the kernel stripped the tag), 0 untagged; OutTCI the
+	// tag they leave with, 0 none. The program pops the one and pushes
+	// the other.
+	InVID, OutTCI uint16
 	// Ack is, for TCP, the highest acknowledgment the router tracked in
 	// this direction before (0: none), Win its last window (unscaled) and
 	// WinScale the direction's scale shift. The program's tracking goes
@@ -62,7 +67,8 @@ func (k *NATKey) raw() *fastpathNatKey {
 func (p *Program) PutNAT(k NATKey, f NATFlow) error {
 	v := fastpathNatVal{
 		Fwd: fastpathFwd{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC, Flags: checkFlags(f.CheckSrcMAC),
-			OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP), IcmpType: f.ICMPType},
+			OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP), IcmpType: f.ICMPType,
+			InVid: f.InVID, OutTci: f.OutTCI},
 		Saddr: ne32(f.Src), Daddr: ne32(f.Dst), Sport: ne16(f.SrcPort), Dport: ne16(f.DstPort),
 		Ack: f.Ack, Win: uint32(f.Win), Wscale: min(f.WinScale, 14)}
 	return p.put(p.maps.NatFlows, "NAT flow", f.Slot, liveNAT, k.raw(), &v)

@@ -75,6 +75,9 @@ type Settings interface {
 	// Egress is the form a frame of VLAN vid leaves port out in; false
 	// where the port does not carry the VLAN.
 	Egress(out, vid uint16) (fastpath.Egress, bool)
+	// WANLink is the WAN link's 802.1Q VLAN and the tag of its data
+	// frames; 0, 0: an untagged WAN.
+	WANLink() (vid, tci uint16)
 }
 
 // Options are what a Manager works with: the engine's tables and ports.

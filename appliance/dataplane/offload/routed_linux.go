@@ -2,6 +2,8 @@ package offload
 
 import (
 	"time"
+
+	"e1kbox/appliance/dataplane/frame"
 )
 
 // The routed flows, one direction of a NAT connection (natFlow) or of a
@@ -14,14 +16,17 @@ import (
 // route is what a NAT flow and a routed IPv6 flow have alike.
 type route struct {
 	in, out uint16
-	fromLAN bool    // its packets come from the LAN: the source is a LAN station (FDB learning)
-	toLAN   bool    // they leave to the LAN: the next hop is a LAN station, on port out
-	vid     uint16  // the FDB VLAN of a LAN source
-	srcMAC  [6]byte // the source station's
-	nhMAC   [6]byte // the next hop's, the flow's destination MAC
-	slot    uint32
-	idle    int64 // ns without a packet before it leaves the kernel
-	active  int64 // engine clock of its install or last packet
+	fromLAN bool   // its packets come from the LAN: the source is a LAN station (FDB learning)
+	toLAN   bool   // they leave to the LAN: the next hop is a LAN station, on port out
+	vid     uint16 // the FDB VLAN of a LAN source
+	// inVID and outTCI are the WAN link's VLAN, when the flow comes from
+	// a tagged WAN, and its data frames' tag, when it goes to one.
+	inVID, outTCI uint16
+	srcMAC        [6]byte // the source station's
+	nhMAC         [6]byte // the next hop's, the flow's destination MAC
+	slot          uint32
+	idle          int64 // ns without a packet before it leaves the kernel
+	active        int64 // engine clock of its install or last packet
 	// mark and revMark are the mark indexes of its connection by this
 	// direction's key and by the other's.
 	mark, revMark uint32
@@ -96,6 +101,19 @@ func current[K comparable, F any, P routedPtr[F]](t *table[K, F], k K, o *offer,
 }
 
 // uses reports whether the flow goes from or to port id.
+// tagDelta is the bytes a frame gains on egress: the WAN link's tag it
+// gets, less the one it came with.
+func (r *route) tagDelta() int32 {
+	var d int32
+	if r.outTCI != 0 {
+		d += frame.VLANTagLen
+	}
+	if r.inVID != 0 {
+		d -= frame.VLANTagLen
+	}
+	return d
+}
+
 func (r *route) uses(id uint16) bool { return r.in == id || r.out == id }
 
 // routeOf checks what a NAT and an IPv6 offer need alike once their
@@ -124,7 +142,15 @@ func (m *Manager) routeOf(o *offer, toLAN bool, nhMAC [6]byte, timeout uint32, r
 	if !ok {
 		return route{}, 0, false
 	}
-	return route{in: o.path.In, out: o.path.Out, fromLAN: o.pre.fromLAN(), toLAN: toLAN, vid: o.path.VID,
+	var inVID, outTCI uint16
+	if vid, tci := m.o.View.Settings().WANLink(); vid != 0 {
+		if toLAN {
+			inVID = vid
+		} else {
+			outTCI = tci
+		}
+	}
+	return route{in: o.path.In, out: o.path.Out, fromLAN: o.pre.fromLAN(), toLAN: toLAN, vid: o.path.VID, inVID: inVID, outTCI: outTCI,
 		srcMAC: o.pre.srcMAC, nhMAC: nhMAC, slot: s, active: clk.eng, mark: markOf(o.pre.hash()), revMark: markOf(revHash),
 		idle: min(int64(timeout)*int64(time.Second)/2, int64(Idle))}, min(inMTU, outMTU), true
 }
@@ -135,7 +161,7 @@ func (m *Manager) routeOf(o *offer, toLAN bool, nhMAC [6]byte, timeout uint32, r
 func routed[K comparable, F any, P routedPtr[F]](m *Manager, t *table[K, F], k, rev K, f P, v6 bool) {
 	t.put(k, rev, f)
 	r := f.base()
-	m.slots.own(r.slot, slot{rec: f, in: r.in, out: r.out, ports: true, routed: true, v6: v6, turns: turnsFor(r.idle)})
+	m.slots.own(r.slot, slot{rec: f, in: r.in, out: r.out, delta: r.tagDelta(), ports: true, routed: true, v6: v6, turns: turnsFor(r.idle)})
 	m.mark[r.mark].Add(1)
 	m.mark[r.revMark].Add(1)
 	m.c.installed.Add(1)

@@ -57,7 +57,8 @@ struct fwd {
 	__u16 max_ip;	 // longest IP packet on the egress side
 	__u8 flags;	 // NAT_CHECK_SMAC
 	__u8 icmp_type;	 // the echo type of this direction
-	__u8 pad[2];
+	__u16 in_vid;	 // the 802.1Q VLAN the frames arrive tagged with (the WAN link's), 0 untagged
+	__u16 out_tci;	 // the 802.1Q tag the frames leave with (the WAN link's), 0 untagged
 };
 
 // nat_val is what a NAT flow's frames become.

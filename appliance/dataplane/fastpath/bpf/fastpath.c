@@ -74,13 +74,15 @@ static __always_inline int classify(struct pkt *p, struct cls *c)
 		return PUNT_ETHER + 1;
 	__u32 zero = 0;
 	struct live *l = bpf_map_lookup_elem(&live, &zero);
-	if (!p->vlan_present && et == ETH_P_IP && !(b[0] & 1) && (!l || l->nat)) {
+	// Routed flows: untagged, or a tagged WAN's (fwd_vlan_ok).
+	int routable = !p->vlan_present || p->vlan_proto == bpf_htons(ETH_P_8021Q);
+	if (routable && et == ETH_P_IP && !(b[0] & 1) && (!l || l->nat)) {
 		int r = classify_nat(p, c);
 		if (r != PUNT_MISS + 1)
 			return r;
 	}
 	c->r6why = 0;
-	if (!p->vlan_present && et == ETH_P_IPV6 && !(b[0] & 1) && (!l || l->r6)) {
+	if (routable && et == ETH_P_IPV6 && !(b[0] & 1) && (!l || l->r6)) {
 		int r = classify_r6(p, c);
 		if (r != PUNT_MISS + 1)
 			return r;
@@ -218,6 +220,13 @@ int fp_tcx(struct __sk_buff *skb)
 		count_punt(PUNT_ERR);
 		return 2; // TC_ACT_SHOT
 	}
+	// The WAN link's tag (in the skb's metadata): off the frames from a
+	// tagged WAN, onto those to it.
+	if ((p.vlan_present && bpf_skb_vlan_pop(skb) < 0) ||
+	    (f->out_tci && bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), f->out_tci) < 0)) {
+		count_punt(PUNT_ERR);
+		return 2; // TC_ACT_SHOT
+	}
 	if (c.kind == KIND_NAT && !tracked)
 		nat_track(&p, c.nat);
 	count_flow(f->slot, w, p.iplen);
@@ -252,6 +261,10 @@ int fp_xdp(struct xdp_md *ctx)
 	int n = routed_rewrite(&p, &c, &f);
 	if (n == 0 || n > HDR_MAX) {
 		count_punt(PUNT_CSUM);
+		return XDP_PASS_;
+	}
+	if (f->out_tci) { // a tag XDP cannot push
+		count_punt(PUNT_VLAN);
 		return XDP_PASS_;
 	}
 	if (bpf_xdp_store_bytes(ctx, 0, p.b, n) < 0) {

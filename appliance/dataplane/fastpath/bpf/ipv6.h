@@ -57,6 +57,8 @@ static __always_inline int classify_r6(struct pkt *p, struct cls *c)
 	// frame is the slow path's, which trims it.
 	if (p->len != L3 + p->iplen)
 		return PUNT_IP + 1;
+	if (!fwd_vlan_ok(p, &v->fwd))
+		return PUNT_VLAN + 1;
 	if (!fwd_mac_ok(b, &v->fwd))
 		return PUNT_MAC + 1;
 	if (b[L3 + 7] <= 1)

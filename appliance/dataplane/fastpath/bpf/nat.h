@@ -42,6 +42,8 @@ static __always_inline int classify_nat(struct pkt *p, struct cls *c)
 	r = l4_ok(p, proto, 0);
 	if (r)
 		return r;
+	if (!fwd_vlan_ok(p, &v->fwd))
+		return PUNT_VLAN + 1;
 	if (!fwd_mac_ok(b, &v->fwd))
 		return PUNT_MAC + 1;
 	r = fwd_l4_ok(b, 34, proto, IPPROTO_ICMP_, &v->fwd);

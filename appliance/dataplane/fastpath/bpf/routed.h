@@ -64,6 +64,15 @@ static __always_inline int fwd_l4_ok(const __u8 *b, __u32 l4, __u8 proto, __u8 i
 	return 0;
 }
 
+// fwd_vlan_ok: the frame arrives as the flow's frames do: untagged, or
+// with the kernel-stripped 802.1Q tag of its VLAN (a tagged WAN).
+static __always_inline int fwd_vlan_ok(const struct pkt *p, const struct fwd *f)
+{
+	if (!p->vlan_present)
+		return f->in_vid == 0;
+	return f->in_vid != 0 && p->vlan_proto == bpf_htons(ETH_P_8021Q) && (p->vlan_tci & 0x0fff) == f->in_vid;
+}
+
 // fwd_mtu_ok: the frame fits both ports' MTUs.
 static __always_inline int fwd_mtu_ok(const struct pkt *p, const struct fwd *f)
 {
