@@ -76,7 +76,7 @@ func (b *builder) openPorts(cfg *Config) ([]*portInfo, error) {
 // frame to the router's MAC only to drop it. Without it (no tcx in the
 // kernel) forwarding works the same, at that cost.
 func (b *builder) attachDrop(pi *portInfo) {
-	d, err := ingressdrop.Attach(pi.iface)
+	d, err := ingressdrop.Attach(pi.iface, 0)
 	if err != nil {
 		pi.kdropErr = err.Error()
 		b.log.Warn("dataplane: the kernel keeps processing this port's frames", "port", pi.name, "err", err)
@@ -98,7 +98,7 @@ func (b *builder) bindAfterTCX(cfg *Config, ports []*portInfo) {
 		if pi.kdrop == nil || pi.kdrop.Demote {
 			continue
 		}
-		d, err := ingressdrop.AttachDemote(pi.iface)
+		d, err := ingressdrop.AttachDemote(pi.iface, pi.kdrop.WANVLAN)
 		if err != nil {
 			b.log.Warn("dataplane: the port's rings stay packet taps", "port", pi.name, "err", err)
 			continue
