@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 // Config says where and as whom the client asks.
@@ -27,12 +29,19 @@ type Config struct {
 	Address bool
 	// NoPrefix asks for no prefix (IA_PD): with Address, an address only.
 	NoPrefix bool
+	// VLAN is the WAN's 802.1Q VLAN: every frame goes out with its tag
+	// (ID, and PCP: the WAN's control priority), and only that VLAN's
+	// replies come in (ingressdrop hands them over). Zero: untagged.
+	VLAN dhcpclient.VLAN
 }
 
 // check validates cfg and copies what it keeps.
 func (cfg *Config) check() error {
 	if cfg.Interface == "" {
 		return errors.New("no interface")
+	}
+	if err := cfg.VLAN.Check(); err != nil {
+		return err
 	}
 	if len(cfg.MAC) != 6 {
 		return fmt.Errorf("MAC %q is not a 6-byte Ethernet address", cfg.MAC)

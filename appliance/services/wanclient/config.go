@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 // DHCP option codes (RFC 2132) the client sends or reads by number.
@@ -40,12 +42,19 @@ type Config struct {
 	// Params is the parameter request list (option 55); empty means
 	// DefaultParams.
 	Params []byte
+	// VLAN is the WAN's 802.1Q VLAN: every frame goes out with its tag
+	// (ID, and PCP: the WAN's control priority), and only that VLAN's
+	// replies come in (ingressdrop hands them over). Zero: untagged.
+	VLAN dhcpclient.VLAN
 }
 
 // check validates cfg and fills in its defaults.
 func (cfg *Config) check() error {
 	if cfg.Interface == "" {
 		return errors.New("no interface")
+	}
+	if err := cfg.VLAN.Check(); err != nil {
+		return err
 	}
 	if len(cfg.MAC) != 6 {
 		return fmt.Errorf("MAC %q is not a 6-byte Ethernet address", cfg.MAC)
