@@ -95,7 +95,8 @@ func (r *Router) applyIPv6() error {
 		// for an address (ipv6.wanAddress dhcpv6).
 		v.static = staticLease(r.cfg.IPv6.Prefix, time.Now())
 	}
-	base := p.Interface + " " + mac.String() + " " + strconv.Itoa(r.cfg.IPv6.PrefixLength) + " " + strconv.FormatBool(static)
+	vlan := wanVLAN(r.cfg)
+	base := wanAt(p, mac, vlan) + " " + strconv.Itoa(r.cfg.IPv6.PrefixLength) + " " + strconv.FormatBool(static)
 	at := base + " " + strconv.FormatBool(r.cfg.IPv6.WANIANA())
 	switch {
 	case static && !r.cfg.IPv6.WANIANA():
@@ -111,7 +112,7 @@ func (r *Router) applyIPv6() error {
 		r.stopClient6()
 		v.lease = keep
 		c, err := dhcp6c.New(dhcp6c.Config{Interface: p.Interface, MAC: mac, StateDir: r.opts.State,
-			PrefixLength: r.cfg.IPv6.PrefixLength, Address: r.cfg.IPv6.WANIANA(), NoPrefix: static},
+			PrefixLength: r.cfg.IPv6.PrefixLength, Address: r.cfg.IPv6.WANIANA(), NoPrefix: static, VLAN: vlan},
 			r.log.With("service", "wan-dhcpv6"))
 		if err != nil {
 			return err

@@ -188,20 +188,21 @@ func (r *Router) lanAddr() netip.Prefix {
 }
 
 // applyWAN starts the WAN DHCP client, or restarts it when the WAN port's
-// interface or MAC changed.
+// interface, MAC or VLAN changed.
 func (r *Router) applyWAN() error {
 	p, mac, err := r.wanPort()
 	if err != nil {
 		r.stopWAN()
 		return err
 	}
-	at := p.Interface + " " + mac.String()
+	vlan := wanVLAN(r.cfg)
+	at := wanAt(p, mac, vlan)
 	if r.wan.on && r.wan.at == at {
 		return nil
 	}
 	r.stopWAN()
 	c, err := wanclient.New(wanclient.Config{Interface: p.Interface, MAC: mac, Hostname: r.opts.Hostname,
-		LeaseFile: filepath.Join(r.opts.State, "wan-lease.json")}, r.log.With("service", "wan-dhcp"))
+		LeaseFile: filepath.Join(r.opts.State, "wan-lease.json"), VLAN: vlan}, r.log.With("service", "wan-dhcp"))
 	if err != nil {
 		return err
 	}
