@@ -34,6 +34,7 @@
 package ingressdrop
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -265,9 +266,7 @@ func AttachDemote(iface string, wanVLAN uint16) (*Drop, error) {
 
 // attach loads insns as a tcx ingress program named name and links it
 // to iface, after the programs already there (the fast path anchors
-// itself at the head). ebpf.NewProgram repeats the load while the
-// verifier is interrupted by a signal (EAGAIN), which the Go runtime's
-// preemption signals caused under QEMU TCG even for two instructions.
+// itself at the head).
 func attach(iface, name string, insns asm.Instructions, isDemote bool, wanVLAN uint16) (*Drop, error) {
 	if wanVLAN > 4094 {
 		return nil, fmt.Errorf("ingressdrop: %s: WAN VLAN %d out of range 1..4094", iface, wanVLAN)
@@ -276,10 +275,9 @@ func attach(iface, name string, insns asm.Instructions, isDemote bool, wanVLAN u
 	if err != nil {
 		return nil, fmt.Errorf("ingressdrop: %w", err)
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.SchedCLS,
-		AttachType: ebpf.AttachTCXIngress, Instructions: insns, License: "GPL"})
+	prog, err := load(iface, name, insns)
 	if err != nil {
-		return nil, fmt.Errorf("ingressdrop: %s: loading the %s program: %w", iface, name, err)
+		return nil, err
 	}
 	defer prog.Close() // the link holds its own reference
 	l, err := link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
@@ -287,6 +285,46 @@ func attach(iface, name string, insns asm.Instructions, isDemote bool, wanVLAN u
 		return nil, fmt.Errorf("ingressdrop: %s: attaching to tcx ingress: %w", iface, err)
 	}
 	return &Drop{Iface: iface, Demote: isDemote, WANVLAN: wanVLAN, link: l}, nil
+}
+
+// load loads insns as a tcx ingress program named name. ebpf.NewProgram
+// repeats the load while the verifier is interrupted by a signal
+// (EAGAIN), which the Go runtime's preemption signals caused under QEMU
+// TCG even for two instructions.
+func load(iface, name string, insns asm.Instructions) (*ebpf.Program, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.SchedCLS,
+		AttachType: ebpf.AttachTCXIngress, Instructions: insns, License: "GPL"})
+	if err != nil {
+		return nil, fmt.Errorf("ingressdrop: %s: loading the %s program: %w", iface, name, err)
+	}
+	return prog, nil
+}
+
+// SetWANVLAN replaces the attached program by one for the WAN VLAN
+// wanVLAN (as Attach or AttachDemote take it), in one step (the link's
+// update: no frame sees neither). The caller serializes it with the
+// Drop's other uses.
+func (d *Drop) SetWANVLAN(wanVLAN uint16) error {
+	if d == nil || d.link == nil {
+		return errors.New("ingressdrop: SetWANVLAN on a closed Drop")
+	}
+	if wanVLAN > 4094 {
+		return fmt.Errorf("ingressdrop: %s: WAN VLAN %d out of range 1..4094", d.Iface, wanVLAN)
+	}
+	name, insns := "e1kbox_drop", drop(wanVLAN)
+	if d.Demote {
+		name, insns = "e1kbox_demote", demote(wanVLAN)
+	}
+	prog, err := load(d.Iface, name, insns)
+	if err != nil {
+		return err
+	}
+	defer prog.Close()
+	if err := d.link.Update(prog); err != nil {
+		return fmt.Errorf("ingressdrop: %s: replacing the %s program: %w", d.Iface, name, err)
+	}
+	d.WANVLAN = wanVLAN
+	return nil
 }
 
 // Close detaches the program: the kernel sees iface's frames again.

@@ -47,7 +47,8 @@ func markFilter(t *testing.T, sock int, mask, want uint32) {
 // of VLAN 8, priority-tagged, 802.1ad-tagged or under a second tag, not
 // a tagged frame to another port. The demote marks those for the marker's
 // ring as ever. On an untagged WAN (0) no frame gets a reply mark and no
-// tagged frame reaches the IPv4 and IPv6 sockets.
+// tagged frame reaches the IPv4 and IPv6 sockets. A Drop attached
+// untagged and moved to VLAN 7 (SetWANVLAN) does as one attached for it.
 func TestWANVLANReplies(t *testing.T) {
 	a, b := pair(t)
 	mac := macOf(t, b, "vb")
@@ -68,19 +69,27 @@ func TestWANVLANReplies(t *testing.T) {
 	for _, tc := range []struct {
 		demote bool
 		vid    uint16
+		// retag attaches for untagged and then moves to vid
+		// (SetWANVLAN).
+		retag bool
 		// marked are the frames the IPv4 and IPv6 sockets get with a
 		// reply mark, unmarked those they get without, markered those
 		// the marker's socket gets (unmarked).
 		marked, unmarked, markered [][]byte
 	}{
-		{false, 7, ownPlain, nil, nil},
-		{true, 7, ownPlain, untagged, others},
-		{false, 0, nil, untagged, nil},
-		{true, 0, nil, untagged, append(slices.Clone(own), others...)},
+		{false, 7, false, ownPlain, nil, nil},
+		{true, 7, false, ownPlain, untagged, others},
+		{false, 0, false, nil, untagged, nil},
+		{true, 0, false, nil, untagged, append(slices.Clone(own), others...)},
+		{false, 7, true, ownPlain, nil, nil},
+		{true, 7, true, ownPlain, untagged, others},
 	} {
 		name := fmt.Sprintf("drop, VLAN %d", tc.vid)
 		if tc.demote {
 			name = fmt.Sprintf("demote, VLAN %d", tc.vid)
+		}
+		if tc.retag {
+			name += ", set after attaching untagged"
 		}
 		t.Run(name, func(t *testing.T) {
 			b.Do(t, func() {
@@ -103,11 +112,20 @@ func TestWANVLANReplies(t *testing.T) {
 				if tc.demote {
 					attach = AttachDemote
 				}
-				d, err := attach("vb", tc.vid)
+				first := tc.vid
+				if tc.retag {
+					first = 0
+				}
+				d, err := attach("vb", first)
 				if err != nil {
 					t.Fatalf("attach: %v", err)
 				}
 				defer d.Close()
+				if tc.retag {
+					if err := d.SetWANVLAN(tc.vid); err != nil {
+						t.Fatalf("SetWANVLAN: %v", err)
+					}
+				}
 				if d.WANVLAN != tc.vid {
 					t.Errorf("Drop.WANVLAN %d, want %d", d.WANVLAN, tc.vid)
 				}
@@ -151,6 +169,17 @@ func TestWANVLANReplies(t *testing.T) {
 			if d, err := Attach("vb", 4095); err == nil {
 				d.Close()
 				t.Errorf("Attach with VLAN 4095 succeeded")
+			}
+			d, err := Attach("vb", 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.SetWANVLAN(4095); err == nil || d.WANVLAN != 7 {
+				t.Errorf("SetWANVLAN(4095) = %v, WANVLAN %d after; want an error, 7", err, d.WANVLAN)
+			}
+			d.Close()
+			if err := d.SetWANVLAN(8); err == nil {
+				t.Errorf("SetWANVLAN on a closed Drop succeeded")
 			}
 		})
 	})
