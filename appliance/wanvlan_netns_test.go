@@ -37,7 +37,9 @@ const wanVLANConfig = `{
 // controlPCP 6} gets its WAN lease from the ISP's dnsmasq over VLAN 7:
 // every DHCP frame the ISP's wire saw from it carried VLAN 7 and priority
 // 6, none went untagged; then a LAN host reaches the ISP through the box
-// (the data path over the VLAN, the dataplane's).
+// (the data path over the VLAN, the dataplane's). When the ISP moves the
+// line to VLAN 8 and the config follows (applied live), the client
+// restarts on VLAN 8 and the box leases and forwards again.
 func TestWANVLANDHCP(t *testing.T) {
 	t.Parallel()
 	requireNetns(t)
@@ -93,5 +95,24 @@ func TestWANVLANDHCP(t *testing.T) {
 			seen, _ := peer.Seen()
 			t.Errorf("no echo request on VLAN 7 on the ISP's wire; seen %+v", seen)
 		}
+	})
+
+	t.Run("the line moves to VLAN 8", func(t *testing.T) {
+		if err := peer.Close(); err != nil {
+			t.Fatal(err)
+		}
+		peer8 := vlanpeer.In(t, l.isp, "eth0", 8, 0)
+		l.apply(t, strings.Replace(wanVLANConfig, `"id": 7`, `"id": 8`, 1), true)
+		dhcp8 := dhcp
+		dhcp8.VID = 8
+		eventually(t, 30*time.Second, "a DHCP exchange over VLAN 8", func() (bool, string) {
+			seen, _ := peer8.Seen()
+			return peer8.Frames(t, dhcp8) >= 1, fmt.Sprintf("seen %+v", seen)
+		})
+		l.wan(t, 30*time.Second, "")
+		eventually(t, 15*time.Second, "h1's ping to the ISP answered over VLAN 8", func() (bool, string) {
+			out, err := l.host(1, "ping", "-c", "1", "-W", "1", svcISP)
+			return err == nil, fmt.Sprintf("%v %s", err, out)
+		})
 	})
 }
