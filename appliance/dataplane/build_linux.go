@@ -74,7 +74,9 @@ func (b *builder) openPorts(cfg *Config) ([]*portInfo, error) {
 // frames once the rings have it (ingressdrop): the data ports carry no
 // kernel address, and in NAT mode the kernel would otherwise route every
 // frame to the router's MAC only to drop it. Without it (no tcx in the
-// kernel) forwarding works the same, at that cost.
+// kernel) forwarding works the same, at that cost, but the WAN clients
+// get no replies over a WAN VLAN. wanVLAN is the WAN's VLAN on the NAT
+// WAN port (Config.dropVLAN), whose replies it hands them.
 func (b *builder) attachDrop(pi *portInfo, wanVLAN uint16) {
 	d, err := ingressdrop.Attach(pi.iface, wanVLAN)
 	if err != nil {
