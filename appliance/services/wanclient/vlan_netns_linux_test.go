@@ -2,13 +2,17 @@ package wanclient
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/insomniacslk/dhcp/dhcpv4"
 	"golang.org/x/sys/unix"
 
 	"e1kbox/appliance/dataplane/ingressdrop"
 	"e1kbox/appliance/services/dhcpclient"
+	"e1kbox/appliance/services/wantap"
+	"e1kbox/internal/netnstest"
 	"e1kbox/internal/vlanpeer"
 )
 
@@ -60,5 +64,79 @@ func TestNetnsVLAN(t *testing.T) {
 				t.Errorf("%d untagged IPv4 frames on the wire, want none", n)
 			}
 		})
+	}
+}
+
+// TestNetnsVLANReplyFilter: through the real socket and ingressdrop's
+// drop or demote, a client hears only its own link's replies (behind the
+// demote, which hands every untagged IPv4 frame on, its socket filter
+// sees to that). The ISP's side of the
+// wire answers the client's DISCOVER with forged OFFERs: first on the
+// wrong links (untagged and VLAN 8 for a client on VLAN 7, VLAN 7 for an
+// untagged one), which the client never receives, then on its own, which
+// it takes (it sends a REQUEST).
+func TestNetnsVLANReplyFilter(t *testing.T) {
+	untagged := wantap.VLAN{}
+	for _, tc := range []struct {
+		name        string
+		vlan        dhcpclient.VLAN
+		wrong       []wantap.VLAN
+		right       wantap.VLAN
+		wrongCounts string
+	}{
+		{"VLAN 7", dhcpclient.VLAN{ID: 7, PCP: 6}, []wantap.VLAN{untagged, {ID: 8}, {PCP: 6}}, wantap.VLAN{ID: 7}, "untagged, VLAN 8, priority-tagged"},
+		{"untagged", dhcpclient.VLAN{}, []wantap.VLAN{{ID: 7}, {ID: 7, PCP: 6}}, untagged, "VLAN 7"},
+	} {
+		for _, prog := range []struct {
+			name   string
+			attach func(string, uint16) (*ingressdrop.Drop, error)
+		}{{"drop", ingressdrop.Attach}, {"demote", ingressdrop.AttachDemote}} {
+			t.Run(tc.name+", "+prog.name, func(t *testing.T) {
+				l := newLab(t)
+				l.box.Do(t, func() {
+					d, err := prog.attach("c0", tc.vlan.ID)
+					if err != nil {
+						t.Fatalf("ingressdrop on c0: %v", err)
+					}
+					t.Cleanup(func() { d.Close() })
+				})
+				capture := l.isp.OpenPackets(t, "s0", true)
+				b := l.startClient(Config{Interface: "c0", MAC: boxMAC, VLAN: tc.vlan}, nil)
+				var disc *dhcpv4.DHCPv4
+				netnstest.WaitFor(t, 10*time.Second, "the client's DISCOVER on the ISP's side", func() bool {
+					for _, f := range capture.Frames() { // the kernel holds the tag aside
+						if len(f) > 42 && f[12] == 0x08 && f[13] == 0x00 && f[36] == 0 && f[37] == 67 {
+							if m, err := dhcpv4.FromBytes(f[42:]); err == nil && m.MessageType() == dhcpv4.MessageTypeDiscover {
+								disc = m
+								return true
+							}
+						}
+					}
+					return false
+				})
+				s := fakeServer{mac: ispMAC, ip: ispIP}
+				yiaddr := netip.MustParseAddr("10.80.0.77")
+				offer := s.frame(s.msg(disc, dhcpv4.MessageTypeOffer, yiaddr, leaseOpts()...), yiaddr)
+				wire := l.isp.OpenPackets(t, "s0", false)
+				for _, v := range tc.wrong {
+					if v.ID == 0 && v.PCP != 0 { // priority-tagged: VLAN 0 in the tag
+						wire.Send(t, slices.Insert(slices.Clone(offer), 12, 0x81, 0x00, v.PCP<<5, 0))
+						continue
+					}
+					wire.Send(t, v.Tag(offer))
+				}
+				time.Sleep(time.Second)
+				if st := b.c.Stats(); st.Received["OFFER"] != 0 {
+					t.Errorf("the client received %d OFFERs on the wrong links (%s); stats %+v", st.Received["OFFER"], tc.wrongCounts, st)
+				}
+				wire.Send(t, tc.right.Tag(offer))
+				if !eventually(5*time.Second, func() bool {
+					st := b.c.Stats()
+					return st.Received["OFFER"] == 1 && st.Sent["REQUEST"] >= 1
+				}) {
+					t.Errorf("the client did not take the OFFER on its own link: %+v", b.c.Stats())
+				}
+			})
+		}
 	}
 }
