@@ -42,7 +42,7 @@ func (b *builder) openPorts(cfg *Config) ([]*portInfo, error) {
 			return ports, err
 		}
 		ports[i+1] = &portInfo{id: uint16(i + 1), name: p.portName(), iface: p.Interface, mtu: mtu}
-		b.attachDrop(ports[i+1])
+		b.attachDrop(ports[i+1], cfg.dropVLAN(i))
 	}
 	h := cfg.HostPort
 	if h == nil {
@@ -74,15 +74,42 @@ func (b *builder) openPorts(cfg *Config) ([]*portInfo, error) {
 // frames once the rings have it (ingressdrop): the data ports carry no
 // kernel address, and in NAT mode the kernel would otherwise route every
 // frame to the router's MAC only to drop it. Without it (no tcx in the
-// kernel) forwarding works the same, at that cost.
-func (b *builder) attachDrop(pi *portInfo) {
-	d, err := ingressdrop.Attach(pi.iface)
+// kernel) forwarding works the same, at that cost, but the WAN clients
+// get no replies over a WAN VLAN. wanVLAN is the WAN's VLAN on the NAT
+// WAN port (Config.dropVLAN), whose replies it hands them.
+func (b *builder) attachDrop(pi *portInfo, wanVLAN uint16) {
+	d, err := ingressdrop.Attach(pi.iface, wanVLAN)
 	if err != nil {
 		pi.kdropErr = err.Error()
 		b.log.Warn("dataplane: the kernel keeps processing this port's frames", "port", pi.name, "err", err)
 		return
 	}
 	pi.kdrop = d
+}
+
+// dropVLAN is the WAN VLAN port i's kernel drop hands the WAN clients
+// the replies of (ingressdrop.Attach): NAT.WANVLAN's on the WAN port in
+// NAT mode, else 0 (untagged).
+func (c *Config) dropVLAN(i int) uint16 {
+	if modeOf(c) != ModeNAT || c.NAT == nil || c.Ports[i].Role != RoleWAN {
+		return 0
+	}
+	return c.NAT.WANVLAN.ID
+}
+
+// retagDrop moves the WAN port's kernel drop to cfg's WAN VLAN when it
+// changed (ingressdrop.Drop.SetWANVLAN): the WAN clients follow it.
+func (e *Engine) retagDrop(cfg *Config) {
+	if e.natr == nil {
+		return
+	}
+	i := e.natp.wanID - 1
+	pi := e.ports[i+1]
+	if vid := cfg.dropVLAN(i); pi.kdrop != nil && pi.kdrop.WANVLAN != vid {
+		if err := pi.kdrop.SetWANVLAN(vid); err != nil {
+			e.b.log.Warn("dataplane: the WAN clients keep the WAN's former VLAN", "port", pi.name, "err", err)
+		}
+	}
 }
 
 // bindAfterTCX moves the data ports' rings behind tcx ingress, where the
@@ -98,7 +125,7 @@ func (b *builder) bindAfterTCX(cfg *Config, ports []*portInfo) {
 		if pi.kdrop == nil || pi.kdrop.Demote {
 			continue
 		}
-		d, err := ingressdrop.AttachDemote(pi.iface)
+		d, err := ingressdrop.AttachDemote(pi.iface, pi.kdrop.WANVLAN)
 		if err != nil {
 			b.log.Warn("dataplane: the port's rings stay packet taps", "port", pi.name, "err", err)
 			continue

@@ -287,6 +287,7 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 		// The kernel's flows over the WAN carry the old link's headers.
 		e.fp.PortDown(e.wanID())
 	}
+	e.retagDrop(cfg)
 	e.fp.Revalidate()
 	return nil
 }

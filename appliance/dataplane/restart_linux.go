@@ -126,7 +126,7 @@ func (r *reconfig) reopenLinks() error {
 		pi.up.Store(old.up.Load() && p.Interface == old.iface)
 		if p.Interface == old.iface {
 			pi.kdrop, pi.kdropErr = old.kdrop, old.kdropErr
-		} else if e.b.attachDrop(pi); pi.kdrop != nil {
+		} else if e.b.attachDrop(pi, r.cfg.dropVLAN(i)); pi.kdrop != nil {
 			r.attached = append(r.attached, pi)
 		}
 		r.ports[i+1] = pi

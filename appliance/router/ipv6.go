@@ -95,9 +95,10 @@ func (r *Router) applyIPv6() error {
 		// for an address (ipv6.wanAddress dhcpv6).
 		v.static = staticLease(r.cfg.IPv6.Prefix, time.Now())
 	}
-	base := p.Interface + " " + mac.String() + " " + strconv.Itoa(r.cfg.IPv6.PrefixLength) + " " + strconv.FormatBool(static)
+	vlan := wanVLAN(r.cfg)
+	base := wanAt(p, mac, vlan) + " " + strconv.Itoa(r.cfg.IPv6.PrefixLength) + " " + strconv.FormatBool(static)
 	cfg := dhcp6c.Config{Interface: p.Interface, MAC: mac, StateDir: r.opts.State,
-		PrefixLength: r.cfg.IPv6.PrefixLength, Address: r.cfg.IPv6.WANIANA(), NoPrefix: static}
+		PrefixLength: r.cfg.IPv6.PrefixLength, Address: r.cfg.IPv6.WANIANA(), NoPrefix: static, VLAN: vlan}
 	// New options (nat.wan.dhcpv6) restart the client like a change of
 	// IA_NA: the delegation stays.
 	at := base + " " + strconv.FormatBool(r.cfg.IPv6.WANIANA()) + " " + r.dhcp6Options(&cfg)

@@ -187,15 +187,17 @@ func (r *Router) lanAddr() netip.Prefix {
 }
 
 // applyWAN starts the WAN DHCP client, or restarts it when the WAN port's
-// interface or MAC or nat.wan.dhcp changed.
+// interface, MAC or VLAN or nat.wan.dhcp changed.
 func (r *Router) applyWAN() error {
 	p, mac, err := r.wanPort()
 	if err != nil {
 		r.stopWAN()
 		return err
 	}
+	vlan := wanVLAN(r.cfg)
 	cfg, opts := r.wanClientConfig(p.Interface, mac)
-	at := p.Interface + " " + mac.String() + " " + opts
+	cfg.VLAN = vlan
+	at := wanAt(p, mac, vlan) + " " + opts
 	if r.wan.on && r.wan.at == at {
 		return nil
 	}

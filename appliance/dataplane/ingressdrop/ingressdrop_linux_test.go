@@ -64,7 +64,7 @@ func attachInB(t *testing.T, ping func() error, flushARP func()) {
 		t.Fatal(err)
 	}
 	defer unix.Close(sock)
-	d, err := Attach("vb")
+	d, err := Attach("vb", 0)
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}
@@ -80,7 +80,7 @@ func attachInB(t *testing.T, ping func() error, flushARP func()) {
 	} else {
 		t.Logf("packet socket received %d frames while the kernel got none", n)
 	}
-	if _, err := Attach("nonexistent0"); err == nil {
+	if _, err := Attach("nonexistent0", 0); err == nil {
 		t.Errorf("Attach(nonexistent0) succeeded")
 	}
 	if err := d.Close(); err != nil {
@@ -167,7 +167,7 @@ func TestAttachDemote(t *testing.T) {
 	send := func(frames ...[]byte) { sendFrames(t, a, "va", frames...) }
 	b.Do(t, func() {
 		sockIP, sockMark := bound(t, "vb", unix.ETH_P_IP), bound(t, "vb", MarkerTPID)
-		d, err := AttachDemote("vb")
+		d, err := AttachDemote("vb", 0)
 		if err != nil {
 			t.Fatalf("AttachDemote: %v", err)
 		}
@@ -209,7 +209,7 @@ func TestAttachDemote(t *testing.T) {
 		}
 		d.Close()
 
-		drop, err := Attach("vb")
+		drop, err := Attach("vb", 0)
 		if err != nil {
 			t.Fatalf("Attach: %v", err)
 		}
@@ -352,7 +352,7 @@ func TestDropPassesClientReplies(t *testing.T) {
 	}
 	b.Do(t, func() {
 		sock4, sock6 := bound(t, "vb", unix.ETH_P_IP), bound(t, "vb", unix.ETH_P_IPV6)
-		d, err := Attach("vb")
+		d, err := Attach("vb", 0)
 		if err != nil {
 			t.Fatalf("Attach: %v", err)
 		}

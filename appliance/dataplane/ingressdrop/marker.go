@@ -22,3 +22,22 @@ func Unmark(b []byte) ([]byte, bool) {
 	copy(b[MarkerLen:MarkerLen+12], b[:12])
 	return b[MarkerLen:], true
 }
+
+// The WAN clients' replies over a VLAN. For a WAN on VLAN v (Attach and
+// AttachDemote with v), both programs take the 802.1Q tag off a client's
+// reply of VLAN v (bpf_skb_vlan_pop), set skb->mark to ReplyMark(v) and
+// demote it, so that the clients' sockets, bound to IPv4 and IPv6, get
+// it untagged; their filters pass only frames with that mark (package
+// dhcpclient), so an untagged reply, which the demote hands to the IPv4
+// and IPv6 rings as it is, or one of another VLAN, never reaches them.
+// No other code on a data port sets a mark.
+const (
+	// ReplyMarkBase is the mark of a WAN client's reply of a VLAN, ORed
+	// with the VLAN's ID.
+	ReplyMarkBase = 0xe1b0_0000
+	// ReplyMarkMask selects the base of a mark.
+	ReplyMarkMask = 0xffff_f000
+)
+
+// ReplyMark is the mark of a WAN client's reply of VLAN vid (1..4094).
+func ReplyMark(vid uint16) uint32 { return ReplyMarkBase | uint32(vid&0x0fff) }

@@ -60,7 +60,7 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, rand: func() float64 { return 2*rand.Float64() - 1 }, duid: d, ll: LinkLocal(cfg.MAC)}
 	c.core = dhcpclient.NewCore[*Lease, dhcpclient.Frame]("dhcp6c", "wan dhcpv6", cfg.Interface, log, func() (dhcpclient.Transport, int, error) {
-		return dhcpclient.OpenIPv6(cfg.Interface, cfg.MAC, clientPort)
+		return dhcpclient.OpenIPv6(cfg.Interface, cfg.MAC, clientPort, cfg.VLAN)
 	})
 	c.log = c.core.Log
 	return c, nil

@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"github.com/insomniacslk/dhcp/dhcpv6"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 // Config says where and as whom the client asks.
@@ -37,6 +39,10 @@ type Config struct {
 	VendorClass *VendorClass
 	// Options are further options, sent as they are.
 	Options []Option
+	// VLAN is the WAN's 802.1Q VLAN: every frame goes out with its tag
+	// (ID, and PCP: the WAN's control priority), and only that VLAN's
+	// replies come in (ingressdrop hands them over). Zero: untagged.
+	VLAN dhcpclient.VLAN
 }
 
 // VendorClass is DHCPv6's vendor class option: the vendor's IANA
@@ -69,6 +75,9 @@ const maxOptionBytes = 900
 func (cfg *Config) check() error {
 	if cfg.Interface == "" {
 		return errors.New("no interface")
+	}
+	if err := cfg.VLAN.Check(); err != nil {
+		return err
 	}
 	if len(cfg.MAC) != 6 {
 		return fmt.Errorf("MAC %q is not a 6-byte Ethernet address", cfg.MAC)

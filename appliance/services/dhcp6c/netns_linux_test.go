@@ -207,13 +207,13 @@ func TestNetnsKea(t *testing.T) {
 func TestNetnsIngressDrop(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		attach func(string) (*ingressdrop.Drop, error)
+		attach func(string, uint16) (*ingressdrop.Drop, error)
 	}{{"drop", ingressdrop.Attach}, {"demote", ingressdrop.AttachDemote}} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLab(t)
 			l.isp.IP(t, "-6", "neigh", "replace", LinkLocal(boxMAC).String(), "lladdr", boxMAC.String(), "dev", "s0", "nud", "permanent")
 			l.box.Do(t, func() {
-				d, err := tc.attach("c0")
+				d, err := tc.attach("c0", 0)
 				if err != nil {
 					t.Fatalf("ingressdrop on c0: %v", err)
 				}

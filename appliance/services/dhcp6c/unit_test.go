@@ -37,6 +37,9 @@ func TestConfigCheck(t *testing.T) {
 		{"hint /40", Config{Interface: "wan", MAC: boxMAC, PrefixLength: 40}, false},
 		{"hint /65", Config{Interface: "wan", MAC: boxMAC, PrefixLength: 65}, false},
 		{"nothing asked", Config{Interface: "wan", MAC: boxMAC, NoPrefix: true}, false},
+		{"VLAN 7, priority 6", Config{Interface: "wan", MAC: boxMAC, VLAN: dhcpclient.VLAN{ID: 7, PCP: 6}}, true},
+		{"VLAN 4095", Config{Interface: "wan", MAC: boxMAC, VLAN: dhcpclient.VLAN{ID: 4095}}, false},
+		{"priority without a VLAN", Config{Interface: "wan", MAC: boxMAC, VLAN: dhcpclient.VLAN{PCP: 6}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.check()

@@ -2,7 +2,8 @@
 //
 // A client keeps only its protocol: its messages, options and state
 // machine. Core runs that machine on one goroutine (Run): it opens the
-// transport (OpenIPv4, OpenIPv6: a wantap socket), reads frames in the
+// transport (OpenIPv4, OpenIPv6: a wantap socket, on the WAN's VLAN if
+// it has one: tagged frames out, that VLAN's replies in), reads frames in the
 // background, decodes them with the client's decoder (DecodeIPv4 or
 // DecodeIPv6 under it) and hands them to Machine.Handle; a timer on
 // Machine.WakeAt calls Machine.Tick. Frames it cannot use are counted by

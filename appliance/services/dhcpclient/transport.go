@@ -1,6 +1,15 @@
 package dhcpclient
 
-import "net"
+import (
+	"net"
+
+	"e1kbox/appliance/services/wantap"
+)
+
+// VLAN is the WAN's 802.1Q VLAN the clients talk over (wantap.VLAN): the
+// tag of every frame they send, the VLAN they receive replies of. The
+// zero VLAN is untagged.
+type VLAN = wantap.VLAN
 
 // Transport carries Ethernet frames on the WAN interface: the packet
 // socket, or a fake in tests.

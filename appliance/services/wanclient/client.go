@@ -33,7 +33,7 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, jitter: dhcpclient.Jitter}
 	c.core = dhcpclient.NewCore[*Lease, reply]("wanclient", "wan dhcp", cfg.Interface, log, func() (dhcpclient.Transport, int, error) {
-		return dhcpclient.OpenIPv4(cfg.Interface, cfg.MAC, clientPort)
+		return dhcpclient.OpenIPv4(cfg.Interface, cfg.MAC, clientPort, cfg.VLAN)
 	})
 	c.log = c.core.Log
 	return c, nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"slices"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 // DHCP option codes (RFC 2132) the client sends or reads by number.
@@ -50,6 +52,10 @@ type Config struct {
 	UserClass []string
 	// Options are further options, sent as they are.
 	Options []Option
+	// VLAN is the WAN's 802.1Q VLAN: every frame goes out with its tag
+	// (ID, and PCP: the WAN's control priority), and only that VLAN's
+	// replies come in (ingressdrop hands them over). Zero: untagged.
+	VLAN dhcpclient.VLAN
 }
 
 // Option is an extra DHCP option the client sends: its code and value.
@@ -75,6 +81,9 @@ const maxOptionBytes = 900
 func (cfg *Config) check() error {
 	if cfg.Interface == "" {
 		return errors.New("no interface")
+	}
+	if err := cfg.VLAN.Check(); err != nil {
+		return err
 	}
 	if len(cfg.MAC) != 6 {
 		return fmt.Errorf("MAC %q is not a 6-byte Ethernet address", cfg.MAC)

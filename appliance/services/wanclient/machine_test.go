@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/insomniacslk/dhcp/dhcpv4"
+
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 func TestDORA(t *testing.T) {
@@ -212,6 +214,9 @@ func TestNewRejects(t *testing.T) {
 		{"short client id", Config{Interface: "wan0", MAC: clientMAC, ClientID: []byte{1}}},
 		{"pad in params", Config{Interface: "wan0", MAC: clientMAC, Params: []byte{1, 0}}},
 		{"long hostname", Config{Interface: "wan0", MAC: clientMAC, Hostname: string(make([]byte, 256))}},
+		{"VLAN 4095", Config{Interface: "wan0", MAC: clientMAC, VLAN: dhcpclient.VLAN{ID: 4095}}},
+		{"VLAN priority 8", Config{Interface: "wan0", MAC: clientMAC, VLAN: dhcpclient.VLAN{ID: 7, PCP: 8}}},
+		{"priority without a VLAN", Config{Interface: "wan0", MAC: clientMAC, VLAN: dhcpclient.VLAN{PCP: 6}}},
 	} {
 		if _, err := New(tc.cfg, nil); err == nil {
 			t.Errorf("%s: New accepted %+v", tc.name, tc.cfg)

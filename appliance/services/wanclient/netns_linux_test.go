@@ -214,13 +214,13 @@ func TestNetnsDnsmasq(t *testing.T) {
 func TestNetnsIngressDrop(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		attach func(string) (*ingressdrop.Drop, error)
+		attach func(string, uint16) (*ingressdrop.Drop, error)
 	}{{"drop", ingressdrop.Attach}, {"demote", ingressdrop.AttachDemote}} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLab(t)
 			l.startDnsmasq("10.80.0.100", "10.80.0.150")
 			l.box.Do(t, func() {
-				drop, err := tc.attach("c0")
+				drop, err := tc.attach("c0", 0)
 				if err != nil {
 					t.Fatalf("ingressdrop on c0: %v", err)
 				}

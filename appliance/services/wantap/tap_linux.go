@@ -22,6 +22,9 @@ type Tap struct {
 	conn *packet.Conn
 	raw  syscall.RawConn
 	oob  []byte
+	vlan VLAN
+	// ifindex is the interface's, for sendto on a VLAN.
+	ifindex int
 }
 
 // Open opens the socket on iface for frames of etherType (ETH_P_IP or
@@ -31,12 +34,24 @@ type Tap struct {
 // queued. PACKET_AUXDATA tells, per frame, whether the UDP checksum was
 // verified or is still to be filled in (a frame from a local veth peer
 // with checksum offload): those are not checked again.
-func Open(iface string, mac net.HardwareAddr, etherType uint16, filter []bpf.Instruction) (*Tap, int, error) {
+//
+// On a VLAN the socket sends every frame with the VLAN's tag and receives
+// only the replies of that VLAN, which ingressdrop's program on the
+// interface (attached for that VLAN) takes the tag off and marks: the
+// kernel would clear an offloaded tag before it hands a frame to a socket
+// bound to an EtherType, so without the mark the socket could not tell
+// the VLAN's frames from untagged ones or another VLAN's. Untagged, it
+// receives none of those marked frames. The MTU is the interface's
+// (the kernel lets a tagged frame be 4 bytes longer).
+func Open(iface string, mac net.HardwareAddr, etherType uint16, filter []bpf.Instruction, vlan VLAN) (*Tap, int, error) {
+	if err := vlan.Check(); err != nil {
+		return nil, 0, err
+	}
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, 0, err
 	}
-	prog, err := bpf.Assemble(filter)
+	prog, err := bpf.Assemble(vlan.Filter(filter))
 	if err != nil {
 		return nil, 0, fmt.Errorf("assemble filter: %w", err)
 	}
@@ -51,7 +66,7 @@ func Open(iface string, mac net.HardwareAddr, etherType uint16, filter []bpf.Ins
 	if err != nil {
 		return nil, 0, fmt.Errorf("packet socket on %s: %w", iface, err)
 	}
-	t := &Tap{conn: conn, oob: make([]byte, unix.CmsgSpace(sizeofAuxdata))}
+	t := &Tap{conn: conn, oob: make([]byte, unix.CmsgSpace(sizeofAuxdata)), vlan: vlan, ifindex: ifi.Index}
 	if err := t.setup(ifi, mac); err != nil {
 		conn.Close()
 		return nil, 0, fmt.Errorf("packet socket on %s: %w", iface, err)
@@ -116,11 +131,32 @@ func csumVouched(oob []byte) bool {
 	return false
 }
 
-// Write sends frame to dst.
+// Write sends frame (untagged) to dst; on a VLAN with its tag in the
+// frame, and the socket address's protocol 802.1Q, which the kernel takes
+// for skb->protocol (a SOCK_RAW socket sends the frame as written: no
+// path on the way out, veth or e1000e, moves an in-frame tag).
 func (t *Tap) Write(frame []byte, dst net.HardwareAddr) error {
-	_, err := t.conn.WriteTo(frame, &packet.Addr{HardwareAddr: dst})
-	return err
+	if t.vlan.ID == 0 {
+		_, err := t.conn.WriteTo(frame, &packet.Addr{HardwareAddr: dst})
+		return err
+	}
+	to := &unix.SockaddrLinklayer{Protocol: htons(tpid8021Q), Ifindex: t.ifindex, Halen: 6}
+	copy(to.Addr[:], dst)
+	b := t.vlan.Tag(frame)
+	var serr error
+	err := t.raw.Write(func(fd uintptr) bool {
+		serr = unix.Sendto(int(fd), b, 0, to)
+		return !errors.Is(serr, unix.EAGAIN)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
 }
+
+// htons is v in network byte order, as the kernel reads a sockaddr's
+// protocol (amd64, arm64).
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // Close closes the socket.
 func (t *Tap) Close() error { return t.conn.Close() }

@@ -28,7 +28,7 @@ func TestTapSeesRepliesOnly(t *testing.T) {
 	var tap *Tap
 	box.Do(t, func() {
 		var err error
-		if tap, _, err = Open("wan0", mac, unix.ETH_P_IP, acceptAll); err != nil {
+		if tap, _, err = Open("wan0", mac, unix.ETH_P_IP, acceptAll, VLAN{}); err != nil {
 			t.Fatal(err)
 		}
 	})
