@@ -21,10 +21,14 @@ func TestPing(t *testing.T) {
 	testenv.Require(t, "root", "ip", "ping", "tcpdump")
 	a, b := netnstest.New(t, "vpa"), netnstest.New(t, "vpb")
 	netnstest.Veth(t,
-		netnstest.End{NS: a, Name: "a0", Addrs: []string{"192.0.2.1/24", "2001:db8::1/64"}, Up: true},
-		netnstest.End{NS: b, Name: "b0", Addrs: []string{"192.0.2.2/24", "2001:db8::2/64"}, Up: true})
+		netnstest.End{NS: a, Name: "a0", Addrs: []string{"192.0.2.1/24", "2001:db8::1/64"}},
+		netnstest.End{NS: b, Name: "b0", Addrs: []string{"192.0.2.2/24", "2001:db8::2/64"}})
 	pa := In(t, a, "a0", 7, 3)
 	pb := In(t, b, "b0", 7, 5)
+	// Up only with both peers on: the stacks' first frames (duplicate
+	// address detection, MLD) go out tagged too.
+	a.IP(t, "link", "set", "a0", "up")
+	b.IP(t, "link", "set", "b0", "up")
 
 	var dump netnstest.Buffer
 	td := b.Command("tcpdump", "-e", "-n", "-l", "-i", "b0")
@@ -71,6 +75,9 @@ func TestPing(t *testing.T) {
 func TestDrops(t *testing.T) {
 	testenv.Require(t, "root", "ip")
 	a, b := netnstest.New(t, "vpa"), netnstest.New(t, "vpb")
+	// The wire side sends only the test's frames: no IPv6 of its own
+	// (duplicate address detection, MLD), which the peer would drop too.
+	b.Sysctl(t, "net.ipv6.conf.default.disable_ipv6=1", "net.ipv6.conf.all.disable_ipv6=1")
 	macA, macB := "02:00:00:00:00:0a", "02:00:00:00:00:0b"
 	netnstest.Veth(t,
 		netnstest.End{NS: a, Name: "a0", MAC: macA, Addrs: []string{"192.0.2.1/24"}, Up: true},
