@@ -65,7 +65,9 @@ func (c *cpioWriter) node(name string, mode, major, minor uint32, data []byte) {
 }
 
 // Dir adds a directory (name without a leading slash).
-func (c *cpioWriter) Dir(name string, perm fs.FileMode) { c.entry(name, cpioDir|uint32(perm.Perm()), nil) }
+func (c *cpioWriter) Dir(name string, perm fs.FileMode) {
+	c.entry(name, cpioDir|uint32(perm.Perm()), nil)
+}
 
 // File adds a regular file.
 func (c *cpioWriter) File(name string, perm fs.FileMode, data []byte) {
