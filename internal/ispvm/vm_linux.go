@@ -54,7 +54,7 @@ type VM struct {
 }
 
 // Needs are what Start needs on the host.
-var Needs = []string{"root", "qemu-system-x86_64", "apt-get", "dpkg-deb", "ip", "/dev/net/tun"}
+var Needs = []string{"root", "qemu-system-x86_64", "apt-get", "dpkg-deb", "xz", "ip", "/dev/net/tun"}
 
 // Start builds the image (cached in DefaultCacheDir), boots the VM on
 // cfg.Tap and returns once pppoe-server runs. The VM is killed at the
@@ -103,7 +103,7 @@ func Boot(img *Image, cfg Config, dir string) (*VM, error) {
 	args := []string{"qemu-system-x86_64", "-M", "pc,accel=tcg", "-m", "256", "-smp", "1",
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-kernel", img.Kernel, "-initrd", initrd,
-		"-append", "console=ttyS0 panic=-1 loglevel=3",
+		"-append", "console=ttyS0 quiet panic=-1 loglevel=3",
 		"-netdev", "tap,id=wan,ifname=" + cfg.Tap + ",script=no,downscript=no",
 		"-device", "e1000,netdev=wan,mac=" + cfg.MAC,
 		"-chardev", "stdio,id=con,signal=off", "-serial", "chardev:con",
