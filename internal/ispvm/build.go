@@ -20,7 +20,7 @@ import (
 // packages' programs, libraries and modules; a run appends its
 // configuration).
 type Image struct {
-	Dir    string // the cache entry holding the files below
+	Dir string // the cache entry holding the files below
 	// Kernel is the uncompressed vmlinux out of Debian's vmlinuz: QEMU
 	// boots its ELF through the PVH entry, skipping the firmware and the
 	// bzImage's xz decompression (~8 s under TCG).
