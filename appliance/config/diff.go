@@ -142,6 +142,14 @@ func (ch *Changes) classify(old, new *Config) {
 	if nat && old.Mode == ModeNAT && old.NAT.Conntrack.size() != new.NAT.Conntrack.size() {
 		ch.restart("nat.conntrack.size: the connection table is allocated once")
 	}
+	// The WAN link's VLAN and priorities apply live, between two batches;
+	// tagging the WAN on or off restarts the WAN port, whose ring of
+	// tagged frames is small on an untagged WAN.
+	if a, b := old.NAT.WAN.VLAN.ID != 0, new.NAT.WAN.VLAN.ID != 0; nat && old.Mode == ModeNAT && a != b {
+		if wan := new.WANPort(); wan != nil {
+			ch.RestartPort(wan.Name, "nat.wan.vlan.id: tagging the WAN on or off resizes the WAN port's ring of tagged frames")
+		}
+	}
 	if nat && old.Mode == ModeNAT && old.IPv6.IsEnabled() != new.IPv6.IsEnabled() {
 		ch.restart("ipv6.enabled: the IPv6 router's tables are allocated with the router")
 	}

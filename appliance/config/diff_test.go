@@ -115,3 +115,30 @@ func bridgeMode(c *Config) {
 		c.Ports[i].Role, c.Ports[i].Addresses = RoleNone, nil
 	}
 }
+
+// TestDiffWANVLAN: the WAN link's VLAN id and priorities are live;
+// tagging the WAN on or off restarts the WAN port only.
+func TestDiffWANVLAN(t *testing.T) {
+	vlan7 := LinkVLAN{ID: 7, PCP: 1, ControlPCP: 6}
+	restart := Changes{NAT: true, Effect: RestartPorts, Restart: []string{"wan"},
+		Why: []string{"nat.wan.vlan.id: tagging the WAN on or off resizes the WAN port's ring of tagged frames"}}
+	for _, tc := range []struct {
+		name     string
+		old, new LinkVLAN
+		want     Changes
+	}{
+		{"tagging on", LinkVLAN{}, vlan7, restart},
+		{"tagging off", vlan7, LinkVLAN{}, restart},
+		{"another VLAN", vlan7, LinkVLAN{ID: 10, PCP: 1, ControlPCP: 6}, Changes{NAT: true, Effect: Live}},
+		{"priorities", vlan7, LinkVLAN{ID: 7, ControlPCP: 5}, Changes{NAT: true, Effect: Live}},
+		{"same", vlan7, vlan7, Changes{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, new := example(t), example(t)
+			old.NAT.WAN.VLAN, new.NAT.WAN.VLAN = tc.old, tc.new
+			if diff := cmp.Diff(tc.want, Diff(old, new)); diff != "" {
+				t.Errorf("Diff (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -137,6 +137,10 @@ type NAT struct {
 	// link-local or global; invalid: learnt from the WAN's router
 	// advertisements. It is applied live.
 	IPv6Gateway netip.Addr
+	// WANVLAN makes the WAN port a tagged link (wanlink.go): it takes
+	// only frames of that VLAN, and the router's frames leave tagged.
+	// Zero: untagged. It is applied live.
+	WANVLAN WANVLAN
 }
 
 // Port is one data port.
@@ -338,15 +342,16 @@ func (c *Config) Check() error {
 
 // routedOnly reports whether port i only routes, so that the frames its
 // demote marks (other EtherTypes, tagged frames) are the router's to drop
-// and a small ring takes them: in NAT mode the WAN port, and a LAN port
-// that is the LAN segment's only data port (it bridges to nothing but
-// the host port, whose stack speaks IPv4, IPv6 and ARP).
+// and a small ring takes them: in NAT mode an untagged WAN port (on a
+// tagged one, NAT.WANVLAN, every frame of the router is tagged), and a
+// LAN port that is the LAN segment's only data port (it bridges to
+// nothing but the host port, whose stack speaks IPv4, IPv6 and ARP).
 func (c *Config) routedOnly(i int) bool {
 	if modeOf(c) != ModeNAT {
 		return false
 	}
 	if c.Ports[i].Role == RoleWAN {
-		return true
+		return c.NAT == nil || c.NAT.WANVLAN.ID == 0
 	}
 	lan := 0
 	for j := range c.Ports {
@@ -393,6 +398,9 @@ func (c *Config) checkNAT() error {
 		} else {
 			p.lanMTU = min(p.lanMTU, port.MTU)
 		}
+	}
+	if err := c.NAT.WANVLAN.check(); err != nil {
+		return err
 	}
 	if g := c.NAT.IPv6Gateway; g.IsValid() && (!g.Is6() || g.Is4In6() || !(g.IsLinkLocalUnicast() || g.IsGlobalUnicast())) {
 		return fmt.Errorf("IPv6 gateway %v is not a unicast IPv6 address", g)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,6 +250,9 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 	if err != nil {
 		return err
 	}
+	if i := e.natp.wanID - 1; e.natr != nil && (old.NAT.WANVLAN.ID == 0) != (cfg.NAT.WANVLAN.ID == 0) && !slices.Contains(changed, i) {
+		changed = append(changed, i) // its ring of tagged frames (routedOnly)
+	}
 	t, err := compileRules(cfg)
 	if err != nil {
 		return err
@@ -279,6 +283,10 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 	}
 	e.fp.SwapRules(t, func() { e.rules.Swap(t) })
 	e.cur.Store(newSettings(cfg))
+	if e.natr != nil && old.NAT.WANVLAN != cfg.NAT.WANVLAN {
+		// The kernel's flows over the WAN carry the old link's headers.
+		e.fp.PortDown(e.wanID())
+	}
 	e.fp.Revalidate()
 	return nil
 }

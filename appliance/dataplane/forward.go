@@ -130,7 +130,9 @@ func (w *fwd) handle(data []byte, origLen int, stripped bool, tag frame.VLANTag)
 	}
 	in := w.in.id
 	if in == w.wanID {
-		w.natFrame(data, false) // nothing is bridged to or from the WAN
+		if data, ok = w.wanIn(data, stripped); ok {
+			w.natFrame(data, false) // nothing is bridged to or from the WAN
+		}
 		return
 	}
 	if !w.set.ports[in].noLearn && w.fdb.Learn(&f.Src, w.vid, in, w.mono) == bridge.Moved {

@@ -78,12 +78,14 @@ func (w *fwd) dhcpClient() bool {
 // natPrefetch warms the router's table for a frame handle sees a few
 // frames later (see natBlock).
 func (w *fwd) natPrefetch(data []byte, stripped bool) {
-	if stripped { // the router drops tagged frames without a lookup
-		return
-	}
 	side := w.natLAN
 	if w.in.id == w.wanID {
 		side = int(w.wanID)
+	}
+	// The router drops tagged frames without a lookup; on a tagged WAN
+	// the kernel stripped the tag of the frames it takes.
+	if stripped && (side != int(w.wanID) || w.set.wan.vid == 0) {
+		return
 	}
 	w.nw.Prefetch(side, data)
 }
@@ -129,7 +131,9 @@ func (w *fwd) natSend(port int, b []byte) uint16 {
 	return 0
 }
 
-// natEmit copies a routed frame (untagged) into port out's TX ring.
+// natEmit copies a routed frame (untagged) into port out's TX ring; on
+// the WAN port with the WAN link's headers (wanEmit), which lie outside
+// the port's MTU.
 func (w *fwd) natEmit(out uint16, b []byte) {
 	if !w.up[out] {
 		w.drop(DropPortDown)
@@ -140,9 +144,10 @@ func (w *fwd) natEmit(out uint16, b []byte) {
 		return
 	}
 	tx := w.tx[out]
-	if !tx.Append(b) {
+	wan := out == w.wanID && w.set.wan.vid != 0
+	if !w.emit(tx, b, wan) {
 		w.flushPort(out)
-		if !tx.Append(b) {
+		if !w.emit(tx, b, wan) {
 			w.drop(DropTxFull)
 			return
 		}
@@ -150,4 +155,14 @@ func (w *fwd) natEmit(out uint16, b []byte) {
 	w.dirty |= 1 << out
 	w.c.txPackets[out]++
 	w.c.txBytes[out] += uint64(len(b))
+	if wan {
+		w.c.txBytes[out] += uint64(w.set.wan.headerLen())
+	}
+}
+
+func (w *fwd) emit(tx txPort, b []byte, wan bool) bool {
+	if wan {
+		return w.wanEmit(tx, b)
+	}
+	return tx.Append(b)
 }

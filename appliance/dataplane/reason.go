@@ -27,6 +27,7 @@ const (
 	DropTxFull                                         // the out port's TX ring stayed full
 	DropVLAN                                           // a VLAN the ingress (or unicast egress) VLAN-aware port does not carry
 	DropLoop                                           // a loop probe of this engine came back, or the port is blocked by a loop
+	DropWANLink                                        // NAT mode, a tagged WAN: a frame on the WAN port untagged or of another VLAN
 	// DropNATHost (NAT mode): a frame for the router's own address that
 	// the router does not serve (it answers ARP and ping only; the box's
 	// services are on the host port's address), or for the box from the
@@ -54,6 +55,7 @@ var dropNames = [NumDrops]string{
 	DropTxFull:    "tx_full",
 	DropVLAN:      "vlan",
 	DropLoop:      "loop",
+	DropWANLink:   "wan_link",
 	DropNATHost:   "nat_host",
 }
 

@@ -40,6 +40,7 @@ func (pi *portInfo) afterTCX() bool { return pi.kdrop != nil && pi.kdrop.Demote 
 type settings struct {
 	cfg   *Config
 	ports []portSettings // by port id; [0] unused
+	wan   wanLink        // NAT mode: the WAN port's link layer
 }
 
 type portSettings struct {
@@ -91,6 +92,9 @@ func (v *vlanSet) egress(vid uint16) (int, bool) {
 
 func newSettings(cfg *Config) *settings {
 	s := &settings{cfg: cfg, ports: make([]portSettings, len(cfg.Ports)+2)}
+	if modeOf(cfg) == ModeNAT && cfg.NAT != nil {
+		s.wan = newWANLink(cfg.NAT.WANVLAN)
+	}
 	for i, p := range cfg.Ports {
 		s.ports[i+1] = portSettings{noLearn: p.NoLearn, noFlood: p.NoFlood}
 		if p.VLANs != nil {

@@ -76,7 +76,8 @@ func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan, lease *wanclient.Leas
 func natConfig(c *config.Config, lease *wanclient.Lease) *dataplane.NAT {
 	cn := &c.NAT
 	n := &dataplane.NAT{Gateway: cn.Gateway, PortMin: cn.MasqueradePorts.First, PortMax: cn.MasqueradePorts.Last,
-		MaxConns: cn.Conntrack.Size, IPv6: c.IPv6.IsEnabled(), IPv6Gateway: c.IPv6.Gateway}
+		MaxConns: cn.Conntrack.Size, IPv6: c.IPv6.IsEnabled(), IPv6Gateway: c.IPv6.Gateway,
+		WANVLAN: dataplane.WANVLAN{ID: cn.WAN.VLAN.ID, PCP: cn.WAN.VLAN.PCP, ControlPCP: cn.WAN.VLAN.ControlPCP}}
 	if cn.WANDHCP && lease != nil {
 		n.WANAddr = lease.Addr
 		if lease.MTU >= config.MinNATMTU {

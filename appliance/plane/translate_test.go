@@ -65,6 +65,7 @@ func TestDataplaneConfig(t *testing.T) {
 			          {"name": "off", "interface": "eth4", "role": "lan", "enabled": false}],
 			"hostPort": {"addresses": ["192.168.1.2/24"]},
 			"nat": {"gateway": "203.0.113.1", "masqueradePorts": "20000-29999", "mssClamp": false,
+			        "wan": {"vlan": {"id": 7, "pcp": 1, "controlPCP": 6}},
 			        "conntrack": {"size": 4096, "timeouts": {"udp": "2s", "udpStream": "1500ms", "tcpEstablished": "1h"}},
 			        "forwards": [{"proto": "tcp", "wanPorts": "443", "lanHost": "192.168.1.10"},
 			                     {"proto": "udp", "wanPorts": "6000-6010", "lanHost": "192.168.1.11", "lanPort": 7000}]}}`)
@@ -84,7 +85,7 @@ func TestDataplaneConfig(t *testing.T) {
 			NAT: &dataplane.NAT{
 				LANAddr: netip.MustParsePrefix("192.168.1.1/24"), WANAddr: netip.MustParsePrefix("203.0.113.2/24"),
 				Gateway: netip.MustParseAddr("203.0.113.1"), PortMin: 20000, PortMax: 29999, MaxConns: 4096,
-				Timeouts: to, MSSClamp: -1, IPv6: true,
+				Timeouts: to, MSSClamp: -1, IPv6: true, WANVLAN: dataplane.WANVLAN{ID: 7, PCP: 1, ControlPCP: 6},
 				Forwards: []nat.PortForward{{Proto: 6, Port: 443, PortEnd: 443, To: netip.MustParseAddrPort("192.168.1.10:443")},
 					{Proto: 17, Port: 6000, PortEnd: 6010, To: netip.MustParseAddrPort("192.168.1.11:7000")}},
 			},
