@@ -141,6 +141,14 @@ type NAT struct {
 	// only frames of that VLAN, and the router's frames leave tagged.
 	// Zero: untagged. It is applied live.
 	WANVLAN WANVLAN
+	// WANPPPoE makes the WAN a PPPoE link (wanlink_pppoe.go): the router's
+	// IPv4 and IPv6 travel in PPPoESession, the session the PPPoE client
+	// (Engine.PPPoE) negotiated; while it is zero the router's frames to
+	// the WAN are dropped. With a session, WANAddr is IPCP's address (a
+	// /32), Gateway the peer's and WANMTU the session's MTU. Turning it
+	// on or off restarts the WAN port; the session applies live.
+	WANPPPoE     bool
+	PPPoESession PPPoESession
 }
 
 // Port is one data port.
@@ -351,7 +359,7 @@ func (c *Config) routedOnly(i int) bool {
 		return false
 	}
 	if c.Ports[i].Role == RoleWAN {
-		return c.NAT == nil || c.NAT.WANVLAN.ID == 0
+		return c.NAT == nil || c.NAT.WANVLAN.ID == 0 && !c.NAT.WANPPPoE
 	}
 	lan := 0
 	for j := range c.Ports {
@@ -400,6 +408,9 @@ func (c *Config) checkNAT() error {
 		}
 	}
 	if err := c.NAT.WANVLAN.check(); err != nil {
+		return err
+	}
+	if err := c.NAT.PPPoESession.check(); err != nil {
 		return err
 	}
 	if g := c.NAT.IPv6Gateway; g.IsValid() && (!g.Is6() || g.Is4In6() || !(g.IsLinkLocalUnicast() || g.IsGlobalUnicast())) {

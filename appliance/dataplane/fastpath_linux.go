@@ -151,7 +151,7 @@ func (e *Engine) SyncFastPath() { e.fp.Sync() }
 // fpBefore takes into p the flow of the routed frame in w.f (arriving on
 // the router's side of port id side) before the router rewrites it.
 func (w *fwd) fpBefore(side int, p *offload.Pre) {
-	if w.fp != nil && !w.in.host && w.set.wan.vid == 0 {
+	if w.fp != nil && !w.in.host && !w.set.wan.framed() {
 		w.fp.Before(&w.f, side == int(w.wanID), p)
 	}
 }

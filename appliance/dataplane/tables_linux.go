@@ -23,6 +23,7 @@ type tables struct {
 	natr    *nat.Router      // NAT mode only
 	natp    natPorts         // the router's ports as opened
 	fp      *offload.Manager // the in-kernel fast path's flows (fastpath_linux.go)
+	ppp     *pppoeQueue      // NAT mode: the PPPoE client's control frames (wanlink_pppoe.go)
 }
 
 // openTables creates the FDB with its static entries, the rule set with a
@@ -54,6 +55,7 @@ func (e *Engine) openTables(cfg *Config) error {
 	}
 	e.rules.Swap(t)
 	if modeOf(cfg) == ModeNAT {
+		e.ppp = newPPPoEQueue()
 		return e.b.openNAT(cfg, e.ports)
 	}
 	return nil
