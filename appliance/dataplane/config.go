@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
@@ -459,18 +460,24 @@ func wanMTU(port, lease int) int {
 // natConfig returns the nat package's configuration for c and its ports.
 func (c *Config) natConfig(p natPorts) nat.Config {
 	n := c.NAT
+	var peer net.HardwareAddr
+	if n.WANPPPoE && n.PPPoESession != (PPPoESession{}) {
+		// A point-to-point WAN: the router sends everything to the AC.
+		peer = net.HardwareAddr(n.PPPoESession.ACMAC[:])
+	}
 	return nat.Config{
-		LAN:       nat.Port{ID: p.lanID, MAC: p.lanMAC[:], Addr: n.LANAddr, MTU: min(p.lanMTU, maxNATMTU)},
-		WAN:       nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: wanMTU(p.wanMTU, n.WANMTU)},
-		Host:      p.hostID,
-		HostAddrs: hostAddrs(c, p),
-		Gateway:   n.Gateway,
-		PortMin:   n.PortMin,
-		PortMax:   n.PortMax,
-		MaxConns:  n.MaxConns,
-		Timeouts:  n.Timeouts,
-		MSSClamp:  n.MSSClamp,
-		Forwards:  n.Forwards,
-		IPv6:      p.v6,
+		WANPeerMAC: peer,
+		LAN:        nat.Port{ID: p.lanID, MAC: p.lanMAC[:], Addr: n.LANAddr, MTU: min(p.lanMTU, maxNATMTU)},
+		WAN:        nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: wanMTU(p.wanMTU, n.WANMTU)},
+		Host:       p.hostID,
+		HostAddrs:  hostAddrs(c, p),
+		Gateway:    n.Gateway,
+		PortMin:    n.PortMin,
+		PortMax:    n.PortMax,
+		MaxConns:   n.MaxConns,
+		Timeouts:   n.Timeouts,
+		MSSClamp:   n.MSSClamp,
+		Forwards:   n.Forwards,
+		IPv6:       p.v6,
 	}
 }

@@ -3,12 +3,14 @@ package dataplane
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/frame/frametest"
+	"e1kbox/appliance/dataplane/nat"
 	"e1kbox/appliance/services/pppoe"
 )
 
@@ -271,4 +273,57 @@ func FuzzPPPoESession(f *testing.F) {
 		tr.rx(idWAN, append([]byte(nil), b...))
 		queued(tr.fwds[idWAN].ppp)
 	})
+}
+
+// TestWANPPPoERouter: with a session in the config, the router is
+// point-to-point (natConfig): IPCP's /32, the peer as its gateway, the
+// session's MTU; the first SYN from the LAN leaves at once, framed, with
+// no ARP before it, its MSS clamped to 1452.
+func TestWANPPPoERouter(t *testing.T) {
+	peer := [4]byte{10, 255, 0, 1}
+	local := [4]byte{100, 64, 0, 5}
+	mutate := func(c *Config) {
+		natTestConfig(1024)(c)
+		c.NAT.WANPPPoE = true
+		c.NAT.PPPoESession = PPPoESession{ID: testSID, ACMAC: macAC}
+		c.NAT.WANAddr = netip.PrefixFrom(netip.AddrFrom4(local), 32)
+		c.NAT.Gateway = netip.AddrFrom4(peer)
+		c.NAT.WANMTU = 1492
+	}
+	b := newTestBridge(t, 3, true, "", false, mutate)
+	p := natPorts{wanID: idWAN, lanID: idLAN1, wanMAC: rWAN, lanMAC: rLAN, wanMTU: 1500, lanMTU: 1500}
+	r, err := nat.New(b.cfg.natConfig(p))
+	if err != nil {
+		t.Fatalf("nat.New: %v", err)
+	}
+	for _, in := range b.ports[1:] {
+		b.fwds[in.id].setNAT(r.NewWorker(b.set.Worker(int(in.id)-1)), idWAN, idLAN1, rLAN, 0)
+	}
+	b.fwds[idWAN].ppp = newPPPoEQueue()
+	tr := &testRouter{testBridge: b, r: r, now: natT0}
+	tr.rx(idLAN1, frametest.ARPFrame(bcast, macA, 1, macA, hAIP, [6]byte{}, lanIP))
+
+	seg := frametest.TCP{SrcPort: 40000, DstPort: 80, Flags: frame.TCPSyn, Opts: []byte{2, 4, 0x05, 0xb4}}
+	syn := frametest.Frame(rLAN, macA, frame.EtherTypeIPv4, frametest.IPv4{Src: hAIP, Dst: remIP}.TCPPacket(seg, nil))
+	out := tr.rx(idLAN1, syn)
+	if diff := cmp.Diff([]int{0, 0, 1, 0}, counts(out)); diff != "" {
+		t.Fatalf("SYN: frames per port (-want +got):\n%s", diff)
+	}
+	got := out[idWAN][0]
+	sid, proto, ip, ok := pppoe.ParseSessionHeader(got[14:])
+	if [6]byte(got[0:6]) != macAC || !ok || sid != testSID || proto != pppoe.ProtoIPv4 {
+		t.Fatalf("the SYN left as % x, want a session frame to the AC", got[:22])
+	}
+	f := parsed(t, append(append([]byte(nil), got[:12]...), append([]byte{8, 0}, ip...)...))
+	if f.IPv4.Src != local {
+		t.Errorf("masqueraded on %v, want IPCP's %v", f.IPv4.Src, local)
+	}
+	if mss := binary.BigEndian.Uint16(ip[20+20+2:]); mss != 1452 {
+		t.Errorf("MSS %d, want 1452", mss)
+	}
+	reply := frametest.Frame(rWAN, macAC, frame.EtherTypeIPv4, frametest.IPv4{Src: remIP, Dst: local}.TCPPacket(
+		frametest.TCP{SrcPort: 80, DstPort: f.TCP.SrcPort, Flags: frame.TCPSyn | frame.TCPAck}, nil))
+	if diff := cmp.Diff([]int{1, 0, 0, 0}, counts(tr.rx(idWAN, sessionFrame(rWAN, macAC, testSID, pppoe.ProtoIPv4, reply)))); diff != "" {
+		t.Errorf("SYN-ACK: frames per port (-want +got):\n%s", diff)
+	}
 }
