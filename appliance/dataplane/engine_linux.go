@@ -213,7 +213,7 @@ func (e *Engine) release() error {
 	if e.host != nil {
 		errs = append(errs, e.host.Close())
 	}
-	errs = append(errs, e.fp.Close())
+	errs = append(errs, e.fp.Close(), e.pppLink.close())
 	for _, pi := range e.ports {
 		if pi != nil && pi.kdrop != nil {
 			errs = append(errs, pi.kdrop.Close())
