@@ -129,6 +129,18 @@ func (b *pppoeBox) traffic(local netip.Addr) {
 	}
 }
 
+// checkDown checks that the router has no WAN address and no
+// connections of the old one once the session is down.
+func (b *pppoeBox) checkDown() {
+	b.t.Helper()
+	if a := b.e.NAT().Config().WAN.Addr; a.IsValid() {
+		b.t.Errorf("the session is down, the router's WAN address is still %v", a)
+	}
+	if conns, err := ListConns(b.e.NAT(), ConnFilter{}, 0, 0); err != nil || conns.Total != 0 {
+		b.t.Errorf("the session is down, %d connections of its address stay (%v)", conns.Total, err)
+	}
+}
+
 func TestEnginePPPoE(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -156,12 +168,29 @@ func TestEnginePPPoE(t *testing.T) {
 				t.Fatalf("disconnect: %v", err)
 			}
 			b.wait(30*time.Second, false)
+			b.checkDown()
 			st = b.waitUp(60 * time.Second)
 			b.traffic(st.LocalIPv4)
-			if d := b.e.Snapshot().Drops; d[DropPPPoEQueue] != 0 {
-				t.Errorf("%v: %d control frames lost", DropPPPoEQueue, d[DropPPPoEQueue])
-			}
 			t.Logf("session %#x after %d reconnects", st.SessionID, st.Reconnects)
+
+			// The ISP's pppd stops answering: LCP echoes (1 s, 3 failures)
+			// find the peer dead; once it answers again a session comes up.
+			if err := b.vm.Freeze(); err != nil {
+				t.Fatalf("freeze: %v", err)
+			}
+			start := time.Now()
+			st = b.wait(20*time.Second, false)
+			t.Logf("dead peer found after %v: %s", time.Since(start).Round(100*time.Millisecond), st.LastDownReason)
+			b.checkDown()
+			if err := b.vm.Thaw(); err != nil {
+				t.Fatalf("thaw: %v", err)
+			}
+			st = b.waitUp(60 * time.Second)
+			b.traffic(st.LocalIPv4)
+			if d := b.e.Snapshot().Drops; d[DropPPPoEQueue] != 0 || d[DropPPPoEDown] != 0 {
+				t.Errorf("%v: %d control frames lost; %v: %d (ARP never goes to a PPPoE WAN, nor IP without a session)",
+					DropPPPoEQueue, d[DropPPPoEQueue], DropPPPoEDown, d[DropPPPoEDown])
+			}
 		})
 	}
 }
