@@ -28,7 +28,7 @@ type pppoeBox struct {
 // newPPPoEBox boots the VM (vmc: PAP or CHAP, VLAN) on tap "p2" in the
 // box's namespace, starts the engine with h1 on its LAN and runs the
 // client.
-func newPPPoEBox(t *testing.T, vmc ispvm.Config) *pppoeBox {
+func newPPPoEBox(t *testing.T, vmc ispvm.Config, fp FastPathMode) *pppoeBox {
 	tp := newTopo(t, 1)
 	tp.box.IP(t, "tuntap", "add", "dev", "p2", "mode", "tap")
 	tp.box.Sysctl(t, "net.ipv6.conf.p2.disable_ipv6=1", "net.ipv4.conf.p1.arp_ignore=8")
@@ -38,8 +38,9 @@ func newPPPoEBox(t *testing.T, vmc ispvm.Config) *pppoeBox {
 	tp.hosts[0].IP(t, "route", "add", "default", "via", "10.42.0.254")
 	b := &pppoeBox{t: t, tp: tp, vm: vm, events: make(chan pppoe.Event, 64)}
 	b.cfg = Config{
-		Mode:  ModeNAT,
-		Ports: []Port{{Interface: "p1", Role: RoleLAN}, {Interface: "p2", Role: RoleWAN}},
+		Mode:     ModeNAT,
+		FastPath: fp,
+		Ports:    []Port{{Interface: "p1", Role: RoleLAN}, {Interface: "p2", Role: RoleWAN}},
 		NAT: &NAT{
 			LANAddr:  netip.MustParsePrefix("10.42.0.254/24"),
 			WANPPPoE: true,
@@ -142,16 +143,24 @@ func (b *pppoeBox) checkDown() {
 }
 
 func TestEnginePPPoE(t *testing.T) {
+	// Every fast path mode hands the WAN worker the PPPoE frames: tcx
+	// (the rings behind it, PPPoE on the demote's marker ring), generic
+	// XDP (passed to the taps) and none (taps).
 	for _, tc := range []struct {
 		name string
 		vm   ispvm.Config
+		fp   FastPathMode
 	}{
-		{"PAP", ispvm.Config{ACName: "isp-pap"}},
-		{"CHAP", ispvm.Config{ACName: "isp-chap", CHAP: true}},
-		{"CHAP on VLAN 7", ispvm.Config{ACName: "isp-vlan7", CHAP: true, VLAN: 7}},
+		{"PAP", ispvm.Config{ACName: "isp-pap"}, FastPathTCX},
+		{"CHAP with XDP", ispvm.Config{ACName: "isp-chap", CHAP: true}, FastPathXDP},
+		{"CHAP on VLAN 7", ispvm.Config{ACName: "isp-vlan7", CHAP: true, VLAN: 7}, FastPathTCX},
+		{"PAP on VLAN 7 without fast path", ispvm.Config{ACName: "isp-vlan7", VLAN: 7}, FastPathOff},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newPPPoEBox(t, tc.vm)
+			b := newPPPoEBox(t, tc.vm, tc.fp)
+			if fp := b.e.Snapshot().FastPath; tc.fp != FastPathOff && (fp == nil || fp.Mode != string(tc.fp)) {
+				t.Fatalf("fast path %+v, want %s", fp, tc.fp)
+			}
 			st := b.waitUp(60 * time.Second)
 			if st.ACName != tc.vm.ACName || st.LocalIPv4 != netip.MustParseAddr("10.64.0.2") || st.PeerIPv4 != netip.MustParseAddr("10.64.0.1") || st.MTU != 1492 {
 				t.Errorf("session: AC %q, %v peer %v, MTU %d; want %q, 10.64.0.2 peer 10.64.0.1, 1492", st.ACName, st.LocalIPv4, st.PeerIPv4, st.MTU, tc.vm.ACName)
