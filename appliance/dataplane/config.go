@@ -351,8 +351,9 @@ func (c *Config) Check() error {
 
 // routedOnly reports whether port i only routes, so that the frames its
 // demote marks (other EtherTypes, tagged frames) are the router's to drop
-// and a small ring takes them: in NAT mode an untagged WAN port (on a
-// tagged one, NAT.WANVLAN, every frame of the router is tagged), and a
+// and a small ring takes them: in NAT mode an untagged WAN port without
+// PPPoE (on a tagged one, NAT.WANVLAN, every frame of the router is
+// tagged; on a PPPoE one, NAT.WANPPPoE, every frame is PPPoE), and a
 // LAN port that is the LAN segment's only data port (it bridges to
 // nothing but the host port, whose stack speaks IPv4, IPv6 and ARP).
 func (c *Config) routedOnly(i int) bool {

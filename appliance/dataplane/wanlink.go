@@ -28,10 +28,10 @@ func (v WANVLAN) check() error {
 // Ethernet header and IP, which the router never sees. On the way in,
 // wanIn takes them off a frame the WAN port received (the router gets an
 // untagged Ethernet frame); on the way out, wanEmit puts them on every
-// frame the router sends to the WAN. Today that is an 802.1Q tag or
-// nothing; a PPPoE session header would sit behind the tag, in the same
-// two places. It lives in the settings snapshot, so that a new VLAN
-// applies between two batches.
+// frame the router sends to the WAN: an 802.1Q tag or nothing, and under
+// it a PPPoE session (wanlink_pppoe.go) or nothing. It lives in the
+// settings snapshot, so that a new VLAN or session applies between two
+// batches.
 type wanLink struct {
 	vid uint16 // 0: untagged (no link headers)
 	// tci and ctlTCI are the tags of data and of control frames.
