@@ -2,6 +2,8 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -53,6 +55,7 @@ func newPPPoEBox(t *testing.T, vmc ispvm.Config, fp FastPathMode) *pppoeBox {
 	link := b.e.PPPoE()
 	c, err := pppoe.New(link, pppoe.Config{User: vm.Config.User, Password: vm.Config.Password, MAC: link.MAC(),
 		EchoInterval: time.Second, EchoFailures: 3, Backoff: 200 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(t.Output(), nil)),
 		OnEvent: func(ev pppoe.Event) {
 			select {
 			case b.events <- ev:
@@ -106,8 +109,10 @@ func (b *pppoeBox) wait(d time.Duration, up bool) pppoe.Status {
 				return ev.Status
 			}
 		case <-deadline:
+			link, _ := b.tp.box.Output("ip", "-s", "-d", "link", "show", "p2")
+			b.t.Logf("WAN link: %s", link)
 			b.t.Fatalf("no session %s within %v: client %+v; engine drops %v", map[bool]string{true: "up", false: "down"}[up],
-				d, b.client.Status(), b.e.Snapshot().Drops)
+				d, b.client.Status(), fmt.Sprintf("%v; ports %+v; workers %+v", b.e.Snapshot().Drops, b.e.Snapshot().Ports, b.e.Snapshot().Workers))
 		}
 	}
 }
@@ -120,10 +125,12 @@ func (b *pppoeBox) traffic(local netip.Addr) {
 	if err := b.tp.ping(1, up); err != nil {
 		b.t.Fatalf("through the session: %v", err)
 	}
+	start := time.Now()
 	out, err := b.tp.hosts[0].Output("sh", "-c", "curl -sS --max-time 60 http://"+up+"/big | sha256sum")
 	if err != nil || !strings.HasPrefix(out, b.vm.Image.BigSHA256) {
 		b.t.Fatalf("fetching /big through the session: %v %q, want SHA-256 %s", err, out, b.vm.Image.BigSHA256)
 	}
+	b.t.Logf("/big (%d MiB) in %v", ispvm.BigSize>>20, time.Since(start).Round(time.Millisecond))
 	conns, err := ListConns(b.e.NAT(), ConnFilter{Proto: "icmp"}, 0, 0)
 	if err != nil || conns.Total == 0 || conns.Conns[0].Reply.Dst.Addr() != local {
 		b.t.Errorf("ICMP connections %+v (%v): want the reply to IPCP's address %v", conns, err, local)
