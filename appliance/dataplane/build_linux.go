@@ -359,6 +359,9 @@ func (b *builder) newWorker(ports []*portInfo, in *portInfo, rx *afpacket.Socket
 			nw = r.NewWorker(rw)
 		}
 		w.fwd.setNAT(nw, uint16(b.t.natp.wanID), b.t.natp.lanID, b.t.natp.lanMAC, uint16(b.t.natp.hostID))
+		if in.id == uint16(b.t.natp.wanID) {
+			w.fwd.ppp = b.t.ppp
+		}
 	}
 	return w
 }

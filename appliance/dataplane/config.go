@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
@@ -141,6 +142,14 @@ type NAT struct {
 	// only frames of that VLAN, and the router's frames leave tagged.
 	// Zero: untagged. It is applied live.
 	WANVLAN WANVLAN
+	// WANPPPoE makes the WAN a PPPoE link (wanlink_pppoe.go): the router's
+	// IPv4 and IPv6 travel in PPPoESession, the session the PPPoE client
+	// (Engine.PPPoE) negotiated; while it is zero the router's frames to
+	// the WAN are dropped. With a session, WANAddr is IPCP's address (a
+	// /32), Gateway the peer's and WANMTU the session's MTU. Turning it
+	// on or off restarts the WAN port; the session applies live.
+	WANPPPoE     bool
+	PPPoESession PPPoESession
 }
 
 // Port is one data port.
@@ -342,8 +351,9 @@ func (c *Config) Check() error {
 
 // routedOnly reports whether port i only routes, so that the frames its
 // demote marks (other EtherTypes, tagged frames) are the router's to drop
-// and a small ring takes them: in NAT mode an untagged WAN port (on a
-// tagged one, NAT.WANVLAN, every frame of the router is tagged), and a
+// and a small ring takes them: in NAT mode an untagged WAN port without
+// PPPoE (on a tagged one, NAT.WANVLAN, every frame of the router is
+// tagged; on a PPPoE one, NAT.WANPPPoE, every frame is PPPoE), and a
 // LAN port that is the LAN segment's only data port (it bridges to
 // nothing but the host port, whose stack speaks IPv4, IPv6 and ARP).
 func (c *Config) routedOnly(i int) bool {
@@ -351,7 +361,7 @@ func (c *Config) routedOnly(i int) bool {
 		return false
 	}
 	if c.Ports[i].Role == RoleWAN {
-		return c.NAT == nil || c.NAT.WANVLAN.ID == 0
+		return c.NAT == nil || c.NAT.WANVLAN.ID == 0 && !c.NAT.WANPPPoE
 	}
 	lan := 0
 	for j := range c.Ports {
@@ -402,6 +412,9 @@ func (c *Config) checkNAT() error {
 	if err := c.NAT.WANVLAN.check(); err != nil {
 		return err
 	}
+	if err := c.NAT.PPPoESession.check(); err != nil {
+		return err
+	}
 	if g := c.NAT.IPv6Gateway; g.IsValid() && (!g.Is6() || g.Is4In6() || !(g.IsLinkLocalUnicast() || g.IsGlobalUnicast())) {
 		return fmt.Errorf("IPv6 gateway %v is not a unicast IPv6 address", g)
 	}
@@ -448,18 +461,24 @@ func wanMTU(port, lease int) int {
 // natConfig returns the nat package's configuration for c and its ports.
 func (c *Config) natConfig(p natPorts) nat.Config {
 	n := c.NAT
+	var peer net.HardwareAddr
+	if n.WANPPPoE && n.PPPoESession != (PPPoESession{}) {
+		// A point-to-point WAN: the router sends everything to the AC.
+		peer = net.HardwareAddr(n.PPPoESession.ACMAC[:])
+	}
 	return nat.Config{
-		LAN:       nat.Port{ID: p.lanID, MAC: p.lanMAC[:], Addr: n.LANAddr, MTU: min(p.lanMTU, maxNATMTU)},
-		WAN:       nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: wanMTU(p.wanMTU, n.WANMTU)},
-		Host:      p.hostID,
-		HostAddrs: hostAddrs(c, p),
-		Gateway:   n.Gateway,
-		PortMin:   n.PortMin,
-		PortMax:   n.PortMax,
-		MaxConns:  n.MaxConns,
-		Timeouts:  n.Timeouts,
-		MSSClamp:  n.MSSClamp,
-		Forwards:  n.Forwards,
-		IPv6:      p.v6,
+		WANPeerMAC: peer,
+		LAN:        nat.Port{ID: p.lanID, MAC: p.lanMAC[:], Addr: n.LANAddr, MTU: min(p.lanMTU, maxNATMTU)},
+		WAN:        nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: wanMTU(p.wanMTU, n.WANMTU)},
+		Host:       p.hostID,
+		HostAddrs:  hostAddrs(c, p),
+		Gateway:    n.Gateway,
+		PortMin:    n.PortMin,
+		PortMax:    n.PortMax,
+		MaxConns:   n.MaxConns,
+		Timeouts:   n.Timeouts,
+		MSSClamp:   n.MSSClamp,
+		Forwards:   n.Forwards,
+		IPv6:       p.v6,
 	}
 }

@@ -213,7 +213,7 @@ func (e *Engine) release() error {
 	if e.host != nil {
 		errs = append(errs, e.host.Close())
 	}
-	errs = append(errs, e.fp.Close())
+	errs = append(errs, e.fp.Close(), e.pppLink.close())
 	for _, pi := range e.ports {
 		if pi != nil && pi.kdrop != nil {
 			errs = append(errs, pi.kdrop.Close())
@@ -250,7 +250,8 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 	if err != nil {
 		return err
 	}
-	if i := e.natp.wanID - 1; e.natr != nil && (old.NAT.WANVLAN.ID == 0) != (cfg.NAT.WANVLAN.ID == 0) && !slices.Contains(changed, i) {
+	if i := e.natp.wanID - 1; e.natr != nil && ((old.NAT.WANVLAN.ID == 0) != (cfg.NAT.WANVLAN.ID == 0) ||
+		old.NAT.WANPPPoE != cfg.NAT.WANPPPoE) && !slices.Contains(changed, i) {
 		changed = append(changed, i) // its ring of tagged frames (routedOnly)
 	}
 	t, err := compileRules(cfg)
@@ -283,7 +284,7 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 	}
 	e.fp.SwapRules(t, func() { e.rules.Swap(t) })
 	e.cur.Store(newSettings(cfg))
-	if e.natr != nil && old.NAT.WANVLAN != cfg.NAT.WANVLAN {
+	if e.natr != nil && (old.NAT.WANVLAN != cfg.NAT.WANVLAN || old.NAT.WANPPPoE != cfg.NAT.WANPPPoE) {
 		// The kernel's flows over the WAN carry the old link's headers.
 		e.fp.PortDown(e.wanID())
 	}

@@ -154,7 +154,9 @@ func (e *Engine) SyncFastPath() { e.fp.Sync() }
 // fpBefore takes into p the flow of the routed frame in w.f (arriving on
 // the router's side of port id side) before the router rewrites it.
 func (w *fwd) fpBefore(side int, p *offload.Pre) {
-	if w.fp != nil && !w.in.host {
+	// The fast path pops and pushes a WAN VLAN's tag; it does not frame
+	// PPPoE sessions (yet): their flows stay on the rings.
+	if w.fp != nil && !w.in.host && !w.set.wan.ppp.on {
 		w.fp.Before(&w.f, side == int(w.wanID), p)
 	}
 }

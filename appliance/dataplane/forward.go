@@ -56,6 +56,9 @@ type fwd struct {
 	// drop's demote marks the frames of other EtherTypes and the tagged
 	// ones (ingressdrop.Unmark).
 	marked bool
+	// ppp is the PPPoE client's control frame queue (a WAN port's
+	// worker in NAT mode; wanlink_pppoe.go).
+	ppp *pppoeQueue
 
 	c counters
 }

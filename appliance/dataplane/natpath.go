@@ -84,7 +84,7 @@ func (w *fwd) natPrefetch(data []byte, stripped bool) {
 	}
 	// The router drops tagged frames without a lookup; on a tagged WAN
 	// the kernel stripped the tag of the frames it takes.
-	if stripped && (side != int(w.wanID) || w.set.wan.vid == 0) {
+	if stripped && (side != int(w.wanID) || w.set.wan.vid == 0) || side == int(w.wanID) && w.set.wan.ppp.on {
 		return
 	}
 	w.nw.Prefetch(side, data)
@@ -144,7 +144,10 @@ func (w *fwd) natEmit(out uint16, b []byte) {
 		return
 	}
 	tx := w.tx[out]
-	wan := out == w.wanID && w.set.wan.vid != 0
+	wan := out == w.wanID && w.set.wan.framed()
+	if wan && w.set.wan.ppp.on && !w.pppoeAdmit(b) {
+		return
+	}
 	if !w.emit(tx, b, wan) {
 		w.flushPort(out)
 		if !w.emit(tx, b, wan) {

@@ -17,17 +17,20 @@ type Drop uint8
 
 // The dataplane's drop reasons after the parser's.
 const (
-	DropOversize  Drop = Drop(frame.NumReasons) + iota // longer than the ingress or egress port's MTU allows
-	DropBadSource                                      // multicast or zero source MAC
-	DropLinkLocal                                      // 01:80:c2:00:00:0x (STP, LACP, 802.1X, ...): never forwarded
-	DropLocal                                          // destination learned on the ingress port (filtered)
-	DropPortDown                                       // destination port's link is down
-	DropRule                                           // a rule (or policy) said drop
-	DropReject                                         // a rule said reject (the answer is counted in RejectsSent)
-	DropTxFull                                         // the out port's TX ring stayed full
-	DropVLAN                                           // a VLAN the ingress (or unicast egress) VLAN-aware port does not carry
-	DropLoop                                           // a loop probe of this engine came back, or the port is blocked by a loop
-	DropWANLink                                        // NAT mode, a tagged WAN: a frame on the WAN port untagged or of another VLAN
+	DropOversize   Drop = Drop(frame.NumReasons) + iota // longer than the ingress or egress port's MTU allows
+	DropBadSource                                       // multicast or zero source MAC
+	DropLinkLocal                                       // 01:80:c2:00:00:0x (STP, LACP, 802.1X, ...): never forwarded
+	DropLocal                                           // destination learned on the ingress port (filtered)
+	DropPortDown                                        // destination port's link is down
+	DropRule                                            // a rule (or policy) said drop
+	DropReject                                          // a rule said reject (the answer is counted in RejectsSent)
+	DropTxFull                                          // the out port's TX ring stayed full
+	DropVLAN                                            // a VLAN the ingress (or unicast egress) VLAN-aware port does not carry
+	DropLoop                                            // a loop probe of this engine came back, or the port is blocked by a loop
+	DropWANLink                                         // NAT mode, a tagged WAN: a frame on the WAN port untagged or of another VLAN
+	DropPPPoE                                           // a PPPoE WAN: a frame that is neither PPPoE discovery nor of the session
+	DropPPPoEDown                                       // a PPPoE WAN: a frame to the WAN with no session up, or not IP (ARP)
+	DropPPPoEQueue                                      // a PPPoE WAN: the client's control frame queue was full
 	// DropNATHost (NAT mode): a frame for the router's own address that
 	// the router does not serve (it answers ARP and ping only; the box's
 	// services are on the host port's address), or for the box from the
@@ -45,18 +48,21 @@ const NumDrops = DropNAT + Drop(nat.NumReasons)
 func NATDrop(r nat.Reason) Drop { return DropNAT + Drop(r) }
 
 var dropNames = [NumDrops]string{
-	DropOversize:  "oversize",
-	DropBadSource: "bad_source",
-	DropLinkLocal: "link_local",
-	DropLocal:     "local",
-	DropPortDown:  "port_down",
-	DropRule:      "rule_drop",
-	DropReject:    "rule_reject",
-	DropTxFull:    "tx_full",
-	DropVLAN:      "vlan",
-	DropLoop:      "loop",
-	DropWANLink:   "wan_link",
-	DropNATHost:   "nat_host",
+	DropOversize:   "oversize",
+	DropBadSource:  "bad_source",
+	DropLinkLocal:  "link_local",
+	DropLocal:      "local",
+	DropPortDown:   "port_down",
+	DropRule:       "rule_drop",
+	DropReject:     "rule_reject",
+	DropTxFull:     "tx_full",
+	DropVLAN:       "vlan",
+	DropLoop:       "loop",
+	DropWANLink:    "wan_link",
+	DropPPPoE:      "wan_pppoe",
+	DropPPPoEDown:  "pppoe_down",
+	DropPPPoEQueue: "pppoe_queue",
+	DropNATHost:    "nat_host",
 }
 
 // String returns a snake_case name usable as a metrics label.

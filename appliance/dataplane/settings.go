@@ -94,6 +94,7 @@ func newSettings(cfg *Config) *settings {
 	s := &settings{cfg: cfg, ports: make([]portSettings, len(cfg.Ports)+2)}
 	if modeOf(cfg) == ModeNAT && cfg.NAT != nil {
 		s.wan = newWANLink(cfg.NAT.WANVLAN)
+		s.wan.ppp = newPPPoELink(cfg.NAT)
 	}
 	for i, p := range cfg.Ports {
 		s.ports[i+1] = portSettings{noLearn: p.NoLearn, noFlood: p.NoFlood}

@@ -23,6 +23,8 @@ type tables struct {
 	natr    *nat.Router      // NAT mode only
 	natp    natPorts         // the router's ports as opened
 	fp      *offload.Manager // the in-kernel fast path's flows (fastpath_linux.go)
+	ppp     *pppoeQueue      // NAT mode: the PPPoE client's control frames (wanlink_pppoe.go)
+	pppLink *PPPoELink       // NAT mode: the PPPoE client's endpoint
 }
 
 // openTables creates the FDB with its static entries, the rule set with a
@@ -54,7 +56,12 @@ func (e *Engine) openTables(cfg *Config) error {
 	}
 	e.rules.Swap(t)
 	if modeOf(cfg) == ModeNAT {
-		return e.b.openNAT(cfg, e.ports)
+		e.ppp = newPPPoEQueue()
+		if err := e.b.openNAT(cfg, e.ports); err != nil {
+			return err
+		}
+		e.pppLink, err = openPPPoELink(e.ports[e.natp.wanID].iface, e.natp.wanMAC, e.ppp, func() *settings { return e.cur.Load() })
+		return err
 	}
 	return nil
 }

@@ -28,15 +28,19 @@ func (v WANVLAN) check() error {
 // Ethernet header and IP, which the router never sees. On the way in,
 // wanIn takes them off a frame the WAN port received (the router gets an
 // untagged Ethernet frame); on the way out, wanEmit puts them on every
-// frame the router sends to the WAN. Today that is an 802.1Q tag or
-// nothing; a PPPoE session header would sit behind the tag, in the same
-// two places. It lives in the settings snapshot, so that a new VLAN
-// applies between two batches.
+// frame the router sends to the WAN: an 802.1Q tag or nothing, and under
+// it a PPPoE session (wanlink_pppoe.go) or nothing. It lives in the
+// settings snapshot, so that a new VLAN or session applies between two
+// batches.
 type wanLink struct {
 	vid uint16 // 0: untagged (no link headers)
 	// tci and ctlTCI are the tags of data and of control frames.
 	tci, ctlTCI uint16
+	ppp         pppoeLink // the PPPoE layer (wanlink_pppoe.go)
 }
+
+// framed reports whether the WAN link has headers of its own.
+func (l *wanLink) framed() bool { return l.vid != 0 || l.ppp.on }
 
 func newWANLink(v WANVLAN) wanLink {
 	if v.ID == 0 {
@@ -55,7 +59,7 @@ func newWANLink(v WANVLAN) wanLink {
 func (w *fwd) wanIn(data []byte, stripped bool) ([]byte, bool) {
 	l, f := &w.set.wan, &w.f
 	if l.vid == 0 {
-		return data, true
+		return w.wanPPPoEIn(data)
 	}
 	if f.NTags != 1 || f.Tags[0].TPID != frame.EtherTypeVLAN || f.Tags[0].VID() != l.vid {
 		w.drop(DropWANLink)
@@ -64,7 +68,7 @@ func (w *fwd) wanIn(data []byte, stripped bool) ([]byte, bool) {
 	w.vid, w.tagged = 0, false
 	if stripped { // the parse's offsets are the untagged data's already
 		f.NTags, f.Tags[0], f.Stripped = 0, frame.VLANTag{}, false
-		return data, true
+		return w.wanPPPoEIn(data)
 	}
 	data, _, err := frame.StripVLAN(data)
 	if err == nil {
@@ -74,7 +78,15 @@ func (w *fwd) wanIn(data []byte, stripped bool) ([]byte, bool) {
 		w.drop(Drop(frame.ReasonOf(err)))
 		return nil, false
 	}
-	return data, true
+	return w.wanPPPoEIn(data)
+}
+
+// wanPPPoEIn is the PPPoE layer's part of wanIn.
+func (w *fwd) wanPPPoEIn(data []byte) ([]byte, bool) {
+	if !w.set.wan.ppp.on {
+		return data, true
+	}
+	return w.pppoeIn(data)
 }
 
 // wanEmit queues the router's untagged frame b on the WAN port's TX ring
@@ -83,6 +95,9 @@ func (w *fwd) wanIn(data []byte, stripped bool) ([]byte, bool) {
 // slot (AppendTagged), without a copy of its own.
 func (w *fwd) wanEmit(tx txPort, b []byte) bool {
 	l := &w.set.wan
+	if l.ppp.on {
+		return w.pppoeEmit(tx, b)
+	}
 	tci := l.tci
 	if control(b) {
 		tci = l.ctlTCI
@@ -92,10 +107,14 @@ func (w *fwd) wanEmit(tx txPort, b []byte) bool {
 
 // headerLen is the length of the WAN link's headers on the wire.
 func (l *wanLink) headerLen() int {
+	n := 0
 	if l.vid != 0 {
-		return frame.VLANTagLen
+		n += frame.VLANTagLen
 	}
-	return 0
+	if l.ppp.on {
+		n += pppoeHeaderLen
+	}
+	return n
 }
 
 // control reports whether the untagged frame b is a control frame of the

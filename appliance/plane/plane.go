@@ -12,6 +12,7 @@ import (
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/router"
+	"e1kbox/appliance/services/pppoe"
 	"e1kbox/appliance/services/wanclient"
 	"e1kbox/tuning"
 )
@@ -38,6 +39,7 @@ type Plane struct {
 	err     error                // why there is no engine
 	applied *config.Config       // the config running now
 	lease   *wanclient.Lease     // the WAN DHCP lease (nat.wanDHCP), nil without
+	pppoe   *pppoe.Status        // the WAN's PPPoE client (SetPPPoE), nil: not a PPPoE WAN
 	v6      ipv6Prefixes         // the delegation's prefixes for the IPv6 router (ipv6.enabled)
 	v6wan   router.WANAddressing // the box's WAN addressing for it
 	reports []tuning.Report
@@ -83,10 +85,7 @@ func (p *Plane) Apply(ctx context.Context, cfg *config.Config) error {
 		}
 	}
 	p.applied = cfg
-	dc, err := dataplaneConfig(cfg, cpu, p.lease)
-	if err == nil {
-		dc.Ring.Kind = p.ring
-	}
+	dc, err := p.configLocked()
 	if err != nil {
 		p.stopLocked()
 		p.err = err
@@ -136,9 +135,8 @@ func (p *Plane) SetLease(l *wanclient.Lease) {
 	if p.engine == nil || p.applied == nil || p.applied.Mode != config.ModeNAT || !p.applied.NAT.WANDHCP {
 		return
 	}
-	dc, err := dataplaneConfig(p.applied, p.cpu, l)
+	dc, err := p.configLocked()
 	if err == nil {
-		dc.Ring.Kind = p.ring
 		err = p.engine.Apply(dc)
 	}
 	if err != nil {

@@ -15,8 +15,15 @@ const maxConns = 1 << 26
 func compile(cfg *Config) (*snapshot, error) {
 	var errs []error
 	s := &snapshot{}
+	if m := cfg.WANPeerMAC; m != nil {
+		if len(m) != 6 || m[0]&1 != 0 || [6]byte(m) == [6]byte{} {
+			errs = append(errs, fmt.Errorf("wan peer MAC %q is not a unicast Ethernet address", m))
+		} else {
+			s.p2p, s.peerMAC = true, [6]byte(m)
+		}
+	}
 	for i, p := range []*Port{&cfg.LAN, &cfg.WAN} {
-		errs = compilePort(errs, &s.side[i], Side(i), p)
+		errs = compilePort(errs, &s.side[i], Side(i), p, s.p2p && Side(i) == WAN)
 	}
 	errs = compileRouter(errs, s, cfg)
 	switch {
@@ -54,8 +61,9 @@ func compile(cfg *Config) (*snapshot, error) {
 }
 
 // compilePort validates p, the port of side, into sp and appends what is
-// wrong with it to errs.
-func compilePort(errs []error, sp *port, side Side, p *Port) []error {
+// wrong with it to errs. On a point-to-point port (p2p) the address may
+// be a /32: then it has no subnet broadcast.
+func compilePort(errs []error, sp *port, side Side, p *Port, p2p bool) []error {
 	name := side.String()
 	sp.id = p.ID
 	if p.ID < 0 || p.ID > 0xffff {
@@ -77,6 +85,11 @@ func compilePort(errs []error, sp *port, side Side, p *Port) []error {
 	case !p.Addr.IsValid() && side == WAN:
 	case !p.Addr.IsValid() || !p.Addr.Addr().Is4():
 		errs = append(errs, fmt.Errorf("%s: address %v is not an IPv4 prefix", name, p.Addr))
+	case p2p && p.Addr.Bits() == 32:
+		sp.addr, sp.net, sp.mask = ip4(p.Addr.Addr()), ip4(p.Addr.Addr()), ^uint32(0)
+		if !unicast(sp.addr) {
+			errs = append(errs, fmt.Errorf("%s: address %v is not a unicast address", name, p.Addr))
+		}
 	case p.Addr.Bits() < 8 || p.Addr.Bits() > 30:
 		errs = append(errs, fmt.Errorf("%s: prefix length /%d out of range /8-/30", name, p.Addr.Bits()))
 	default:
@@ -103,7 +116,14 @@ func compileRouter(errs []error, s *snapshot, cfg *Config) []error {
 	if lan.addr != 0 && wan.addr != 0 && (lan.onLink(wan.net) || wan.onLink(lan.net)) {
 		errs = append(errs, fmt.Errorf("lan %v and wan %v overlap", cfg.LAN.Addr, cfg.WAN.Addr))
 	}
-	if cfg.Gateway.IsValid() {
+	if g := cfg.Gateway; g.IsValid() && s.p2p {
+		// The peer of a point-to-point link: on no subnet of ours.
+		if !g.Is4() || wan.addr == 0 || ip4(g) == wan.addr || !unicast(ip4(g)) || lan.onLink(ip4(g)) {
+			errs = append(errs, fmt.Errorf("gateway %v is not a unicast peer of the point-to-point wan %v", g, cfg.WAN.Addr))
+		} else {
+			s.gateway = ip4(g)
+		}
+	} else if cfg.Gateway.IsValid() {
 		if !cfg.Gateway.Is4() || wan.addr == 0 || !wan.onLink(ip4(cfg.Gateway)) || ip4(cfg.Gateway) == wan.addr {
 			errs = append(errs, fmt.Errorf("gateway %v is not a host on the wan subnet %v", cfg.Gateway, cfg.WAN.Addr))
 		} else {

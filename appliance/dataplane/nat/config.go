@@ -71,6 +71,12 @@ type Config struct {
 	// Gateway is the default router on the WAN subnet. It may be invalid
 	// while the WAN address is unset.
 	Gateway netip.Addr
+	// WANPeerMAC, when set (6 bytes), makes the WAN a point-to-point link
+	// (a PPPoE session, whose framing the caller adds): every frame to the
+	// WAN goes to this MAC and the router never resolves a WAN neighbour
+	// (no ARP there). WAN.Addr may then be a /32 (IPCP's address) and
+	// Gateway is the peer's address, on no subnet of ours.
+	WANPeerMAC net.HardwareAddr
 	// PortMin and PortMax bound the NAT ports (and ICMP identifiers)
 	// allocated when a LAN host's own source port is taken (default
 	// 1024-65535).
@@ -162,6 +168,8 @@ type snapshot struct {
 	host      int      // Config.Host
 	hostAddrs []uint32 // Config.HostAddrs
 	gateway   uint32
+	p2p       bool    // the WAN is point-to-point (Config.WANPeerMAC)
+	peerMAC   [6]byte // its peer's MAC
 	portMin   uint16
 	portMax   uint16
 	mss       int // 0 off
@@ -183,10 +191,16 @@ type limits struct {
 
 // neighPin is the neighbour entry never evicted: the WAN gateway's.
 func (s *snapshot) neighPin() uint64 {
-	if s.gateway == 0 {
+	if s.gateway == 0 || s.p2p {
 		return 0
 	}
 	return neighKey(WAN, s.gateway)
+}
+
+// peer returns the MAC of the point-to-point WAN's peer: false unless
+// side is the WAN and it is point-to-point.
+func (s *snapshot) peer(side Side) ([6]byte, bool) {
+	return s.peerMAC, side == WAN && s.p2p
 }
 
 // boxAddr reports whether a is one of Config.HostAddrs.

@@ -116,6 +116,10 @@
 // the table is incomplete at once (the gateway's apart): past either the
 // frame is dropped (neigh_limit). The WAN address may be left unset and supplied later with
 // SetWAN (the DHCP client hook; DHCP replies reach the host as ToHost).
+// A point-to-point WAN (Config.WANPeerMAC: a PPPoE session, framed by the
+// caller) has no neighbours: every frame to the WAN goes to the peer's
+// MAC, the WAN address may be a /32 and the gateway is the peer's
+// address, on no subnet of ours.
 //
 // # Connection tracking
 //

@@ -141,6 +141,9 @@ func (r *Router) Offloadable(t Tuple, now int64) (Offload, bool) {
 // neighFresh returns the MAC of neighbour ip on side if it is resolved
 // and was confirmed within the reachable time.
 func (r *Router) neighFresh(s *snapshot, side Side, ip uint32, now int64) ([6]byte, bool) {
+	if mac, ok := s.peer(side); ok {
+		return mac, true
+	}
 	n, ok := r.neigh.get(side, ip)
 	if !ok || !n.resolved || now-n.confirmed > s.reachable {
 		return [6]byte{}, false
@@ -153,6 +156,9 @@ func (r *Router) neighFresh(s *snapshot, side Side, ip uint32, now int64) ([6]by
 // it as in use, as the router's own forwarding to it does.
 func (r *Router) NeighbourFresh(side Side, ip [4]byte, mac [6]byte, now int64, used bool) bool {
 	s := r.cfg.Load()
+	if peer, ok := s.peer(side); ok {
+		return mac == peer
+	}
 	n, ok := r.neigh.get(side, be32(ip))
 	if !ok || !n.resolved || n.mac != mac || now-n.confirmed > s.reachable {
 		return false

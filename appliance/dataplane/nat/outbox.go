@@ -68,6 +68,10 @@ func (w *Worker) send(now int64, s *snapshot, out Side, nh uint32, pkt []byte) R
 		copy(pkt[0:6], s.side[LAN].mac[:])
 		return w.transmit(s.host, s.side[LAN].mtu, pkt)
 	}
+	if mac, ok := s.peer(out); ok { // point-to-point: no neighbours
+		copy(pkt[0:6], mac[:])
+		return w.transmit(port, s.side[out].mtu, pkt)
+	}
 	n, ok := w.r.neigh.get(out, nh)
 	if ok && n.resolved {
 		if now-n.confirmed > s.reachable {

@@ -1,0 +1,206 @@
+package ispvm
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/netip"
+	"strings"
+)
+
+// Config is one ISP VM: its link, its PPPoE access concentrator and the
+// upstream it offers. The zero value of a field takes the default named.
+type Config struct {
+	Netns string // the network namespace ("ip netns" name) holding Tap; "" = this process's
+	Tap   string // the tap device the VM's NIC uses (required)
+	MAC   string // the VM NIC's MAC address (default 52:54:00:15:50:01)
+
+	VLAN        int    // the 802.1Q VLAN pppoe-server runs on (0: untagged)
+	ACName      string // the AC-Name in PADO (default "ispvm")
+	ServiceName string // the only Service-Name offered ("" = any)
+	CHAP        bool   // require CHAP (MD5) instead of PAP
+	User        string // the session's user name (default "e1kbox")
+	Password    string // its password (default "secret")
+
+	Local  netip.Addr   // the ISP's IPCP address (default 10.64.0.1)
+	Remote netip.Addr   // the address IPCP gives the client (default 10.64.0.2)
+	DNS    []netip.Addr // IPv4 servers offered by IPCP (ms-dns, only when asked), IPv6 ones by DHCPv6
+	// MRU is the MRU and MTU pppd allows (default 1492). rp-pppoe 3.15 as
+	// Debian builds it has only the user-mode pty relay, which does not
+	// do RFC 4638: above 1492 needs a kernel-mode server.
+	MRU int
+
+	// Prefix is delegated over DHCPv6 on the session (default
+	// 2001:db8:100::/56); the session's own /64 is Link6 (default
+	// 2001:db8:ff::/64, the ISP ::1, IA_NA from ::100-::1ff).
+	Prefix netip.Prefix
+	Link6  netip.Prefix
+
+	// Upstream4 and Upstream6 are the ISP's upstream host (default
+	// 198.51.100.1 and 2001:db8:ffff::1): ping, HTTP on port 80 (/big:
+	// BigSize bytes, Image.BigSHA256), and on port 9000 a sink that
+	// answers with the hex SHA-256 of what it received once the client
+	// closes its sending side.
+	Upstream4 netip.Addr
+	Upstream6 netip.Addr
+
+	Debug   bool      // pppd debug logging and syslog on the console
+	Console io.Writer // also gets the console output, if set
+}
+
+func (c *Config) defaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	defAddr := func(a *netip.Addr, v string) {
+		if !a.IsValid() {
+			*a = netip.MustParseAddr(v)
+		}
+	}
+	def(&c.MAC, "52:54:00:15:50:01")
+	def(&c.ACName, "ispvm")
+	def(&c.User, "e1kbox")
+	def(&c.Password, "secret")
+	defAddr(&c.Local, "10.64.0.1")
+	defAddr(&c.Remote, "10.64.0.2")
+	defAddr(&c.Upstream4, "198.51.100.1")
+	defAddr(&c.Upstream6, "2001:db8:ffff::1")
+	if c.MRU == 0 {
+		c.MRU = 1492
+	}
+	if !c.Prefix.IsValid() {
+		c.Prefix = netip.MustParsePrefix("2001:db8:100::/56")
+	}
+	if !c.Link6.IsValid() {
+		c.Link6 = netip.MustParsePrefix("2001:db8:ff::/64")
+	}
+}
+
+// ServerAddr6 is the ISP's address on the session's /64 (Link6's ::1).
+func (c *Config) ServerAddr6() netip.Addr {
+	a := c.Link6.Masked().Addr().As16()
+	a[15] = 1
+	return netip.AddrFrom16(a)
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Tap == "":
+		return fmt.Errorf("ispvm: no tap device")
+	case c.VLAN < 0 || c.VLAN > 4094:
+		return fmt.Errorf("ispvm: VLAN %d out of 0-4094", c.VLAN)
+	case c.MRU < 128 || c.MRU > 1500:
+		return fmt.Errorf("ispvm: MRU %d out of 128-1500", c.MRU)
+	case !c.Local.Is4() || !c.Remote.Is4() || !c.Upstream4.Is4():
+		return fmt.Errorf("ispvm: Local, Remote and Upstream4 must be IPv4 addresses")
+	case !c.Prefix.Addr().Is6() || !c.Link6.Addr().Is6() || c.Link6.Bits() != 64 || !c.Upstream6.Is6():
+		return fmt.Errorf("ispvm: Prefix must be IPv6, Link6 an IPv6 /64, Upstream6 an IPv6 address")
+	}
+	for _, s := range []string{c.ACName, c.ServiceName, c.User, c.Password} {
+		if strings.ContainsAny(s, "\"\\\n\x00") {
+			return fmt.Errorf("ispvm: %q: names and secrets may not hold quotes, backslashes or newlines", s)
+		}
+	}
+	return nil
+}
+
+//go:embed rootfs
+var rootfs embed.FS
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// runArchive is the cpio archive appended to the base initramfs for one
+// run: the scripts and the configuration.
+func runArchive(c *Config) ([]byte, error) {
+	var buf bytes.Buffer
+	w := newCPIO(&buf)
+	err := fs.WalkDir(rootfs, "rootfs", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "rootfs" {
+			return err
+		}
+		name := strings.TrimPrefix(p, "rootfs/")
+		if d.IsDir() {
+			w.Dir(name, 0o755)
+			return nil
+		}
+		b, err := rootfs.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		perm := fs.FileMode(0o755)
+		if name == "etc/inittab" {
+			perm = 0o644
+		}
+		w.File(name, perm, b)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ispvm: scripts: %w", err)
+	}
+	ethMTU := 1500
+	if c.MRU > 1492 {
+		ethMTU = c.MRU + 8
+	}
+	debug := 0
+	if c.Debug {
+		debug = 1
+	}
+	env := fmt.Sprintf("VLAN=%d\nETHMTU=%d\nACNAME=%s\nSERVICE=%s\nLOCAL=%s\nREMOTE=%s\nUPSTREAM4=%s\nUPSTREAM6=%s\nPD=%s\nLINK6=%s\nDEBUG=%d\n",
+		c.VLAN, ethMTU, shellQuote(c.ACName), shellQuote(c.ServiceName), c.Local, c.Remote, c.Upstream4, c.Upstream6,
+		c.Prefix.Masked(), c.ServerAddr6(), debug)
+	w.File("etc/ispvm/env", 0o644, []byte(env))
+
+	auth := "require-pap"
+	secrets := "etc/ppp/pap-secrets"
+	if c.CHAP {
+		auth, secrets = "require-chap", "etc/ppp/chap-secrets"
+	}
+	// The address column must be "*": pppd refuses IPCP without one.
+	w.File(secrets, 0o600, fmt.Appendf(nil, "\"%s\" * \"%s\" *\n", c.User, c.Password))
+	opts := []string{auth, "mru " + fmt.Sprint(c.MRU), "mtu " + fmt.Sprint(c.MRU), "noccp", "novj", "+ipv6", "ipv6 ::1,::2",
+		"lcp-echo-interval 0", "nodefaultroute", "noproxyarp"}
+	for _, d := range c.DNS {
+		if d.Is4() {
+			opts = append(opts, "ms-dns "+d.String())
+		}
+	}
+	if c.Debug {
+		opts = append(opts, "debug")
+	}
+	w.File("etc/ppp/isp-options", 0o644, []byte(strings.Join(opts, "\n")+"\n"))
+	w.File("etc/ppp/options", 0o644, nil)
+	w.File("etc/dhcp/dhcpd6.conf", 0o644, []byte(dhcpd6Conf(c)))
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// dhcpd6Conf is ISC dhcpd's DHCPv6 configuration: IA_NA from the
+// session's /64, the one delegated prefix, and the IPv6 DNS servers.
+func dhcpd6Conf(c *Config) string {
+	link := c.Link6.Masked().Addr().As16()
+	first, last := link, link
+	first[14], first[15] = 0x01, 0x00
+	last[14], last[15] = 0x01, 0xff
+	pd := c.Prefix.Masked()
+	var b strings.Builder
+	fmt.Fprintf(&b, "default-lease-time 600;\nmax-lease-time 7200;\npreferred-lifetime 300;\nauthoritative;\n")
+	var dns []string
+	for _, d := range c.DNS {
+		if d.Is6() {
+			dns = append(dns, d.String())
+		}
+	}
+	if len(dns) > 0 {
+		fmt.Fprintf(&b, "option dhcp6.name-servers %s;\n", strings.Join(dns, ", "))
+	}
+	fmt.Fprintf(&b, "subnet6 %s {\n\trange6 %s %s;\n\tprefix6 %s %s /%d;\n}\n", c.Link6.Masked(),
+		netip.AddrFrom16(first), netip.AddrFrom16(last), pd.Addr(), pd.Addr(), pd.Bits())
+	return b.String()
+}
