@@ -37,16 +37,19 @@ const BigSize = 10 << 20
 
 // layout versions the base initramfs's layout: bump it when the build
 // changes, so a cache entry of an older build is not reused.
-const layout = "2"
+const layout = "5"
 
 // vmPackages are the Debian packages of the VM besides the kernel.
-// isc-dhcp-server's dhcpd -6 delegates prefixes from a pool (prefix6) and
-// needs only libc; wide-dhcpv6-server delegates only per client DUID,
-// kea needs boost and log4cplus, dnsmasq cannot delegate.
-var vmPackages = []string{"busybox-static", "ppp", "pppoe", "isc-dhcp-server"}
+// dibbler-server delegates prefixes from a pool (pd-pool) on any
+// interface, ppp0 included, and needs only libstdc++: isc-dhcp-server's
+// dhcpd -6 refuses ppp0 ("Unsupported device type 512"),
+// wide-dhcpv6-server delegates only per client DUID, kea needs boost and
+// log4cplus, dnsmasq cannot delegate.
+var vmPackages = []string{"busybox-static", "ppp", "pppoe", "dibbler-server", "dibbler-client"}
 
 // vmPrograms are the programs the initramfs holds besides busybox.
-var vmPrograms = []string{"usr/sbin/pppd", "usr/sbin/pppoe", "usr/sbin/pppoe-server", "usr/sbin/dhcpd"}
+var vmPrograms = []string{"usr/sbin/pppd", "usr/sbin/pppoe", "usr/sbin/pppoe-server", "usr/sbin/dibbler-server", "usr/sbin/dibbler-client",
+	"usr/lib/pppd/2.4.9/rp-pppoe.so"}
 
 // vmModules are the kernel modules the VM loads (with their dependencies).
 var vmModules = []string{"e1000", "8021q", "ppp_async", "pppoe"}
@@ -267,7 +270,7 @@ func writeBase(path, root string) (string, error) {
 	c := newCPIO(f)
 	for _, d := range []string{"bin", "sbin", "usr", "usr/bin", "usr/sbin", "lib", "lib/x86_64-linux-gnu", "lib64",
 		"lib/modules", "etc", "etc/ppp", "etc/dhcp", "etc/ispvm", "dev", "proc", "sys", "run", "tmp", "var",
-		"var/lib", "var/lib/dhcp", "www", "root"} {
+		"var/lib", "var/lib/dhcp", "www", "root", "usr/lib", "usr/lib/pppd", "usr/lib/pppd/2.4.9", "etc/dibbler", "var/lib/dibbler", "var/log", "var/log/dibbler"} {
 		c.Dir(d, 0o755)
 	}
 	c.Symlink("var/run", "/run")

@@ -48,6 +48,11 @@ type Config struct {
 
 	Debug   bool      // pppd debug logging and syslog on the console
 	Console io.Writer // also gets the console output, if set
+
+	// client makes the VM a PPPoE client of another ISP VM instead (this
+	// package's test): pppd with the rp-pppoe plugin, persisting, LCP
+	// echo every second (3 failures end the session), then dhclient -6 -P.
+	client bool
 }
 
 func (c *Config) defaults() {
@@ -150,7 +155,12 @@ func runArchive(c *Config) ([]byte, error) {
 	if c.Debug {
 		debug = 1
 	}
-	env := fmt.Sprintf("VLAN=%d\nETHMTU=%d\nACNAME=%s\nSERVICE=%s\nLOCAL=%s\nREMOTE=%s\nUPSTREAM4=%s\nUPSTREAM6=%s\nPD=%s\nLINK6=%s\nDEBUG=%d\n",
+	role := "isp"
+	if c.client {
+		role = "client"
+	}
+	env := fmt.Sprintf("ROLE=%s\nPPPUSER=%s\nPPPPASS=%s\nMRU=%d\n", role, shellQuote(c.User), shellQuote(c.Password), c.MRU) +
+		fmt.Sprintf("VLAN=%d\nETHMTU=%d\nACNAME=%s\nSERVICE=%s\nLOCAL=%s\nREMOTE=%s\nUPSTREAM4=%s\nUPSTREAM6=%s\nPD=%s\nLINK6=%s\nDEBUG=%d\n",
 		c.VLAN, ethMTU, shellQuote(c.ACName), shellQuote(c.ServiceName), c.Local, c.Remote, c.Upstream4, c.Upstream6,
 		c.Prefix.Masked(), c.ServerAddr6(), debug)
 	w.File("etc/ispvm/env", 0o644, []byte(env))
@@ -174,23 +184,24 @@ func runArchive(c *Config) ([]byte, error) {
 	}
 	w.File("etc/ppp/isp-options", 0o644, []byte(strings.Join(opts, "\n")+"\n"))
 	w.File("etc/ppp/options", 0o644, nil)
-	w.File("etc/dhcp/dhcpd6.conf", 0o644, []byte(dhcpd6Conf(c)))
+	w.File("etc/ispvm/dibbler.conf", 0o644, []byte(dibblerConf(c)))
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-// dhcpd6Conf is ISC dhcpd's DHCPv6 configuration: IA_NA from the
-// session's /64, the one delegated prefix, and the IPv6 DNS servers.
-func dhcpd6Conf(c *Config) string {
+// dibblerConf is dibbler-server's configuration for the session's
+// interface (@IFACE@, filled in by ipv6-up): IA_NA from the session's
+// /64, the one delegated prefix, and the IPv6 DNS servers.
+func dibblerConf(c *Config) string {
 	link := c.Link6.Masked().Addr().As16()
 	first, last := link, link
 	first[14], first[15] = 0x01, 0x00
 	last[14], last[15] = 0x01, 0xff
-	pd := c.Prefix.Masked()
 	var b strings.Builder
-	fmt.Fprintf(&b, "default-lease-time 600;\nmax-lease-time 7200;\npreferred-lifetime 300;\nauthoritative;\n")
+	fmt.Fprintf(&b, "log-level 7\nlog-mode short\niface \"@IFACE@\" {\n")
+	fmt.Fprintf(&b, "\tT1 150\n\tT2 240\n\tprefered-lifetime 300\n\tvalid-lifetime 600\n")
 	var dns []string
 	for _, d := range c.DNS {
 		if d.Is6() {
@@ -198,9 +209,10 @@ func dhcpd6Conf(c *Config) string {
 		}
 	}
 	if len(dns) > 0 {
-		fmt.Fprintf(&b, "option dhcp6.name-servers %s;\n", strings.Join(dns, ", "))
+		fmt.Fprintf(&b, "\toption dns-server %s\n", strings.Join(dns, ","))
 	}
-	fmt.Fprintf(&b, "subnet6 %s {\n\trange6 %s %s;\n\tprefix6 %s %s /%d;\n}\n", c.Link6.Masked(),
-		netip.AddrFrom16(first), netip.AddrFrom16(last), pd.Addr(), pd.Addr(), pd.Bits())
+	fmt.Fprintf(&b, "\tclass {\n\t\tpool %s-%s\n\t}\n", netip.AddrFrom16(first), netip.AddrFrom16(last))
+	pd := c.Prefix.Masked()
+	fmt.Fprintf(&b, "\tpd-class {\n\t\tpd-pool %s\n\t\tpd-length %d\n\t}\n}\n", pd, pd.Bits())
 	return b.String()
 }

@@ -24,7 +24,7 @@ const BootTimeout = 60 * time.Second
 
 // Event is a line "ISPVM-EVENT kind args..." the VM printed on its console:
 // ready IF (pppoe-server runs on IF), up IF LOCAL REMOTE and down … (IPCP),
-// up6 IF … and down6 … (IPv6CP; dhcpd -6 runs on IF), fail WHAT.
+// up6 IF … and down6 … (IPv6CP; the DHCPv6 server runs on IF), fail WHAT.
 type Event struct {
 	Kind string
 	Args []string
