@@ -159,10 +159,13 @@ func runArchive(c *Config) ([]byte, error) {
 	if c.client {
 		role = "client"
 	}
-	env := fmt.Sprintf("ROLE=%s\nPPPUSER=%s\nPPPPASS=%s\nMRU=%d\n", role, shellQuote(c.User), shellQuote(c.Password), c.MRU) +
-		fmt.Sprintf("VLAN=%d\nETHMTU=%d\nACNAME=%s\nSERVICE=%s\nLOCAL=%s\nREMOTE=%s\nUPSTREAM4=%s\nUPSTREAM6=%s\nPD=%s\nLINK6=%s\nDEBUG=%d\n",
-		c.VLAN, ethMTU, shellQuote(c.ACName), shellQuote(c.ServiceName), c.Local, c.Remote, c.Upstream4, c.Upstream6,
-		c.Prefix.Masked(), c.ServerAddr6(), debug)
+	env := strings.Join([]string{
+		"ROLE=" + role, "PPPUSER=" + shellQuote(c.User), "PPPPASS=" + shellQuote(c.Password), fmt.Sprintf("MRU=%d", c.MRU),
+		fmt.Sprintf("VLAN=%d", c.VLAN), fmt.Sprintf("ETHMTU=%d", ethMTU), "ACNAME=" + shellQuote(c.ACName),
+		"SERVICE=" + shellQuote(c.ServiceName), "LOCAL=" + c.Local.String(), "REMOTE=" + c.Remote.String(),
+		"UPSTREAM4=" + c.Upstream4.String(), "UPSTREAM6=" + c.Upstream6.String(), "PD=" + c.Prefix.Masked().String(),
+		"LINK6=" + c.ServerAddr6().String(), fmt.Sprintf("DEBUG=%d", debug),
+	}, "\n") + "\n"
 	w.File("etc/ispvm/env", 0o644, []byte(env))
 
 	auth := "require-pap"

@@ -79,6 +79,14 @@ func wantUp(t *testing.T, vm *VM, who, local, remote string) {
 	}
 }
 
+// first is the first word of s, or "".
+func first(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
 func vmRun(t *testing.T, vm *VM, cmd string) string {
 	t.Helper()
 	out, err := vm.Run(cmd, 60*time.Second)
@@ -117,7 +125,7 @@ func TestSession(t *testing.T) {
 			}
 			up := vmRun(t, client, "head -c 1000000 /www/big | nc -w 10 198.51.100.1 9000")
 			local := vmRun(t, client, "head -c 1000000 /www/big | sha256sum")
-			if strings.Fields(up+" ")[0] != strings.Fields(local+" ")[0] {
+			if first(up) != first(local) || first(local) == "" {
 				t.Errorf("upload sink answered %q, want %q", up, local)
 			}
 
@@ -135,6 +143,42 @@ func TestSession(t *testing.T) {
 			sum6 := vmRun(t, client, "wget -q -O - http://[2001:db8:ffff::1]/big | sha256sum")
 			if !strings.HasPrefix(sum6, server.Image.BigSHA256) {
 				t.Errorf("/big over IPv6: sha256 %q, want %s", sum6, server.Image.BigSHA256)
+			}
+
+			// A server-side disconnect ends the session on both sides;
+			// the client (persist) comes back.
+			if err := server.Disconnect(); err != nil {
+				t.Fatal(err)
+			}
+			for _, vm := range []*VM{server, client} {
+				if _, err := vm.WaitEvent(30*time.Second, "down"); err != nil {
+					t.Fatalf("after Disconnect: %v", err)
+				}
+			}
+			// pppoe-server frees the old session's address only once its
+			// pppd has gone: the new session may get the next one.
+			if ev, err := client.WaitEvent(60*time.Second, "up"); err != nil {
+				t.Fatalf("client after Disconnect: %v", err)
+			} else if len(ev.Args) < 3 || !strings.HasPrefix(ev.Args[1], "10.64.0.") || ev.Args[2] != "10.64.0.1" {
+				t.Fatalf("client after Disconnect: up %v, want ppp? 10.64.0.x 10.64.0.1", ev.Args)
+			}
+			vmRun(t, client, "ping -c 1 -W 5 198.51.100.1")
+
+			// A frozen server answers no LCP echo: the client's pppd
+			// (echo every second, 3 failures) ends the session.
+			if err := server.Freeze(); err != nil {
+				t.Fatal(err)
+			}
+			frozen := time.Now()
+			if _, err := client.WaitEvent(30*time.Second, "down"); err != nil {
+				t.Fatalf("after Freeze: %v", err)
+			}
+			t.Logf("client noticed the frozen server after %v", time.Since(frozen).Round(100*time.Millisecond))
+			if err := server.Thaw(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.WaitEvent(60*time.Second, "up"); err != nil {
+				t.Fatalf("after Thaw: %v", err)
 			}
 		})
 	}
