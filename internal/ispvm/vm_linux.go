@@ -185,11 +185,9 @@ func (vm *VM) readConsole(r io.Reader) {
 		}
 		vm.mu.Lock()
 		vm.console.WriteString(line + "\n")
-		if i := strings.Index(line, "ISPVM-EVENT "); i >= 0 {
-			f := strings.Fields(line[i+len("ISPVM-EVENT "):])
-			if len(f) > 0 {
-				vm.events = append(vm.events, Event{Kind: f[0], Args: f[1:], At: time.Now()})
-			}
+		if ev, ok := parseEvent(line); ok {
+			ev.At = time.Now()
+			vm.events = append(vm.events, ev)
 		}
 		vm.cond.Broadcast()
 		vm.mu.Unlock()
@@ -197,6 +195,19 @@ func (vm *VM) readConsole(r io.Reader) {
 	vm.mu.Lock()
 	vm.cond.Broadcast()
 	vm.mu.Unlock()
+}
+
+// parseEvent parses a console line holding "ISPVM-EVENT kind args...".
+func parseEvent(line string) (Event, bool) {
+	i := strings.Index(line, "ISPVM-EVENT ")
+	if i < 0 {
+		return Event{}, false
+	}
+	f := strings.Fields(line[i+len("ISPVM-EVENT "):])
+	if len(f) == 0 {
+		return Event{}, false
+	}
+	return Event{Kind: f[0], Args: f[1:]}, true
 }
 
 // Console returns the console output so far.
