@@ -27,9 +27,11 @@ type Config struct {
 	Local  netip.Addr   // the ISP's IPCP address (default 10.64.0.1)
 	Remote netip.Addr   // the address IPCP gives the client (default 10.64.0.2)
 	DNS    []netip.Addr // IPv4 servers offered by IPCP (ms-dns, only when asked), IPv6 ones by DHCPv6
-	// MRU is the MRU and MTU pppd allows (default 1492). rp-pppoe 3.15 as
-	// Debian builds it has only the user-mode pty relay, which does not
-	// do RFC 4638: above 1492 needs a kernel-mode server.
+	// MRU is the MRU and MTU pppd allows (default 1492, at most 1492).
+	// RFC 4638's 1500 needs a kernel-mode server: Debian's rp-pppoe 3.15
+	// is built without one (no -k), and its user-mode pty relay drops
+	// 1500-byte packets although both ends' ppp0 then come up at MTU 1500
+	// (measured with a pppd client at mru 1500).
 	MRU int
 
 	// Prefix is delegated over DHCPv6 on the session (default
@@ -98,8 +100,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("ispvm: no tap device")
 	case c.VLAN < 0 || c.VLAN > 4094:
 		return fmt.Errorf("ispvm: VLAN %d out of 0-4094", c.VLAN)
-	case c.MRU < 128 || c.MRU > 1500:
-		return fmt.Errorf("ispvm: MRU %d out of 128-1500", c.MRU)
+	case c.MRU < 128 || c.MRU > 1492:
+		return fmt.Errorf("ispvm: MRU %d out of 128-1492 (Debian's pppoe-server has no kernel mode for RFC 4638)", c.MRU)
 	case !c.Local.Is4() || !c.Remote.Is4() || !c.Upstream4.Is4():
 		return fmt.Errorf("ispvm: Local, Remote and Upstream4 must be IPv4 addresses")
 	case !c.Prefix.Addr().Is6() || !c.Link6.Addr().Is6() || c.Link6.Bits() != 64 || !c.Upstream6.Is6():
@@ -147,10 +149,6 @@ func runArchive(c *Config) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ispvm: scripts: %w", err)
 	}
-	ethMTU := 1500
-	if c.MRU > 1492 {
-		ethMTU = c.MRU + 8
-	}
 	debug := 0
 	if c.Debug {
 		debug = 1
@@ -161,7 +159,7 @@ func runArchive(c *Config) ([]byte, error) {
 	}
 	env := strings.Join([]string{
 		"ROLE=" + role, "PPPUSER=" + shellQuote(c.User), "PPPPASS=" + shellQuote(c.Password), fmt.Sprintf("MRU=%d", c.MRU),
-		fmt.Sprintf("VLAN=%d", c.VLAN), fmt.Sprintf("ETHMTU=%d", ethMTU), "ACNAME=" + shellQuote(c.ACName),
+		fmt.Sprintf("VLAN=%d", c.VLAN), "ACNAME=" + shellQuote(c.ACName),
 		"SERVICE=" + shellQuote(c.ServiceName), "LOCAL=" + c.Local.String(), "REMOTE=" + c.Remote.String(),
 		"UPSTREAM4=" + c.Upstream4.String(), "UPSTREAM6=" + c.Upstream6.String(), "PD=" + c.Prefix.Masked().String(),
 		"LINK6=" + c.ServerAddr6().String(), fmt.Sprintf("DEBUG=%d", debug),

@@ -222,11 +222,11 @@ func TestRunArchive(t *testing.T) {
 			"etc/ispvm/env":          {"VLAN=0", "ROLE=isp", "ACNAME='ispvm'", "PD=2001:db8:100::/56", "LINK6=2001:db8:ff::1"},
 			"etc/ispvm/dibbler.conf": {"\t\tpd-pool 2001:db8:100::/56", "\t\tpd-length 56", "\t\tpool 2001:db8:ff::100-2001:db8:ff::1ff"},
 		}},
-		{name: "chap, VLAN, DNS", cfg: Config{Tap: "t", CHAP: true, VLAN: 7, User: "u@isp", ACName: "it's", MRU: 1500,
+		{name: "chap, VLAN, DNS", cfg: Config{Tap: "t", CHAP: true, VLAN: 7, User: "u@isp", ACName: "it's", MRU: 1400,
 			DNS: []netip.Addr{mustAddr("192.0.2.53"), mustAddr("2001:db8::53")}}, files: map[string][]string{
 			"etc/ppp/chap-secrets":   {`"u@isp" * "secret" *`},
-			"etc/ppp/isp-options":    {"require-chap", "mru 1500", "ms-dns 192.0.2.53"},
-			"etc/ispvm/env":          {"VLAN=7", "ETHMTU=1508", `ACNAME='it'\''s'`},
+			"etc/ppp/isp-options":    {"require-chap", "mru 1400", "ms-dns 192.0.2.53"},
+			"etc/ispvm/env":          {"VLAN=7", `ACNAME='it'\''s'`},
 			"etc/ispvm/dibbler.conf": {"\toption dns-server 2001:db8::53"},
 		}},
 	} {
@@ -278,7 +278,7 @@ func TestValidate(t *testing.T) {
 		{name: "ok", cfg: Config{Tap: "t"}},
 		{name: "no tap", cfg: Config{}, err: "no tap"},
 		{name: "VLAN", cfg: Config{Tap: "t", VLAN: 4095}, err: "VLAN 4095"},
-		{name: "MRU", cfg: Config{Tap: "t", MRU: 1501}, err: "MRU 1501"},
+		{name: "MRU", cfg: Config{Tap: "t", MRU: 1500}, err: "MRU 1500"},
 		{name: "quote", cfg: Config{Tap: "t", Password: `a"b`}, err: "quotes"},
 		{name: "Link6", cfg: Config{Tap: "t", Link6: mustPrefix("2001:db8::/48")}, err: "Link6"},
 	} {
