@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Image is a built ISP VM: Debian's kernel and the base initramfs (the
@@ -37,7 +38,7 @@ const BigSize = 10 << 20
 
 // layout versions the base initramfs's layout: bump it when the build
 // changes, so a cache entry of an older build is not reused.
-const layout = "5"
+const layout = "6"
 
 // vmPackages are the Debian packages of the VM besides the kernel.
 // dibbler-server delegates prefixes from a pool (pd-pool) on any
@@ -189,7 +190,24 @@ func build(cacheDir string) (*Image, error) {
 		}
 	}
 	img.BigSHA256 = bigSum
+	pruneCache(cacheDir, dir)
 	return img, nil
+}
+
+// pruneCache removes the cache's other images (older package versions)
+// and builds left behind for more than a day.
+func pruneCache(cacheDir, keep string) {
+	entries, _ := os.ReadDir(cacheDir)
+	for _, e := range entries {
+		p := filepath.Join(cacheDir, e.Name())
+		info, err := e.Info()
+		switch {
+		case err != nil || p == keep:
+		case strings.HasPrefix(e.Name(), "ispvm-"),
+			strings.HasPrefix(e.Name(), "build-") && time.Since(info.ModTime()) > 24*time.Hour:
+			os.RemoveAll(p)
+		}
+	}
 }
 
 // debNames are the .deb file names in apt-get's --print-uris lines.
