@@ -27,6 +27,9 @@ type Config struct {
 	Local  netip.Addr   // the ISP's IPCP address (default 10.64.0.1)
 	Remote netip.Addr   // the address IPCP gives the client (default 10.64.0.2)
 	DNS    []netip.Addr // IPv4 servers offered by IPCP (ms-dns, only when asked), IPv6 ones by DHCPv6
+	// LCPEcho is the seconds between the server's LCP echo requests (0:
+	// none); after 3 unanswered ones it ends the session.
+	LCPEcho int
 	// MRU is the MRU and MTU pppd allows (default 1492, at most 1492).
 	// RFC 4638's 1500 needs a kernel-mode server: Debian's rp-pppoe 3.15
 	// is built without one (no -k), and its user-mode pty relay drops
@@ -100,6 +103,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("ispvm: no tap device")
 	case c.VLAN < 0 || c.VLAN > 4094:
 		return fmt.Errorf("ispvm: VLAN %d out of 0-4094", c.VLAN)
+	case c.LCPEcho < 0:
+		return fmt.Errorf("ispvm: LCPEcho %d is negative", c.LCPEcho)
 	case c.MRU < 128 || c.MRU > 1492:
 		return fmt.Errorf("ispvm: MRU %d out of 128-1492 (Debian's pppoe-server has no kernel mode for RFC 4638)", c.MRU)
 	case !c.Local.Is4() || !c.Remote.Is4() || !c.Upstream4.Is4():
@@ -174,7 +179,7 @@ func runArchive(c *Config) ([]byte, error) {
 	// The address column must be "*": pppd refuses IPCP without one.
 	w.File(secrets, 0o600, fmt.Appendf(nil, "\"%s\" * \"%s\" *\n", c.User, c.Password))
 	opts := []string{auth, "mru " + fmt.Sprint(c.MRU), "mtu " + fmt.Sprint(c.MRU), "noccp", "novj", "+ipv6", "ipv6 ::1,::2",
-		"lcp-echo-interval 0", "nodefaultroute", "noproxyarp"}
+		fmt.Sprintf("lcp-echo-interval %d", c.LCPEcho), "lcp-echo-failure 3", "nodefaultroute", "noproxyarp"}
 	for _, d := range c.DNS {
 		if d.Is4() {
 			opts = append(opts, "ms-dns "+d.String())

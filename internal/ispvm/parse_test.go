@@ -218,14 +218,14 @@ func TestRunArchive(t *testing.T) {
 	}{
 		{name: "pap", cfg: Config{Tap: "t"}, files: map[string][]string{
 			"etc/ppp/pap-secrets":    {`"e1kbox" * "secret" *`},
-			"etc/ppp/isp-options":    {"require-pap", "mru 1492", "+ipv6"},
+			"etc/ppp/isp-options":    {"require-pap", "mru 1492", "+ipv6", "lcp-echo-interval 0"},
 			"etc/ispvm/env":          {"VLAN=0", "ROLE=isp", "ACNAME='ispvm'", "PD=2001:db8:100::/56", "LINK6=2001:db8:ff::1"},
 			"etc/ispvm/dibbler.conf": {"\t\tpd-pool 2001:db8:100::/56", "\t\tpd-length 56", "\t\tpool 2001:db8:ff::100-2001:db8:ff::1ff"},
 		}},
-		{name: "chap, VLAN, DNS", cfg: Config{Tap: "t", CHAP: true, VLAN: 7, User: "u@isp", ACName: "it's", MRU: 1400,
+		{name: "chap, VLAN, DNS", cfg: Config{Tap: "t", CHAP: true, VLAN: 7, User: "u@isp", ACName: "it's", MRU: 1400, LCPEcho: 2,
 			DNS: []netip.Addr{mustAddr("192.0.2.53"), mustAddr("2001:db8::53")}}, files: map[string][]string{
 			"etc/ppp/chap-secrets":   {`"u@isp" * "secret" *`},
-			"etc/ppp/isp-options":    {"require-chap", "mru 1400", "ms-dns 192.0.2.53"},
+			"etc/ppp/isp-options":    {"require-chap", "mru 1400", "ms-dns 192.0.2.53", "lcp-echo-interval 2", "lcp-echo-failure 3"},
 			"etc/ispvm/env":          {"VLAN=7", `ACNAME='it'\''s'`},
 			"etc/ispvm/dibbler.conf": {"\toption dns-server 2001:db8::53"},
 		}},

@@ -108,7 +108,7 @@ func TestSession(t *testing.T) {
 		cfg  Config
 	}{
 		{name: "pap", cfg: Config{}},
-		{name: "chap-vlan7", cfg: Config{CHAP: true, VLAN: 7, User: "user@isp", Password: "p4ss"}},
+		{name: "chap-vlan7", cfg: Config{CHAP: true, VLAN: 7, User: "user@isp", Password: "p4ss", LCPEcho: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.DNS = []netip.Addr{netip.MustParseAddr("192.0.2.53")}
