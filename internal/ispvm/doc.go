@@ -33,7 +33,8 @@
 // The VM reports on its first serial port (the console) with lines
 // "ISPVM-EVENT kind args" (VM.WaitEvent: ready, up, down, up6, down6, fail)
 // and takes shell commands on its second (VM.Run, over a unix socket): a
-// server-side disconnect (VM.Disconnect: SIGTERM to pppd) and a server that
+// server-side disconnect (VM.Disconnect: SIGTERM to pppd, which sends an LCP
+// Terminate-Request, then the relay a PADT) and a server that
 // stops answering LCP echo (VM.Freeze, VM.Thaw: SIGSTOP, SIGCONT). QEMU runs
 // in its own process group, killed at the test's cleanup.
 //

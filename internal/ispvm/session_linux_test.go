@@ -1,10 +1,15 @@
 package ispvm
 
 import (
+	"bytes"
+	"encoding/binary"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
@@ -12,13 +17,13 @@ import (
 
 // bootPair boots an ISP VM and a client VM (pppd with the rp-pppoe
 // plugin) at once, on taps bridged in a fresh namespace.
-func bootPair(t *testing.T, isp Config) (server, client *VM) {
+func bootPair(t *testing.T, isp Config) (ns *netnstest.Namespace, server, client *VM) {
 	testenv.Require(t, Needs...)
 	img, err := Build(DefaultCacheDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := netnstest.New(t, "ispvm")
+	ns = netnstest.New(t, "ispvm")
 	ns.IP(t, "link", "add", "br0", "type", "bridge")
 	ns.IP(t, "link", "set", "br0", "up")
 	for _, tap := range []string{"isp0", "cli0"} {
@@ -64,7 +69,7 @@ func bootPair(t *testing.T, isp Config) (server, client *VM) {
 		t.FailNow()
 	}
 	t.Logf("booted in %v (ISP) and %v (client)", server.BootTime.Round(10*time.Millisecond), client.BootTime.Round(10*time.Millisecond))
-	return server, client
+	return ns, server, client
 }
 
 // wantUp waits for an "up" event on vm with the local and remote address.
@@ -77,6 +82,24 @@ func wantUp(t *testing.T, vm *VM, who, local, remote string) {
 	if len(ev.Args) < 3 || ev.Args[1] != local || ev.Args[2] != remote {
 		t.Fatalf("%s: up %v, want ppp? %s %s", who, ev.Args, local, remote)
 	}
+}
+
+// isPADT reports whether frame is a PADT from the MAC src on vlan (0:
+// untagged).
+func isPADT(frame []byte, src string, vlan int) bool {
+	mac, err := net.ParseMAC(src)
+	if err != nil || len(frame) < 14 || !bytes.Equal(frame[6:12], mac) {
+		return false
+	}
+	b := frame[12:]
+	tagged := binary.BigEndian.Uint16(b) == unix.ETH_P_8021Q && len(b) >= 4
+	if tagged {
+		if int(binary.BigEndian.Uint16(b[2:])&0xfff) != vlan {
+			return false
+		}
+		b = b[4:]
+	}
+	return tagged == (vlan != 0) && len(b) >= 6 && binary.BigEndian.Uint16(b) == 0x8863 && b[3] == 0xa7
 }
 
 // first is the first word of s, or "".
@@ -112,7 +135,7 @@ func TestSession(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.DNS = []netip.Addr{netip.MustParseAddr("192.0.2.53")}
-			server, client := bootPair(t, tc.cfg)
+			ns, server, client := bootPair(t, tc.cfg)
 			wantUp(t, client, "client", "10.64.0.2", "10.64.0.1")
 			wantUp(t, server, "ISP", "10.64.0.1", "10.64.0.2")
 			if got := vmRun(t, client, "cat /etc/ppp/resolv.conf"); !strings.Contains(got, "192.0.2.53") {
@@ -145,8 +168,10 @@ func TestSession(t *testing.T) {
 				t.Errorf("/big over IPv6: sha256 %q, want %s", sum6, server.Image.BigSHA256)
 			}
 
-			// A server-side disconnect ends the session on both sides;
-			// the client (persist) comes back.
+			// A server-side disconnect ends the session on both sides,
+			// with a PADT from the server (tagged like the session); the
+			// client (persist) comes back.
+			port := openRaw(t, ns, "isp0")
 			if err := server.Disconnect(); err != nil {
 				t.Fatal(err)
 			}
@@ -154,6 +179,13 @@ func TestSession(t *testing.T) {
 				if _, err := vm.WaitEvent(30*time.Second, "down"); err != nil {
 					t.Fatalf("after Disconnect: %v", err)
 				}
+			}
+			padt := false
+			for f := port.recv(); f != nil && !padt; f = port.recv() {
+				padt = isPADT(f, server.Config.MAC, tc.cfg.VLAN)
+			}
+			if !padt {
+				t.Errorf("no PADT (VLAN %d) from the server after Disconnect", tc.cfg.VLAN)
 			}
 			// pppoe-server frees the old session's address only once its
 			// pppd has gone: the new session may get the next one.

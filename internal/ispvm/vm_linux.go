@@ -317,7 +317,8 @@ func (vm *VM) Run(command string, timeout time.Duration) (string, error) {
 }
 
 // Disconnect ends the PPP session from the ISP's side: pppd gets SIGTERM,
-// sends an LCP Terminate-Request and exits; the relay ends the PPPoE session.
+// sends an LCP Terminate-Request and exits; the relay sends a PADT
+// (TestSession sees both sides go down and the PADT on the wire).
 func (vm *VM) Disconnect() error {
 	_, err := vm.Run("killall -TERM pppd", 10*time.Second)
 	return err
