@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -38,7 +39,7 @@ const BigSize = 10 << 20
 
 // layout versions the base initramfs's layout: bump it when the build
 // changes, so a cache entry of an older build is not reused.
-const layout = "6"
+const layout = "7"
 
 // vmPackages are the Debian packages of the VM besides the kernel.
 // dibbler-server delegates prefixes from a pool (pd-pool) on any
@@ -63,7 +64,9 @@ var (
 // Build builds the image under cacheDir, or returns the one already there
 // for the same package versions (the entry's name hashes apt's download
 // URIs and checksums). Within a process, Build runs once per cacheDir.
-// It needs root and apt-get with current package lists.
+// It needs root and apt-get with current package lists; when apt or the
+// build fails, an image of this layout already in cacheDir serves, with a
+// warning.
 func Build(cacheDir string) (*Image, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
@@ -72,10 +75,34 @@ func Build(cacheDir string) (*Image, error) {
 	}
 	img, err := build(cacheDir)
 	if err != nil {
-		return nil, err
+		cached, cerr := cachedImage(cacheDir)
+		if cerr != nil {
+			return nil, err
+		}
+		slog.Warn("ispvm: using the cached image: cannot check the packages' versions", "image", cached.Dir, "err", err)
+		img = cached
 	}
 	built[cacheDir] = img
 	return img, nil
+}
+
+// cachedImage returns the image in cacheDir of this layout (apt failed:
+// no package lists, say).
+func cachedImage(cacheDir string) (*Image, error) {
+	dirs, _ := filepath.Glob(filepath.Join(cacheDir, "ispvm-*"))
+	for _, dir := range dirs {
+		l, err := os.ReadFile(filepath.Join(dir, "layout"))
+		if err != nil || strings.TrimSpace(string(l)) != layout {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "big.sha256"))
+		if err != nil {
+			continue
+		}
+		return &Image{Dir: dir, Kernel: filepath.Join(dir, "vmlinux"), Initrd: filepath.Join(dir, "base.cpio"),
+			BigSHA256: strings.TrimSpace(string(b))}, nil
+	}
+	return nil, fmt.Errorf("ispvm: no image of layout %s in %s", layout, cacheDir)
 }
 
 // DefaultCacheDir is where tests keep the image across runs: the user's
@@ -179,6 +206,9 @@ func build(cacheDir string) (*Image, error) {
 	bigSum, err := writeBase(filepath.Join(out, "base.cpio"), root)
 	if err != nil {
 		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(out, "layout"), []byte(layout+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("ispvm: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(out, "big.sha256"), []byte(bigSum+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("ispvm: %w", err)

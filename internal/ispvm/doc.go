@@ -38,6 +38,17 @@
 // stops answering LCP echo (VM.Freeze, VM.Thaw: SIGSTOP, SIGCONT). QEMU runs
 // in its own process group, killed at the test's cleanup.
 //
+// A test puts the VM's tap next to the box's WAN (a bridge, say) and waits
+// for the session:
+//
+//	ns := netnstest.New(t, "isp")
+//	ns.IP(t, "tuntap", "add", "dev", "isp0", "mode", "tap")
+//	ns.IP(t, "link", "set", "isp0", "up")
+//	vm := ispvm.Start(t, ispvm.Config{Netns: ns.Name(), Tap: "isp0", VLAN: 7, CHAP: true,
+//		DNS: []netip.Addr{netip.MustParseAddr("198.51.100.53")}})
+//	// … start the box with its WAN on ns …
+//	if _, err := vm.WaitEvent(60*time.Second, "up"); err != nil { … }
+//
 // RFC 4638 (MRU 1500) is not available: Debian's pppoe-server has no
 // kernel mode and its user-mode relay drops 1500-byte packets; Config
 // refuses an MRU above 1492.

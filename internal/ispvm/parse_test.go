@@ -293,3 +293,33 @@ func TestValidate(t *testing.T) {
 
 func mustAddr(s string) netip.Addr     { return netip.MustParseAddr(s) }
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+func TestCachedImage(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string // under cacheDir
+		want  string            // the image's directory, "" for none
+	}{
+		{name: "this layout", files: map[string]string{"ispvm-a/layout": layout + "\n", "ispvm-a/big.sha256": "ab\n"}, want: "ispvm-a"},
+		{name: "another layout", files: map[string]string{"ispvm-a/layout": "0\n", "ispvm-a/big.sha256": "ab\n"}},
+		{name: "unfinished", files: map[string]string{"ispvm-a/layout": layout + "\n"}},
+		{name: "a build directory", files: map[string]string{"build-1/layout": layout + "\n", "build-1/big.sha256": "ab\n"}},
+	} {
+		dir := t.TempDir()
+		for name, data := range tc.files {
+			os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		img, err := cachedImage(dir)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("%s: got image %s, want none", tc.name, img.Dir)
+		case tc.want != "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (img.Dir != filepath.Join(dir, tc.want) || img.BigSHA256 != "ab"):
+			t.Errorf("%s: got %+v, want the image in %s with BigSHA256 ab", tc.name, img, tc.want)
+		}
+	}
+}
