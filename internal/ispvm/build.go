@@ -174,6 +174,9 @@ func build(cacheDir string) (*Image, error) {
 	dir := filepath.Join(cacheDir, "ispvm-"+hex.EncodeToString(sum[:8]))
 	img := &Image{Dir: dir, Kernel: filepath.Join(dir, "vmlinux"), Initrd: filepath.Join(dir, "base.cpio")}
 	if b, err := os.ReadFile(filepath.Join(dir, "big.sha256")); err == nil {
+		now := time.Now()
+		os.Chtimes(dir, now, now) // in use: not pruned for a day
+		pruneCache(cacheDir, dir)
 		img.BigSHA256 = strings.TrimSpace(string(b))
 		img.Packages = debNames(lines)
 		return img, nil
@@ -224,17 +227,18 @@ func build(cacheDir string) (*Image, error) {
 	return img, nil
 }
 
-// pruneCache removes the cache's other images (older package versions)
-// and builds left behind for more than a day.
+// pruneCache removes the cache's other images (other package versions
+// or layouts) and builds left behind, once unused for a day: another
+// process, of another checkout say, may be using them now.
 func pruneCache(cacheDir, keep string) {
 	entries, _ := os.ReadDir(cacheDir)
 	for _, e := range entries {
 		p := filepath.Join(cacheDir, e.Name())
 		info, err := e.Info()
-		switch {
-		case err != nil || p == keep:
-		case strings.HasPrefix(e.Name(), "ispvm-"),
-			strings.HasPrefix(e.Name(), "build-") && time.Since(info.ModTime()) > 24*time.Hour:
+		if err != nil || p == keep || time.Since(info.ModTime()) < 24*time.Hour {
+			continue
+		}
+		if strings.HasPrefix(e.Name(), "ispvm-") || strings.HasPrefix(e.Name(), "build-") {
 			os.RemoveAll(p)
 		}
 	}
