@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/netip"
 	"strings"
 )
@@ -101,6 +102,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.Tap == "":
 		return fmt.Errorf("ispvm: no tap device")
+	case !validMAC(c.MAC):
+		return fmt.Errorf("ispvm: MAC %q is not a unicast Ethernet address", c.MAC)
 	case c.VLAN < 0 || c.VLAN > 4094:
 		return fmt.Errorf("ispvm: VLAN %d out of 0-4094", c.VLAN)
 	case c.LCPEcho < 0:
@@ -118,6 +121,11 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+func validMAC(s string) bool {
+	m, err := net.ParseMAC(s)
+	return err == nil && len(m) == 6 && m[0]&1 == 0
 }
 
 //go:embed rootfs

@@ -277,6 +277,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{name: "ok", cfg: Config{Tap: "t"}},
 		{name: "no tap", cfg: Config{}, err: "no tap"},
+		{name: "multicast MAC", cfg: Config{Tap: "t", MAC: "01:00:5e:00:00:01"}, err: "MAC"},
+		{name: "bad MAC", cfg: Config{Tap: "t", MAC: "52:54"}, err: "MAC"},
 		{name: "VLAN", cfg: Config{Tap: "t", VLAN: 4095}, err: "VLAN 4095"},
 		{name: "MRU", cfg: Config{Tap: "t", MRU: 1500}, err: "MRU 1500"},
 		{name: "quote", cfg: Config{Tap: "t", Password: `a"b`}, err: "quotes"},

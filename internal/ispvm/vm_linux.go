@@ -95,6 +95,14 @@ func Boot(img *Image, cfg Config, dir string) (*VM, error) {
 		return nil, err
 	}
 	sock := filepath.Join(dir, "ctl.sock")
+	if len(sock) > 100 { // a unix socket's path has at most 107 bytes
+		short, err := os.MkdirTemp("", "ispvm-")
+		if err != nil {
+			return nil, fmt.Errorf("ispvm: %w", err)
+		}
+		defer os.RemoveAll(short) // QEMU has connected by then, or failed
+		sock = filepath.Join(short, "ctl.sock")
+	}
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		return nil, fmt.Errorf("ispvm: control socket: %w", err)
@@ -125,22 +133,33 @@ func Boot(img *Image, cfg Config, dir string) (*VM, error) {
 		return nil, fmt.Errorf("ispvm: starting QEMU: %w", err)
 	}
 	go vm.readConsole(out)
-	accepted := make(chan error, 1)
+	type accept struct {
+		c   net.Conn
+		err error
+	}
+	accepted := make(chan accept, 1)
 	go func() {
 		c, err := ln.Accept()
-		if err == nil {
-			vm.ctl, vm.ctlR = c, bufio.NewReader(c)
-		}
-		accepted <- err
+		accepted <- accept{c, err}
 	}()
+	abandon := func() { // closes a connection accepted too late
+		go func() {
+			if a := <-accepted; a.c != nil {
+				a.c.Close()
+			}
+		}()
+	}
 	select {
-	case err := <-accepted:
-		if err != nil {
-			return vm, fmt.Errorf("ispvm: QEMU's control connection: %w", err)
+	case a := <-accepted:
+		if a.err != nil {
+			return vm, fmt.Errorf("ispvm: QEMU's control connection: %w", a.err)
 		}
+		vm.ctl, vm.ctlR = a.c, bufio.NewReader(a.c)
 	case <-vm.exited:
+		abandon()
 		return vm, fmt.Errorf("ispvm: QEMU exited: %s", vm.Console())
 	case <-time.After(10 * time.Second):
+		abandon()
 		return vm, fmt.Errorf("ispvm: QEMU did not connect its control port")
 	}
 	ev, err := vm.waitKinds(BootTimeout, "ready", "fail")
