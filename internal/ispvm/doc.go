@@ -35,7 +35,8 @@
 // and takes shell commands on its second (VM.Run, over a unix socket): a
 // server-side disconnect (VM.Disconnect: SIGTERM to pppd, which sends an LCP
 // Terminate-Request, then the relay a PADT) and a server that
-// stops answering LCP echo (VM.Freeze, VM.Thaw: SIGSTOP, SIGCONT). QEMU runs
+// stops answering LCP echo (VM.Freeze, VM.Thaw: SIGSTOP, SIGCONT), and
+// VM.SetPrefix changes the prefix the next session gets. QEMU runs
 // in its own process group, killed at the test's cleanup.
 //
 // A test puts the VM's tap next to the box's WAN (a bridge, say) and waits

@@ -123,8 +123,9 @@ func vmRun(t *testing.T, vm *VM, cmd string) string {
 // VM, with PAP and with CHAP (CHAP inside VLAN 7), and checks what the
 // harness promises: IPCP addresses and DNS, the upstream host over IPv4
 // and from the delegated IPv6 prefix, the web server's /big and the
-// upload sink's checksums, a server-side disconnect and a server that
-// stops answering LCP echo.
+// upload sink's checksums, a server-side disconnect (with a PADT, and a
+// new delegated prefix from SetPrefix on reconnect) and a server that stops
+// answering LCP echo.
 func TestSession(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -172,6 +173,9 @@ func TestSession(t *testing.T) {
 			// with a PADT from the server (tagged like the session); the
 			// client (persist) comes back.
 			port := openRaw(t, ns, "isp0")
+			if err := server.SetPrefix(netip.MustParsePrefix("2001:db8:200::/56")); err != nil {
+				t.Fatal(err)
+			}
 			if err := server.Disconnect(); err != nil {
 				t.Fatal(err)
 			}
@@ -195,6 +199,13 @@ func TestSession(t *testing.T) {
 				t.Fatalf("client after Disconnect: up %v, want ppp? 10.64.0.x 10.64.0.1", ev.Args)
 			}
 			vmRun(t, client, "ping -c 1 -W 5 198.51.100.1")
+			// The new session delegates the prefix SetPrefix set.
+			netnstest.WaitFor(t, 60*time.Second, "the new delegated prefix", func() bool {
+				out, _ := client.Run("cat /var/lib/dibbler/client-AddrMgr.xml", 10*time.Second)
+				return strings.Contains(out, ">2001:db8:200::</AddrPrefix>")
+			})
+			vmRun(t, client, "ip -6 addr add 2001:db8:200:1::1/128 dev lo")
+			vmRun(t, client, "ping6 -c 1 -W 5 -I 2001:db8:200:1::1 2001:db8:ffff::1")
 
 			// A frozen server answers no LCP echo: the client's pppd
 			// (echo every second, 3 failures) ends the session.

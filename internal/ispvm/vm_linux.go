@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -353,6 +354,20 @@ func (vm *VM) Freeze() error {
 // Thaw resumes a frozen pppd (SIGCONT).
 func (vm *VM) Thaw() error {
 	_, err := vm.Run("killall -CONT pppd", 10*time.Second)
+	return err
+}
+
+// SetPrefix makes p the prefix delegated from the next session on (as an
+// ISP hands out a new one after a forced reconnect): the route over the
+// session and dibbler-server's pool change (it starts afresh with each
+// session).
+func (vm *VM) SetPrefix(p netip.Prefix) error {
+	if !p.Addr().Is6() {
+		return fmt.Errorf("ispvm: SetPrefix(%v): not an IPv6 prefix", p)
+	}
+	p = p.Masked()
+	_, err := vm.Run(fmt.Sprintf("sed -i 's|^PD=.*|PD=%s|' /etc/ispvm/env && "+
+		"sed -i 's|pd-pool .*|pd-pool %s|; s|pd-length .*|pd-length %d|' /etc/ispvm/dibbler.conf", p, p, p.Bits()), 10*time.Second)
 	return err
 }
 
