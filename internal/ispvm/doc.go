@@ -21,7 +21,8 @@
 //
 // Start (or Boot) appends the run's configuration and scripts as a second
 // cpio archive and boots the VM with its e1000 NIC on the caller's tap
-// (Config.Tap in Config.Netns), ready in ~5-8 s under TCG on 2 loaded cores.
+// (Config.Tap in Config.Netns), ready in 3-5 s under TCG on this 2-core
+// host when it is quiet (10-30 s when other tests load it).
 // The VM runs pppoe-server on eth0 or eth0.VLAN with pppd requiring PAP or
 // CHAP (secrets with the address column "*"), IPCP addresses from
 // Local/Remote, DNS (ms-dns, sent only when the client asks), IPv6CP, then
