@@ -7,7 +7,7 @@ OUT ?= build
 CONFIG ?= config.json
 DEBIAN_PKGS := qemu-system-x86 ovmf systemd-boot-efi e2fsprogs dosfstools mtools squashfs-tools gdisk \
 	iproute2 iputils-ping iperf3 dnsmasq tcpdump nftables netsniff-ng isc-dhcp-client traceroute curl ethtool chromium \
-	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip clang llvm libbpf-dev linux-libc-dev kea-dhcp6-server radvd ndisc6
+	python3 procps util-linux chrony bind9-dnsutils udhcpc unzip clang llvm libbpf-dev linux-libc-dev kea-dhcp6-server radvd ndisc6 xz-utils
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /qemu-test)
 
 .PHONY: all image run vm test unit bpf-check qemu-test qemu-test-updates bench bench-firmware bench-tuning bench-qemu bench-jit lint deps kernel clean

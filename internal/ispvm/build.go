@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Image is a built ISP VM: Debian's kernel and the base initramfs (the
@@ -37,16 +39,19 @@ const BigSize = 10 << 20
 
 // layout versions the base initramfs's layout: bump it when the build
 // changes, so a cache entry of an older build is not reused.
-const layout = "2"
+const layout = "7"
 
 // vmPackages are the Debian packages of the VM besides the kernel.
-// isc-dhcp-server's dhcpd -6 delegates prefixes from a pool (prefix6) and
-// needs only libc; wide-dhcpv6-server delegates only per client DUID,
-// kea needs boost and log4cplus, dnsmasq cannot delegate.
-var vmPackages = []string{"busybox-static", "ppp", "pppoe", "isc-dhcp-server"}
+// dibbler-server delegates prefixes from a pool (pd-pool) on any
+// interface, ppp0 included, and needs only libstdc++: isc-dhcp-server's
+// dhcpd -6 refuses ppp0 ("Unsupported device type 512"),
+// wide-dhcpv6-server delegates only per client DUID, kea needs boost and
+// log4cplus, dnsmasq cannot delegate.
+var vmPackages = []string{"busybox-static", "ppp", "pppoe", "dibbler-server", "dibbler-client"}
 
 // vmPrograms are the programs the initramfs holds besides busybox.
-var vmPrograms = []string{"usr/sbin/pppd", "usr/sbin/pppoe", "usr/sbin/pppoe-server", "usr/sbin/dhcpd"}
+var vmPrograms = []string{"usr/sbin/pppd", "usr/sbin/pppoe", "usr/sbin/pppoe-server", "usr/sbin/dibbler-server", "usr/sbin/dibbler-client",
+	"usr/lib/pppd/2.4.9/rp-pppoe.so"}
 
 // vmModules are the kernel modules the VM loads (with their dependencies).
 var vmModules = []string{"e1000", "8021q", "ppp_async", "pppoe"}
@@ -59,7 +64,9 @@ var (
 // Build builds the image under cacheDir, or returns the one already there
 // for the same package versions (the entry's name hashes apt's download
 // URIs and checksums). Within a process, Build runs once per cacheDir.
-// It needs root and apt-get with current package lists.
+// It needs root and apt-get with current package lists; when apt or the
+// build fails, an image of this layout already in cacheDir serves, with a
+// warning.
 func Build(cacheDir string) (*Image, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
@@ -68,10 +75,34 @@ func Build(cacheDir string) (*Image, error) {
 	}
 	img, err := build(cacheDir)
 	if err != nil {
-		return nil, err
+		cached, cerr := cachedImage(cacheDir)
+		if cerr != nil {
+			return nil, err
+		}
+		slog.Warn("ispvm: using the cached image: cannot check the packages' versions", "image", cached.Dir, "err", err)
+		img = cached
 	}
 	built[cacheDir] = img
 	return img, nil
+}
+
+// cachedImage returns the image in cacheDir of this layout (apt failed:
+// no package lists, say).
+func cachedImage(cacheDir string) (*Image, error) {
+	dirs, _ := filepath.Glob(filepath.Join(cacheDir, "ispvm-*"))
+	for _, dir := range dirs {
+		l, err := os.ReadFile(filepath.Join(dir, "layout"))
+		if err != nil || strings.TrimSpace(string(l)) != layout {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "big.sha256"))
+		if err != nil {
+			continue
+		}
+		return &Image{Dir: dir, Kernel: filepath.Join(dir, "vmlinux"), Initrd: filepath.Join(dir, "base.cpio"),
+			BigSHA256: strings.TrimSpace(string(b))}, nil
+	}
+	return nil, fmt.Errorf("ispvm: no image of layout %s in %s", layout, cacheDir)
 }
 
 // DefaultCacheDir is where tests keep the image across runs: the user's
@@ -143,6 +174,9 @@ func build(cacheDir string) (*Image, error) {
 	dir := filepath.Join(cacheDir, "ispvm-"+hex.EncodeToString(sum[:8]))
 	img := &Image{Dir: dir, Kernel: filepath.Join(dir, "vmlinux"), Initrd: filepath.Join(dir, "base.cpio")}
 	if b, err := os.ReadFile(filepath.Join(dir, "big.sha256")); err == nil {
+		now := time.Now()
+		os.Chtimes(dir, now, now) // in use: not pruned for a day
+		pruneCache(cacheDir, dir)
 		img.BigSHA256 = strings.TrimSpace(string(b))
 		img.Packages = debNames(lines)
 		return img, nil
@@ -176,6 +210,9 @@ func build(cacheDir string) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := os.WriteFile(filepath.Join(out, "layout"), []byte(layout+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("ispvm: %w", err)
+	}
 	if err := os.WriteFile(filepath.Join(out, "big.sha256"), []byte(bigSum+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("ispvm: %w", err)
 	}
@@ -186,7 +223,25 @@ func build(cacheDir string) (*Image, error) {
 		}
 	}
 	img.BigSHA256 = bigSum
+	pruneCache(cacheDir, dir)
 	return img, nil
+}
+
+// pruneCache removes the cache's other images (other package versions
+// or layouts) and builds left behind, once unused for a day: another
+// process, of another checkout say, may be using them now.
+func pruneCache(cacheDir, keep string) {
+	entries, _ := os.ReadDir(cacheDir)
+	for _, e := range entries {
+		p := filepath.Join(cacheDir, e.Name())
+		info, err := e.Info()
+		if err != nil || p == keep || time.Since(info.ModTime()) < 24*time.Hour {
+			continue
+		}
+		if strings.HasPrefix(e.Name(), "ispvm-") || strings.HasPrefix(e.Name(), "build-") {
+			os.RemoveAll(p)
+		}
+	}
 }
 
 // debNames are the .deb file names in apt-get's --print-uris lines.
@@ -267,7 +322,7 @@ func writeBase(path, root string) (string, error) {
 	c := newCPIO(f)
 	for _, d := range []string{"bin", "sbin", "usr", "usr/bin", "usr/sbin", "lib", "lib/x86_64-linux-gnu", "lib64",
 		"lib/modules", "etc", "etc/ppp", "etc/dhcp", "etc/ispvm", "dev", "proc", "sys", "run", "tmp", "var",
-		"var/lib", "var/lib/dhcp", "www", "root"} {
+		"var/lib", "var/lib/dhcp", "www", "root", "usr/lib", "usr/lib/pppd", "usr/lib/pppd/2.4.9", "etc/dibbler", "var/lib/dibbler", "var/log", "var/log/dibbler"} {
 		c.Dir(d, 0o755)
 	}
 	c.Symlink("var/run", "/run")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/netip"
 	"strings"
 )
@@ -27,9 +28,14 @@ type Config struct {
 	Local  netip.Addr   // the ISP's IPCP address (default 10.64.0.1)
 	Remote netip.Addr   // the address IPCP gives the client (default 10.64.0.2)
 	DNS    []netip.Addr // IPv4 servers offered by IPCP (ms-dns, only when asked), IPv6 ones by DHCPv6
-	// MRU is the MRU and MTU pppd allows (default 1492). rp-pppoe 3.15 as
-	// Debian builds it has only the user-mode pty relay, which does not
-	// do RFC 4638: above 1492 needs a kernel-mode server.
+	// LCPEcho is the seconds between the server's LCP echo requests (0:
+	// none); after 3 unanswered ones it ends the session.
+	LCPEcho int
+	// MRU is the MRU and MTU pppd allows (default 1492, at most 1492).
+	// RFC 4638's 1500 needs a kernel-mode server: Debian's rp-pppoe 3.15
+	// is built without one (no -k), and its user-mode pty relay drops
+	// 1500-byte packets although both ends' ppp0 then come up at MTU 1500
+	// (measured with a pppd client at mru 1500).
 	MRU int
 
 	// Prefix is delegated over DHCPv6 on the session (default
@@ -48,6 +54,11 @@ type Config struct {
 
 	Debug   bool      // pppd debug logging and syslog on the console
 	Console io.Writer // also gets the console output, if set
+
+	// client makes the VM a PPPoE client of another ISP VM instead (this
+	// package's test): pppd with the rp-pppoe plugin, persisting, LCP
+	// echo every second (3 failures end the session), then dhclient -6 -P.
+	client bool
 }
 
 func (c *Config) defaults() {
@@ -91,10 +102,14 @@ func (c *Config) validate() error {
 	switch {
 	case c.Tap == "":
 		return fmt.Errorf("ispvm: no tap device")
+	case !validMAC(c.MAC):
+		return fmt.Errorf("ispvm: MAC %q is not a unicast Ethernet address", c.MAC)
 	case c.VLAN < 0 || c.VLAN > 4094:
 		return fmt.Errorf("ispvm: VLAN %d out of 0-4094", c.VLAN)
-	case c.MRU < 128 || c.MRU > 1500:
-		return fmt.Errorf("ispvm: MRU %d out of 128-1500", c.MRU)
+	case c.LCPEcho < 0:
+		return fmt.Errorf("ispvm: LCPEcho %d is negative", c.LCPEcho)
+	case c.MRU < 128 || c.MRU > 1492:
+		return fmt.Errorf("ispvm: MRU %d out of 128-1492 (Debian's pppoe-server has no kernel mode for RFC 4638)", c.MRU)
 	case !c.Local.Is4() || !c.Remote.Is4() || !c.Upstream4.Is4():
 		return fmt.Errorf("ispvm: Local, Remote and Upstream4 must be IPv4 addresses")
 	case !c.Prefix.Addr().Is6() || !c.Link6.Addr().Is6() || c.Link6.Bits() != 64 || !c.Upstream6.Is6():
@@ -106,6 +121,11 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+func validMAC(s string) bool {
+	m, err := net.ParseMAC(s)
+	return err == nil && len(m) == 6 && m[0]&1 == 0
 }
 
 //go:embed rootfs
@@ -142,17 +162,21 @@ func runArchive(c *Config) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ispvm: scripts: %w", err)
 	}
-	ethMTU := 1500
-	if c.MRU > 1492 {
-		ethMTU = c.MRU + 8
-	}
 	debug := 0
 	if c.Debug {
 		debug = 1
 	}
-	env := fmt.Sprintf("VLAN=%d\nETHMTU=%d\nACNAME=%s\nSERVICE=%s\nLOCAL=%s\nREMOTE=%s\nUPSTREAM4=%s\nUPSTREAM6=%s\nPD=%s\nLINK6=%s\nDEBUG=%d\n",
-		c.VLAN, ethMTU, shellQuote(c.ACName), shellQuote(c.ServiceName), c.Local, c.Remote, c.Upstream4, c.Upstream6,
-		c.Prefix.Masked(), c.ServerAddr6(), debug)
+	role := "isp"
+	if c.client {
+		role = "client"
+	}
+	env := strings.Join([]string{
+		"ROLE=" + role, "PPPUSER=" + shellQuote(c.User), "PPPPASS=" + shellQuote(c.Password), fmt.Sprintf("MRU=%d", c.MRU),
+		fmt.Sprintf("VLAN=%d", c.VLAN), "ACNAME=" + shellQuote(c.ACName),
+		"SERVICE=" + shellQuote(c.ServiceName), "LOCAL=" + c.Local.String(), "REMOTE=" + c.Remote.String(),
+		"UPSTREAM4=" + c.Upstream4.String(), "UPSTREAM6=" + c.Upstream6.String(), "PD=" + c.Prefix.Masked().String(),
+		"LINK6=" + c.ServerAddr6().String(), fmt.Sprintf("DEBUG=%d", debug),
+	}, "\n") + "\n"
 	w.File("etc/ispvm/env", 0o644, []byte(env))
 
 	auth := "require-pap"
@@ -163,7 +187,7 @@ func runArchive(c *Config) ([]byte, error) {
 	// The address column must be "*": pppd refuses IPCP without one.
 	w.File(secrets, 0o600, fmt.Appendf(nil, "\"%s\" * \"%s\" *\n", c.User, c.Password))
 	opts := []string{auth, "mru " + fmt.Sprint(c.MRU), "mtu " + fmt.Sprint(c.MRU), "noccp", "novj", "+ipv6", "ipv6 ::1,::2",
-		"lcp-echo-interval 0", "nodefaultroute", "noproxyarp"}
+		fmt.Sprintf("lcp-echo-interval %d", c.LCPEcho), "lcp-echo-failure 3", "nodefaultroute", "noproxyarp"}
 	for _, d := range c.DNS {
 		if d.Is4() {
 			opts = append(opts, "ms-dns "+d.String())
@@ -174,23 +198,24 @@ func runArchive(c *Config) ([]byte, error) {
 	}
 	w.File("etc/ppp/isp-options", 0o644, []byte(strings.Join(opts, "\n")+"\n"))
 	w.File("etc/ppp/options", 0o644, nil)
-	w.File("etc/dhcp/dhcpd6.conf", 0o644, []byte(dhcpd6Conf(c)))
+	w.File("etc/ispvm/dibbler.conf", 0o644, []byte(dibblerConf(c)))
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-// dhcpd6Conf is ISC dhcpd's DHCPv6 configuration: IA_NA from the
-// session's /64, the one delegated prefix, and the IPv6 DNS servers.
-func dhcpd6Conf(c *Config) string {
+// dibblerConf is dibbler-server's configuration for the session's
+// interface (@IFACE@, filled in by ipv6-up): IA_NA from the session's
+// /64, the one delegated prefix, and the IPv6 DNS servers.
+func dibblerConf(c *Config) string {
 	link := c.Link6.Masked().Addr().As16()
 	first, last := link, link
 	first[14], first[15] = 0x01, 0x00
 	last[14], last[15] = 0x01, 0xff
-	pd := c.Prefix.Masked()
 	var b strings.Builder
-	fmt.Fprintf(&b, "default-lease-time 600;\nmax-lease-time 7200;\npreferred-lifetime 300;\nauthoritative;\n")
+	fmt.Fprintf(&b, "log-level 7\nlog-mode short\niface \"@IFACE@\" {\n")
+	fmt.Fprintf(&b, "\tT1 150\n\tT2 240\n\tprefered-lifetime 300\n\tvalid-lifetime 600\n")
 	var dns []string
 	for _, d := range c.DNS {
 		if d.Is6() {
@@ -198,9 +223,10 @@ func dhcpd6Conf(c *Config) string {
 		}
 	}
 	if len(dns) > 0 {
-		fmt.Fprintf(&b, "option dhcp6.name-servers %s;\n", strings.Join(dns, ", "))
+		fmt.Fprintf(&b, "\toption dns-server %s\n", strings.Join(dns, ","))
 	}
-	fmt.Fprintf(&b, "subnet6 %s {\n\trange6 %s %s;\n\tprefix6 %s %s /%d;\n}\n", c.Link6.Masked(),
-		netip.AddrFrom16(first), netip.AddrFrom16(last), pd.Addr(), pd.Addr(), pd.Bits())
+	fmt.Fprintf(&b, "\tclass {\n\t\tpool %s-%s\n\t}\n", netip.AddrFrom16(first), netip.AddrFrom16(last))
+	pd := c.Prefix.Masked()
+	fmt.Fprintf(&b, "\tpd-class {\n\t\tpd-pool %s\n\t\tpd-length %d\n\t}\n}\n", pd, pd.Bits())
 	return b.String()
 }

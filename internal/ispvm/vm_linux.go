@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ const BootTimeout = 60 * time.Second
 
 // Event is a line "ISPVM-EVENT kind args..." the VM printed on its console:
 // ready IF (pppoe-server runs on IF), up IF LOCAL REMOTE and down … (IPCP),
-// up6 IF … and down6 … (IPv6CP; dhcpd -6 runs on IF), fail WHAT.
+// up6 IF … and down6 … (IPv6CP; the DHCPv6 server runs on IF), fail WHAT.
 type Event struct {
 	Kind string
 	Args []string
@@ -95,6 +96,14 @@ func Boot(img *Image, cfg Config, dir string) (*VM, error) {
 		return nil, err
 	}
 	sock := filepath.Join(dir, "ctl.sock")
+	if len(sock) > 100 { // a unix socket's path has at most 107 bytes
+		short, err := os.MkdirTemp("", "ispvm-")
+		if err != nil {
+			return nil, fmt.Errorf("ispvm: %w", err)
+		}
+		defer os.RemoveAll(short) // QEMU has connected by then, or failed
+		sock = filepath.Join(short, "ctl.sock")
+	}
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		return nil, fmt.Errorf("ispvm: control socket: %w", err)
@@ -125,22 +134,33 @@ func Boot(img *Image, cfg Config, dir string) (*VM, error) {
 		return nil, fmt.Errorf("ispvm: starting QEMU: %w", err)
 	}
 	go vm.readConsole(out)
-	accepted := make(chan error, 1)
+	type accept struct {
+		c   net.Conn
+		err error
+	}
+	accepted := make(chan accept, 1)
 	go func() {
 		c, err := ln.Accept()
-		if err == nil {
-			vm.ctl, vm.ctlR = c, bufio.NewReader(c)
-		}
-		accepted <- err
+		accepted <- accept{c, err}
 	}()
+	abandon := func() { // closes a connection accepted too late
+		go func() {
+			if a := <-accepted; a.c != nil {
+				a.c.Close()
+			}
+		}()
+	}
 	select {
-	case err := <-accepted:
-		if err != nil {
-			return vm, fmt.Errorf("ispvm: QEMU's control connection: %w", err)
+	case a := <-accepted:
+		if a.err != nil {
+			return vm, fmt.Errorf("ispvm: QEMU's control connection: %w", a.err)
 		}
+		vm.ctl, vm.ctlR = a.c, bufio.NewReader(a.c)
 	case <-vm.exited:
+		abandon()
 		return vm, fmt.Errorf("ispvm: QEMU exited: %s", vm.Console())
 	case <-time.After(10 * time.Second):
+		abandon()
 		return vm, fmt.Errorf("ispvm: QEMU did not connect its control port")
 	}
 	ev, err := vm.waitKinds(BootTimeout, "ready", "fail")
@@ -185,11 +205,9 @@ func (vm *VM) readConsole(r io.Reader) {
 		}
 		vm.mu.Lock()
 		vm.console.WriteString(line + "\n")
-		if i := strings.Index(line, "ISPVM-EVENT "); i >= 0 {
-			f := strings.Fields(line[i+len("ISPVM-EVENT "):])
-			if len(f) > 0 {
-				vm.events = append(vm.events, Event{Kind: f[0], Args: f[1:], At: time.Now()})
-			}
+		if ev, ok := parseEvent(line); ok {
+			ev.At = time.Now()
+			vm.events = append(vm.events, ev)
 		}
 		vm.cond.Broadcast()
 		vm.mu.Unlock()
@@ -197,6 +215,19 @@ func (vm *VM) readConsole(r io.Reader) {
 	vm.mu.Lock()
 	vm.cond.Broadcast()
 	vm.mu.Unlock()
+}
+
+// parseEvent parses a console line holding "ISPVM-EVENT kind args...".
+func parseEvent(line string) (Event, bool) {
+	i := strings.Index(line, "ISPVM-EVENT ")
+	if i < 0 {
+		return Event{}, false
+	}
+	f := strings.Fields(line[i+len("ISPVM-EVENT "):])
+	if len(f) == 0 {
+		return Event{}, false
+	}
+	return Event{Kind: f[0], Args: f[1:]}, true
 }
 
 // Console returns the console output so far.
@@ -306,7 +337,8 @@ func (vm *VM) Run(command string, timeout time.Duration) (string, error) {
 }
 
 // Disconnect ends the PPP session from the ISP's side: pppd gets SIGTERM,
-// sends an LCP Terminate-Request and exits; the relay ends the PPPoE session.
+// sends an LCP Terminate-Request and exits; the relay sends a PADT
+// (TestSession sees both sides go down and the PADT on the wire).
 func (vm *VM) Disconnect() error {
 	_, err := vm.Run("killall -TERM pppd", 10*time.Second)
 	return err
@@ -322,6 +354,20 @@ func (vm *VM) Freeze() error {
 // Thaw resumes a frozen pppd (SIGCONT).
 func (vm *VM) Thaw() error {
 	_, err := vm.Run("killall -CONT pppd", 10*time.Second)
+	return err
+}
+
+// SetPrefix makes p the prefix delegated from the next session on (as an
+// ISP hands out a new one after a forced reconnect): the route over the
+// session and dibbler-server's pool change (it starts afresh with each
+// session).
+func (vm *VM) SetPrefix(p netip.Prefix) error {
+	if !p.Addr().Is6() {
+		return fmt.Errorf("ispvm: SetPrefix(%v): not an IPv6 prefix", p)
+	}
+	p = p.Masked()
+	_, err := vm.Run(fmt.Sprintf("sed -i 's|^PD=.*|PD=%s|' /etc/ispvm/env && "+
+		"sed -i 's|pd-pool .*|pd-pool %s|; s|pd-length .*|pd-length %d|' /etc/ispvm/dibbler.conf", p, p, p.Bits()), 10*time.Second)
 	return err
 }
 
