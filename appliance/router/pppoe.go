@@ -1,0 +1,146 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"e1kbox/appliance/config"
+	"e1kbox/appliance/services/pppoe"
+)
+
+// PPPoELink is the WAN's PPPoE endpoint the client runs on (the
+// dataplane's *dataplane.PPPoELink): it sends the client's frames, hands
+// it the control frames the WAN port receives, and has the WAN's MAC.
+type PPPoELink interface {
+	pppoe.Link
+	Receive(ctx context.Context, input func([]byte)) error
+	MAC() net.HardwareAddr
+}
+
+// pppoeState is a PPPoE client's status on its way to the lease loop.
+type pppoeState struct{ pppoe.Status }
+
+// Clone copies s.
+func (s *pppoeState) Clone() *pppoeState {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.ACMAC = append(net.HardwareAddr(nil), s.ACMAC...)
+	return &c
+}
+
+// applyPPPoE starts the PPPoE client of nat.wan.pppoe, or restarts it
+// when its config or the dataplane's endpoint changed.
+func (r *Router) applyPPPoE() error {
+	if r.opts.PPPoELink == nil {
+		return errors.New("router: PPPoE: no link to the dataplane")
+	}
+	link, err := r.opts.PPPoELink()
+	if err != nil {
+		r.stopPPPoE(true)
+		return fmt.Errorf("router: PPPoE: %w", err)
+	}
+	p := r.cfg.NAT.WAN.PPPoE
+	cfg := pppoe.Config{User: p.Username, Password: p.Password, Service: p.Service, ACName: p.ACName,
+		MRU: p.EffectiveMRU(), EchoInterval: p.EchoInterval(), EchoFailures: p.EchoFailures(), MAC: link.MAC(),
+		Log: r.log.With("service", "pppoe")}
+	at := fmt.Sprintf("%p %s %q %q %q %d %s %d", link, p.Username, p.Password, p.Service, p.ACName, cfg.MRU, cfg.EchoInterval, cfg.EchoFailures)
+	if r.ppp.on && r.ppp.at == at {
+		return nil
+	}
+	restart := r.ppp.on
+	r.stopPPPoE(false)
+	gen := r.ppp.gen + 1 // the run begin starts
+	cfg.OnEvent = func(ev pppoe.Event) { r.ppp.slot.put(gen, &pppoeState{ev.Status}) }
+	c, err := pppoe.New(link, cfg)
+	if err != nil {
+		return fmt.Errorf("router: PPPoE: %w", err)
+	}
+	if restart {
+		r.log.Info("PPPoE: the client restarts for a new config")
+	}
+	// The WAN is a PPPoE link from now on: the dataplane hands the
+	// client its frames, and nothing but the session's packets leaves.
+	r.pppoe = &pppoe.Status{}
+	r.opts.OnPPPoE(r.pppoe)
+	r.ppp.begin(c, at, func(ctx context.Context, _ func(old, new *pppoeState)) error {
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go link.Receive(rctx, c.Input) //nolint:errcheck // ends with rctx
+		return c.Run(ctx)
+	}, r.log, "pppoe")
+	return nil
+}
+
+// stopPPPoE stops the PPPoE client (Run's end sends the AC a PADT); off
+// also tells the plane the WAN is no PPPoE link any more.
+func (r *Router) stopPPPoE(off bool) {
+	if !r.ppp.end() {
+		return
+	}
+	r.pppoe = nil
+	if off {
+		r.opts.OnPPPoE(nil)
+	} else {
+		r.opts.OnPPPoE(&pppoe.Status{})
+	}
+	if r.dns.on && r.cfg != nil && r.cfg.Mode == config.ModeNAT {
+		if err := r.applyDNS(); err != nil {
+			r.log.Warn("DNS after the PPPoE session", "err", err)
+		}
+	}
+}
+
+// pppoeChanged takes the status of PPPoE client run gen: the plane gets
+// the session (its address, peer and MTU), the DNS forwarder IPCP's
+// servers. A status of a client stopped since is dropped.
+func (r *Router) pppoeChanged(gen uint64, st *pppoeState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen != r.ppp.gen || !r.ppp.on || st == nil {
+		return
+	}
+	was := r.pppoe != nil && r.pppoe.Phase == pppoe.PhaseUp
+	s := st.Status
+	r.pppoe = &s
+	if up := s.Phase == pppoe.PhaseUp; up {
+		r.log.Info("PPPoE session up", "session", s.SessionID, "ac", s.ACName, "acMAC", s.ACMAC, "address", s.LocalIPv4,
+			"peer", s.PeerIPv4, "dns1", s.DNS1, "dns2", s.DNS2, "mtu", s.MTU)
+	} else if was {
+		r.log.Warn("PPPoE session down", "reason", s.LastDownReason)
+	}
+	if r.dns.on {
+		if err := r.applyDNS(); err != nil {
+			r.log.Warn("DNS after the PPPoE session", "err", err)
+		}
+	}
+	r.opts.OnPPPoE(r.pppoe)
+}
+
+// pppoeDNS are the DNS servers of the PPPoE session up (IPCP's).
+func (r *Router) pppoeDNS() []netip.Addr {
+	s := r.pppoe
+	if s == nil || s.Phase != pppoe.PhaseUp {
+		return nil
+	}
+	var dns []netip.Addr
+	for _, a := range []netip.Addr{s.DNS1, s.DNS2} {
+		if a.IsValid() && !a.IsUnspecified() {
+			dns = append(dns, a)
+		}
+	}
+	return dns
+}
+
+// PPPoEStatus is the PPPoE client's status (nil: no PPPoE WAN runs).
+func (l *Live) PPPoEStatus() *pppoe.Status {
+	if l == nil || l.PPPoE == nil {
+		return nil
+	}
+	s := l.PPPoE.Status()
+	return &s
+}
