@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/config"
+	"e1kbox/webui"
 )
 
 // pppoeStore is a store whose config has a PPPoE WAN with password pw.
@@ -88,5 +89,13 @@ func TestStoreRedactsPassword(t *testing.T) {
 				t.Errorf("version %s shows the password: %s", v.ID, h)
 			}
 		})
+	}
+}
+
+// TestRedactedSecretAgrees: the form's password input knows the
+// placeholder the store shows.
+func TestRedactedSecretAgrees(t *testing.T) {
+	if config.RedactedSecret != webui.RedactedSecret {
+		t.Errorf("config.RedactedSecret %q, webui.RedactedSecret %q", config.RedactedSecret, webui.RedactedSecret)
 	}
 }

@@ -34,7 +34,7 @@ func (s *pppoeState) Clone() *pppoeState {
 }
 
 // applyPPPoE starts the PPPoE client of nat.wan.pppoe, or restarts it
-// when its config or the dataplane's endpoint changed.
+// when its config, the WAN's VLAN or the dataplane's endpoint changed.
 func (r *Router) applyPPPoE() error {
 	if r.opts.PPPoELink == nil {
 		return errors.New("router: PPPoE: no link to the dataplane")
@@ -48,7 +48,10 @@ func (r *Router) applyPPPoE() error {
 	cfg := pppoe.Config{User: p.Username, Password: p.Password, Service: p.Service, ACName: p.ACName,
 		MRU: p.EffectiveMRU(), EchoInterval: p.EchoInterval(), EchoFailures: p.EchoFailures(), MAC: link.MAC(),
 		Log: r.log.With("service", "pppoe")}
-	at := fmt.Sprintf("%p %s %q %q %q %d %s %d", link, p.Username, p.Password, p.Service, p.ACName, cfg.MRU, cfg.EchoInterval, cfg.EchoFailures)
+	// A new VLAN or control priority redials at once (the AC of the old
+	// one is gone); so does a new engine's endpoint.
+	at := fmt.Sprintf("%p %d/%d %s %q %q %q %d %s %d", link, r.cfg.NAT.WAN.VLAN.ID, r.cfg.NAT.WAN.VLAN.ControlPCP,
+		p.Username, p.Password, p.Service, p.ACName, cfg.MRU, cfg.EchoInterval, cfg.EchoFailures)
 	if r.ppp.on && r.ppp.at == at {
 		return nil
 	}
