@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/services/pppoe"
@@ -49,8 +50,10 @@ func (r *Router) applyPPPoE() error {
 		MRU: p.EffectiveMRU(), EchoInterval: p.EchoInterval(), EchoFailures: p.EchoFailures(), MAC: link.MAC(),
 		Log: r.log.With("service", "pppoe")}
 	// A new VLAN or control priority redials at once (the AC of the old
-	// one is gone); so does a new engine's endpoint.
-	at := fmt.Sprintf("%p %d/%d %s %q %q %q %d %s %d", link, r.cfg.NAT.WAN.VLAN.ID, r.cfg.NAT.WAN.VLAN.ControlPCP,
+	// one is gone); so does a new WAN MAC. A new engine (the dataplane
+	// restarted) keeps the session: the client follows the engine's
+	// endpoint (liveLink), and the plane gives the new engine the session.
+	at := fmt.Sprintf("%s %d/%d %s %q %q %q %d %s %d", link.MAC(), r.cfg.NAT.WAN.VLAN.ID, r.cfg.NAT.WAN.VLAN.ControlPCP,
 		p.Username, p.Password, p.Service, p.ACName, cfg.MRU, cfg.EchoInterval, cfg.EchoFailures)
 	if r.ppp.on && r.ppp.at == at {
 		return nil
@@ -59,7 +62,8 @@ func (r *Router) applyPPPoE() error {
 	r.stopPPPoE(false)
 	gen := r.ppp.gen + 1 // the run begin starts
 	cfg.OnEvent = func(ev pppoe.Event) { r.ppp.slot.put(gen, &pppoeState{ev.Status}) }
-	c, err := pppoe.New(link, cfg)
+	live := &liveLink{get: r.opts.PPPoELink}
+	c, err := pppoe.New(live, cfg)
 	if err != nil {
 		return fmt.Errorf("router: PPPoE: %w", err)
 	}
@@ -73,10 +77,66 @@ func (r *Router) applyPPPoE() error {
 	r.ppp.begin(c, at, func(ctx context.Context, _ func(old, new *pppoeState)) error {
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go link.Receive(rctx, c.Input) //nolint:errcheck // ends with rctx
+		go live.Receive(rctx, c.Input) //nolint:errcheck // ends with rctx
 		return c.Run(ctx)
 	}, r.log, "pppoe")
 	return nil
+}
+
+// liveLink is the PPPoE endpoint of whichever engine runs: the dataplane
+// may restart (a config change, a hang), and with it its endpoint.
+type liveLink struct {
+	get func() (PPPoELink, error)
+	// every is how often Receive looks for a new engine's endpoint (0: a
+	// second).
+	every time.Duration
+}
+
+// Send sends b on the running engine's endpoint.
+func (l *liveLink) Send(b []byte) error {
+	cur, err := l.get()
+	if err != nil {
+		return err
+	}
+	return cur.Send(b)
+}
+
+// Receive feeds input from the running engine's endpoint, moving to a
+// new engine's when the dataplane restarts, until ctx ends.
+func (l *liveLink) Receive(ctx context.Context, input func([]byte)) error {
+	linkCheck := l.every
+	if linkCheck == 0 {
+		linkCheck = time.Second
+	}
+	for ctx.Err() == nil {
+		cur, err := l.get()
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(linkCheck):
+			}
+			continue
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		go func() { // ends the receive when the endpoint changes
+			t := time.NewTicker(linkCheck)
+			defer t.Stop()
+			for {
+				select {
+				case <-lctx.Done():
+					return
+				case <-t.C:
+					if now, err := l.get(); err != nil || now != cur {
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+		cur.Receive(lctx, input) //nolint:errcheck // ends with lctx
+		cancel()
+	}
+	return ctx.Err()
 }
 
 // stopPPPoE stops the PPPoE client (Run's end sends the AC a PADT); off

@@ -17,10 +17,12 @@ import (
 	"e1kbox/appliance/services/pppoe"
 )
 
-// fakeLink is a PPPoE endpoint that records what the client sends.
+// fakeLink is a PPPoE endpoint that records what the client sends and
+// hands Receive the frames put in in.
 type fakeLink struct {
 	mu   sync.Mutex
 	sent [][]byte
+	in   chan []byte
 }
 
 func (l *fakeLink) Send(b []byte) error {
@@ -30,12 +32,24 @@ func (l *fakeLink) Send(b []byte) error {
 	return nil
 }
 
-func (l *fakeLink) Receive(ctx context.Context, _ func([]byte)) error {
-	<-ctx.Done()
-	return ctx.Err()
+func (l *fakeLink) Receive(ctx context.Context, input func([]byte)) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case b := <-l.in:
+			input(b)
+		}
+	}
 }
 
 func (l *fakeLink) MAC() net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, 1} }
+
+func (l *fakeLink) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.sent)
+}
 
 // codes are the PPPoE discovery codes of the frames sent.
 func (l *fakeLink) codes() []byte {
@@ -67,7 +81,7 @@ func pppoeConfig(t *testing.T, password string) *config.Config {
 // feeds the plane and the DNS upstreams; a stale run's status is
 // dropped; a config without it stops the client and tells the plane.
 func TestRouterPPPoE(t *testing.T) {
-	link := &fakeLink{}
+	link := &fakeLink{in: make(chan []byte)}
 	var mu sync.Mutex
 	var got []*pppoe.Status
 	r := New(Options{Log: slog.New(slog.DiscardHandler), State: t.TempDir(), Hostname: "box",
@@ -138,5 +152,45 @@ func TestRouterPPPoE(t *testing.T) {
 	defer mu.Unlock()
 	if n := len(got); n == 0 || got[n-1] != nil {
 		t.Errorf("the plane's last status %+v, want nil (no PPPoE WAN)", got[n-1])
+	}
+}
+
+// TestLiveLink: the client's link follows the engine's endpoint when the
+// dataplane restarts: sends go to the new one, and its frames are
+// received.
+func TestLiveLink(t *testing.T) {
+	a, b := &fakeLink{in: make(chan []byte)}, &fakeLink{in: make(chan []byte)}
+	var mu sync.Mutex
+	cur := a
+	l := &liveLink{get: func() (PPPoELink, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return cur, nil
+	}, every: 10 * time.Millisecond}
+	got := make(chan string, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Receive(ctx, func(f []byte) { got <- string(f) }); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	a.in <- []byte("from a")
+	if g := <-got; g != "from a" {
+		t.Fatalf("received %q", g)
+	}
+	mu.Lock()
+	cur = b
+	mu.Unlock()
+	if err := l.Send([]byte("to b")); err != nil {
+		t.Fatal(err)
+	}
+	if na, nb := a.count(), b.count(); na != 0 || nb != 1 {
+		t.Errorf("sent %d on the old endpoint and %d on the new, want 0 and 1", na, nb)
+	}
+	select {
+	case b.in <- []byte("from b"):
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing receives from the new endpoint")
+	}
+	if g := <-got; g != "from b" {
+		t.Errorf("received %q, want from b", g)
 	}
 }
