@@ -122,26 +122,3 @@ func (v *validator) pppoe() {
 		v.add(at+".lcpEchoFailures", "%d out of range 1..%d", n, maxPPPoEEchoFailures)
 	}
 }
-
-// RedactSecrets returns a copy of c with its secrets (the PPPoE password)
-// replaced by RedactedSecret, for what the API shows; c is unchanged.
-func (c *Config) RedactSecrets() *Config {
-	if c == nil || c.NAT.WAN.PPPoE == nil || c.NAT.WAN.PPPoE.Password == "" {
-		return c
-	}
-	r := *c
-	p := *c.NAT.WAN.PPPoE
-	p.Password = RedactedSecret
-	r.NAT.WAN.PPPoE = &p
-	return &r
-}
-
-// KeepSecrets puts old's secrets into c where c carries RedactedSecret
-// (a config edited from what the API showed).
-func (c *Config) KeepSecrets(old *Config) {
-	p := c.NAT.WAN.PPPoE
-	if p == nil || p.Password != RedactedSecret || old == nil || old.NAT.WAN.PPPoE == nil {
-		return
-	}
-	p.Password = old.NAT.WAN.PPPoE.Password
-}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -100,42 +99,6 @@ func TestPPPoEDefaults(t *testing.T) {
 				t.Errorf("EchoFailures = %d, want %d", got, tc.failures)
 			}
 		})
-	}
-}
-
-// TestRedactSecrets: the password never shows in the redacted config's
-// JSON, the original keeps it, and a config applied with the
-// placeholder keeps the stored password.
-func TestRedactSecrets(t *testing.T) {
-	c := example(t)
-	pppoeWAN(c)
-	r := c.RedactSecrets()
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(b), "secret") || !strings.Contains(string(b), RedactedSecret) {
-		t.Errorf("redacted JSON %s: want the placeholder, not the password", b)
-	}
-	if c.NAT.WAN.PPPoE.Password != "secret" {
-		t.Errorf("the original's password is %q, want it kept", c.NAT.WAN.PPPoE.Password)
-	}
-	for _, tc := range []struct{ name, sent, want string }{
-		{"placeholder keeps", RedactedSecret, "secret"},
-		{"new password", "other", "other"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			n := example(t)
-			pppoeWAN(n)
-			n.NAT.WAN.PPPoE.Password = tc.sent
-			n.KeepSecrets(c)
-			if diff := cmp.Diff(tc.want, n.NAT.WAN.PPPoE.Password); diff != "" {
-				t.Errorf("password (-want +got):\n%s", diff)
-			}
-		})
-	}
-	if got := example(t).RedactSecrets(); got.NAT.WAN.PPPoE != nil {
-		t.Errorf("a config without PPPoE gained %+v", got.NAT.WAN.PPPoE)
 	}
 }
 

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -98,4 +99,43 @@ func TestRedactedSecretAgrees(t *testing.T) {
 	if config.RedactedSecret != webui.RedactedSecret {
 		t.Errorf("config.RedactedSecret %q, webui.RedactedSecret %q", config.RedactedSecret, webui.RedactedSecret)
 	}
+}
+
+// FuzzRedact: redact never panics, and what it returns for a document
+// whose nat.wan.pppoe.password is a string holds at that path only ""
+// or the placeholder; unredact of that gives the stored password back.
+func FuzzRedact(f *testing.F) {
+	f.Add([]byte(`{"nat": {"wan": {"pppoe": {"username": "u", "password": "pw"}}}}`))
+	f.Add([]byte(`{"nat": {"wan": {"pppoe": {"password": ""}}}}`))
+	f.Add([]byte(`{"nat": {"wan": {"pppoe": {"password": "p\"w\u0041"}, "password": 1}}, "password": "x"}`))
+	f.Add([]byte(`{"nat": {"wan": {"pppoe": null}}}`))
+	f.Add([]byte(`[1, 2]`))
+	f.Add([]byte(`{"nat": `))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out := redact(b)
+		var in, red struct {
+			NAT struct{ WAN struct{ PPPoE *struct{ Password *string } } }
+		}
+		if json.Unmarshal(b, &in) != nil || in.NAT.WAN.PPPoE == nil || in.NAT.WAN.PPPoE.Password == nil {
+			return
+		}
+		if err := json.Unmarshal(out, &red); err != nil {
+			t.Fatalf("redact(%s) = %s: %v", b, out, err)
+		}
+		pw := *in.NAT.WAN.PPPoE.Password
+		got := red.NAT.WAN.PPPoE.Password
+		want := config.RedactedSecret
+		if pw == "" {
+			want = ""
+		}
+		if got == nil || *got != want {
+			t.Fatalf("redact(%s) = %s: want the password %q", b, out, want)
+		}
+		cur := &config.Config{}
+		cur.NAT.WAN.PPPoE = &config.WANPPPoE{Password: pw}
+		back := unredact(out, cur)
+		if err := json.Unmarshal(back, &red); err != nil || *red.NAT.WAN.PPPoE.Password != pw {
+			t.Fatalf("unredact(%s) = %s: want the password %q back", out, back, pw)
+		}
+	})
 }
