@@ -114,7 +114,9 @@ func FuzzRedact(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		out := redact(b)
 		var in, red struct {
-			NAT struct{ WAN struct{ PPPoE *struct{ Password *string } } }
+			NAT struct {
+				WAN struct{ PPPoE *struct{ Password *string } }
+			}
 		}
 		if json.Unmarshal(b, &in) != nil || in.NAT.WAN.PPPoE == nil || in.NAT.WAN.PPPoE.Password == nil {
 			return
