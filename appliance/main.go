@@ -95,7 +95,7 @@ func run() error {
 	go dp.WatchHangs(ctx, cfg)
 	rt := router.New(router.Options{Log: log, State: f.state, Hostname: system.Hostname(),
 		OnLease: dp.SetLease, OnPrefixes: dp.SetIPv6, OnWAN6: dp.SetIPv6WAN,
-		LANPort: dp.LANPort, LANActivity: dp.LANActivity})
+		LANPort: dp.LANPort, LANActivity: dp.LANActivity, PPPoELink: pppoeLink(dp), OnPPPoE: dp.SetPPPoE})
 	defer rt.Close()
 	if err := rt.Apply(cfg); err != nil {
 		log.Error("services not all started", "err", err)
@@ -137,6 +137,21 @@ func run() error {
 	opts.Updater = dashboard.NewUpdater(log, f.state, store, id)
 	errc := dashboard.Serve(ctx, log, ml, opts)
 	return supervise(ctx, log, errc, store, rt, dp)
+}
+
+// pppoeLink returns the running engine's PPPoE endpoint, for the
+// router's PPPoE client.
+func pppoeLink(dp *plane.Plane) func() (router.PPPoELink, error) {
+	return func() (router.PPPoELink, error) {
+		e, err := dp.Engine()
+		if err != nil {
+			return nil, err
+		}
+		if l := e.PPPoE(); l != nil {
+			return l, nil
+		}
+		return nil, errors.New("the dataplane has no PPPoE endpoint (not in NAT mode)")
+	}
 }
 
 // loadConfig loads the running config from the store; -interfaces

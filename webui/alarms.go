@@ -162,8 +162,14 @@ func routerAlarms(r *RouterStatus) []Alarm {
 			Message: "The WAN lease could not be renewed with its server; asking any DHCP server (rebinding)."})
 	default:
 		msg := "No WAN address: the box is looking for a DHCP server on the WAN port."
-		if r.WAN.Mode == WANModeStatic {
+		switch p := r.WAN.Link.PPPoE; {
+		case r.WAN.Mode == WANModeStatic:
 			msg = "No WAN address is configured."
+		case r.WAN.Mode == WANModePPPoE && p != nil:
+			msg = "No WAN address: the PPPoE session is not up (" + p.State + ")."
+			if p.LastDownReason != "" {
+				msg += " Last down: " + p.LastDownReason + "."
+			}
 		}
 		out = append(out, Alarm{Kind: "wan_down", Severity: "bad", Port: r.WAN.Port, Message: msg})
 	}

@@ -72,6 +72,20 @@ func browserPages(t *testing.T, ctx, browser context.Context, f *fixture, url st
 		docShot(t, ctx, "overview-alarm")
 		fk.router.edit(func(s *RouterStatus) { *s = newFakeRouter().st })
 		waitFor(t, ctx, "WAN alarm gone", `!document.querySelector('#alarms [data-kind="wan_down"]')`, 15*time.Second)
+		// A PPPoE WAN: the session on the link row and its own rows.
+		fk.router.edit(func(s *RouterStatus) {
+			s.WAN.Mode = WANModePPPoE
+			s.WAN.Link.PPPoE = &WANPPPoE{State: "up", ACName: "ispvm", ACMAC: "52:54:00:15:50:01", SessionID: 3,
+				EchoRTT: Duration(2 * time.Millisecond), UpSince: time.Now().Add(-time.Hour), Reconnects: 2, LastDownReason: "PADT from the AC"}
+		})
+		waitFor(t, ctx, "PPPoE link row", `document.querySelector('#wan-link').textContent === 'eth1 › VLAN 7 (priority 0, control 6) › PPPoE (ispvm, session 3)'`, 15*time.Second)
+		for sel, want := range map[string]string{"#wan-pppoe": "up for 1h 0m · echo 2.0 ms", "#wan-pppoe-reconnects": "2 · last down: PADT from the AC"} {
+			if got := eval[string](t, ctx, `document.querySelector('`+sel+`').textContent`); got != want {
+				t.Errorf("%s %q, want %q", sel, got, want)
+			}
+		}
+		fk.router.edit(func(s *RouterStatus) { *s = newFakeRouter().st })
+		waitFor(t, ctx, "the DHCP WAN back", `!document.querySelector('#wan-pppoe')`, 15*time.Second)
 		// The link-down alarm of port3 stays.
 		if !eval[bool](t, ctx, `!!document.querySelector('#alarms [data-kind="link_down"]')`) {
 			t.Error("no link-down alarm for port3")

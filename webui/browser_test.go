@@ -262,6 +262,48 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("config form: the PPPoE password input never shows the stored one", func(t *testing.T) {
+		before, _ := f.store.Current()
+		var doc map[string]any
+		if err := json.Unmarshal(before, &doc); err != nil {
+			t.Fatal(err)
+		}
+		// What the store shows for a stored password: the placeholder.
+		doc["nat"].(map[string]any)["wan"] = map[string]any{"pppoe": map[string]any{"username": "u", "password": RedactedSecret}}
+		storeConfig(t, f.store, doc)
+		t.Cleanup(func() {
+			var d map[string]any
+			json.Unmarshal(before, &d)
+			storeConfig(t, f.store, d)
+		})
+		pw := `input[data-path="nat.wan.pppoe.password"]`
+		for _, tc := range []struct{ typed, want string }{{"", RedactedSecret}, {"n3w-pw", "n3w-pw"}} {
+			// From another page, so that the form loads the stored config.
+			step(t, ctx, "config page", 15*time.Second, chromedp.Navigate(url+"#/overview"), chromedp.WaitVisible(chromedp.CSS(`#ports`)),
+				chromedp.Navigate(url+"#/config"), chromedp.WaitVisible(chromedp.CSS(pw)))
+			waitFor(t, ctx, "the password input shows the placeholder, not the password",
+				`(e => e.type + '|' + e.value + '|' + e.placeholder)(document.querySelector('`+pw+`')) === 'password||unchanged'`, 5*time.Second)
+			setInput(t, ctx, `input[data-path="nat.wan.pppoe.username"]`, "u-"+tc.want)
+			setInput(t, ctx, pw, tc.typed)
+			click(t, ctx, `#config-apply`)
+			step(t, ctx, "confirm banner", 10*time.Second, chromedp.WaitVisible(chromedp.CSS(`#confirm-change`)))
+			click(t, ctx, `#confirm-change`)
+			step(t, ctx, "banner gone", 10*time.Second, chromedp.WaitNotVisible(chromedp.CSS(`#banner`)))
+			cfg, _ := f.store.Current()
+			var c struct {
+				NAT struct {
+					WAN struct {
+						PPPoE struct{ Username, Password string }
+					}
+				}
+			}
+			json.Unmarshal(cfg, &c)
+			if p := c.NAT.WAN.PPPoE; p.Password != tc.want || p.Username != "u-"+tc.want {
+				t.Errorf("typed %q: applied %+v, want password %q", tc.typed, p, tc.want)
+			}
+		}
+	})
+
 	t.Run("apply without confirm rolls back", func(t *testing.T) {
 		before, _ := f.store.Current()
 		step(t, ctx, "config page", 15*time.Second, chromedp.Navigate(url+"#/config"), chromedp.WaitVisible(chromedp.CSS(`#tab-json`)))
@@ -354,4 +396,20 @@ func TestBrowser(t *testing.T) {
 	})
 
 	passwordChange(t, ctx, f, url)
+}
+
+// storeConfig applies doc to the fake store and confirms it.
+func storeConfig(t *testing.T, s *fakeStore, doc map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.Apply(b, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Confirm(id); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -20,8 +20,10 @@ type FormField struct {
 	Label string `json:"label"`
 	// Kind is text, number, bool, select, strings (a list of strings
 	// edited as comma-separated text), numbers (the same for numbers),
-	// nic (an interface picked from GET /api/nics) or list (of objects,
-	// see Item).
+	// nic (an interface picked from GET /api/nics), password (a secret:
+	// Placeholder is what the API shows for a stored one, which the input
+	// does not show and keeps when left empty) or list (of objects, see
+	// Item).
 	Kind        string   `json:"kind"`
 	Options     []string `json:"options,omitempty"`     // select; "" stands for "default"
 	Placeholder string   `json:"placeholder,omitempty"` // text, number, strings
@@ -31,6 +33,11 @@ type FormField struct {
 	// Item describes the fields of each element of a list.
 	Item []FormField `json:"item,omitempty"`
 }
+
+// RedactedSecret is what the config API shows for a stored secret (the
+// PPPoE password); a config applied with it keeps the stored secret. It
+// is appliance/config's RedactedSecret.
+const RedactedSecret = "(unchanged)"
 
 // DefaultConfigForm is the form for the runtime config of appliance/config
 // (schema version 3, docs/config.md). The supervisor may pass another in
@@ -82,6 +89,12 @@ var DefaultConfigForm = []FormSection{
 			{Path: "nat.wan.dhcp.vendorClass", Label: "DHCP vendor class (option 60)", Kind: "text"},
 			{Path: "nat.wan.dhcp.clientID", Label: "DHCP client identifier (option 61, hex)", Kind: "text", Placeholder: "01:52:54:00:12:34:56"},
 			{Path: "nat.wan.dhcp.userClass", Label: "DHCP user classes (option 77)", Kind: "strings"},
+			{Path: "nat.wan.pppoe.username", Label: "PPPoE user name", Kind: "text",
+				Help: "Set to dial the ISP with PPPoE (the WAN address, gateway and DNS come from the session; turn wanDHCP off, no gateway, IPv6 off)."},
+			{Path: "nat.wan.pppoe.password", Label: "PPPoE password", Kind: "password", Placeholder: RedactedSecret},
+			{Path: "nat.wan.pppoe.service", Label: "PPPoE service name", Kind: "text", Placeholder: "any"},
+			{Path: "nat.wan.pppoe.acName", Label: "PPPoE access concentrator", Kind: "text", Placeholder: "any"},
+			{Path: "nat.wan.pppoe.mru", Label: "PPPoE MRU", Kind: "number", Placeholder: "1492", Help: "1500 asks for RFC 4638 (the WAN port then needs an MTU of 1508)."},
 			{Path: "nat.gateway", Label: "Gateway", Kind: "text", Placeholder: "203.0.113.1"},
 			{Path: "nat.masqueradePorts", Label: "Masquerade ports", Kind: "text", Placeholder: "1024-65535"},
 			{Path: "nat.conntrack.size", Label: "Connection table size", Kind: "number", Placeholder: "65536"},

@@ -82,6 +82,10 @@ var (
 	descV6Valid      = desc("ipv6_delegated_prefix_valid_seconds", "Seconds until a delegated prefix's valid lifetime ends (0: ended).", "prefix")
 	descV6Preferred  = desc("ipv6_delegated_prefix_preferred_seconds", "Seconds until a delegated prefix's preferred lifetime ends (0: ended).", "prefix")
 	descV6WANAddrs   = desc("ipv6_wan_addresses", "The box's own WAN addresses by origin (link-local, slaac, dhcpv6) and state (tentative, preferred, deprecated, duplicate).", "origin", "state")
+	descPPPoEUp      = desc("wan_pppoe_up", "Whether the WAN's PPPoE session is up (only on a PPPoE WAN).")
+	descPPPoESession = desc("wan_pppoe_session_info", "The WAN's PPPoE session (1): its ID and access concentrator.", "session_id", "ac_name", "ac_mac")
+	descPPPoEEchoRTT = desc("wan_pppoe_echo_rtt_seconds", "Round trip of the last answered LCP echo of the PPPoE session.")
+	descPPPoERedials = desc("wan_pppoe_reconnects_total", "PPPoE discoveries restarted after a dropped session or attempt.")
 	descV6DADFails   = desc("ipv6_dad_failures_total", "The box's WAN addresses duplicate address detection found on another node.")
 )
 
@@ -89,7 +93,8 @@ var routerDescs = []*prometheus.Desc{descWANInfo, descWANUp, descWANExpiry, desc
 	descWANRTT, descWANChecked, descDHCPEnabled, descDHCPInUse, descDHCPPool, descDHCPMessages, descDNSEnabled,
 	descDNSQueries, descDNSHits, descDNSEntries, descDNSFailures, descDNSLatency, descTimeSynced, descTimeOffset,
 	descTimeLastSync, descDevicesOnline, descV6DHCPv6, descV6Valid, descV6Preferred, descV6WANAddrs,
-	descDHCPUnproven, descDHCPReclaimed, descDHCPRevived, descDHCPRefused, descDHCPFlooding}
+	descDHCPUnproven, descDHCPReclaimed, descDHCPRevived, descDHCPRefused, descDHCPFlooding,
+	descPPPoEUp, descPPPoESession, descPPPoEEchoRTT, descPPPoERedials}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
@@ -190,6 +195,14 @@ func (c *collector) router(st *RouterStatus, gauge, counter emit) {
 		vl = *w.Link.VLAN
 	}
 	gauge(descWANLink, 1, w.Port, w.Link.Interface, strconv.Itoa(int(vl.ID)), strconv.Itoa(int(vl.PCP)), strconv.Itoa(int(vl.ControlPCP)))
+	if p := w.Link.PPPoE; p != nil {
+		gauge(descPPPoEUp, b2f(p.State == "up"))
+		if p.SessionID != 0 {
+			gauge(descPPPoESession, 1, strconv.Itoa(int(p.SessionID)), p.ACName, p.ACMAC)
+			gauge(descPPPoEEchoRTT, time.Duration(p.EchoRTT).Seconds())
+		}
+		counter(descPPPoERedials, float64(p.Reconnects))
+	}
 	gauge(descWANUp, b2f(w.Address.IsValid() && (w.State == WANBound || w.State == WANRenewing || w.State == WANRebinding)))
 	if !w.Expiry.IsZero() {
 		gauge(descWANExpiry, unix(w.Expiry))

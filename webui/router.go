@@ -37,6 +37,7 @@ type RouterStatus struct {
 const (
 	WANModeDHCP   = "dhcp"
 	WANModeStatic = "static"
+	WANModePPPoE  = "pppoe" // the address is the PPPoE session's (IPCP)
 
 	WANBound     = "bound"     // a lease (or a static address) is in use
 	WANRenewing  = "renewing"  // past T1, asking the server that granted it
@@ -50,7 +51,7 @@ type WANStatus struct {
 	// Port is the WAN port's name (its rates are the WAN's download and
 	// upload on the overview).
 	Port string `json:"port"`
-	// Mode is WANModeDHCP or WANModeStatic.
+	// Mode is WANModeDHCP, WANModeStatic or WANModePPPoE.
 	Mode string `json:"mode"`
 	// State is one of the WAN* states; a static address is WANBound.
 	State string `json:"state"`
@@ -83,6 +84,27 @@ type WANLink struct {
 	Interface string `json:"interface,omitempty"`
 	// VLAN is nil for an untagged WAN.
 	VLAN *WANVLAN `json:"vlan,omitempty"`
+	// PPPoE is the PPPoE session over the port (or VLAN); nil when the
+	// WAN is no PPPoE link.
+	PPPoE *WANPPPoE `json:"pppoe,omitempty"`
+}
+
+// WANPPPoE is the WAN's PPPoE client: its phase, the access concentrator
+// and the session.
+type WANPPPoE struct {
+	// State is the client's phase: down, discovery, lcp, auth, network
+	// or up.
+	State     string `json:"state"`
+	ACName    string `json:"ac_name,omitempty"`
+	ACMAC     string `json:"ac_mac,omitempty"`
+	SessionID uint16 `json:"session_id,omitempty"`
+	// EchoRTT is the round trip of the last answered LCP echo.
+	EchoRTT Duration  `json:"echo_rtt_s"`
+	UpSince time.Time `json:"up_since,omitzero"`
+	// Reconnects counts the redials after a drop; LastDownReason says why
+	// the last session (or attempt) ended.
+	Reconnects     int    `json:"reconnects"`
+	LastDownReason string `json:"last_down_reason,omitempty"`
 }
 
 // WANVLAN is the WAN's 802.1Q VLAN and the priorities its frames carry.

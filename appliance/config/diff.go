@@ -64,6 +64,9 @@ type Changes struct {
 	// FastPath: the fast path setting changed (the dataplane restarts:
 	// it loads the fast path when it starts).
 	FastPath bool `json:"fastPath,omitempty"`
+	// PPPoE: nat.wan.pppoe changed; the router restarts the PPPoE client
+	// (the session redials).
+	PPPoE bool `json:"pppoe,omitempty"`
 
 	// Effect is what applying the change takes.
 	Effect Effect `json:"effect"`
@@ -150,6 +153,14 @@ func (ch *Changes) classify(old, new *Config) {
 			ch.RestartPort(wan.Name, "nat.wan.vlan.id: tagging the WAN on or off resizes the WAN port's ring of tagged frames")
 		}
 	}
+	// A PPPoE change restarts only the PPPoE client (the router's); a
+	// PPPoE WAN on or off also restarts the WAN port, whose frames are
+	// all PPPoE on a PPPoE link.
+	if a, b := old.NAT.WAN.PPPoE != nil, new.NAT.WAN.PPPoE != nil; nat && old.Mode == ModeNAT && a != b {
+		if wan := new.WANPort(); wan != nil {
+			ch.RestartPort(wan.Name, "nat.wan.pppoe: a PPPoE WAN on or off restarts the WAN port")
+		}
+	}
 	if nat && old.Mode == ModeNAT && old.IPv6.IsEnabled() != new.IPv6.IsEnabled() {
 		ch.restart("ipv6.enabled: the IPv6 router's tables are allocated with the router")
 	}
@@ -193,6 +204,7 @@ func sections(old, new *Config) Changes {
 	ch.HostPort = !sameJSON(old.HostPort, new.HostPort)
 	ch.Bridge = !sameJSON(old.Bridge, new.Bridge)
 	ch.NAT = !sameJSON(old.NAT, new.NAT)
+	ch.PPPoE = !sameJSON(old.NAT.WAN.PPPoE, new.NAT.WAN.PPPoE)
 	ch.Rules = !sameJSON(old.Rules, new.Rules)
 	ch.Tuning = !sameJSON(old.Tuning, new.Tuning)
 	ch.Dashboard = !sameJSON(old.Dashboard, new.Dashboard)
@@ -246,6 +258,7 @@ func (c Changes) String() string {
 	add(c.Dashboard, "dashboard")
 	add(c.Services, "services")
 	add(c.FastPath, "fastPath")
+	add(c.PPPoE, "pppoe")
 	if len(parts) == 0 {
 		return "none"
 	}

@@ -242,7 +242,8 @@ func (v *validator) natPorts() {
 func (v *validator) nat() {
 	n := &v.c.NAT
 	wanPrefixes, lanPrefixes := v.c.routerPrefixes(RoleWAN), v.c.routerPrefixes(RoleLAN)
-	if v.wan >= 0 {
+	pppoe := n.WAN.PPPoE != nil // pppoe.go checks the addresses and gateway
+	if v.wan >= 0 && !pppoe {
 		wan := &v.c.Ports[v.wan]
 		at := index("ports", v.wan) + ".addresses"
 		switch {
@@ -253,6 +254,7 @@ func (v *validator) nat() {
 		}
 	}
 	switch {
+	case pppoe:
 	case n.WANDHCP && n.Gateway.IsValid():
 		v.add("nat.gateway", "nat.wanDHCP is on, so DHCP gives the gateway; remove it")
 	case n.WANDHCP:

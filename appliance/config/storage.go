@@ -239,7 +239,7 @@ func writeFileAtomic(path string, data []byte) error {
 	if err := checkWrite(path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return atomicfile.Write(path, data, 0o644)
+	return atomicfile.Write(path, data, 0o600) // the config holds secrets (the PPPoE password)
 }
 
 // memStorage keeps everything in memory, for when /perm is unusable. The

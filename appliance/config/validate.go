@@ -55,6 +55,7 @@ func (c *Config) Validate(env Env) error {
 		v.wanLink()
 		v.forwards()
 	}
+	v.pppoe()
 	v.rules()
 	v.tuning()
 	v.dashboard()

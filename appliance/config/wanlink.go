@@ -19,6 +19,8 @@ type WANLink struct {
 	DHCP WANDHCPOptions `json:"dhcp,omitzero"`
 	// DHCPv6 are the WAN DHCPv6 client's extra options (ipv6).
 	DHCPv6 WANDHCPv6Options `json:"dhcpv6,omitzero"`
+	// PPPoE makes the WAN a PPPoE link (pppoe.go). Default none.
+	PPPoE *WANPPPoE `json:"pppoe,omitempty"`
 }
 
 // LinkVLAN is an 802.1Q VLAN on a port: its frames carry the tag on the

@@ -148,6 +148,10 @@ func wanStatus(l *router.Live) webui.WANStatus {
 	if v := l.Config.NAT.WAN.VLAN; !v.IsZero() {
 		w.Link.VLAN = &webui.WANVLAN{ID: v.ID, PCP: v.PCP, ControlPCP: v.ControlPCP}
 	}
+	if l.Config.NAT.WAN.PPPoE != nil {
+		pppoeWAN(&w, l)
+		return w
+	}
 	if !l.Config.NAT.WANDHCP {
 		if p != nil {
 			for _, a := range p.Addresses {

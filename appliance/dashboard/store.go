@@ -70,7 +70,7 @@ func (a *Store) Current() (json.RawMessage, webui.Version) {
 	if err != nil {
 		b = []byte("null")
 	}
-	return b, a.version(id)
+	return redact(b), a.version(id)
 }
 
 func fieldErrors(err error) []webui.FieldError {
@@ -85,6 +85,8 @@ func fieldErrors(err error) []webui.FieldError {
 }
 
 func (a *Store) Validate(b []byte) []webui.FieldError {
+	cur, _ := a.store.Current()
+	b = unredact(b, cur)
 	if _, err := a.store.Check(b); err != nil {
 		return fieldErrors(err)
 	}
@@ -92,6 +94,8 @@ func (a *Store) Validate(b []byte) []webui.FieldError {
 }
 
 func (a *Store) Apply(b []byte, timeout time.Duration) (webui.PendingID, error) {
+	cur, _ := a.store.Current()
+	b = unredact(b, cur) // the password the API showed as a placeholder stays
 	cfg, err := a.store.Check(b)
 	if err != nil {
 		return "", webui.FieldErrors(fieldErrors(err))
@@ -212,5 +216,5 @@ func (a *Store) Get(id string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", webui.ErrNotFound, err)
 	}
-	return b, nil
+	return redact(b), nil
 }

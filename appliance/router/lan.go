@@ -57,7 +57,7 @@ func (r *Router) dhcpConfig() dhcpd.Config {
 }
 
 // upstreams are the DNS servers the box asks: the config's, else the WAN
-// lease's.
+// lease's or the PPPoE session's.
 func (r *Router) upstreams() []netip.Addr {
 	if len(r.cfg.DNS.Upstreams) > 0 {
 		return slices.Clone(r.cfg.DNS.Upstreams)
@@ -65,7 +65,7 @@ func (r *Router) upstreams() []netip.Addr {
 	if r.lease != nil {
 		return slices.Clone(r.lease.DNS)
 	}
-	return nil
+	return r.pppoeDNS()
 }
 
 // applyDNS starts or updates the DNS forwarder on the router's LAN

@@ -5,6 +5,7 @@ import (
 	"e1kbox/appliance/services/dhcp6c"
 	"e1kbox/appliance/services/dhcpd"
 	"e1kbox/appliance/services/dnsd"
+	"e1kbox/appliance/services/pppoe"
 	"e1kbox/appliance/services/ra"
 	"e1kbox/appliance/services/timesync"
 	"e1kbox/appliance/services/wanclient"
@@ -20,6 +21,8 @@ type Live struct {
 	DNS    *dnsd.Server
 	NTP    *timesync.Client
 	Probe  *Probe
+	// PPPoE is the WAN's PPPoE client.
+	PPPoE *pppoe.Client
 	// DHCP6 and RA are the IPv6 services.
 	DHCP6 *dhcp6c.Client
 	RA    *ra.Server
@@ -33,6 +36,9 @@ func (r *Router) publish() {
 	l := &Live{Config: r.cfg}
 	if r.wan.on {
 		l.WAN = r.wan.s
+	}
+	if r.ppp.on {
+		l.PPPoE = r.ppp.s
 	}
 	if r.dhcp.on {
 		l.DHCP = r.dhcp.s

@@ -17,6 +17,7 @@ import (
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/services/dhcpd"
 	"e1kbox/appliance/services/dnsd"
+	"e1kbox/appliance/services/pppoe"
 	"e1kbox/appliance/services/timesync"
 	"e1kbox/appliance/services/wanclient"
 )
@@ -45,6 +46,12 @@ type Options struct {
 	// must not wait for the router or the plane.
 	LANPort     func(net.HardwareAddr) string
 	LANActivity func(netip.Addr, net.HardwareAddr) time.Time
+	// PPPoELink returns the dataplane's PPPoE endpoint on the WAN port,
+	// which the PPPoE client of nat.wan.pppoe runs on; OnPPPoE takes the
+	// client's state (nil: the WAN is no PPPoE link; a status not up: no
+	// session) for the dataplane (pppoe.go).
+	PPPoELink func() (PPPoELink, error)
+	OnPPPoE   func(*pppoe.Status)
 }
 
 // Router runs the box's services next to the dataplane: in NAT mode the
@@ -62,6 +69,8 @@ type Router struct {
 	cfg   *config.Config
 	lease *wanclient.Lease // the WAN lease in force, nil without
 	wan   leaseClient[*wanclient.Client, *wanclient.Lease]
+	pppoe *pppoe.Status // the PPPoE client's last status, nil without
+	ppp   leaseClient[*pppoe.Client, *pppoeState]
 	dhcp  running[*dhcpd.Server]
 	dns   running[*dnsd.Server]
 	ntp   running[*timesync.Client]
@@ -82,6 +91,7 @@ type Router struct {
 func New(o Options) *Router {
 	r := &Router{log: o.Log, opts: o, quit: make(chan struct{}), done: make(chan struct{})}
 	r.wan.slot.wake = make(chan struct{}, 1)
+	r.ppp.slot.wake = make(chan struct{}, 1)
 	r.v6.client.slot.wake = make(chan struct{}, 1)
 	go r.leaseLoop()
 	return r
@@ -102,6 +112,10 @@ func (r *Router) leaseLoop() {
 		case <-r.wan.slot.wake:
 			if gen, l, ok := r.wan.slot.take(); ok {
 				r.leaseChanged(gen, l)
+			}
+		case <-r.ppp.slot.wake:
+			if gen, st, ok := r.ppp.slot.take(); ok {
+				r.pppoeChanged(gen, st)
 			}
 		case <-r.v6.client.slot.wake:
 			if gen, l, ok := r.v6.client.slot.take(); ok {
@@ -124,6 +138,11 @@ func (r *Router) Apply(cfg *config.Config) error {
 		errs = append(errs, r.applyWAN())
 	} else {
 		r.stopWAN()
+	}
+	if cfg.IsPPPoE() {
+		errs = append(errs, r.applyPPPoE())
+	} else {
+		r.stopPPPoE(true)
 	}
 	if nat && cfg.DHCP.IsEnabled() {
 		errs = append(errs, r.applyDHCP())
@@ -165,6 +184,7 @@ func (r *Router) Close() {
 	r.once.Do(func() {
 		r.mu.Lock()
 		r.wan.stop()
+		r.ppp.stop()
 		r.dhcp.stop()
 		r.names.Store(nil)
 		r.dns.stop()

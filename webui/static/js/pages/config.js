@@ -153,6 +153,16 @@ export default function configPage(el, { info, banner }) {
           cur && !known ? h('option', { value: cur, selected: true }, `${cur} (not on this box)`) : null);
         break;
       }
+      case 'password': {
+        // The API shows a stored secret as a placeholder (the server keeps
+        // the secret when the placeholder comes back): the input starts
+        // empty, and left empty keeps what is stored.
+        const stored = cur === f.placeholder;
+        input = h('input', { type: 'password', 'data-path': path, value: stored ? '' : cur ?? '', autocomplete: 'new-password',
+          placeholder: stored ? 'unchanged' : '',
+          oninput: (e) => setPath(doc, path, e.target.value === '' ? (stored ? f.placeholder : undefined) : e.target.value) });
+        break;
+      }
       case 'number':
         input = h('input', { type: 'number', 'data-path': path, value: cur ?? '', placeholder: f.placeholder || '',
           oninput: (e) => setPath(doc, path, e.target.value === '' ? undefined : Number(e.target.value)) });

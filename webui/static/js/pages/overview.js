@@ -105,6 +105,15 @@ function lanCard(el, r, counters) {
     h('dl', { class: 'kv' }, rows.map(([k, v, id]) => [h('dt', {}, k), h('dd', { id }, v)])));
 }
 
+// pppoeRows are the WAN card's rows of a PPPoE session.
+function pppoeRows(p) {
+  return [
+    ['PPPoE session', p.state === 'up' ? `up for ${p.up_since ? duration((Date.now() - Date.parse(p.up_since)) / 1000) : '–'} · echo ${(1000 * p.echo_rtt_s).toFixed(1)} ms` : p.state, 'wan-pppoe'],
+    p.ac_mac ? ['Access concentrator', `${p.ac_name || '–'} (${p.ac_mac})`] : null,
+    ['Reconnects', `${count(p.reconnects)}${p.last_down_reason ? ` · last down: ${p.last_down_reason}` : ''}`, 'wan-pppoe-reconnects'],
+  ];
+}
+
 // wanCard renders the router's WAN, Internet, DHCP, DNS and time status.
 function wanCard(el, r) {
   const w = r.wan;
@@ -112,12 +121,14 @@ function wanCard(el, r) {
   const inet = w.internet || {};
   const link = w.link || {};
   const vlan = link.vlan ? `VLAN ${link.vlan.id}` : '';
+  const ppp = link.pppoe;
+  const pppLabel = ppp ? `PPPoE (${ppp.session_id ? `${ppp.ac_name || ppp.ac_mac}, session ${ppp.session_id}` : ppp.state})` : '';
   const rows = [
-    ['Link', [link.interface || w.port, link.vlan ? `${vlan} (priority ${link.vlan.pcp}, control ${link.vlan.control_pcp})` : 'untagged'].filter(Boolean).join(' › '), 'wan-link'],
+    ['Link', [link.interface || w.port, link.vlan ? `${vlan} (priority ${link.vlan.pcp}, control ${link.vlan.control_pcp})` : (ppp ? '' : 'untagged'), pppLabel].filter(Boolean).join(' › '), 'wan-link'],
     ['Address', w.address || 'none', 'wan-address'],
     ['Gateway', w.gateway || '–', 'wan-gateway'],
     ['DNS servers', (w.dns || []).join(', ') || '–'],
-    w.mode === 'dhcp' ? ['Lease', w.expiry ? `expires in ${until(w.expiry)} · renews in ${until(w.t1)}` : '–', 'wan-lease'] : ['Address from', 'static configuration'],
+    ...(ppp ? pppoeRows(ppp) : [w.mode === 'dhcp' ? ['Lease', w.expiry ? `expires in ${until(w.expiry)} · renews in ${until(w.t1)}` : '–', 'wan-lease'] : ['Address from', 'static configuration']]),
     w.mtu ? ['MTU', String(w.mtu)] : null,
     ['Internet', inet.probe ? (inet.reachable ? `reachable · ${(1000 * inet.rtt_s).toFixed(1)} ms (${inet.probe})` : `not reachable (${inet.probe})`) : 'not probed', 'wan-internet'],
     ['Clock', r.time.synced ? `synced with ${r.time.server || 'NTP'}, offset ${(1000 * r.time.offset_s).toFixed(1)} ms` : 'not synced'],

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"e1kbox/internal/ispvm"
+	"e1kbox/internal/netnstest"
+	"e1kbox/webui"
+)
+
+// The PPPoE lab: the ISP is a VM (package ispvm: Debian's pppoe-server
+// and pppd, CHAP) on a tap that is the box's WAN port:
+//
+//	ISP VM (pppoe-server, upstream 198.51.100.1: ping, HTTP /big)
+//	  └─ p1 (tap) [box: wan by PPPoE (CHAP) | lan 192.168.7.1/24] p2
+//	                                                             └─ h1 192.168.7.10
+const pppoeLabPassword = "pppoe-s3cret-pw"
+
+func pppoeLabConfig(vlan int) string {
+	vl := ""
+	if vlan != 0 {
+		vl = fmt.Sprintf(`"vlan": {"id": %d, "controlPCP": 6}, `, vlan)
+	}
+	return `{
+  "version": 3,
+  "mode": "nat",
+  "ports": [
+    {"name": "wan", "interface": "p1", "role": "wan"},
+    {"name": "lan1", "interface": "p2", "role": "lan", "addresses": ["192.168.7.1/24"]}
+  ],
+  "nat": {"wan": {` + vl + `"pppoe": {"username": "e1kbox", "password": "` + pppoeLabPassword + `", "lcpEchoInterval": "1s"}}},
+  "ipv6": {"enabled": false},
+  "time": {"servers": ["198.51.100.1"]}
+}
+`
+}
+
+// TestPPPoEWAN: the appliance in NAT mode with nat.wan.pppoe dials the
+// ISP VM (CHAP): the session comes up, a LAN host pings the ISP's
+// upstream and fetches /big (its SHA-256) through it, /api/router shows
+// mode pppoe with the session ID and the AC name, /api/config does not
+// show the password; after a server-side disconnect the LAN reaches the
+// upstream again within 30 s; a config applied with the password's
+// placeholder redials with the stored password. The same over VLAN 7.
+func TestPPPoEWAN(t *testing.T) {
+	for _, vlan := range []int{0, 7} {
+		t.Run(fmt.Sprintf("vlan%d", vlan), func(t *testing.T) { pppoeWAN(t, vlan) })
+	}
+}
+
+func pppoeWAN(t *testing.T, vlan int) {
+	requireNetns(t)
+	l := &lab{t: t, dir: t.TempDir()}
+	l.box = netnstest.New(t, "e1kpb")
+	l.box.IP(t, "link", "set", "lo", "up")
+	h := netnstest.New(t, "e1kph")
+	h.IP(t, "link", "set", "lo", "up")
+	l.box.IP(t, "tuntap", "add", "dev", "p1", "mode", "tap")
+	l.box.Sysctl(t, "net.ipv6.conf.p1.disable_ipv6=1")
+	l.box.IP(t, "link", "set", "p1", "up")
+	noOff := []string{"gro", "gso", "tso", "tx", "rx"}
+	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p2", Off: noOff, Up: true},
+		netnstest.End{NS: h, Name: "eth0", Off: noOff, MAC: "02:77:00:00:00:01", Addrs: []string{"192.168.7.10/24"}, Up: true})
+	h.IP(t, "route", "add", "default", "via", svcRouter)
+	l.hosts = []*netnstest.Namespace{h}
+	vm := ispvm.Start(t, ispvm.Config{Netns: l.box.Name(), Tap: "p1", VLAN: vlan, CHAP: true, Password: pppoeLabPassword})
+	cfgPath := filepath.Join(l.dir, "config.json")
+	if err := os.WriteFile(cfgPath, []byte(pppoeLabConfig(vlan)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.start("-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
+	start := time.Now()
+	if _, err := vm.WaitEvent(90*time.Second, "up"); err != nil {
+		t.Fatalf("no PPPoE session: %v", err)
+	}
+	t.Logf("session up %v after the start", time.Since(start).Round(time.Millisecond))
+	up := vm.Config.Upstream4.String()
+	reach := func(what string, d time.Duration) {
+		t.Helper()
+		eventually(t, d, what, func() (bool, string) {
+			out, err := l.host(1, "ping", "-c", "1", "-W", "1", up)
+			return err == nil, fmt.Sprintf("%v %s", err, out)
+		})
+	}
+	reach("h1's ping to the ISP's upstream answered through the session", 30*time.Second)
+	fetch := time.Now()
+	out, err := l.host(1, "sh", "-c", "curl -sS --max-time 60 http://"+up+"/big | sha256sum")
+	if err != nil || !strings.HasPrefix(out, vm.Image.BigSHA256) {
+		t.Fatalf("fetching /big through the session: %v %q, want SHA-256 %s", err, out, vm.Image.BigSHA256)
+	}
+	t.Logf("/big (%d MiB) in %v", ispvm.BigSize>>20, time.Since(fetch).Round(time.Millisecond))
+
+	var st webui.RouterStatus
+	eventually(t, 10*time.Second, "/api/router shows the session", func() (bool, string) {
+		code, body := l.boxGet("/api/router")
+		if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+			return false, fmt.Sprintf("HTTP %d %s", code, body)
+		}
+		p := st.WAN.Link.PPPoE
+		return st.WAN.Mode == webui.WANModePPPoE && st.WAN.State == webui.WANBound && p != nil && p.SessionID != 0 &&
+			p.ACName == "ispvm" && st.WAN.Address.Bits() == 32, body
+	})
+	if vlan != 0 && (st.WAN.Link.VLAN == nil || st.WAN.Link.VLAN.ID != uint16(vlan)) {
+		t.Errorf("/api/router link %+v: want VLAN %d", st.WAN.Link, vlan)
+	}
+	if code, body := l.boxGet("/api/config"); code != 200 || strings.Contains(body, pppoeLabPassword) || !strings.Contains(body, "pppoe") {
+		t.Errorf("/api/config: HTTP %d, shows the password or no pppoe section: %s", code, body)
+	}
+	if code, body := l.boxGet("/metrics"); code != 200 || !strings.Contains(body, "e1kbox_wan_pppoe_up 1\n") {
+		t.Errorf("/metrics: HTTP %d without e1kbox_wan_pppoe_up 1", code)
+	}
+
+	if err := vm.Disconnect(); err != nil {
+		t.Fatalf("Disconnect: %v", err)
+	}
+	if _, err := vm.WaitEvent(30*time.Second, "down"); err != nil {
+		t.Fatalf("the server-side disconnect: %v", err)
+	}
+	down := time.Now()
+	if _, err := vm.WaitEvent(30*time.Second, "up"); err != nil {
+		t.Fatalf("no session after the server-side disconnect: %v", err)
+	}
+	reach("h1's ping answered after the server-side disconnect", 30*time.Second-time.Since(down))
+	t.Logf("the LAN reached the upstream again %v after the session went down", time.Since(down).Round(time.Millisecond))
+	eventually(t, 10*time.Second, "/api/router counts the reconnect", func() (bool, string) {
+		code, body := l.boxGet("/api/router")
+		var st webui.RouterStatus
+		if code != 200 || json.Unmarshal([]byte(body), &st) != nil || st.WAN.Link.PPPoE == nil {
+			return false, fmt.Sprintf("HTTP %d %s", code, body)
+		}
+		return st.WAN.Link.PPPoE.Reconnects >= 1 && st.WAN.State == webui.WANBound, body
+	})
+
+	// A config edited from what the API shows (the password's
+	// placeholder) keeps the password: the restarted client (a new echo
+	// setting) authenticates again.
+	edited := strings.Replace(pppoeLabConfig(vlan), `"password": "`+pppoeLabPassword+`", "lcpEchoInterval": "1s"`,
+		`"password": "(unchanged)", "lcpEchoInterval": "2s"`, 1)
+	l.apply(t, edited, true)
+	if _, err := vm.WaitEvent(30*time.Second, "down"); err != nil {
+		t.Fatalf("the old session did not end on the config change: %v", err)
+	}
+	if _, err := vm.WaitEvent(60*time.Second, "up"); err != nil {
+		t.Fatalf("no session after a config change that kept the password: %v", err)
+	}
+	reach("h1's ping answered after the PPPoE config change", 30*time.Second)
+}
