@@ -178,24 +178,7 @@ func TestWANVLANZeroAllocs(t *testing.T) {
 		{"another VLAN", idWAN, tagged(reply, frame.VLANTag{TPID: frame.EtherTypeVLAN, TCI: 8}), false},
 	} {
 		t.Run(fr.name, func(t *testing.T) {
-			w := tr.fwds[fr.in]
-			buf := make([]byte, len(fr.data))
-			allocs := testing.AllocsPerRun(500, func() {
-				tr.now += 1e6
-				tr.clock += 1e6
-				copy(buf, fr.data)
-				w.begin(tr.now, tr.clock)
-				w.handle(buf, len(buf), fr.stripped, tag7)
-				w.natTick()
-				for _, f := range tr.tx[fr.in] {
-					if f != nil {
-						f.n = 0
-					}
-				}
-			})
-			if allocs != 0 {
-				t.Errorf("%v allocations per frame", allocs)
-			}
+			tr.requireNoAllocs(t, fr.in, fr.data, fr.stripped, tag7, nil)
 		})
 	}
 }
