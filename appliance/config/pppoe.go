@@ -109,8 +109,8 @@ func (v *validator) pppoe() {
 			v.add(at+"."+f.name, "%d bytes; at most %d", len(f.val), maxPPPoEText)
 		}
 	}
-	if p.Password == RedactedSecret {
-		v.add(at+".password", "%q stands for the stored password, and there is none: enter the password", RedactedSecret)
+	if msg := placeholderError(p.Password); msg != "" {
+		v.add(at+".password", "%s", msg)
 	}
 	if m := p.MRU; m != 0 && (m < minPPPoEMRU || m > maxPPPoEMRU) {
 		v.add(at+".mru", "%d out of range %d..%d (1500 asks for RFC 4638)", m, minPPPoEMRU, maxPPPoEMRU)

@@ -2,9 +2,11 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,9 +137,66 @@ func FuzzRedact(f *testing.F) {
 		}
 		cur := &config.Config{}
 		cur.NAT.WAN.PPPoE = &config.WANPPPoE{Password: pw}
-		back := unredact(out, cur)
+		back := unredact(out, cur, nil)
 		if err := json.Unmarshal(back, &red); err != nil || *red.NAT.WAN.PPPoE.Password != pw {
 			t.Fatalf("unredact(%s) = %s: want the password %q back", out, back, pw)
 		}
+		// A version's placeholder gives that version's password back,
+		// not the running one.
+		out = redactVersion(b, 7)
+		cur.NAT.WAN.PPPoE.Password = pw + "-now"
+		back = unredact(out, cur, func(id uint64) ([]byte, error) {
+			if id != 7 {
+				return nil, fmt.Errorf("no version %d", id)
+			}
+			return b, nil
+		})
+		if err := json.Unmarshal(back, &red); err != nil || *red.NAT.WAN.PPPoE.Password != pw {
+			t.Fatalf("unredact(%s) of version 7 = %s: want the password %q back", out, back, pw)
+		}
 	})
+}
+
+// TestRestoreVersionPassword: a version shown by the API carries a
+// placeholder for its own password, and restoring it puts that password
+// back (not the running one); a placeholder of a version no longer
+// stored is refused at its path.
+func TestRestoreVersionPassword(t *testing.T) {
+	const old, now = "0ld-pw", "n3w-pw"
+	a, store := pppoeStore(t, old)
+	_, v1 := a.Current()
+	b, _ := a.Current()
+	b = []byte(strings.Replace(string(b), config.RedactedSecret, now, 1))
+	id, err := a.Apply(b, time.Minute)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if err := a.Confirm(id); err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Get(v1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.ParseUint(v1.ID, 10, 64)
+	if strings.Contains(string(h), old) || !strings.Contains(string(h), config.VersionSecret(n)) {
+		t.Fatalf("version %s shows %s: want the placeholder %q, not the password", v1.ID, h, config.VersionSecret(n))
+	}
+	id, err = a.Apply(h, time.Minute)
+	if err != nil {
+		t.Fatalf("restoring version %s: %v", v1.ID, err)
+	}
+	if err := a.Confirm(id); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := store.Current()
+	if got := c.NAT.WAN.PPPoE.Password; got != old {
+		t.Errorf("password after restoring version %s: %q, want %q", v1.ID, got, old)
+	}
+
+	gone := []byte(strings.Replace(string(h), config.VersionSecret(n), config.VersionSecret(9999), 1))
+	errs := a.Validate(gone)
+	if len(errs) != 1 || errs[0].Path != "nat.wan.pppoe.password" || !strings.Contains(errs[0].Message, "9999") {
+		t.Errorf("Validate with a placeholder of no stored version: %v, want one error at nat.wan.pppoe.password", errs)
+	}
 }

@@ -86,7 +86,7 @@ func fieldErrors(err error) []webui.FieldError {
 
 func (a *Store) Validate(b []byte) []webui.FieldError {
 	cur, _ := a.store.Current()
-	b = unredact(b, cur)
+	b = unredact(b, cur, a.store.Get)
 	if _, err := a.store.Check(b); err != nil {
 		return fieldErrors(err)
 	}
@@ -95,7 +95,7 @@ func (a *Store) Validate(b []byte) []webui.FieldError {
 
 func (a *Store) Apply(b []byte, timeout time.Duration) (webui.PendingID, error) {
 	cur, _ := a.store.Current()
-	b = unredact(b, cur) // the password the API showed as a placeholder stays
+	b = unredact(b, cur, a.store.Get) // the password the API showed as a placeholder stays
 	cfg, err := a.store.Check(b)
 	if err != nil {
 		return "", webui.FieldErrors(fieldErrors(err))
@@ -216,5 +216,5 @@ func (a *Store) Get(id string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", webui.ErrNotFound, err)
 	}
-	return redact(b), nil
+	return redactVersion(b, n), nil
 }
