@@ -19,8 +19,8 @@ type WANPPPoE struct {
 	// ACName accepts only the access concentrator of that name; "" any.
 	ACName string `json:"acName,omitempty"`
 	// MRU is the MRU the box asks for, 1280..1500. Default 1492; above
-	// 1492 the box asks for RFC 4638's PPP-Max-Payload (the WAN port's
-	// MTU must then carry 8 more bytes).
+	// 1492 the box asks for RFC 4638's PPP-Max-Payload (a WAN port at the
+	// default MTU then runs at MRU+8: plane's translate).
 	MRU int `json:"mru,omitempty"`
 	// LCPEchoInterval is the keepalive period, 1s..5m. Default 10s.
 	LCPEchoInterval Duration `json:"lcpEchoInterval,omitzero"`

@@ -450,6 +450,16 @@ func hostAddrs(c *Config, p natPorts) []netip.Addr {
 	return out
 }
 
+// linkMTU is the largest IP packet the WAN link carries on a port of
+// MTU port: on a PPPoE WAN the session header takes 8 bytes of it (an
+// 802.1Q tag is outside the port's MTU).
+func (n *NAT) linkMTU(port int) int {
+	if n.WANPPPoE {
+		return port - pppoeHeaderLen
+	}
+	return port
+}
+
 // wanMTU is the router's WAN MTU: the port's, lowered by NAT.WANMTU.
 func wanMTU(port, lease int) int {
 	if lease > 0 {
@@ -469,7 +479,7 @@ func (c *Config) natConfig(p natPorts) nat.Config {
 	return nat.Config{
 		WANPeerMAC: peer,
 		LAN:        nat.Port{ID: p.lanID, MAC: p.lanMAC[:], Addr: n.LANAddr, MTU: min(p.lanMTU, maxNATMTU)},
-		WAN:        nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: wanMTU(p.wanMTU, n.WANMTU)},
+		WAN:        nat.Port{ID: p.wanID, MAC: p.wanMAC[:], Addr: n.WANAddr, MTU: wanMTU(n.linkMTU(p.wanMTU), n.WANMTU)},
 		Host:       p.hostID,
 		HostAddrs:  hostAddrs(c, p),
 		Gateway:    n.Gateway,

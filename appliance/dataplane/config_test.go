@@ -143,3 +143,30 @@ func TestNATSameShape(t *testing.T) {
 		})
 	}
 }
+
+// TestNATLinkMTU: the router's WAN MTU on a PPPoE WAN leaves the session
+// header's 8 bytes of the port's MTU, also before a session (no WANMTU)
+// and under a session MTU that the port could not carry.
+func TestNATLinkMTU(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		pppoe         bool
+		port, session int
+		want          int
+	}{
+		{"ethernet", false, 1500, 0, 1500},
+		{"ethernet, DHCP MTU", false, 1500, 1400, 1400},
+		{"PPPoE, no session", true, 1500, 0, 1492},
+		{"PPPoE 1492", true, 1500, 1492, 1492},
+		{"PPPoE 1500 on a 1500 port", true, 1500, 1500, 1492},
+		{"PPPoE 1500 on a 1508 port", true, 1508, 1500, 1500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Config{NAT: &NAT{WANPPPoE: tc.pppoe, WANMTU: tc.session}}
+			got := c.natConfig(natPorts{wanID: 1, lanID: 2, wanMTU: tc.port, lanMTU: 1500}).WAN.MTU
+			if got != tc.want {
+				t.Errorf("WAN MTU %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

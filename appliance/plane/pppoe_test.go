@@ -8,8 +8,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"e1kbox/appliance/config"
 	"e1kbox/appliance/dataplane"
 	"e1kbox/appliance/services/pppoe"
+	"e1kbox/tuning"
 )
 
 func TestPPPoENAT(t *testing.T) {
@@ -38,6 +40,52 @@ func TestPPPoENAT(t *testing.T) {
 			pppoeNAT(&n, tc.st)
 			if diff := cmp.Diff(tc.want, n, cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})); diff != "" {
 				t.Errorf("NAT (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPPPoEWANPortMTU: a PPPoE WAN port at the default MTU carries the
+// session's MRU and its 8-byte header (RFC 4638's 1500 on 1508); a port
+// MTU set to something else stays.
+func TestPPPoEWANPortMTU(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		portMTU string // the WAN port's "mtu", "" unset
+		mru     string // nat.wan.pppoe.mru, "" unset
+		want    int
+	}{
+		{"default MRU", "", "", 1500},
+		{"RFC 4638", "", "1500", 1508},
+		{"RFC 4638, mtu 1500 set", "1500", "1500", 1508},
+		{"mtu 9000 stays", "9000", "1500", 9000},
+		{"mtu 1400 stays", "1400", "1500", 1400},
+		{"small MRU", "", "1400", 1500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mtu, mru := "", ""
+			if tc.portMTU != "" {
+				mtu = `, "mtu": ` + tc.portMTU
+			}
+			if tc.mru != "" {
+				mru = `, "mru": ` + tc.mru
+			}
+			c, err := config.Parse([]byte(`{"version": 2, "mode": "nat",
+				"ports": [{"name": "wan", "interface": "eth0", "role": "wan"` + mtu + `},
+				          {"name": "lan", "interface": "eth1", "role": "lan", "addresses": ["192.168.1.1/24"]}],
+				"ipv6": {"enabled": false},
+				"nat": {"wan": {"pppoe": {"username": "u", "password": "p"` + mru + `}}}}`))
+			if err != nil {
+				t.Fatalf("config.Parse: %v", err)
+			}
+			dc, err := dataplaneConfig(c, tuning.CPUPlan{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range dc.Ports {
+				if p.Role == dataplane.RoleWAN && p.MTU != tc.want {
+					t.Errorf("WAN port MTU %d, want %d", p.MTU, tc.want)
+				}
 			}
 		})
 	}

@@ -46,6 +46,11 @@ func dataplaneConfig(c *config.Config, cpu tuning.CPUPlan, lease *wanclient.Leas
 		case c.Mode != config.ModeNAT:
 		case p.Role == config.RoleWAN:
 			dp.Role = dataplane.RoleWAN
+			if c.IsPPPoE() && (p.MTU == 0 || p.MTU == config.DefaultMTU) {
+				// The session's frames carry 8 bytes more than its MTU:
+				// RFC 4638's 1500 needs a 1508-byte port (any e1000e).
+				dp.MTU = max(config.DefaultMTU, c.NAT.WAN.PPPoE.EffectiveMRU()+8)
+			}
 		case lanMTU == 0 || p.MTU < lanMTU:
 			lanMTU = p.MTU
 		}
