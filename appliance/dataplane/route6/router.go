@@ -114,6 +114,9 @@ func (r *Router) gateway(s *snapshot, now uint32) ([16]byte, bool) {
 	if s.gateway != ([16]byte{}) {
 		return s.gateway, true
 	}
+	if s.ptp { // the link is down (or not up yet): no route
+		return [16]byte{}, false
+	}
 	if g := r.gw.Load(); g != nil && now < g.until {
 		return g.addr, true
 	}
