@@ -19,8 +19,8 @@ type pppoeQueue struct {
 	// datagrams to port 546, as untagged Ethernet frames (nil in itself).
 	dhcp6 *pppoeQueue
 	bufs  [][]byte
-	free chan int       // indexes of free buffers
-	full chan pppoeItem // filled buffers, in order
+	free  chan int       // indexes of free buffers
+	full  chan pppoeItem // filled buffers, in order
 }
 
 type pppoeItem struct {
