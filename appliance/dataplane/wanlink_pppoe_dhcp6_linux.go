@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/services/dhcpclient"
 )
 
 // PPPoEDHCPv6 carries the WAN's DHCPv6 client over the PPPoE session (a
@@ -24,9 +25,9 @@ type PPPoEDHCPv6 struct {
 	once sync.Once
 }
 
-// DHCPv6 opens a transport for the DHCPv6 client over the session; one
-// at a time (they share the queue).
-func (l *PPPoELink) DHCPv6() *PPPoEDHCPv6 {
+// DHCPv6 opens a transport for the DHCPv6 client over the session (a
+// *PPPoEDHCPv6); one at a time (they share the queue).
+func (l *PPPoELink) DHCPv6() dhcpclient.Transport {
 	return &PPPoEDHCPv6{l: l, done: make(chan struct{})}
 }
 

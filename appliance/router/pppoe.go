@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/config"
+	"e1kbox/appliance/services/dhcpclient"
 	"e1kbox/appliance/services/pppoe"
 )
 
@@ -19,6 +20,8 @@ type PPPoELink interface {
 	pppoe.Link
 	Receive(ctx context.Context, input func([]byte)) error
 	MAC() net.HardwareAddr
+	// DHCPv6 opens the DHCPv6 client's transport over the session.
+	DHCPv6() dhcpclient.Transport
 }
 
 // pppoeState is a PPPoE client's status on its way to the lease loop.
@@ -172,7 +175,8 @@ func (r *Router) pppoeChanged(gen uint64, st *pppoeState) {
 	r.pppoe = &s
 	if up := s.Phase == pppoe.PhaseUp; up {
 		r.log.Info("PPPoE session up", "session", s.SessionID, "ac", s.ACName, "acMAC", s.ACMAC, "address", s.LocalIPv4,
-			"peer", s.PeerIPv4, "dns1", s.DNS1, "dns2", s.DNS2, "mtu", s.MTU)
+			"peer", s.PeerIPv4, "dns1", s.DNS1, "dns2", s.DNS2, "mtu", s.MTU, "linkLocal", s.LocalLinkLocal,
+			"peerLinkLocal", s.PeerLinkLocal)
 	} else if was {
 		r.log.Warn("PPPoE session down", "reason", s.LastDownReason)
 	}
@@ -182,6 +186,9 @@ func (r *Router) pppoeChanged(gen uint64, st *pppoeState) {
 		}
 	}
 	r.opts.OnPPPoE(r.pppoe)
+	// After the dataplane has the session: the DHCPv6 client's frames
+	// travel in it.
+	r.pppoe6Changed()
 }
 
 // pppoeDNS are the DNS servers of the PPPoE session up (IPCP's).

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"e1kbox/appliance/config"
+	"e1kbox/appliance/services/dhcpclient"
 	"e1kbox/appliance/services/pppoe"
 )
 
@@ -44,6 +45,14 @@ func (l *fakeLink) Receive(ctx context.Context, input func([]byte)) error {
 }
 
 func (l *fakeLink) MAC() net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, 1} }
+
+// DHCPv6 is a transport the test recognises (fakeTransport.link).
+func (l *fakeLink) DHCPv6() dhcpclient.Transport { return &fakeTransport{link: l} }
+
+type fakeTransport struct {
+	dhcpclient.Transport
+	link *fakeLink
+}
 
 func (l *fakeLink) count() int {
 	l.mu.Lock()

@@ -1,0 +1,69 @@
+package router
+
+import (
+	"fmt"
+
+	"e1kbox/appliance/services/dhcp6c"
+	"e1kbox/appliance/services/dhcpclient"
+	"e1kbox/appliance/services/pppoe"
+)
+
+// IPv6 over PPPoE (RFC 5072, RFC 8415 over the session): the dataplane
+// routes IPv6 over the session as a point-to-point link once IPv6CP is up
+// (the plane gives it the link-locals); the DHCPv6 client asks for the
+// delegation over the session's transport (PPPoELink.DHCPv6), from
+// IPv6CP's link-local address. It starts when IPv6CP is up and restarts
+// for every new session (session ID, link-local), keeping the lease
+// meanwhile: the new client confirms it (Rebind), and a new delegation
+// takes the path of any other (applyDelegation: the new /64 announced,
+// the old one deprecated). The LAN's RAs advertise the session's MTU.
+
+// pppoeDHCP6 binds the DHCPv6 client's cfg to the PPPoE session up: the
+// endpoint's MAC, IPv6CP's link-local source and the session's transport.
+// It returns what of the session the client is bound to (a new session
+// restarts it), and false while no session with IPv6CP is up.
+func (r *Router) pppoeDHCP6(cfg *dhcp6c.Config) (string, bool) {
+	s := r.pppoe
+	if s == nil || s.Phase != pppoe.PhaseUp || !s.LocalLinkLocal.IsValid() || !s.PeerLinkLocal.IsValid() ||
+		r.opts.PPPoELink == nil {
+		return "", false
+	}
+	link, err := r.opts.PPPoELink()
+	if err != nil {
+		return "", false
+	}
+	get, mtu := r.opts.PPPoELink, s.MTU
+	cfg.MAC, cfg.VLAN, cfg.LinkLocal = link.MAC(), dhcpclient.VLAN{}, s.LocalLinkLocal
+	cfg.Open = func() (dhcpclient.Transport, int, error) {
+		l, err := get()
+		if err != nil {
+			return nil, 0, fmt.Errorf("the PPPoE session: %w", err)
+		}
+		return l.DHCPv6(), mtu, nil
+	}
+	return fmt.Sprintf("pppoe %s session %d %s", cfg.MAC, s.SessionID, s.LocalLinkLocal), true
+}
+
+// pauseClient6 stops the DHCPv6 client while the PPPoE session is down,
+// keeping its lease for the client of the next session, bound to base.
+func (r *Router) pauseClient6(base string) {
+	if r.v6.client.end() {
+		r.v6.paused = base
+	}
+}
+
+// pppoe6Changed follows a new PPPoE status: the session's MTU for the
+// LAN's RAs (the last session's while none is up), the DHCPv6 client
+// over the new session. Under r.mu.
+func (r *Router) pppoe6Changed() {
+	if r.cfg == nil || !ipv6On(r.cfg) {
+		return
+	}
+	if s := r.pppoe; s != nil && s.Phase == pppoe.PhaseUp && s.MTU >= 1280 {
+		r.v6.pppMTU = s.MTU
+	}
+	if err := r.applyIPv6(); err != nil {
+		r.log.Warn("IPv6 after the PPPoE session", "err", err)
+	}
+	r.publish()
+}
