@@ -58,7 +58,11 @@ func (r *Router) refreshIPv6() {
 	defer r.mu.Unlock()
 	refresh := false
 	if r.v6.client.on && r.v6.lease != nil {
-		r.v6.lease = r.v6.client.s.Current()
+		// A client not bound yet (a new PPPoE session's soliciting) keeps
+		// the lease it was given; an expiry comes through onChange.
+		if cur := r.v6.client.s.Current(); cur != nil {
+			r.v6.lease = cur
+		}
 		refresh = true
 	}
 	if r.cfg != nil && ipv6On(r.cfg) && r.cfg.IPv6.HasStaticPrefix() {

@@ -14,9 +14,11 @@ import (
 // delegation over the session's transport (PPPoELink.DHCPv6), from
 // IPv6CP's link-local address. It starts when IPv6CP is up and restarts
 // for every new session (session ID, link-local), keeping the lease
-// meanwhile: the new client confirms it (Rebind), and a new delegation
-// takes the path of any other (applyDelegation: the new /64 announced,
-// the old one deprecated). The LAN's RAs advertise the session's MTU.
+// meanwhile (the LAN keeps its /64): the new client asks for it again in
+// a Solicit (the new session's server may not know the binding; one
+// that does hands the same prefix back), and a new delegation takes the
+// path of any other (applyDelegation: the new /64 announced, the old one
+// deprecated). The LAN's RAs advertise the session's MTU.
 
 // pppoeDHCP6 binds the DHCPv6 client's cfg to the PPPoE session up: the
 // endpoint's MAC, IPv6CP's link-local source and the session's transport.
@@ -33,7 +35,7 @@ func (r *Router) pppoeDHCP6(cfg *dhcp6c.Config) (string, bool) {
 		return "", false
 	}
 	get, mtu := r.opts.PPPoELink, s.MTU
-	cfg.MAC, cfg.VLAN, cfg.LinkLocal = link.MAC(), dhcpclient.VLAN{}, s.LocalLinkLocal
+	cfg.MAC, cfg.VLAN, cfg.LinkLocal, cfg.SolicitKept = link.MAC(), dhcpclient.VLAN{}, s.LocalLinkLocal, true
 	cfg.Open = func() (dhcpclient.Transport, int, error) {
 		l, err := get()
 		if err != nil {

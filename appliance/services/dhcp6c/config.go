@@ -47,6 +47,11 @@ type Config struct {
 	// invalid: the MAC's (LinkLocal). A PPPoE session's is the one IPv6CP
 	// negotiated.
 	LinkLocal netip.Addr
+	// SolicitKept asks for a kept lease again in a SOLICIT (as a hint)
+	// instead of confirming it with a REBIND: on a new link (a new PPPoE
+	// session) the server may not know the binding, and one that does
+	// hands the same prefix back.
+	SolicitKept bool
 	// Open, when set, opens the transport instead of the packet socket on
 	// Interface (which then only names the client in its logs): e.g. the
 	// PPPoE session's (dataplane.PPPoELink.DHCPv6). Its mtu is unused.

@@ -72,3 +72,50 @@ func TestSessionTransport(t *testing.T) {
 		t.Errorf("%s: %d, want the 2 frames to the MAC's address", dhcpclient.DropNotForUs, n)
 	}
 }
+
+// TestSolicitKept: a kept lease is confirmed with a REBIND (its prefix in
+// use at once), or with SolicitKept asked for again in a SOLICIT, its
+// prefix the hint, and not used before a server gives it.
+func TestSolicitKept(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		solicitKept bool
+		first       dhcpv6.MessageType
+	}{
+		{"rebind", false, dhcpv6.MessageTypeRebind},
+		{"solicit with the kept prefix as hint", true, dhcpv6.MessageTypeSolicit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := Config{Interface: "wan", MAC: boxMAC, StateDir: dir, SolicitKept: tc.solicitKept}
+			c, err := New(cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			kept := &Lease{Prefixes: []Prefix{{Prefix: delegation, Preferred: now.Add(time.Hour), Valid: now.Add(2 * time.Hour)}},
+				ServerID: (&dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: ispMAC}).ToBytes(), Obtained: now,
+				T1: now.Add(time.Hour), T2: now.Add(90 * time.Minute)}
+			if err := saveLease(dir, c.duid, cfg.iaid(), kept); err != nil {
+				t.Fatal(err)
+			}
+			f := startFake(t, cfg)
+			m := f.sent(tc.first, 3*time.Second)
+			var hints []netip.Prefix
+			for _, pd := range m.Options.IAPD() {
+				for _, p := range pd.Options.Prefixes() {
+					if pfx, ok := netip.AddrFromSlice(p.Prefix.IP); ok {
+						ones, _ := p.Prefix.Mask.Size()
+						hints = append(hints, netip.PrefixFrom(pfx, ones))
+					}
+				}
+			}
+			if len(hints) != 1 || hints[0] != delegation {
+				t.Errorf("%s asks for %v, want the kept %v", m.MessageType, hints, delegation)
+			}
+			if cur := f.c.Current(); (cur != nil) != !tc.solicitKept {
+				t.Errorf("Current() = %+v while the first %s is out; want the kept lease only when rebinding", cur, m.MessageType)
+			}
+		})
+	}
+}
