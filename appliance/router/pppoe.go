@@ -51,13 +51,14 @@ func (r *Router) applyPPPoE() error {
 	p := r.cfg.NAT.WAN.PPPoE
 	cfg := pppoe.Config{User: p.Username, Password: p.Password, Service: p.Service, ACName: p.ACName,
 		MRU: p.EffectiveMRU(), EchoInterval: p.EchoInterval(), EchoFailures: p.EchoFailures(), MAC: link.MAC(),
-		Log: r.log.With("service", "pppoe")}
+		IPv6: ipv6On(r.cfg), Log: r.log.With("service", "pppoe")}
 	// A new VLAN or control priority redials at once (the AC of the old
 	// one is gone); so does a new WAN MAC. A new engine (the dataplane
 	// restarted) keeps the session: the client follows the engine's
 	// endpoint (liveLink), and the plane gives the new engine the session.
-	at := fmt.Sprintf("%s %d/%d %s %q %q %q %d %s %d", link.MAC(), r.cfg.NAT.WAN.VLAN.ID, r.cfg.NAT.WAN.VLAN.ControlPCP,
-		p.Username, p.Password, p.Service, p.ACName, cfg.MRU, cfg.EchoInterval, cfg.EchoFailures)
+	// So does IPv6 on or off (IPv6CP is negotiated with the session).
+	at := fmt.Sprintf("%s %d/%d %s %q %q %q %d %s %d %v", link.MAC(), r.cfg.NAT.WAN.VLAN.ID, r.cfg.NAT.WAN.VLAN.ControlPCP,
+		p.Username, p.Password, p.Service, p.ACName, cfg.MRU, cfg.EchoInterval, cfg.EchoFailures, cfg.IPv6)
 	if r.ppp.on && r.ppp.at == at {
 		return nil
 	}
