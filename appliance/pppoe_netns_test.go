@@ -215,14 +215,20 @@ func TestPPPoEIPv6(t *testing.T) {
 	if mtu, err := l.host(1, "cat", "/proc/sys/net/ipv6/conf/eth0/mtu"); err != nil || strings.TrimSpace(mtu) != "1492" {
 		t.Errorf("h1's IPv6 MTU %q (%v), want the session's 1492 from the box's RAs", mtu, err)
 	}
+	// pppd's link-locals: "up6 ppp0 <its> <ours>".
+	if len(ev.Args) < 3 {
+		t.Fatalf("up6 event %v: want the link-local addresses", ev)
+	}
+	peerLL, ourLL := netip.MustParseAddr(ev.Args[1]), netip.MustParseAddr(ev.Args[2])
 	lan := netip.PrefixFrom(first.Addr(), 64)
-	eventually(t, 10*time.Second, "/api/dataplane shows the IPv6 router's next hop and the LAN /64", func() (bool, string) {
+	eventually(t, 10*time.Second, "/api/dataplane shows the PPP peer as next hop, IPv6CP's link-local and the LAN /64", func() (bool, string) {
 		v6 := l.stats(t).IPv6
 		if v6 == nil {
 			return false, "no ipv6"
 		}
 		gw, _ := netip.ParseAddr(v6.Gateway)
-		return gw.IsLinkLocalUnicast() && len(v6.LAN) > 0 && v6.LAN[0] == lan, fmt.Sprintf("%+v", v6)
+		return gw == peerLL && len(v6.WANAddrs) > 0 && v6.WANAddrs[0] == ourLL && len(v6.LAN) > 0 && v6.LAN[0] == lan,
+			fmt.Sprintf("%+v", v6)
 	})
 
 	// The ISP renumbers at the next session.
@@ -247,6 +253,21 @@ func TestPPPoEIPv6(t *testing.T) {
 		naddr, time.Since(down).Round(time.Millisecond))
 	if out, _ := h.Output("ip", "-6", "addr", "show", "dev", "eth0", "scope", "global"); !deprecated(out, addr) {
 		t.Errorf("h1's old address %v is not deprecated:\n%s", addr, out)
+	}
+
+	// Another reconnect, the same prefix: the LAN keeps its /64.
+	if err := vm.Disconnect(); err != nil {
+		t.Fatalf("Disconnect: %v", err)
+	}
+	if _, err := vm.WaitEvent(30*time.Second, "down"); err != nil {
+		t.Fatalf("the second disconnect: %v", err)
+	}
+	down = time.Now()
+	l.ping6(t, naddr, up6, 30*time.Second)
+	t.Logf("h1 reached the ISP over IPv6 again %v after the second session went down (same prefix)",
+		time.Since(down).Round(time.Millisecond))
+	if out, _ := h.Output("ip", "-6", "addr", "show", "dev", "eth0", "scope", "global"); deprecated(out, naddr) {
+		t.Errorf("h1's address %v was deprecated by a reconnect that kept the prefix:\n%s", naddr, out)
 	}
 }
 
