@@ -1,7 +1,11 @@
 package router
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"sync"
+	"time"
 
 	"e1kbox/appliance/services/dhcp6c"
 	"e1kbox/appliance/services/dhcpclient"
@@ -37,11 +41,10 @@ func (r *Router) pppoeDHCP6(cfg *dhcp6c.Config) (string, bool) {
 	get, mtu := r.opts.PPPoELink, s.MTU
 	cfg.MAC, cfg.VLAN, cfg.LinkLocal, cfg.SolicitKept = link.MAC(), dhcpclient.VLAN{}, s.LocalLinkLocal, true
 	cfg.Open = func() (dhcpclient.Transport, int, error) {
-		l, err := get()
-		if err != nil {
+		if _, err := get(); err != nil {
 			return nil, 0, fmt.Errorf("the PPPoE session: %w", err)
 		}
-		return l.DHCPv6(), mtu, nil
+		return newLiveDHCP6(get, 0), mtu, nil
 	}
 	return fmt.Sprintf("pppoe %s session %d %s", cfg.MAC, s.SessionID, s.LocalLinkLocal), true
 }
@@ -68,4 +71,113 @@ func (r *Router) pppoe6Changed() {
 		r.log.Warn("IPv6 after the PPPoE session", "err", err)
 	}
 	r.publish()
+}
+
+// liveDHCP6 is the DHCPv6 client's transport over the session of
+// whichever engine runs (a dhcpclient.Transport): when the dataplane
+// restarts, the session stays (the plane gives the new engine it) and
+// the transport moves to the new engine's endpoint, as liveLink does for
+// the PPPoE client.
+type liveDHCP6 struct {
+	get   func() (PPPoELink, error)
+	every time.Duration // how often the endpoint is checked (0: a second)
+
+	mu     sync.Mutex
+	cur    PPPoELink
+	tr     dhcpclient.Transport
+	closed bool
+	done   chan struct{}
+}
+
+func newLiveDHCP6(get func() (PPPoELink, error), every time.Duration) *liveDHCP6 {
+	if every == 0 {
+		every = time.Second
+	}
+	l := &liveDHCP6{get: get, every: every, done: make(chan struct{})}
+	go l.watch()
+	return l
+}
+
+// watch follows the endpoint until Close: a new one closes the old
+// transport, which wakes a Read blocked on it.
+func (l *liveDHCP6) watch() {
+	t := time.NewTicker(l.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+			l.transport() //nolint:errcheck // no endpoint: the next tick
+		}
+	}
+}
+
+// transport is the running engine's transport, opened anew when the
+// endpoint changed.
+func (l *liveDHCP6) transport() (dhcpclient.Transport, error) {
+	link, err := l.get()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, net.ErrClosed
+	}
+	if err != nil {
+		return nil, err
+	}
+	if link != l.cur {
+		if l.tr != nil {
+			l.tr.Close()
+		}
+		l.cur, l.tr = link, link.DHCPv6()
+	}
+	return l.tr, nil
+}
+
+// Read reads the next frame from the session, on the engine that runs.
+func (l *liveDHCP6) Read(b []byte) (int, bool, error) {
+	for {
+		tr, err := l.transport()
+		if errors.Is(err, net.ErrClosed) {
+			return 0, false, err
+		}
+		if err != nil {
+			select {
+			case <-l.done:
+				return 0, false, net.ErrClosed
+			case <-time.After(l.every):
+			}
+			continue
+		}
+		n, csum, err := tr.Read(b)
+		if err == nil {
+			return n, csum, nil
+		}
+		// Closed: by Close (the next transport says so), or for a new
+		// endpoint.
+	}
+}
+
+// Write sends frame in the session, on the engine that runs.
+func (l *liveDHCP6) Write(frame []byte, dst net.HardwareAddr) error {
+	tr, err := l.transport()
+	if err != nil {
+		return err
+	}
+	return tr.Write(frame, dst)
+}
+
+// Close ends the watch and wakes a blocked Read.
+func (l *liveDHCP6) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	close(l.done)
+	if l.tr != nil {
+		return l.tr.Close()
+	}
+	return nil
 }

@@ -1,10 +1,13 @@
 package router
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"e1kbox/appliance/config"
 	"e1kbox/appliance/services/dhcp6c"
@@ -15,7 +18,7 @@ import (
 // with IPv6CP is up, from IPv6CP's link-local address and the endpoint's
 // MAC, on the session's transport; a new session binds it anew.
 func TestPPPoEDHCP6(t *testing.T) {
-	link := &fakeLink{}
+	link := &fakeLink{in6: make(chan []byte)}
 	ll, peer := netip.MustParseAddr("fe80::1c:2d:3e:4f"), netip.MustParseAddr("fe80::a:b:c:d")
 	up := pppoe.Status{Phase: pppoe.PhaseUp, SessionID: 7, MTU: 1492, LocalIPv4: netip.MustParseAddr("203.0.113.9"),
 		PeerIPv4: netip.MustParseAddr("203.0.113.1"), LocalLinkLocal: ll, PeerLinkLocal: peer}
@@ -47,9 +50,13 @@ func TestPPPoEDHCP6(t *testing.T) {
 				t.Errorf("source %v MAC %v VLAN %d, want %v %v untagged (the endpoint tags)", cfg.LinkLocal, cfg.MAC, cfg.VLAN.ID, ll, link.MAC())
 			}
 			tr, mtu, err := cfg.Open()
-			if ft, isFake := tr.(*fakeTransport); err != nil || !isFake || ft.link != link || mtu != 1492 {
-				t.Errorf("Open() = %T, %d, %v; want the session's transport, MTU 1492", tr, mtu, err)
+			if err != nil || mtu != 1492 {
+				t.Fatalf("Open() = %T, %d, %v; want the session's transport, MTU 1492", tr, mtu, err)
 			}
+			if err := tr.Write([]byte("solicit"), nil); err != nil || len(link.sent6) != 1 {
+				t.Errorf("Write: %v, %d frames on the endpoint, want 1", err, len(link.sent6))
+			}
+			tr.Close()
 			// Another session, another link-local: bound anew.
 			r.pppoe = with(func(s *pppoe.Status) { s.SessionID = 8 })
 			if at2, _ := r.pppoeDHCP6(&dhcp6c.Config{}); at2 == at {
@@ -96,5 +103,62 @@ func TestLANMTUPPPoE(t *testing.T) {
 				t.Errorf("lanMTU() = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestLiveDHCP6: the DHCPv6 transport follows the engine's endpoint: a
+// Read blocked on the old one gets the new one's frames, writes go to
+// the new one, Close ends a blocked Read.
+func TestLiveDHCP6(t *testing.T) {
+	a, b := &fakeLink{in6: make(chan []byte)}, &fakeLink{in6: make(chan []byte)}
+	var mu sync.Mutex
+	cur := a
+	l := newLiveDHCP6(func() (PPPoELink, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return cur, nil
+	}, 10*time.Millisecond)
+	got := make(chan string)
+	errs := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, _, err := l.Read(buf)
+			if err != nil {
+				errs <- err
+				return
+			}
+			got <- string(buf[:n])
+		}
+	}()
+	a.in6 <- []byte("from a")
+	if g := <-got; g != "from a" {
+		t.Fatalf("read %q", g)
+	}
+	mu.Lock()
+	cur = b
+	mu.Unlock()
+	select {
+	case b.in6 <- []byte("from b"):
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing reads from the new endpoint")
+	}
+	if g := <-got; g != "from b" {
+		t.Errorf("read %q, want from b", g)
+	}
+	if err := l.Write([]byte("to b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if na, nb := len(a.sent6), len(b.sent6); na != 0 || nb != 1 {
+		t.Errorf("wrote %d on the old endpoint and %d on the new, want 0 and 1", na, nb)
+	}
+	l.Close()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Read after Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("Close did not end the blocked Read")
 	}
 }
