@@ -154,9 +154,9 @@ func pppoeWAN(t *testing.T, vlan int) {
 	reach("h1's ping answered after the PPPoE config change", 30*time.Second)
 }
 
-// pppoe6LabConfig is pppoeLabConfig (untagged) with IPv6 on.
-func pppoe6LabConfig() string {
-	return strings.Replace(pppoeLabConfig(0), `"ipv6": {"enabled": false}`, `"ipv6": {"enabled": true}`, 1)
+// pppoe6LabConfig is pppoeLabConfig with IPv6 on.
+func pppoe6LabConfig(vlan int) string {
+	return strings.Replace(pppoeLabConfig(vlan), `"ipv6": {"enabled": false}`, `"ipv6": {"enabled": true}`, 1)
 }
 
 // TestPPPoEIPv6: IPv6 over the PPPoE session: once IPv6CP is up the box
@@ -167,8 +167,15 @@ func pppoe6LabConfig() string {
 // hop (the PPP peer's link-local address) and the LAN /64. After a
 // server-side disconnect, with the ISP delegating another prefix from
 // the next session on, h1 is back over IPv6 within 30 s in the new /64
-// and its old address is deprecated.
+// and its old address is deprecated; another reconnect that keeps the
+// prefix keeps h1's address. The same over VLAN 7.
 func TestPPPoEIPv6(t *testing.T) {
+	for _, vlan := range []int{0, 7} {
+		t.Run(fmt.Sprintf("vlan%d", vlan), func(t *testing.T) { pppoeIPv6(t, vlan) })
+	}
+}
+
+func pppoeIPv6(t *testing.T, vlan int) {
 	requireNetns(t)
 	testenv.Require(t, "ping", "curl", "sha256sum")
 	l := &lab{t: t, dir: t.TempDir()}
@@ -185,14 +192,14 @@ func TestPPPoEIPv6(t *testing.T) {
 		netnstest.End{NS: h, Name: "eth0", Off: noOff, MAC: "02:77:00:00:00:01", Addrs: []string{"192.168.7.10/24"}, Up: true})
 	h.IP(t, "route", "add", "default", "via", svcRouter)
 	l.hosts = []*netnstest.Namespace{h}
-	vm := ispvm.Start(t, ispvm.Config{Netns: l.box.Name(), Tap: "p1", CHAP: true, Password: pppoeLabPassword})
+	vm := ispvm.Start(t, ispvm.Config{Netns: l.box.Name(), Tap: "p1", VLAN: vlan, CHAP: true, Password: pppoeLabPassword})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("ISP VM console:\n%s", vm.Console())
 		}
 	})
 	cfgPath := filepath.Join(l.dir, "config.json")
-	if err := os.WriteFile(cfgPath, []byte(pppoe6LabConfig()), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(pppoe6LabConfig(vlan)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	l.start("-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
