@@ -179,3 +179,38 @@ func TestPointToPointOffload(t *testing.T) {
 		t.Errorf("%v allocations per packet to the point-to-point WAN, want 0", n)
 	}
 }
+
+// TestRenumberFlush: a new delegation that drops a prefix flushes the
+// connections of LAN addresses in it; one that keeps it, or none (the
+// client stopped), keeps them.
+func TestRenumberFlush(t *testing.T) {
+	oldLAN, oldDeleg := netip.MustParsePrefix("2001:db8:1::/64"), netip.MustParsePrefix("2001:db8:1::/56")
+	newLAN, newDeleg := netip.MustParsePrefix("2001:db8:2::/64"), netip.MustParsePrefix("2001:db8:2::/56")
+	for _, tc := range []struct {
+		name      string
+		lan       []netip.Prefix
+		delegated []netip.Prefix
+		want      int // connections left of the one
+	}{
+		{"renumbered", []netip.Prefix{newLAN, oldLAN}, []netip.Prefix{newDeleg}, 0},
+		{"the same delegation", []netip.Prefix{oldLAN}, []netip.Prefix{oldDeleg}, 1},
+		{"another prefix besides", []netip.Prefix{oldLAN}, []netip.Prefix{oldDeleg, newDeleg}, 1},
+		{"no delegation", nil, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newPtPEnv(t, true)
+			if res := e.handle(lanPort, fromLAN(udp(host, server, 1000, 53))); res.Action != routing.Forward {
+				t.Fatalf("out: %v/%v", res.Action, res.Reason)
+			}
+			if n := e.r.ConnCount(e.now); n != 1 {
+				t.Fatalf("%d connections, want 1", n)
+			}
+			if err := e.r.SetPrefixes(tc.lan, tc.delegated, nil); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.r.ConnCount(e.now); n != tc.want {
+				t.Errorf("%d connections after SetPrefixes(%v, %v), want %d", n, tc.lan, tc.delegated, tc.want)
+			}
+		})
+	}
+}

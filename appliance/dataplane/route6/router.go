@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -90,9 +91,20 @@ func (r *Router) Config() Config {
 // SetPrefixes changes what a delegation decides, keeping the ports: the
 // LAN's prefixes, the delegated ones, and the box's global addresses on
 // the LAN (after its link-local ones, which stay). The WAN's come from
-// SetWANAddressing.
+// SetWANAddressing. A renumbering (a new delegation that no longer holds
+// a prefix of the old one) flushes the connections of LAN addresses in
+// the prefixes it took away: the ISP routes their replies no more (a
+// deprecated /64 is still routed out, for new connections' errors).
 func (r *Router) SetPrefixes(lan, delegated []netip.Prefix, lanAddrs []netip.Addr) error {
 	cfg := r.Config()
+	var gone []netip.Prefix
+	if len(delegated) > 0 {
+		for _, p := range cfg.Delegated {
+			if !slices.Contains(delegated, p) {
+				gone = append(gone, p.Masked())
+			}
+		}
+	}
 	cfg.LANPrefixes, cfg.Delegated = lan, delegated
 	var a []netip.Addr
 	for _, x := range cfg.LAN.Addrs {
@@ -101,7 +113,13 @@ func (r *Router) SetPrefixes(lan, delegated []netip.Prefix, lanAddrs []netip.Add
 		}
 	}
 	cfg.LAN.Addrs = append(a, lanAddrs...)
-	return r.SetConfig(cfg)
+	if err := r.SetConfig(cfg); err != nil {
+		return err
+	}
+	if r.ct.flushLAN(gone) > 0 {
+		r.changed() // the fast path's flows of them go too
+	}
+	return nil
 }
 
 // Gateway is the WAN next hop in use (configured or learnt), if any.
