@@ -238,6 +238,10 @@ func pppoeIPv6(t *testing.T, vlan int) {
 			fmt.Sprintf("%+v", v6)
 	})
 
+	if p := l.conntrack(t, "kind=routed&addr="+addr.String()); p.Total == 0 {
+		t.Errorf("no routed connection of h1's %v before the reconnect: %+v", addr, p)
+	}
+
 	// The ISP renumbers at the next session.
 	next := netip.MustParsePrefix("2001:db8:200::/56")
 	if err := vm.SetPrefix(next); err != nil {
@@ -260,6 +264,14 @@ func pppoeIPv6(t *testing.T, vlan int) {
 		naddr, time.Since(down).Round(time.Millisecond))
 	if out, _ := h.Output("ip", "-6", "addr", "show", "dev", "eth0", "scope", "global"); !deprecated(out, addr) {
 		t.Errorf("h1's old address %v is not deprecated:\n%s", addr, out)
+	}
+	// The old prefix's connections (curl's, closing for 120 s) went with
+	// it; the new one's are there.
+	if p := l.conntrack(t, "kind=routed&addr="+addr.String()); p.Total != 0 {
+		t.Errorf("routed connections of h1's old %v after the renumbering: %+v", addr, p)
+	}
+	if p := l.conntrack(t, "kind=routed&addr="+naddr.String()); p.Total == 0 {
+		t.Errorf("no routed connection of h1's new %v: %+v", naddr, p)
 	}
 
 	// Another reconnect, the same prefix: the LAN keeps its /64.
