@@ -180,26 +180,33 @@ func TestPointToPointOffload(t *testing.T) {
 	}
 }
 
-// TestRenumberFlush: a new delegation that drops a prefix flushes the
-// connections of LAN addresses in it; one that keeps it, or none (the
-// client stopped), keeps them.
+// TestRenumberFlush: on a point-to-point WAN a new delegation that drops
+// a prefix flushes the connections of LAN addresses in it; one that keeps
+// it, or none (the client stopped), keeps them; so does any on another
+// WAN.
 func TestRenumberFlush(t *testing.T) {
 	oldLAN, oldDeleg := netip.MustParsePrefix("2001:db8:1::/64"), netip.MustParsePrefix("2001:db8:1::/56")
 	newLAN, newDeleg := netip.MustParsePrefix("2001:db8:2::/64"), netip.MustParsePrefix("2001:db8:2::/56")
 	for _, tc := range []struct {
 		name      string
+		ethernet  bool
 		lan       []netip.Prefix
 		delegated []netip.Prefix
 		want      int // connections left of the one
 	}{
-		{"renumbered", []netip.Prefix{newLAN, oldLAN}, []netip.Prefix{newDeleg}, 0},
-		{"the same delegation", []netip.Prefix{oldLAN}, []netip.Prefix{oldDeleg}, 1},
-		{"another prefix besides", []netip.Prefix{oldLAN}, []netip.Prefix{oldDeleg, newDeleg}, 1},
-		{"no delegation", nil, nil, 1},
+		{"renumbered", false, []netip.Prefix{newLAN, oldLAN}, []netip.Prefix{newDeleg}, 0},
+		{"the same delegation", false, []netip.Prefix{oldLAN}, []netip.Prefix{oldDeleg}, 1},
+		{"another prefix besides", false, []netip.Prefix{oldLAN}, []netip.Prefix{oldDeleg, newDeleg}, 1},
+		{"no delegation", false, nil, nil, 1},
+		{"renumbered on an Ethernet WAN", true, []netip.Prefix{newLAN, oldLAN}, []netip.Prefix{newDeleg}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newPtPEnv(t, true)
-			if res := e.handle(lanPort, fromLAN(udp(host, server, 1000, 53))); res.Action != routing.Forward {
+			if tc.ethernet {
+				e = newEnv(t, "")
+			}
+			// Forwarded, or on the Ethernet WAN queued for the gateway.
+			if res := e.handle(lanPort, fromLAN(udp(host, server, 1000, 53))); res.Action != routing.Forward && res.Action != routing.Queued {
 				t.Fatalf("out: %v/%v", res.Action, res.Reason)
 			}
 			if n := e.r.ConnCount(e.now); n != 1 {

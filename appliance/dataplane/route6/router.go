@@ -91,14 +91,16 @@ func (r *Router) Config() Config {
 // SetPrefixes changes what a delegation decides, keeping the ports: the
 // LAN's prefixes, the delegated ones, and the box's global addresses on
 // the LAN (after its link-local ones, which stay). The WAN's come from
-// SetWANAddressing. A renumbering (a new delegation that no longer holds
-// a prefix of the old one) flushes the connections of LAN addresses in
-// the prefixes it took away: the ISP routes their replies no more (a
-// deprecated /64 is still routed out, for new connections' errors).
+// SetWANAddressing. On a point-to-point WAN (a PPPoE session) a
+// renumbering (a new delegation that no longer holds a prefix of the old
+// one: a new session's) flushes the connections of LAN addresses in the
+// prefixes it took away, whose replies the new session does not bring;
+// on another WAN they stay while their /64 is deprecated (the ISP may
+// route the old prefix until its lifetime ends).
 func (r *Router) SetPrefixes(lan, delegated []netip.Prefix, lanAddrs []netip.Addr) error {
 	cfg := r.Config()
 	var gone []netip.Prefix
-	if len(delegated) > 0 {
+	if cfg.WANPointToPoint && len(delegated) > 0 {
 		for _, p := range cfg.Delegated {
 			if !slices.Contains(delegated, p) {
 				gone = append(gone, p.Masked())
