@@ -27,7 +27,7 @@ func newRoute6(p natPorts, n *NAT) (*route6.Router, error) {
 // the AC the frames' destination).
 func route6WAN(c *route6.Config, p natPorts, n *NAT) {
 	ll := LinkLocal(p.wanMAC)
-	c.WAN.MTU = max(wanMTU(p.wanMTU, n.WANMTU), 1280)
+	c.WAN.MTU = max(wanMTU(n.linkMTU(p.wanMTU), n.WANMTU), 1280)
 	c.Gateway, c.WANPointToPoint, c.WANPeerMAC = n.IPv6Gateway, false, [6]byte{}
 	if n.WANPPPoE {
 		s := n.PPPoESession
