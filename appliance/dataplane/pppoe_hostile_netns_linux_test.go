@@ -522,6 +522,11 @@ func TestEnginePPPoEStorm(t *testing.T) {
 	if st.ACName != acName || padis == 0 {
 		t.Errorf("session with %q after %d PADIs, want %q, the fakes answering", st.ACName, padis, acName)
 	}
+	// Each fake gets the client's 3 PADRs once, then it is passed over
+	// (before, the client went back to whichever AC answered first).
+	if padrs > 3*3 {
+		t.Errorf("%d PADRs to the 3 fake ACs, want at most 3 each", padrs)
+	}
 	h.traffic(st.LocalIPv4)
 
 	cfg := pppoe.Config{User: h.vm.Config.User, Password: h.vm.Config.Password, MAC: h.e.PPPoE().MAC(), ACName: acName,
