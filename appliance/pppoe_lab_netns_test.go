@@ -10,9 +10,9 @@ import (
 	"e1kbox/internal/netnstest"
 )
 
-// pppoeLab is the PPPoE lab of TestPPPoEWAN (pppoe_netns_test.go) for the
-// other PPPoE tests: the box's WAN p1 is the ISP VM's tap, h1 is on its
-// LAN p2 (192.168.7.10/24, default route via the box).
+// pppoeLab is the PPPoE tests' lab: the box's WAN p1 is the ISP VM's
+// tap, h1 is on its LAN p2 (192.168.7.10/24, default route via the box,
+// no DAD).
 type pppoeLab struct {
 	*lab
 	vm *ispvm.VM
@@ -30,6 +30,7 @@ func newPPPoELab(t *testing.T, vmc ispvm.Config, config string) *pppoeLab {
 	l.box.IP(t, "link", "set", "lo", "up")
 	h := netnstest.New(t, "e1kph")
 	h.IP(t, "link", "set", "lo", "up")
+	h.Sysctl(t, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0") // SLAAC at once
 	l.box.IP(t, "tuntap", "add", "dev", "p1", "mode", "tap")
 	l.box.Sysctl(t, "net.ipv6.conf.p1.disable_ipv6=1")
 	l.box.IP(t, "link", "set", "p1", "up")
@@ -43,6 +44,11 @@ func newPPPoELab(t *testing.T, vmc ispvm.Config, config string) *pppoeLab {
 		vmc.CHAP, vmc.Password = true, pppoeLabPassword
 	}
 	vm := ispvm.Start(t, vmc)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ISP VM console:\n%s", vm.Console())
+		}
+	})
 	cfgPath := filepath.Join(l.dir, "config.json")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

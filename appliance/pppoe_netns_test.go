@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"e1kbox/internal/ispvm"
-	"e1kbox/internal/netnstest"
 	"e1kbox/internal/testenv"
 	"e1kbox/webui"
 )
@@ -57,31 +54,8 @@ func TestPPPoEWAN(t *testing.T) {
 }
 
 func pppoeWAN(t *testing.T, vlan int) {
-	requireNetns(t)
-	l := &lab{t: t, dir: t.TempDir()}
-	l.box = netnstest.New(t, "e1kpb")
-	l.box.IP(t, "link", "set", "lo", "up")
-	h := netnstest.New(t, "e1kph")
-	h.IP(t, "link", "set", "lo", "up")
-	l.box.IP(t, "tuntap", "add", "dev", "p1", "mode", "tap")
-	l.box.Sysctl(t, "net.ipv6.conf.p1.disable_ipv6=1")
-	l.box.IP(t, "link", "set", "p1", "up")
-	noOff := []string{"gro", "gso", "tso", "tx", "rx"}
-	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p2", Off: noOff, Up: true},
-		netnstest.End{NS: h, Name: "eth0", Off: noOff, MAC: "02:77:00:00:00:01", Addrs: []string{"192.168.7.10/24"}, Up: true})
-	h.IP(t, "route", "add", "default", "via", svcRouter)
-	l.hosts = []*netnstest.Namespace{h}
-	vm := ispvm.Start(t, ispvm.Config{Netns: l.box.Name(), Tap: "p1", VLAN: vlan, CHAP: true, Password: pppoeLabPassword})
-	cfgPath := filepath.Join(l.dir, "config.json")
-	if err := os.WriteFile(cfgPath, []byte(pppoeLabConfig(vlan)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l.start("-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
-	start := time.Now()
-	if _, err := vm.WaitEvent(90*time.Second, "up"); err != nil {
-		t.Fatalf("no PPPoE session: %v", err)
-	}
-	t.Logf("session up %v after the start", time.Since(start).Round(time.Millisecond))
+	pl := newPPPoELab(t, ispvm.Config{VLAN: vlan}, pppoeLabConfig(vlan))
+	l, vm := pl.lab, pl.vm
 	up := vm.Config.Upstream4.String()
 	reach := func(what string, d time.Duration) {
 		t.Helper()
@@ -176,39 +150,15 @@ func TestPPPoEIPv6(t *testing.T) {
 }
 
 func pppoeIPv6(t *testing.T, vlan int) {
-	requireNetns(t)
 	testenv.Require(t, "ping", "curl", "sha256sum")
-	l := &lab{t: t, dir: t.TempDir()}
-	l.box = netnstest.New(t, "e1kp6b")
-	l.box.IP(t, "link", "set", "lo", "up")
-	h := netnstest.New(t, "e1kp6h")
-	h.IP(t, "link", "set", "lo", "up")
-	h.Sysctl(t, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
-	l.box.IP(t, "tuntap", "add", "dev", "p1", "mode", "tap")
-	l.box.Sysctl(t, "net.ipv6.conf.p1.disable_ipv6=1")
-	l.box.IP(t, "link", "set", "p1", "up")
-	noOff := []string{"gro", "gso", "tso", "tx", "rx"}
-	netnstest.Veth(t, netnstest.End{NS: l.box, Name: "p2", Off: noOff, Up: true},
-		netnstest.End{NS: h, Name: "eth0", Off: noOff, MAC: "02:77:00:00:00:01", Addrs: []string{"192.168.7.10/24"}, Up: true})
-	h.IP(t, "route", "add", "default", "via", svcRouter)
-	l.hosts = []*netnstest.Namespace{h}
-	vm := ispvm.Start(t, ispvm.Config{Netns: l.box.Name(), Tap: "p1", VLAN: vlan, CHAP: true, Password: pppoeLabPassword})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("ISP VM console:\n%s", vm.Console())
-		}
-	})
-	cfgPath := filepath.Join(l.dir, "config.json")
-	if err := os.WriteFile(cfgPath, []byte(pppoe6LabConfig(vlan)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l.start("-config", cfgPath, "-factory", filepath.Join(l.dir, "no-factory.json"))
 	start := time.Now()
+	pl := newPPPoELab(t, ispvm.Config{VLAN: vlan}, pppoe6LabConfig(vlan))
+	l, vm, h := pl.lab, pl.vm, pl.h
 	ev, err := vm.WaitEvent(90*time.Second, "up6")
 	if err != nil {
 		t.Fatalf("no IPv6CP on the session: %v", err)
 	}
-	t.Logf("IPv6CP up %v after the start: %v", time.Since(start).Round(time.Millisecond), ev)
+	t.Logf("IPv6CP up %v after the VM's boot began: %v", time.Since(start).Round(time.Millisecond), ev)
 
 	first := vm.Config.Prefix
 	addr := l.pppoeSLAAC(t, first, 60*time.Second)
