@@ -2,6 +2,7 @@ package ispvm
 
 import (
 	"bytes"
+	"fmt"
 	"encoding/binary"
 	"net"
 	"net/netip"
@@ -29,6 +30,11 @@ func bootPair(t *testing.T, isp Config) (ns *netnstest.Namespace, server, client
 	for _, tap := range []string{"isp0", "cli0"} {
 		ns.IP(t, "tuntap", "add", "dev", tap, "mode", "tap")
 		ns.IP(t, "link", "set", tap, "master", "br0", "up")
+	}
+	if isp.MRU > 1492 { // RFC 4638: the bridge forwards the VMs' MRU+8
+		for _, dev := range []string{"isp0", "cli0", "br0"} {
+			ns.IP(t, "link", "set", dev, "mtu", fmt.Sprint(isp.MRU+8))
+		}
 	}
 	cli := isp
 	cli.client, cli.MAC = true, "52:54:00:15:50:02"
@@ -133,6 +139,9 @@ func TestSession(t *testing.T) {
 	}{
 		{name: "pap", cfg: Config{}},
 		{name: "chap-vlan7", cfg: Config{CHAP: true, VLAN: 7, User: "user@isp", Password: "p4ss", LCPEcho: 1}},
+		// The kernel-mode access concentrator (acd) at RFC 4638's 1500.
+		{name: "kernel-pap-mru1500", cfg: Config{KernelMode: true, MRU: 1500}},
+		{name: "kernel-chap-vlan7-mru1500", cfg: Config{KernelMode: true, MRU: 1500, CHAP: true, VLAN: 7, User: "user@isp", Password: "p4ss", LCPEcho: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.DNS = []netip.Addr{netip.MustParseAddr("192.0.2.53")}
@@ -143,6 +152,9 @@ func TestSession(t *testing.T) {
 				t.Errorf("client's DNS from IPCP: %q, want 192.0.2.53", got)
 			}
 			vmRun(t, client, "ping -c 1 -W 5 198.51.100.1")
+			if tc.cfg.KernelMode {
+				checkKernelSession(t, ns, server, client)
+			}
 			sum := vmRun(t, client, "wget -q -O - http://198.51.100.1/big | sha256sum")
 			if !strings.HasPrefix(sum, server.Image.BigSHA256) {
 				t.Errorf("/big over the session: sha256 %q, want %s", sum, server.Image.BigSHA256)
