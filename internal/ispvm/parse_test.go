@@ -229,6 +229,10 @@ func TestRunArchive(t *testing.T) {
 			"etc/ispvm/env":          {"VLAN=7", `ACNAME='it'\''s'`},
 			"etc/ispvm/dibbler.conf": {"\toption dns-server 2001:db8::53"},
 		}},
+		{name: "kernel mode at 1500", cfg: Config{Tap: "t", KernelMode: true, MRU: 1500}, files: map[string][]string{
+			"etc/ppp/isp-options": {"mru 1500", "mtu 1500"},
+			"etc/ispvm/env":       {"KERNEL=1", "MRU=1500"},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
@@ -256,6 +260,9 @@ func TestRunArchive(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "etc/inittab")); err != nil {
 				t.Errorf("the scripts are missing: %v", err)
 			}
+			if fi, err := os.Stat(filepath.Join(dir, "usr/sbin/acd")); c.KernelMode != (err == nil) || err == nil && fi.Mode()&0o111 == 0 {
+				t.Errorf("usr/sbin/acd: %v, %v; want an executable with KernelMode %v", fi, err, c.KernelMode)
+			}
 		})
 	}
 }
@@ -281,6 +288,8 @@ func TestValidate(t *testing.T) {
 		{name: "bad MAC", cfg: Config{Tap: "t", MAC: "52:54"}, err: "MAC"},
 		{name: "VLAN", cfg: Config{Tap: "t", VLAN: 4095}, err: "VLAN 4095"},
 		{name: "MRU", cfg: Config{Tap: "t", MRU: 1500}, err: "MRU 1500"},
+		{name: "RFC 4638 in kernel mode", cfg: Config{Tap: "t", MRU: 1500, KernelMode: true}},
+		{name: "MRU above 1500", cfg: Config{Tap: "t", MRU: 1501, KernelMode: true}, err: "MRU 1501"},
 		{name: "quote", cfg: Config{Tap: "t", Password: `a"b`}, err: "quotes"},
 		{name: "Link6", cfg: Config{Tap: "t", Link6: mustPrefix("2001:db8::/48")}, err: "Link6"},
 	} {

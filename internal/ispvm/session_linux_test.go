@@ -2,8 +2,8 @@ package ispvm
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
