@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -203,7 +204,10 @@ func (s *server) padr(src [6]byte, p *packet) {
 	if s.cfg.offer.Service != "" {
 		args = append(args, "rp_pppoe_service", s.cfg.offer.Service)
 	}
-	args = append(args, "file", s.cfg.options, s.cfg.local.String()+":"+remote.String(), "nodetach")
+	// silent: pppd waits for the client's Configure-Request, which comes
+	// only after the PADS, sent once pppd's socket is attached (below): no
+	// first LCP packet is lost to a session the kernel does not know yet.
+	args = append(args, "file", s.cfg.options, s.cfg.local.String()+":"+remote.String(), "nodetach", "silent")
 	ses.cmd = exec.Command(s.cfg.pppd, args...)
 	ses.cmd.Stdout, ses.cmd.Stderr = os.Stderr, os.Stderr
 	if err := ses.cmd.Start(); err != nil {
@@ -219,8 +223,41 @@ func (s *server) padr(src [6]byte, p *packet) {
 		s.exited <- ses
 	}()
 	resp.Session = id
-	slog.Info("acd: session", "id", id, "peer", mac(src), "remote", remote, "pppd", ses.cmd.Process.Pid)
+	attached := waitAttached(id, src, 3*time.Second)
+	slog.Info("acd: session", "id", id, "peer", mac(src), "remote", remote, "pppd", ses.cmd.Process.Pid, "attached", attached)
 	s.send(src, &resp, "PADS")
+}
+
+// waitAttached waits up to d for a PPPoE socket of session id with peer
+// to show in /proc/net/pppoe (pppd has connected it) and reports whether
+// one did.
+func waitAttached(id uint16, peer [6]byte, d time.Duration) bool {
+	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/net/pppoe")
+		if pppoeListed(string(b), id, peer) {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+	}
+}
+
+// pppoeListed reports whether /proc/net/pppoe's text lists session id with
+// peer. The kernel prints the session ID as it is stored, in network
+// byte order, as a hex number: 1 shows as 00000100 on a little-endian
+// machine.
+func pppoeListed(procNet string, id uint16, peer [6]byte) bool {
+	for _, line := range strings.Split(procNet, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.EqualFold(f[1], mac(peer)) {
+			continue
+		}
+		if v, err := strconv.ParseUint(f[0], 16, 32); err == nil && (uint16(v) == id || uint16(v) == htons(id)) {
+			return true
+		}
+	}
+	return false
 }
 
 // allocate picks the next free session ID and the lowest free client

@@ -155,3 +155,23 @@ func FuzzParsePacket(f *testing.F) {
 		}
 	})
 }
+
+func TestPPPoEListed(t *testing.T) {
+	proc := "Id       Address              Device\n00000100 52:54:00:15:50:02     eth0\n00000200 52:54:00:15:50:03   eth0.7\n"
+	peer2 := [6]byte{0x52, 0x54, 0, 0x15, 0x50, 0x02}
+	peer3 := [6]byte{0x52, 0x54, 0, 0x15, 0x50, 0x03}
+	for _, tc := range []struct {
+		id   uint16
+		peer [6]byte
+		want bool
+	}{
+		{1, peer2, true},
+		{2, peer3, true},
+		{2, peer2, false},
+		{3, peer2, false},
+	} {
+		if got := pppoeListed(proc, tc.id, tc.peer); got != tc.want {
+			t.Errorf("session %d with %s: listed %v, want %v", tc.id, mac(tc.peer), got, tc.want)
+		}
+	}
+}
