@@ -196,9 +196,13 @@ func TestSession(t *testing.T) {
 					t.Fatalf("after Disconnect: %v", err)
 				}
 			}
+			// The PADT follows pppd's exit, which waits for its ip-down
+			// scripts: seconds on a loaded machine.
 			padt := false
-			for f := port.recv(); f != nil && !padt; f = port.recv() {
-				padt = isPADT(f, server.Config.MAC, tc.cfg.VLAN)
+			for end := time.Now().Add(10 * time.Second); !padt && time.Now().Before(end); {
+				if f := port.recv(); f != nil {
+					padt = isPADT(f, server.Config.MAC, tc.cfg.VLAN)
+				}
 			}
 			if !padt {
 				t.Errorf("no PADT (VLAN %d) from the server after Disconnect", tc.cfg.VLAN)

@@ -75,7 +75,7 @@ type session struct {
 	peer     [6]byte
 	hostUniq string
 	remote   netip.Addr
-	started  time.Time
+	padsAt   time.Time // when its PADS went out
 	cmd      *exec.Cmd
 	peerGone bool // the client sent a PADT: none back
 }
@@ -83,6 +83,7 @@ type session struct {
 type server struct {
 	cfg      *config
 	fd       int
+	ifindex  int
 	mac      [6]byte
 	sessions map[uint16]*session
 	lastID   uint16
@@ -109,7 +110,7 @@ func run() error {
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifi.Index}); err != nil {
 		return fmt.Errorf("binding to %s: %w", cfg.iface, err)
 	}
-	s := &server{cfg: cfg, fd: fd, sessions: map[uint16]*session{}, exited: make(chan *session)}
+	s := &server{cfg: cfg, fd: fd, ifindex: ifi.Index, sessions: map[uint16]*session{}, exited: make(chan *session)}
 	copy(s.mac[:], ifi.HardwareAddr)
 	frames := make(chan []byte, 16)
 	go func() {
@@ -182,7 +183,9 @@ func (s *server) handle(f []byte) {
 func (s *server) padr(src [6]byte, p *packet) {
 	hu, _ := p.find(tagHostUniq)
 	for _, ses := range s.sessions {
-		if ses.peer == src && ses.hostUniq == string(hu.Value) && time.Since(ses.started) < 5*time.Second {
+		// A PADR retransmitted while pppd started (slow on a loaded TCG
+		// VM) gets the same session.
+		if ses.peer == src && ses.hostUniq == string(hu.Value) && time.Since(ses.padsAt) < 10*time.Second {
 			resp, _ := s.cfg.offer.reply(p, ses.id)
 			s.send(src, &resp, "PADS (again)")
 			return
@@ -199,7 +202,7 @@ func (s *server) padr(src [6]byte, p *packet) {
 		s.send(src, &resp, "PADS (full)")
 		return
 	}
-	ses := &session{id: id, peer: src, hostUniq: string(hu.Value), remote: remote, started: time.Now()}
+	ses := &session{id: id, peer: src, hostUniq: string(hu.Value), remote: remote}
 	args := []string{"plugin", "rp-pppoe.so", "nic-" + s.cfg.iface, "rp_pppoe_sess", fmt.Sprintf("%d:%s", id, mac(src))}
 	if s.cfg.offer.Service != "" {
 		args = append(args, "rp_pppoe_service", s.cfg.offer.Service)
@@ -223,9 +226,10 @@ func (s *server) padr(src [6]byte, p *packet) {
 		s.exited <- ses
 	}()
 	resp.Session = id
-	attached := waitAttached(id, src, 3*time.Second)
+	attached := waitAttached(id, src, 5*time.Second)
 	slog.Info("acd: session", "id", id, "peer", mac(src), "remote", remote, "pppd", ses.cmd.Process.Pid, "attached", attached)
 	s.send(src, &resp, "PADS")
+	ses.padsAt = time.Now()
 }
 
 // waitAttached waits up to d for a PPPoE socket of session id with peer
@@ -298,12 +302,8 @@ func (s *server) end(ses *session) {
 }
 
 func (s *server) send(dst [6]byte, p *packet, what string) {
-	f := frame(dst, s.mac, p)
-	ifi, err := net.InterfaceByName(s.cfg.iface)
-	if err == nil {
-		err = unix.Sendto(s.fd, f, 0, &unix.SockaddrLinklayer{Protocol: htons(etherTypeDiscovery), Ifindex: ifi.Index, Halen: 6,
-			Addr: [8]byte{dst[0], dst[1], dst[2], dst[3], dst[4], dst[5]}})
-	}
+	err := unix.Sendto(s.fd, frame(dst, s.mac, p), 0, &unix.SockaddrLinklayer{Protocol: htons(etherTypeDiscovery),
+		Ifindex: s.ifindex, Halen: 6, Addr: [8]byte{dst[0], dst[1], dst[2], dst[3], dst[4], dst[5]}})
 	if err != nil {
 		slog.Error("acd: sending "+what, "to", mac(dst), "err", err)
 		return
