@@ -69,7 +69,7 @@ func checkKernelSession(t *testing.T, ns *netnstest.Namespace, server, client *V
 	}
 	for _, dir := range []string{"", " -R"} {
 		start := time.Now()
-		out := vmRun(t, client, "iperf3 -c 198.51.100.1 -t 3 -f m"+dir)
+		out := vmRun(t, client, "iperf3 -c 198.51.100.1 -t 2 -f m"+dir)
 		m := iperfRate.FindStringSubmatch(out)
 		if m == nil {
 			t.Errorf("iperf3%s: no receiver rate in %q", dir, out)
