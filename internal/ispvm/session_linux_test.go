@@ -216,6 +216,12 @@ func TestSession(t *testing.T) {
 			} else if len(ev.Args) < 3 || !strings.HasPrefix(ev.Args[1], "10.64.0.") || ev.Args[2] != "10.64.0.1" {
 				t.Fatalf("client after Disconnect: up %v, want ppp? 10.64.0.x 10.64.0.1", ev.Args)
 			}
+			// The ISP's pppd passes IP only once its own IPCP is up, which
+			// can come after the client's (the kernel-mode server is fast
+			// enough for a ping to fall in between).
+			if _, err := server.WaitEvent(60*time.Second, "up"); err != nil {
+				t.Fatalf("ISP after Disconnect: %v", err)
+			}
 			vmRun(t, client, "ping -c 1 -W 5 198.51.100.1")
 			// The new session delegates the prefix SetPrefix set.
 			netnstest.WaitFor(t, 60*time.Second, "the new delegated prefix", func() bool {
