@@ -95,8 +95,8 @@ func (v *validator) pppoe() {
 	if v.wan >= 0 && len(v.c.Ports[v.wan].Addresses) > 0 {
 		v.add(index("ports", v.wan)+".addresses", "nat.wan.pppoe gives the WAN address; remove these addresses")
 	}
-	if v.c.IPv6.IsEnabled() {
-		v.add("ipv6.enabled", "IPv6 over PPPoE is not supported yet; set ipv6.enabled false")
+	if v.c.IPv6.Gateway.IsValid() {
+		v.add("ipv6.gateway", "over nat.wan.pppoe the IPv6 gateway is the PPP peer (IPv6CP); remove it")
 	}
 	for _, f := range []struct {
 		name, val string

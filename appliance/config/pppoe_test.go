@@ -59,7 +59,12 @@ func TestValidatePPPoE(t *testing.T) {
 		{name: "IPv6 on", edit: func(c *Config) {
 			pppoeWAN(c)
 			c.IPv6.Enabled = ptr(true)
-		}, want: map[string]string{"ipv6.enabled": "IPv6 over PPPoE is not supported yet; set ipv6.enabled false"}},
+		}},
+		{name: "IPv6 with a gateway", edit: func(c *Config) {
+			pppoeWAN(c)
+			c.IPv6.Enabled = ptr(true)
+			c.IPv6.Gateway = netip.MustParseAddr("fe80::1")
+		}, want: map[string]string{"ipv6.gateway": "the IPv6 gateway is the PPP peer"}},
 		{name: "out of range", edit: func(c *Config) {
 			pppoeWAN(c)
 			p := c.NAT.WAN.PPPoE

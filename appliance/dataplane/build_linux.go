@@ -217,7 +217,7 @@ func (b *builder) openNAT(cfg *Config, ports []*portInfo) error {
 		p.wanMAC = m
 	}
 	if cfg.NAT.IPv6 {
-		v6, err := newRoute6(p, cfg.NAT.WANMTU, cfg.NAT.IPv6Gateway)
+		v6, err := newRoute6(p, cfg.NAT)
 		if err != nil {
 			return fmt.Errorf("dataplane: %w", err)
 		}

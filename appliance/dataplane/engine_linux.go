@@ -269,7 +269,7 @@ func (e *Engine) Apply(cfg *Config, restart ...string) error {
 			return fmt.Errorf("dataplane: %w", err)
 		}
 		if v6 := e.natp.v6; v6 != nil {
-			if err := setRoute6Gateway(v6, cfg.NAT.IPv6Gateway); err != nil {
+			if err := setRoute6WAN(v6, e.natp, cfg.NAT); err != nil {
 				return fmt.Errorf("dataplane: %w", err)
 			}
 		}

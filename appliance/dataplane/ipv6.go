@@ -9,24 +9,46 @@ import (
 
 // newRoute6 builds the IPv6 router for the NAT ports p, without prefixes
 // yet: the box's link-local addresses on both sides, the host port, the
-// WAN next hop gw (invalid: learnt).
-func newRoute6(p natPorts, wanLease int, gw netip.Addr) (*route6.Router, error) {
-	return route6.New(route6.Config{
-		LAN:     route6.Port{ID: p.lanID, MAC: p.lanMAC, MTU: max(min(p.lanMTU, maxNATMTU), 1280), Addrs: []netip.Addr{LinkLocal(p.lanMAC)}},
-		WAN:     route6.Port{ID: p.wanID, MAC: p.wanMAC, MTU: max(wanMTU(p.wanMTU, wanLease), 1280), Addrs: []netip.Addr{LinkLocal(p.wanMAC)}},
-		Host:    p.hostID,
-		Gateway: gw,
-	}, route6.Limits{})
+// WAN as n says (route6WAN).
+func newRoute6(p natPorts, n *NAT) (*route6.Router, error) {
+	c := route6.Config{
+		LAN:  route6.Port{ID: p.lanID, MAC: p.lanMAC, MTU: max(min(p.lanMTU, maxNATMTU), 1280), Addrs: []netip.Addr{LinkLocal(p.lanMAC)}},
+		WAN:  route6.Port{ID: p.wanID, MAC: p.wanMAC},
+		Host: p.hostID,
+	}
+	route6WAN(&c, p, n)
+	return route6.New(c, route6.Limits{})
 }
 
-// setRoute6Gateway gives the running IPv6 router another WAN next hop
-// (invalid: learnt), keeping everything else.
-func setRoute6Gateway(r *route6.Router, gw netip.Addr) error {
+// route6WAN sets the WAN of c as n says: its MTU (the lease's or the
+// session's) and next hop (IPv6Gateway; invalid: learnt). A PPPoE WAN is
+// a point-to-point link: the box's link-local address is IPv6CP's, the
+// default route the session while IPv6CP is up (its peer the next hop,
+// the AC the frames' destination).
+func route6WAN(c *route6.Config, p natPorts, n *NAT) {
+	ll := LinkLocal(p.wanMAC)
+	c.WAN.MTU = max(wanMTU(n.linkMTU(p.wanMTU), n.WANMTU), 1280)
+	c.Gateway, c.WANPointToPoint, c.WANPeerMAC = n.IPv6Gateway, false, [6]byte{}
+	if n.WANPPPoE {
+		s := n.PPPoESession
+		c.Gateway, c.WANPointToPoint = netip.Addr{}, true
+		if s.ID != 0 && s.LocalLinkLocal.IsValid() {
+			ll, c.Gateway, c.WANPeerMAC = s.LocalLinkLocal, s.PeerLinkLocal, s.ACMAC
+		}
+	}
+	c.WAN.Addrs = append([]netip.Addr{ll}, c.WAN.Addrs[min(1, len(c.WAN.Addrs)):]...)
+}
+
+// setRoute6WAN gives the running IPv6 router n's WAN (route6WAN), keeping
+// everything else.
+func setRoute6WAN(r *route6.Router, p natPorts, n *NAT) error {
 	c := r.Config()
-	if c.Gateway == gw {
+	was := c
+	route6WAN(&c, p, n)
+	if c.Gateway == was.Gateway && c.WANPointToPoint == was.WANPointToPoint && c.WANPeerMAC == was.WANPeerMAC &&
+		c.WAN.MTU == was.WAN.MTU && c.WAN.Addrs[0] == was.WAN.Addrs[0] {
 		return nil
 	}
-	c.Gateway = gw
 	return r.SetConfig(c)
 }
 

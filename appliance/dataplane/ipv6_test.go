@@ -28,7 +28,7 @@ func TestRoute6Gateway(t *testing.T) {
 		}
 		return netip.MustParseAddr(s)
 	}
-	r, err := newRoute6(p, 0, addr(steps[0].gw))
+	r, err := newRoute6(p, &NAT{IPv6Gateway: addr(steps[0].gw)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestRoute6Gateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range steps {
-		if err := setRoute6Gateway(r, addr(st.gw)); err != nil {
+		if err := setRoute6WAN(r, p, &NAT{IPv6Gateway: addr(st.gw)}); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 		got, ok := r.Gateway(time.Now().UnixNano())
@@ -47,7 +47,7 @@ func TestRoute6Gateway(t *testing.T) {
 			t.Errorf("%s: prefixes %v %v after a gateway change, want %v %v", st.name, c.LANPrefixes, c.Delegated, lan, deleg)
 		}
 	}
-	if err := setRoute6Gateway(r, netip.MustParseAddr("ff02::2")); err == nil {
+	if err := setRoute6WAN(r, p, &NAT{IPv6Gateway: netip.MustParseAddr("ff02::2")}); err == nil {
 		t.Error("a multicast gateway was taken")
 	}
 	if got, _ := r.Gateway(time.Now().UnixNano()); got != netip.MustParseAddr("fe80::2") {

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 
 	"e1kbox/appliance/dataplane/bridge"
 	"e1kbox/appliance/dataplane/frame"
@@ -25,6 +26,8 @@ const (
 	pppoeHeaderLen = 8 // the PPPoE session header (6) and the PPP protocol (2)
 	pppIPv4        = 0x0021
 	pppIPv6        = 0x0057
+
+	dhcp6ClientPort = 546
 )
 
 // PPPoESession is the PPPoE session the WAN link frames the router's
@@ -35,6 +38,11 @@ type PPPoESession struct {
 	ID uint16
 	// ACMAC is the access concentrator's Ethernet address.
 	ACMAC bridge.MAC
+	// LocalLinkLocal and PeerLinkLocal are the link-local addresses
+	// IPv6CP negotiated (RFC 5072), invalid while it is not up: the IPv6
+	// router's on the WAN and its default route (route6's point-to-point
+	// WAN).
+	LocalLinkLocal, PeerLinkLocal netip.Addr
 }
 
 func (s PPPoESession) check() error {
@@ -44,6 +52,15 @@ func (s PPPoESession) check() error {
 	if s.ID == 0 || s.ID == 0xffff || s.ACMAC[0]&1 != 0 || s.ACMAC == (bridge.MAC{}) {
 		return fmt.Errorf("PPPoE session %#04x with AC %v: want a session ID 1..0xfffe and a unicast AC MAC",
 			s.ID, s.ACMAC)
+	}
+	if s.LocalLinkLocal.IsValid() != s.PeerLinkLocal.IsValid() {
+		return fmt.Errorf("PPPoE session %#04x: IPv6CP's link-local addresses %v and %v: want both or none",
+			s.ID, s.LocalLinkLocal, s.PeerLinkLocal)
+	}
+	for _, a := range []netip.Addr{s.LocalLinkLocal, s.PeerLinkLocal} {
+		if a.IsValid() && (!a.Is6() || !a.IsLinkLocalUnicast() || a.Zone() != "") {
+			return fmt.Errorf("PPPoE session %#04x: %v is not an IPv6 link-local address", s.ID, a)
+		}
 	}
 	return nil
 }
@@ -89,8 +106,10 @@ func putPPPoESession(b []byte, sid, proto uint16, n int) {
 // pppoeIn takes the PPPoE layer off the untagged frame data (parsed in
 // w.f) on a PPPoE WAN: the current session's IPv4 and IPv6 become an
 // untagged Ethernet frame of the same MACs for the router (moved forward
-// in data, w.f parsed as it); discovery and the session's other
-// protocols go to the client's queue; anything else is dropped.
+// in data, w.f parsed as it), except DHCPv6 to the client port, which
+// goes to the DHCPv6 client's queue (PPPoELink.DHCPv6); discovery and
+// the session's other protocols go to the PPPoE client's queue; anything
+// else is dropped.
 func (w *fwd) pppoeIn(data []byte) ([]byte, bool) {
 	l := &w.set.wan.ppp
 	switch w.f.EtherType {
@@ -126,6 +145,13 @@ func (w *fwd) pppoeIn(data []byte) ([]byte, bool) {
 	data = data[pppoeHeaderLen : eth+pppoeHeaderLen+n]
 	if err := frame.Parse(data, &w.f); err != nil {
 		w.drop(Drop(frame.ReasonOf(err)))
+		return nil, false
+	}
+	if f := &w.f; et == frame.EtherTypeIPv6 && f.Proto == frame.ProtoUDP && f.L4Off != 0 && !f.LaterFragment &&
+		f.UDP.DstPort == dhcp6ClientPort {
+		if w.ppp == nil || !w.ppp.dhcp6.put(data) {
+			w.drop(DropPPPoEQueue)
+		}
 		return nil, false
 	}
 	return data, true

@@ -15,9 +15,12 @@ const (
 // a frame without allocating and never blocks (put fails when every
 // buffer is taken).
 type pppoeQueue struct {
-	bufs [][]byte
-	free chan int       // indexes of free buffers
-	full chan pppoeItem // filled buffers, in order
+	// dhcp6 is the DHCPv6 client's queue: the session's IPv6/UDP
+	// datagrams to port 546, as untagged Ethernet frames (nil in itself).
+	dhcp6 *pppoeQueue
+	bufs  [][]byte
+	free  chan int       // indexes of free buffers
+	full  chan pppoeItem // filled buffers, in order
 }
 
 type pppoeItem struct {
@@ -25,8 +28,16 @@ type pppoeItem struct {
 }
 
 func newPPPoEQueue() *pppoeQueue {
-	q := &pppoeQueue{bufs: make([][]byte, pppoeQueueFrames), free: make(chan int, pppoeQueueFrames),
-		full: make(chan pppoeItem, pppoeQueueFrames)}
+	q := newQueue(pppoeQueueFrames)
+	q.dhcp6 = newQueue(dhcp6QueueFrames)
+	return q
+}
+
+// dhcp6QueueFrames bounds the DHCPv6 client's queue.
+const dhcp6QueueFrames = 16
+
+func newQueue(frames int) *pppoeQueue {
+	q := &pppoeQueue{bufs: make([][]byte, frames), free: make(chan int, frames), full: make(chan pppoeItem, frames)}
 	for i := range q.bufs {
 		q.bufs[i] = make([]byte, pppoeFrameMax)
 		q.free <- i
@@ -60,5 +71,18 @@ func (q *pppoeQueue) receive(ctx context.Context, input func([]byte)) error {
 			input(q.bufs[it.buf][:it.n])
 			q.free <- it.buf
 		}
+	}
+}
+
+// next copies the next queued frame into b (cut to len(b)) and returns
+// its length, or false when done is closed first.
+func (q *pppoeQueue) next(done <-chan struct{}, b []byte) (int, bool) {
+	select {
+	case <-done:
+		return 0, false
+	case it := <-q.full:
+		n := copy(b, q.bufs[it.buf][:it.n])
+		q.free <- it.buf
+		return n, true
 	}
 }

@@ -239,6 +239,8 @@ func FuzzPPPoESession(f *testing.F) {
 	f.Add([]byte{0x11, 0, 0x12, 0x34, 0, 2, 0, 0x21})
 	f.Add([]byte{0x11, 0, 0x12, 0x34, 0, 1, 0xc0, 0x21})
 	f.Add(append(append(append([]byte(nil), rWAN[:]...), macAC[:]...), 0x88, 0x63, 0x11, 0x07, 0, 0, 0, 0))
+	f.Add(sessionFrame(rWAN, macAC, testSID, pppoe.ProtoIPv6, frametest.Frame(rWAN, macAC, frame.EtherTypeIPv6,
+		frametest.IPv6{Src: [16]byte{0: 0xfe, 1: 0x80, 15: 1}, Dst: [16]byte{0: 0xfe, 1: 0x80, 15: 2}}.UDPPacket(547, 546, []byte{7, 1, 2, 3}))))
 	tr := newTestRouter(f, 1024, "")
 	tr.setPPPoE(PPPoESession{ID: testSID, ACMAC: macAC}, WANVLAN{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -256,6 +258,7 @@ func FuzzPPPoESession(f *testing.F) {
 		}
 		tr.rx(idWAN, append([]byte(nil), b...))
 		queued(tr.fwds[idWAN].ppp)
+		queued(tr.fwds[idWAN].ppp.dhcp6)
 	})
 }
 

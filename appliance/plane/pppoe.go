@@ -59,7 +59,8 @@ func (p *Plane) configLocked() (*dataplane.Config, error) {
 
 // pppoeNAT makes n's WAN the PPPoE link of st (nil: leaves n as it is):
 // with a session up, IPCP's address as a /32, the peer as gateway and
-// the session's MTU; without one, no WAN address.
+// the session's MTU, and IPv6CP's link-local addresses (the IPv6
+// router's WAN, a point-to-point link); without one, no WAN address.
 func pppoeNAT(n *dataplane.NAT, st *pppoe.Status) {
 	if st == nil {
 		return
@@ -71,6 +72,9 @@ func pppoeNAT(n *dataplane.NAT, st *pppoe.Status) {
 		return
 	}
 	n.PPPoESession = dataplane.PPPoESession{ID: st.SessionID, ACMAC: [6]byte(st.ACMAC)}
+	if st.LocalLinkLocal.IsValid() && st.PeerLinkLocal.IsValid() { // IPv6CP is up: IPv6 over the session
+		n.PPPoESession.LocalLinkLocal, n.PPPoESession.PeerLinkLocal = st.LocalLinkLocal, st.PeerLinkLocal
+	}
 	n.WANAddr = netip.PrefixFrom(st.LocalIPv4, 32)
 	n.Gateway = st.PeerIPv4
 	if st.MTU >= config.MinNATMTU {

@@ -31,6 +31,13 @@ func TestPPPoENAT(t *testing.T) {
 		{"RFC 4638", func() *pppoe.Status { s := up; s.MTU = 1500; return &s }(), dataplane.NAT{WANPPPoE: true,
 			PPPoESession: dataplane.PPPoESession{ID: 0x1234, ACMAC: [6]byte(ac)},
 			WANAddr:      netip.MustParsePrefix("100.64.0.5/32"), Gateway: netip.MustParseAddr("10.255.0.1"), WANMTU: 1500}},
+		{"IPv6CP up", func() *pppoe.Status {
+			s := up
+			s.LocalLinkLocal, s.PeerLinkLocal = netip.MustParseAddr("fe80::1c:2d:3e:4f"), netip.MustParseAddr("fe80::a:b:c:d")
+			return &s
+		}(), dataplane.NAT{WANPPPoE: true, PPPoESession: dataplane.PPPoESession{ID: 0x1234, ACMAC: [6]byte(ac),
+			LocalLinkLocal: netip.MustParseAddr("fe80::1c:2d:3e:4f"), PeerLinkLocal: netip.MustParseAddr("fe80::a:b:c:d")},
+			WANAddr: netip.MustParsePrefix("100.64.0.5/32"), Gateway: netip.MustParseAddr("10.255.0.1"), WANMTU: 1492}},
 		{"discovery: down", &pppoe.Status{Phase: pppoe.PhaseDiscovery}, dataplane.NAT{WANPPPoE: true}},
 		{"up without IPCP (IPv6CP only)", func() *pppoe.Status { s := up; s.LocalIPv4 = netip.Addr{}; return &s }(), dataplane.NAT{WANPPPoE: true}},
 		{"network phase", func() *pppoe.Status { s := up; s.Phase = pppoe.PhaseNetwork; return &s }(), dataplane.NAT{WANPPPoE: true}},

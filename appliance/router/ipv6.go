@@ -40,6 +40,11 @@ type ipv6Services struct {
 	static *dhcp6c.Lease // the delegation a static prefix stands for
 	box    []BoxAddr     // the box's LAN addresses, the current /64's first
 	secret []byte        // RFC 7217's secret for the WAN's SLAAC addresses
+	// paused is what the client stopped while the PPPoE session was down
+	// was bound to besides the session (its lease kept for the next);
+	// pppMTU is the last session's MTU (ipv6_pppoe.go).
+	paused string
+	pppMTU int
 }
 
 // v6Refresh is how often the announced lifetimes follow the client's
@@ -53,7 +58,11 @@ func (r *Router) refreshIPv6() {
 	defer r.mu.Unlock()
 	refresh := false
 	if r.v6.client.on && r.v6.lease != nil {
-		r.v6.lease = r.v6.client.s.Current()
+		// A client not bound yet (a new PPPoE session's soliciting) keeps
+		// the lease it was given; an expiry comes through onChange.
+		if cur := r.v6.client.s.Current(); cur != nil {
+			r.v6.lease = cur
+		}
 		refresh = true
 	}
 	if r.cfg != nil && ipv6On(r.cfg) && r.cfg.IPv6.HasStaticPrefix() {
@@ -102,15 +111,24 @@ func (r *Router) applyIPv6() error {
 	// New options (nat.wan.dhcpv6) restart the client like a change of
 	// IA_NA: the delegation stays.
 	at := base + " " + strconv.FormatBool(r.cfg.IPv6.WANIANA()) + " " + r.dhcp6Options(&cfg)
+	// Over PPPoE, the client runs in the session up; a new one restarts
+	// it with the delegation kept.
+	session, up := "", true
+	if r.cfg.IsPPPoE() {
+		session, up = r.pppoeDHCP6(&cfg)
+		at += " " + session
+	}
 	switch {
 	case static && !r.cfg.IPv6.WANIANA():
 		r.stopClient6()
+	case !up:
+		r.pauseClient6(base)
 	case !v.client.on || v.client.at != at:
 		// Asking for an address or no longer restarts the client with the
 		// same DUID and lease file: the delegation stays (the new client
 		// confirms it with a Rebind).
 		keep := v.lease
-		if !v.client.on || !strings.HasPrefix(v.client.at, base+" ") {
+		if !(v.client.on && strings.HasPrefix(v.client.at, base+" ") || !v.client.on && v.paused == base) {
 			keep = nil
 		}
 		r.stopClient6()
@@ -191,13 +209,17 @@ func (v *ipv6Services) delegation() *dhcp6c.Lease {
 	return v.lease
 }
 
-// lanMTU is the smallest configured LAN port MTU, 0 when none is set.
+// lanMTU is the smallest configured LAN port MTU, and on a PPPoE WAN the
+// session's (the last one's) if smaller; 0 when none is set.
 func (r *Router) lanMTU() int {
 	mtu := 0
 	for _, p := range r.cfg.LANPorts() {
 		if p.MTU >= 1280 && (mtu == 0 || p.MTU < mtu) {
 			mtu = p.MTU
 		}
+	}
+	if s := r.v6.pppMTU; r.cfg.IsPPPoE() && s >= 1280 && (mtu == 0 || s < mtu) {
+		mtu = s
 	}
 	return mtu
 }
@@ -326,9 +348,10 @@ func (r *Router) stopIPv6() {
 }
 
 func (r *Router) stopClient6() {
-	if r.v6.client.end() {
+	if r.v6.client.end() || r.v6.paused != "" {
 		r.v6.lease = nil
 	}
+	r.v6.paused = ""
 }
 
 // ipv6On says whether cfg routes IPv6.

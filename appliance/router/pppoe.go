@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"e1kbox/appliance/config"
+	"e1kbox/appliance/services/dhcpclient"
 	"e1kbox/appliance/services/pppoe"
 )
 
@@ -19,6 +20,8 @@ type PPPoELink interface {
 	pppoe.Link
 	Receive(ctx context.Context, input func([]byte)) error
 	MAC() net.HardwareAddr
+	// DHCPv6 opens the DHCPv6 client's transport over the session.
+	DHCPv6() dhcpclient.Transport
 }
 
 // pppoeState is a PPPoE client's status on its way to the lease loop.
@@ -48,13 +51,14 @@ func (r *Router) applyPPPoE() error {
 	p := r.cfg.NAT.WAN.PPPoE
 	cfg := pppoe.Config{User: p.Username, Password: p.Password, Service: p.Service, ACName: p.ACName,
 		MRU: p.EffectiveMRU(), EchoInterval: p.EchoInterval(), EchoFailures: p.EchoFailures(), MAC: link.MAC(),
-		Log: r.log.With("service", "pppoe")}
+		IPv6: ipv6On(r.cfg), Log: r.log.With("service", "pppoe")}
 	// A new VLAN or control priority redials at once (the AC of the old
 	// one is gone); so does a new WAN MAC. A new engine (the dataplane
 	// restarted) keeps the session: the client follows the engine's
 	// endpoint (liveLink), and the plane gives the new engine the session.
-	at := fmt.Sprintf("%s %d/%d %s %q %q %q %d %s %d", link.MAC(), r.cfg.NAT.WAN.VLAN.ID, r.cfg.NAT.WAN.VLAN.ControlPCP,
-		p.Username, p.Password, p.Service, p.ACName, cfg.MRU, cfg.EchoInterval, cfg.EchoFailures)
+	// So does IPv6 on or off (IPv6CP is negotiated with the session).
+	at := fmt.Sprintf("%s %d/%d %s %q %q %q %d %s %d %v", link.MAC(), r.cfg.NAT.WAN.VLAN.ID, r.cfg.NAT.WAN.VLAN.ControlPCP,
+		p.Username, p.Password, p.Service, p.ACName, cfg.MRU, cfg.EchoInterval, cfg.EchoFailures, cfg.IPv6)
 	if r.ppp.on && r.ppp.at == at {
 		return nil
 	}
@@ -172,7 +176,8 @@ func (r *Router) pppoeChanged(gen uint64, st *pppoeState) {
 	r.pppoe = &s
 	if up := s.Phase == pppoe.PhaseUp; up {
 		r.log.Info("PPPoE session up", "session", s.SessionID, "ac", s.ACName, "acMAC", s.ACMAC, "address", s.LocalIPv4,
-			"peer", s.PeerIPv4, "dns1", s.DNS1, "dns2", s.DNS2, "mtu", s.MTU)
+			"peer", s.PeerIPv4, "dns1", s.DNS1, "dns2", s.DNS2, "mtu", s.MTU, "linkLocal", s.LocalLinkLocal,
+			"peerLinkLocal", s.PeerLinkLocal)
 	} else if was {
 		r.log.Warn("PPPoE session down", "reason", s.LastDownReason)
 	}
@@ -182,6 +187,9 @@ func (r *Router) pppoeChanged(gen uint64, st *pppoeState) {
 		}
 	}
 	r.opts.OnPPPoE(r.pppoe)
+	// After the dataplane has the session: the DHCPv6 client's frames
+	// travel in it.
+	r.pppoe6Changed()
 }
 
 // pppoeDNS are the DNS servers of the PPPoE session up (IPCP's).

@@ -14,15 +14,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"e1kbox/appliance/config"
+	"e1kbox/appliance/services/dhcpclient"
 	"e1kbox/appliance/services/pppoe"
 )
 
 // fakeLink is a PPPoE endpoint that records what the client sends and
 // hands Receive the frames put in in.
 type fakeLink struct {
-	mu   sync.Mutex
-	sent [][]byte
-	in   chan []byte
+	mu    sync.Mutex
+	sent  [][]byte
+	in    chan []byte
+	sent6 [][]byte    // DHCPv6 written
+	in6   chan []byte // DHCPv6 to read
 }
 
 func (l *fakeLink) Send(b []byte) error {
@@ -44,6 +47,39 @@ func (l *fakeLink) Receive(ctx context.Context, input func([]byte)) error {
 }
 
 func (l *fakeLink) MAC() net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, 1} }
+
+// DHCPv6 is a transport that reads from l.in6 and records writes in
+// l.sent6.
+func (l *fakeLink) DHCPv6() dhcpclient.Transport {
+	return &fakeTransport{link: l, done: make(chan struct{})}
+}
+
+type fakeTransport struct {
+	link *fakeLink
+	done chan struct{}
+	once sync.Once
+}
+
+func (f *fakeTransport) Read(b []byte) (int, bool, error) {
+	select {
+	case p := <-f.link.in6:
+		return copy(b, p), false, nil
+	case <-f.done:
+		return 0, false, net.ErrClosed
+	}
+}
+
+func (f *fakeTransport) Write(b []byte, _ net.HardwareAddr) error {
+	f.link.mu.Lock()
+	defer f.link.mu.Unlock()
+	f.link.sent6 = append(f.link.sent6, slices.Clone(b))
+	return nil
+}
+
+func (f *fakeTransport) Close() error {
+	f.once.Do(func() { close(f.done) })
+	return nil
+}
 
 func (l *fakeLink) count() int {
 	l.mu.Lock()

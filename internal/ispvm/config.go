@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
+	"sort"
 	"strings"
 )
 
@@ -25,9 +26,15 @@ type Config struct {
 	User        string // the session's user name (default "e1kbox")
 	Password    string // its password (default "secret")
 
-	Local  netip.Addr   // the ISP's IPCP address (default 10.64.0.1)
-	Remote netip.Addr   // the address IPCP gives the client (default 10.64.0.2)
-	DNS    []netip.Addr // IPv4 servers offered by IPCP (ms-dns, only when asked), IPv6 ones by DHCPv6
+	Local  netip.Addr // the ISP's IPCP address (default 10.64.0.1)
+	Remote netip.Addr // the address IPCP gives the client (default 10.64.0.2)
+	// DNS are the ISP's name servers: the IPv4 ones offered by IPCP
+	// (ms-dns, only when asked), the IPv6 ones by DHCPv6. The VM's DNS
+	// server (dnsmasq, no recursion) answers on each of them (added to
+	// its lo unless it is Local) from a hosts file: UpstreamName (the
+	// upstream host's addresses) and Hosts.
+	DNS   []netip.Addr
+	Hosts map[string][]netip.Addr // more names the DNS server answers
 	// LCPEcho is the seconds between the server's LCP echo requests (0:
 	// none); after 3 unanswered ones it ends the session.
 	LCPEcho int
@@ -67,6 +74,10 @@ type Config struct {
 	// echo every second (3 failures end the session), then dhclient -6 -P.
 	client bool
 }
+
+// UpstreamName is the name the VM's DNS server answers with Upstream4
+// and Upstream6.
+const UpstreamName = "upstream.ispvm.test"
 
 func (c *Config) defaults() {
 	def := func(s *string, v string) {
@@ -124,12 +135,62 @@ func (c *Config) validate() error {
 	case !c.Prefix.Addr().Is6() || !c.Link6.Addr().Is6() || c.Link6.Bits() != 64 || !c.Upstream6.Is6():
 		return fmt.Errorf("ispvm: Prefix must be IPv6, Link6 an IPv6 /64, Upstream6 an IPv6 address")
 	}
+	for name, addrs := range c.Hosts {
+		if !validHostName(name) || len(addrs) == 0 {
+			return fmt.Errorf("ispvm: Hosts: %q is no host name with addresses", name)
+		}
+	}
 	for _, s := range []string{c.ACName, c.ServiceName, c.User, c.Password} {
 		if strings.ContainsAny(s, "\"\\\n\x00") {
 			return fmt.Errorf("ispvm: %q: names and secrets may not hold quotes, backslashes or newlines", s)
 		}
 	}
 	return nil
+}
+
+// validHostName reports whether s is a DNS name a hosts file can hold.
+func validHostName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// hostsFile is the VM's DNS server's hosts file: UpstreamName, then
+// Hosts in name order.
+func hostsFile(c *Config) string {
+	var b strings.Builder
+	for _, a := range []netip.Addr{c.Upstream4, c.Upstream6} {
+		fmt.Fprintf(&b, "%s %s\n", a, UpstreamName)
+	}
+	names := make([]string, 0, len(c.Hosts))
+	for n := range c.Hosts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, a := range c.Hosts[n] {
+			fmt.Fprintf(&b, "%s %s\n", a, n)
+		}
+	}
+	return b.String()
+}
+
+// dnsAddrs are the DNS addresses the VM puts on its lo: all but Local
+// (ppp0's while a session is up).
+func dnsAddrs(c *Config) string {
+	var l []string
+	for _, d := range c.DNS {
+		if d != c.Local && d != c.Upstream4 && d != c.Upstream6 {
+			l = append(l, d.String())
+		}
+	}
+	return strings.Join(l, " ")
 }
 
 func validMAC(s string) bool {
@@ -191,7 +252,8 @@ func runArchive(c *Config) ([]byte, error) {
 		fmt.Sprintf("VLAN=%d", c.VLAN), "ACNAME=" + shellQuote(c.ACName),
 		"SERVICE=" + shellQuote(c.ServiceName), "LOCAL=" + c.Local.String(), "REMOTE=" + c.Remote.String(),
 		"UPSTREAM4=" + c.Upstream4.String(), "UPSTREAM6=" + c.Upstream6.String(), "PD=" + c.Prefix.Masked().String(),
-		"LINK6=" + c.ServerAddr6().String(), fmt.Sprintf("DEBUG=%d", debug), fmt.Sprintf("KERNEL=%d", kernel),
+		"LINK6=" + c.ServerAddr6().String(), fmt.Sprintf("DEBUG=%d", debug), "DNSADDRS=" + shellQuote(dnsAddrs(c)),
+		fmt.Sprintf("KERNEL=%d", kernel),
 	}, "\n") + "\n"
 	w.File("etc/ispvm/env", 0o644, []byte(env))
 
@@ -215,6 +277,7 @@ func runArchive(c *Config) ([]byte, error) {
 	w.File("etc/ppp/isp-options", 0o644, []byte(strings.Join(opts, "\n")+"\n"))
 	w.File("etc/ppp/options", 0o644, nil)
 	w.File("etc/ispvm/dibbler.conf", 0o644, []byte(dibblerConf(c)))
+	w.File("etc/ispvm/hosts", 0o644, []byte(hostsFile(c)))
 	if err := w.Close(); err != nil {
 		return nil, err
 	}

@@ -3,10 +3,11 @@
 // This machine's kernel has no PPP and no 802.1Q devices, so the ISP runs
 // in its own kernel: Debian's linux-image-6.1.0-*-amd64 (the one
 // linux-image-amd64 depends on), with busybox-static, ppp (pppd 2.4.9),
-// pppoe (rp-pppoe 3.15's pppoe-server), iperf3 and dibbler-server (DHCPv6 with
+// pppoe (rp-pppoe 3.15's pppoe-server), iperf3, dibbler-server (DHCPv6 with
 // prefix delegation; ISC dhcpd -6 refuses ppp devices, wide-dhcpv6 delegates
 // only per client DUID, kea needs boost and log4cplus, dnsmasq cannot
-// delegate).
+// delegate) and dnsmasq-base (the ISP's DNS server: Debian's busybox has no
+// dnsd applet).
 //
 // Build (root, apt-get with current lists, xz) downloads the packages with
 // apt-get download, extracts them with dpkg-deb -x and writes an
@@ -25,7 +26,9 @@
 // host when it is quiet (10-30 s when other tests load it).
 // The VM runs pppoe-server on eth0 or eth0.VLAN with pppd requiring PAP or
 // CHAP (secrets with the address column "*"), IPCP addresses from
-// Local/Remote, DNS (ms-dns, sent only when the client asks), IPv6CP, then
+// Local/Remote, DNS (ms-dns, sent only when the client asks; dnsmasq
+// answers on each of them from a hosts file: UpstreamName and
+// Config.Hosts, nothing else), IPv6CP, then
 // on the session's /64 dibbler-server with IA_NA and the delegated Prefix
 // routed over the session. The upstream host (Upstream4, Upstream6 on lo)
 // answers ping, serves /big over HTTP on port 80 (Image.BigSHA256) and on
@@ -38,7 +41,8 @@
 // Terminate-Request, then the relay a PADT) and a server that
 // stops answering LCP echo (VM.Freeze, VM.Thaw: SIGSTOP, SIGCONT), and
 // VM.SetPrefix changes the prefix the next session gets. QEMU runs
-// in its own process group, killed at the test's cleanup.
+// in its own process group, killed at the test's cleanup (or with the test
+// process: Pdeathsig, from an OS thread kept for it until QEMU exits).
 //
 // A test puts the VM's tap next to the box's WAN (a bridge, say) and waits
 // for the session:

@@ -228,11 +228,19 @@ func TestRunArchive(t *testing.T) {
 			"etc/ppp/isp-options":    {"require-chap", "mru 1400", "ms-dns 192.0.2.53", "lcp-echo-interval 2", "lcp-echo-failure 3"},
 			"etc/ispvm/env":          {"VLAN=7", `ACNAME='it'\''s'`},
 			"etc/ispvm/dibbler.conf": {"\toption dns-server 2001:db8::53"},
+			"etc/ispvm/hosts":        {"198.51.100.1 " + UpstreamName, "2001:db8:ffff::1 " + UpstreamName},
 		}},
 		{name: "kernel mode at 1500", cfg: Config{Tap: "t", KernelMode: true, MRU: 1500}, files: map[string][]string{
 			"etc/ppp/isp-options": {"mru 1500", "mtu 1500"},
 			"etc/ispvm/env":       {"KERNEL=1", "MRU=1500"},
 		}},
+		{name: "DNS on Local and lo, hosts", cfg: Config{Tap: "t", DNS: []netip.Addr{mustAddr("10.64.0.1"), mustAddr("192.0.2.53")},
+			Hosts: map[string][]netip.Addr{"b.example": {mustAddr("192.0.2.2")}, "a.example": {mustAddr("192.0.2.1"), mustAddr("2001:db8::1")}}},
+			files: map[string][]string{
+				"etc/ppp/isp-options": {"ms-dns 10.64.0.1", "ms-dns 192.0.2.53"},
+				"etc/ispvm/env":       {"DNSADDRS='192.0.2.53'"},
+				"etc/ispvm/hosts":     {"192.0.2.1 a.example", "2001:db8::1 a.example", "192.0.2.2 b.example"},
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
@@ -292,6 +300,8 @@ func TestValidate(t *testing.T) {
 		{name: "MRU above 1500", cfg: Config{Tap: "t", MRU: 1501, KernelMode: true}, err: "MRU 1501"},
 		{name: "quote", cfg: Config{Tap: "t", Password: `a"b`}, err: "quotes"},
 		{name: "Link6", cfg: Config{Tap: "t", Link6: mustPrefix("2001:db8::/48")}, err: "Link6"},
+		{name: "host name", cfg: Config{Tap: "t", Hosts: map[string][]netip.Addr{"a b": {mustAddr("192.0.2.1")}}}, err: "Hosts"},
+		{name: "host without address", cfg: Config{Tap: "t", Hosts: map[string][]netip.Addr{"a.example": nil}}, err: "Hosts"},
 	} {
 		c := tc.cfg
 		c.defaults()

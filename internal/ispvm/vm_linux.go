@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,7 +131,7 @@ func Boot(img *Image, cfg Config, dir string) (*VM, error) {
 	}
 	vm.cmd.Stderr = vm.cmd.Stdout
 	start := time.Now()
-	if err := vm.cmd.Start(); err != nil {
+	if err := vm.startPinned(); err != nil {
 		return nil, fmt.Errorf("ispvm: starting QEMU: %w", err)
 	}
 	go vm.readConsole(out)
@@ -177,6 +178,26 @@ func Boot(img *Image, cfg Config, dir string) (*VM, error) {
 	return vm, nil
 }
 
+// startPinned starts QEMU from a goroutine locked to its OS thread until
+// QEMU exits. Pdeathsig fires when the thread that forked the child ends,
+// not the process: Go ends a thread whose goroutine exits locked to it (a
+// dataplane worker stopping at a port restart, a netns helper), and a
+// QEMU forked from such a thread was killed with it, the tap losing its
+// carrier mid-test (TestEnginePPPoESwitchOn: 1 in ~5 runs before).
+func (vm *VM) startPinned() error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := vm.cmd.Start()
+		started <- err
+		if err == nil {
+			<-vm.exited
+		}
+	}()
+	return <-started
+}
+
 // writeInitrd writes the base initramfs with the run's archive appended.
 func writeInitrd(path, base string, cfg *Config) error {
 	run, err := runArchive(cfg)
@@ -194,8 +215,6 @@ func writeInitrd(path, base string, cfg *Config) error {
 }
 
 func (vm *VM) readConsole(r io.Reader) {
-	defer close(vm.exited)
-	defer vm.cmd.Wait()
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 64<<10), 1<<20)
 	for s.Scan() {
@@ -212,7 +231,13 @@ func (vm *VM) readConsole(r io.Reader) {
 		vm.cond.Broadcast()
 		vm.mu.Unlock()
 	}
+	err := vm.cmd.Wait() // how it ended, in the console (killed: see startPinned)
+	if err == nil {
+		err = errors.New("exit status 0")
+	}
 	vm.mu.Lock()
+	fmt.Fprintf(&vm.console, "ispvm: QEMU exited: %v\n", err)
+	close(vm.exited)
 	vm.cond.Broadcast()
 	vm.mu.Unlock()
 }

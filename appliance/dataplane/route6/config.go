@@ -44,6 +44,16 @@ type Config struct {
 	// Gateway is the WAN next hop (the ISP router's link-local address):
 	// set, or learnt from the WAN's router advertisements when invalid.
 	Gateway netip.Addr
+	// WANPointToPoint makes the WAN a point-to-point link (PPPoE, RFC
+	// 5072): no neighbour discovery there. The default route is the link
+	// itself while Gateway (the peer's link-local address, set while the
+	// link is up) is: no RA is needed, and one that comes still gives its
+	// prefixes for SLAAC but no default router. Frames to the WAN take
+	// WANPeerMAC as their destination without a lookup (the link's
+	// framing, e.g. the PPPoE session's, puts the peer's anyway), and the
+	// WAN's first address is the link-local one the link negotiated.
+	WANPointToPoint bool
+	WANPeerMAC      [6]byte
 	// ICMPRate is the number of ICMPv6 errors the box sends per second
 	// (RFC 4443 2.4 f); 0 means 100.
 	ICMPRate int
@@ -72,7 +82,9 @@ type snapshot struct {
 	host     int
 	lanNets  []netip.Prefix
 	deleg    []netip.Prefix
-	gateway  [16]byte // zero: learnt
+	gateway  [16]byte // zero: learnt (on a point-to-point WAN: no route)
+	ptp      bool     // the WAN is a point-to-point link
+	peerMAC  [6]byte  // its frames' destination
 	icmpRate int
 	scan     scanRates
 	src      [2][16]byte // the source of the box's ICMPv6 errors per side
@@ -82,7 +94,14 @@ type snapshot struct {
 }
 
 func (cfg *Config) check() (*snapshot, error) {
-	s := &snapshot{side: [2]Port{cfg.LAN, cfg.WAN}, host: cfg.Host, icmpRate: cfg.ICMPRate, scan: cfg.Scan.rates()}
+	s := &snapshot{side: [2]Port{cfg.LAN, cfg.WAN}, host: cfg.Host, icmpRate: cfg.ICMPRate, scan: cfg.Scan.rates(),
+		ptp: cfg.WANPointToPoint, peerMAC: cfg.WANPeerMAC}
+	if !s.ptp && s.peerMAC != ([6]byte{}) {
+		return nil, errors.New("a WAN peer MAC without a point-to-point WAN")
+	}
+	if s.peerMAC[0]&1 != 0 {
+		return nil, fmt.Errorf("WAN peer MAC %x is not unicast", s.peerMAC)
+	}
 	if s.icmpRate == 0 {
 		s.icmpRate = 100
 	}

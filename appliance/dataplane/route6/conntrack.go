@@ -2,6 +2,7 @@ package route6
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -234,6 +235,28 @@ func (t *conntrack) sweep(cursor *uint64, n int, now uint32) {
 		}
 		b.mu.Unlock()
 	}
+}
+
+// flushLAN frees the entries whose LAN address is in one of nets and
+// returns how many it freed.
+func (t *conntrack) flushLAN(nets []netip.Prefix) int {
+	if t.used.Load() == 0 || len(nets) == 0 {
+		return 0
+	}
+	n := 0
+	for i := range t.b {
+		b := &t.b[i]
+		b.mu.Lock()
+		for j := range b.e {
+			if e := &b.e[j]; e.state != stFree && inAny(nets, &e.key.lan) {
+				e.state = stFree
+				t.used.Add(-1)
+				n++
+			}
+		}
+		b.mu.Unlock()
+	}
+	return n
 }
 
 // Conn is a connection as Conns lists it.

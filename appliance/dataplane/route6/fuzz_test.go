@@ -35,16 +35,31 @@ func FuzzProcess(f *testing.F) {
 		eth(allNodesMAC, hostMAC, icmp(host2, a6("ff02::1"), 255, icmpNA, 0, 0x20000000, // an announced address
 			append(append(host2[:0:0], host2[:]...), optTLLA, 1, 2, 0, 0, 0, 0x0a, 0x11))),
 	}
+	seeds = append(seeds, fromAC(udp(pppPeer, pppLL, 547, 546)), fromAC(icmp(pppPeer, pppLL, 64, frame.ICMPv6EchoRequest, 0, 1, nil)))
 	for _, s := range seeds {
-		f.Add(s, false)
-		f.Add(s, true)
+		f.Add(s, false, false)
+		f.Add(s, true, false)
+		f.Add(s, false, true)
+		f.Add(s, true, true)
 	}
 	e := resolved(&testing.T{}, "")
 	if err := e.r.SetWANAddressing(WANAddressing{SLAAC: true, Secret: secret, NetIface: "wan0", DHCPv6: true,
 		Leased: []Leased{{netip.AddrFrom16(leased), Forever, Forever}}}, e.now); err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, pkt []byte, wan bool) {
+	// The same on a point-to-point WAN (a PPPoE session's).
+	r2, err := New(ptpConfig(true), Limits{MaxConns: 1024, Neighbours: 64, Pending: 8})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ptp := &env{t: &testing.T{}, r: r2, w: r2.NewWorker(nil), now: e.now}
+	ptp.settle()
+	lan := e
+	f.Fuzz(func(t *testing.T, pkt []byte, wan, p2p bool) {
+		e := lan
+		if p2p {
+			e = ptp
+		}
 		e.t = t
 		port := lanPort
 		if wan {

@@ -214,13 +214,16 @@ func (w *Worker) routerAdvert(s *snapshot, pkt []byte, f *frame.Frame) {
 		return
 	}
 	w.r.wan.raSeen.Store(true)
-	if has {
+	if has && !s.ptp {
 		w.r.neigh.learn(WAN, &f.IPv6.Src, lla, learnCreate, w.sec, w.now)
 	}
 	for o := pkt[f.L4Off+16 : f.L3End]; len(o) >= 8; o = o[int(o[1])*8:] { // ndpValid checked the lengths
 		if o[0] == optPrefix && o[1] == 4 {
 			w.prefixOption(o)
 		}
+	}
+	if s.ptp { // the default route is the link's
+		return
 	}
 	life := uint32(binary.BigEndian.Uint16(pkt[f.L4Off+6:]))
 	cur := w.r.gw.Load()
@@ -339,6 +342,11 @@ func (w *Worker) refreshProbes(s *snapshot) {
 // when that half is full the oldest of them makes room, so that a scan
 // does not crowd out another source's frame while its NS is answered.
 func (w *Worker) toNeighbour(s *snapshot, side Side, hop [16]byte, pkt []byte, kind lookupKind) Result {
+	if side == WAN && s.ptp { // no neighbours there: the link's peer
+		copy(pkt[0:6], s.peerMAC[:])
+		copy(pkt[6:12], s.side[side].MAC[:])
+		return Result{Action: routing.Forward, Port: s.side[side].ID, Frame: pkt}
+	}
 	mac, res, sol := w.r.neigh.resolve(side, &hop, w.sec, w.now, kind)
 	if sol {
 		w.solicit(s, side, hop)

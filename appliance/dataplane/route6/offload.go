@@ -157,6 +157,10 @@ func (r *Router) Offloadable(f Flow, now int64) (Offload, bool) {
 			return Offload{}, false
 		}
 	}
+	if out == WAN && s.ptp {
+		o.NextHopMAC = s.peerMAC
+		return o, s.peerMAC != ([6]byte{})
+	}
 	if o.NextHopMAC, ok = r.neigh.fresh(out, &o.NextHop, sec); !ok {
 		return Offload{}, false
 	}
@@ -184,6 +188,9 @@ func (n *neighbours) fresh(side Side, a *[16]byte, now uint32) ([6]byte, bool) {
 // it once stale, so that its answer keeps it fresh and its flows in the
 // kernel.
 func (r *Router) NeighbourFresh(side Side, addr [16]byte, mac [6]byte, now int64) bool {
+	if s := r.cfg.Load(); side == WAN && s != nil && s.ptp { // no neighbours: the link's peer
+		return s.peerMAC != ([6]byte{}) && mac == s.peerMAC
+	}
 	m, ok, probe := r.neigh.freshProbe(side, &addr, uint32(now/1e9))
 	if !ok || m != mac {
 		return false

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -90,9 +91,22 @@ func (r *Router) Config() Config {
 // SetPrefixes changes what a delegation decides, keeping the ports: the
 // LAN's prefixes, the delegated ones, and the box's global addresses on
 // the LAN (after its link-local ones, which stay). The WAN's come from
-// SetWANAddressing.
+// SetWANAddressing. On a point-to-point WAN (a PPPoE session) a
+// renumbering (a new delegation that no longer holds a prefix of the old
+// one: a new session's) flushes the connections of LAN addresses in the
+// prefixes it took away, whose replies the new session does not bring;
+// on another WAN they stay while their /64 is deprecated (the ISP may
+// route the old prefix until its lifetime ends).
 func (r *Router) SetPrefixes(lan, delegated []netip.Prefix, lanAddrs []netip.Addr) error {
 	cfg := r.Config()
+	var gone []netip.Prefix
+	if cfg.WANPointToPoint && len(delegated) > 0 {
+		for _, p := range cfg.Delegated {
+			if !slices.Contains(delegated, p) {
+				gone = append(gone, p.Masked())
+			}
+		}
+	}
 	cfg.LANPrefixes, cfg.Delegated = lan, delegated
 	var a []netip.Addr
 	for _, x := range cfg.LAN.Addrs {
@@ -101,7 +115,13 @@ func (r *Router) SetPrefixes(lan, delegated []netip.Prefix, lanAddrs []netip.Add
 		}
 	}
 	cfg.LAN.Addrs = append(a, lanAddrs...)
-	return r.SetConfig(cfg)
+	if err := r.SetConfig(cfg); err != nil {
+		return err
+	}
+	if r.ct.flushLAN(gone) > 0 {
+		r.changed() // the fast path's flows of them go too
+	}
+	return nil
 }
 
 // Gateway is the WAN next hop in use (configured or learnt), if any.
@@ -113,6 +133,9 @@ func (r *Router) Gateway(now int64) (netip.Addr, bool) {
 func (r *Router) gateway(s *snapshot, now uint32) ([16]byte, bool) {
 	if s.gateway != ([16]byte{}) {
 		return s.gateway, true
+	}
+	if s.ptp { // the link is down (or not up yet): no route
+		return [16]byte{}, false
 	}
 	if g := r.gw.Load(); g != nil && now < g.until {
 		return g.addr, true

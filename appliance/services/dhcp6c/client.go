@@ -58,10 +58,17 @@ func New(cfg Config, log *slog.Logger) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dhcp6c: %w", err)
 	}
-	c := &Client{cfg: cfg, rand: func() float64 { return 2*rand.Float64() - 1 }, duid: d, ll: LinkLocal(cfg.MAC)}
-	c.core = dhcpclient.NewCore[*Lease, dhcpclient.Frame]("dhcp6c", "wan dhcpv6", cfg.Interface, log, func() (dhcpclient.Transport, int, error) {
-		return dhcpclient.OpenIPv6(cfg.Interface, cfg.MAC, clientPort, cfg.VLAN)
-	})
+	c := &Client{cfg: cfg, rand: func() float64 { return 2*rand.Float64() - 1 }, duid: d, ll: cfg.LinkLocal}
+	if !c.ll.IsValid() {
+		c.ll = LinkLocal(cfg.MAC)
+	}
+	open := cfg.Open
+	if open == nil {
+		open = func() (dhcpclient.Transport, int, error) {
+			return dhcpclient.OpenIPv6(cfg.Interface, cfg.MAC, clientPort, cfg.VLAN)
+		}
+	}
+	c.core = dhcpclient.NewCore[*Lease, dhcpclient.Frame]("dhcp6c", "wan dhcpv6", cfg.Interface, log, open)
 	c.log = c.core.Log
 	return c, nil
 }

@@ -43,6 +43,19 @@ type Config struct {
 	// (ID, and PCP: the WAN's control priority), and only that VLAN's
 	// replies come in (ingressdrop hands them over). Zero: untagged.
 	VLAN dhcpclient.VLAN
+	// LinkLocal is the client's source address (it takes replies to it);
+	// invalid: the MAC's (LinkLocal). A PPPoE session's is the one IPv6CP
+	// negotiated.
+	LinkLocal netip.Addr
+	// SolicitKept asks for a kept lease again in a SOLICIT (as a hint)
+	// instead of confirming it with a REBIND: on a new link (a new PPPoE
+	// session) the server may not know the binding, and one that does
+	// hands the same prefix back.
+	SolicitKept bool
+	// Open, when set, opens the transport instead of the packet socket on
+	// Interface (which then only names the client in its logs): e.g. the
+	// PPPoE session's (dataplane.PPPoELink.DHCPv6). Its mtu is unused.
+	Open dhcpclient.Opener
 }
 
 // VendorClass is DHCPv6's vendor class option: the vendor's IANA
@@ -87,6 +100,9 @@ func (cfg *Config) check() error {
 	}
 	if cfg.PrefixLength != 0 && (cfg.PrefixLength < 48 || cfg.PrefixLength > 64) {
 		return fmt.Errorf("prefix length %d is not 0 or 48 to 64", cfg.PrefixLength)
+	}
+	if a := cfg.LinkLocal; a.IsValid() && (!a.Is6() || !a.IsLinkLocalUnicast() || a.Zone() != "") {
+		return fmt.Errorf("source %v is not an IPv6 link-local address", a)
 	}
 	if cfg.NoPrefix && !cfg.Address {
 		return errors.New("neither a prefix nor an address to ask for")

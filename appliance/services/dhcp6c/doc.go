@@ -44,8 +44,8 @@
 // once; a prefix the server stops mentioning is kept until its own valid
 // lifetime ends. At start an unexpired lease from the state directory is
 // confirmed with REBIND (RFC 8415 18.2.2: delegated prefixes are not
-// Confirmed); an expired one is still asked for again as a hint in the
-// SOLICIT. The DUID (DUID-LLT, made once and kept in the state directory;
+// Confirmed); an expired one, or any with Config.SolicitKept (a new
+// PPPoE session), is still asked for again as a hint in the SOLICIT. The DUID (DUID-LLT, made once and kept in the state directory;
 // DUID-LL of the MAC without one) and the IAID (the last four bytes of the
 // MAC) are the same across restarts, so the server hands out the same
 // prefix.

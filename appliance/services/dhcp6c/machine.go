@@ -84,7 +84,7 @@ func (m *machine) Start(now time.Time) {
 		switch {
 		case err != nil:
 			m.core.Fail(fmt.Errorf("lease file: %w", err))
-		case l != nil && now.Before(l.Expiry()) && m.asked(l):
+		case l != nil && !m.c.cfg.SolicitKept && now.Before(l.Expiry()) && m.asked(l):
 			m.hint = l
 			m.lease = l
 			m.core.SetLease(l)

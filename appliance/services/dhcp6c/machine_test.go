@@ -69,13 +69,22 @@ type fakeRun struct {
 
 func startFake(t *testing.T, cfg Config) *fakeRun {
 	t.Helper()
+	return startFakeWith(t, cfg, newFakeLink(), true)
+}
+
+// startFakeWith is startFake on link; open says the test opens it (else
+// cfg.Open does).
+func startFakeWith(t *testing.T, cfg Config, link *fakeLink, open bool) *fakeRun {
+	t.Helper()
 	c, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeRun{t: t, c: c, link: newFakeLink(), changes: make(chan change, 16),
+	f := &fakeRun{t: t, c: c, link: link, changes: make(chan change, 16),
 		server: &dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: ispMAC}}
-	c.core.Open = func() (dhcpclient.Transport, int, error) { return f.link, 1500, nil }
+	if open {
+		c.core.Open = func() (dhcpclient.Transport, int, error) { return f.link, 1500, nil }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

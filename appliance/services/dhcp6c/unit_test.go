@@ -40,6 +40,9 @@ func TestConfigCheck(t *testing.T) {
 		{"VLAN 7, priority 6", Config{Interface: "wan", MAC: boxMAC, VLAN: dhcpclient.VLAN{ID: 7, PCP: 6}}, true},
 		{"VLAN 4095", Config{Interface: "wan", MAC: boxMAC, VLAN: dhcpclient.VLAN{ID: 4095}}, false},
 		{"priority without a VLAN", Config{Interface: "wan", MAC: boxMAC, VLAN: dhcpclient.VLAN{PCP: 6}}, false},
+		{"IPv6CP's link-local", Config{Interface: "wan", MAC: boxMAC, LinkLocal: netip.MustParseAddr("fe80::1c:2d:3e:4f")}, true},
+		{"a global source", Config{Interface: "wan", MAC: boxMAC, LinkLocal: netip.MustParseAddr("2001:db8::1")}, false},
+		{"a zoned source", Config{Interface: "wan", MAC: boxMAC, LinkLocal: netip.MustParseAddr("fe80::1%ppp0")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.check()

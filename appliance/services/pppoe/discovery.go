@@ -38,6 +38,7 @@ func (e *engine) sendPADI() {
 	e.maxPayloadTag(d)
 	e.out(d.frame())
 	e.discNext = e.now.Add(e.discWait)
+	e.skipped.padiSent()
 }
 
 // sendPADR requests a session from the chosen AC, echoing its AC-Cookie and
@@ -65,12 +66,14 @@ func (e *engine) discTick() {
 	}
 	e.discWait = min(2*e.discWait, padiCap)
 	if !e.padrSent {
+		e.skipped.padiUnanswered()
 		e.sendPADI()
 		return
 	}
 	e.padrN++
 	if e.padrN >= padrTries {
 		e.log.Info("pppoe: no PADS; discovery starts over", "ac", e.ac.name)
+		e.skipped.add(e.ac.mac)
 		e.startDiscovery()
 		return
 	}
@@ -86,7 +89,7 @@ func (e *engine) discoveryInput(frame []byte) {
 	}
 	switch d.code {
 	case codePADO:
-		if e.phase != PhaseDiscovery || e.padrSent || !e.acceptable(&d) {
+		if e.phase != PhaseDiscovery || e.padrSent || !e.acceptable(&d) || e.skipped.skip(d.src) {
 			e.st.Ignored++
 			return
 		}
@@ -108,6 +111,7 @@ func (e *engine) discoveryInput(frame []byte) {
 		}
 		switch {
 		case d.errTag != 0:
+			e.skipped.add(e.ac.mac)
 			e.drop(fmt.Sprintf("PADS: %s: %s", errTagName(d.errTag), printable(d.errMsg)), false, false)
 		case d.sessionID == 0:
 			e.drop("PADS without a session ID", false, false)

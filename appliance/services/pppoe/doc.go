@@ -17,6 +17,11 @@
 // applies; cancelling Run's context sends the AC a PADT. VLAN tags and
 // their priority (PCP) for the control frames are the caller's.
 //
+// Discovery takes the first acceptable PADO (Config.ACName and Service
+// filter them), passing over ACs whose offer led nowhere before (no PADS,
+// or a PADS error: skipac.go) while others answer, so that a rogue or
+// broken AC answering first cannot wedge the client.
+//
 // One goroutine (Client.Run) runs the engine; the engine itself is
 // synchronous and takes the time as an argument, so tests drive it on a
 // virtual clock. The PPP negotiation automaton is RFC 1661's (fsm.go),

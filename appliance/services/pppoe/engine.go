@@ -31,6 +31,7 @@ type engine struct {
 	discWait time.Duration
 	padrN    int
 	ac       acOffer
+	skipped  skippedACs // ACs whose offers led nowhere (skipac.go)
 	session  uint16
 	linkMax  uint16 // the largest PPP payload the session carries
 

@@ -129,3 +129,116 @@ func FuzzInput(f *testing.F) {
 		}
 	})
 }
+
+// stubLayer is an fsmLayer that accepts every option: FuzzFSMInput tests
+// the automaton's own parsing.
+type stubLayer struct{}
+
+func (stubLayer) addOptions(b []byte) []byte                        { return b }
+func (stubLayer) checkRequest(_, out []byte, _ bool) (byte, []byte) { return confAck, out }
+func (stubLayer) gotAck([]byte)                                     {}
+func (stubLayer) gotNak([]byte)                                     {}
+func (stubLayer) gotRej([]byte)                                     {}
+func (stubLayer) up()                                               {}
+func (stubLayer) down()                                             {}
+func (stubLayer) started()                                          {}
+func (stubLayer) finished()                                         {}
+func (stubLayer) extra(byte, byte, []byte) bool                     { return false }
+
+// checkCtl fails unless pkt is a well-formed control packet whose
+// options (for the configure codes of an automaton's packet) walk.
+func checkCtl(t *testing.T, what string, pkt []byte, options bool) {
+	t.Helper()
+	code, _, data, ok := ctlPacket(pkt)
+	if !ok || int(binary.BigEndian.Uint16(pkt[2:])) != len(pkt) {
+		t.Fatalf("%s: malformed control packet %x", what, pkt)
+	}
+	if options && code >= confReq && code <= confRej && walkOptions(data, func(byte, []byte) error { return nil }) != nil {
+		t.Fatalf("%s: malformed options in %x", what, pkt)
+	}
+}
+
+// FuzzFSMInput: in every state the automaton takes any control packet
+// without panicking, refuses exactly the malformed ones (a bad length,
+// or a Configure-Request whose options do not walk), stays in a known
+// state, and what it sends is well-formed and bounded.
+func FuzzFSMInput(f *testing.F) {
+	f.Add(uint8(stOpened), []byte{confReq, 1, 0, 8, 1, 4, 5, 212})
+	f.Add(uint8(stReqSent), []byte{confAck, 0, 0, 4})
+	f.Add(uint8(stAckSent), []byte{confNak, 0, 0, 7, 1, 3, 5})
+	f.Add(uint8(stOpened), []byte{termReq, 3, 0, 4})
+	f.Add(uint8(stOpened), []byte{99, 3, 0, 6, 1, 2})
+	f.Add(uint8(stClosing), []byte{codeRej, 3, 0, 5, confReq})
+	f.Add(uint8(stOpened), []byte{confReq, 1, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, state uint8, pkt []byte) {
+		var sent [][]byte
+		fm := newFSM(protoLCP, stubLayer{}, func(_ uint16, p []byte) { sent = append(sent, p) }, defaultFSMParams())
+		fm.state = fsmState(state % uint8(len(stateNames)))
+		now := time.Unix(1e9, 0)
+		err := fm.input(now, pkt)
+		malformed := len(pkt) < 4 || binary.BigEndian.Uint16(pkt[2:]) < 4 || int(binary.BigEndian.Uint16(pkt[2:])) > len(pkt)
+		if malformed != (err != nil) && !(err != nil && pkt[0] == confReq) {
+			t.Fatalf("state %v, packet %x: error %v, malformed %v", fsmState(state%uint8(len(stateNames))), pkt, err, malformed)
+		}
+		if int(fm.state) >= len(stateNames) {
+			t.Fatalf("state %d after %x", fm.state, pkt)
+		}
+		for _, p := range sent {
+			if len(p) > 1500 {
+				t.Fatalf("sent %d bytes in answer to %d", len(p), len(pkt))
+			}
+			checkCtl(t, "sent", p, true)
+		}
+	})
+}
+
+// FuzzAuthInput: PAP and CHAP packets, in the authentication phase and
+// with the session up, never panic, and the answers (a CHAP response)
+// are well-formed session frames (or the PADT of a failure).
+func FuzzAuthInput(f *testing.F) {
+	f.Add(false, false, []byte{papAuthAck, 1, 0, 5, 0})
+	f.Add(false, false, []byte{papAuthNak, 1, 0, 9, 4, 'n', 'o', 'p', 'e'})
+	f.Add(true, false, []byte{chapChall, 7, 0, 10, 4, 1, 2, 3, 4, 'x'})
+	f.Add(true, true, []byte{chapChall, 8, 0, 6, 200, 1})
+	f.Add(true, true, []byte{chapFailure, 8, 0, 7, 'b', 'y', 'e'})
+	f.Fuzz(func(t *testing.T, chap, up bool, p []byte) {
+		var sent [][]byte
+		e := newEngine(testConfigOK(t), func(b []byte) { sent = append(sent, b) })
+		e.now = time.Unix(1e9, 0)
+		e.ac = acOffer{mac: [6]byte{2, 0, 0, 0, 0xac, 1}, name: "isp"}
+		e.startSession(0x42, 0)
+		e.lcpL.auth = protoPAP
+		if chap {
+			e.lcpL.auth = protoCHAP
+		}
+		e.lcp.state = stOpened
+		e.lcpUp()
+		if up {
+			e.authOK()
+		}
+		sent = nil
+		if chap {
+			e.chapInput(p)
+		} else {
+			e.papInput(p)
+		}
+		if code, _, data, ok := ctlPacket(p); ok && len(data) > len(p)-4 {
+			t.Fatalf("ctlPacket: code %d with %d bytes of data from a %d-byte packet", code, len(data), len(p))
+		}
+		for _, fr := range sent {
+			if binary.BigEndian.Uint16(fr[12:]) == EtherTypeDiscovery { // the PADT of a failure
+				if d, err := parseDiscovery(fr); err != nil || d.code != codePADT || d.sessionID != 0x42 {
+					t.Fatalf("sent %x: %v, want a PADT of session 0x42", fr, err)
+				}
+				continue
+			}
+			id, proto, pkt, ok := ParseSessionHeader(fr[ethHeaderLen:])
+			if !ok || id != 0x42 {
+				t.Fatalf("sent %x: not a frame of session 0x42", fr)
+			}
+			if proto == protoCHAP || proto == protoPAP {
+				checkCtl(t, "auth answer", pkt, false)
+			}
+		}
+	})
+}
