@@ -39,7 +39,7 @@ const BigSize = 10 << 20
 
 // layout versions the base initramfs's layout: bump it when the build
 // changes, so a cache entry of an older build is not reused.
-const layout = "8"
+const layout = "9"
 
 // vmPackages are the Debian packages of the VM besides the kernel.
 // dibbler-server delegates prefixes from a pool (pd-pool) on any
@@ -48,11 +48,12 @@ const layout = "8"
 // wide-dhcpv6-server delegates only per client DUID, kea needs boost and
 // log4cplus, dnsmasq cannot delegate. dnsmasq-base is the upstream DNS
 // server IPCP names (Debian's busybox-static has no dnsd applet).
-var vmPackages = []string{"busybox-static", "ppp", "pppoe", "dibbler-server", "dibbler-client", "dnsmasq-base"}
+var vmPackages = []string{"busybox-static", "ppp", "pppoe", "dibbler-server", "dibbler-client", "dnsmasq-base",
+	"iperf3", "libiperf0", "libsctp1"}
 
 // vmPrograms are the programs the initramfs holds besides busybox.
 var vmPrograms = []string{"usr/sbin/pppd", "usr/sbin/pppoe", "usr/sbin/pppoe-server", "usr/sbin/dibbler-server", "usr/sbin/dibbler-client",
-	"usr/lib/pppd/2.4.9/rp-pppoe.so", "usr/sbin/dnsmasq"}
+	"usr/lib/pppd/2.4.9/rp-pppoe.so", "usr/sbin/dnsmasq", "usr/bin/iperf3"}
 
 // vmModules are the kernel modules the VM loads (with their dependencies).
 var vmModules = []string{"e1000", "8021q", "ppp_async", "pppoe"}

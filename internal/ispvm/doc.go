@@ -3,7 +3,7 @@
 // This machine's kernel has no PPP and no 802.1Q devices, so the ISP runs
 // in its own kernel: Debian's linux-image-6.1.0-*-amd64 (the one
 // linux-image-amd64 depends on), with busybox-static, ppp (pppd 2.4.9),
-// pppoe (rp-pppoe 3.15's pppoe-server), dibbler-server (DHCPv6 with
+// pppoe (rp-pppoe 3.15's pppoe-server), iperf3, dibbler-server (DHCPv6 with
 // prefix delegation; ISC dhcpd -6 refuses ppp devices, wide-dhcpv6 delegates
 // only per client DUID, kea needs boost and log4cplus, dnsmasq cannot
 // delegate) and dnsmasq-base (the ISP's DNS server: Debian's busybox has no
@@ -55,7 +55,17 @@
 //	// … start the box with its WAN on ns …
 //	if _, err := vm.WaitEvent(60*time.Second, "up"); err != nil { … }
 //
-// RFC 4638 (MRU 1500) is not available: Debian's pppoe-server has no
-// kernel mode and its user-mode relay drops 1500-byte packets; Config
-// refuses an MRU above 1492.
+// Config.KernelMode replaces pppoe-server with acd (./acd, a static Go
+// program built at test time and added to the run's archive): it answers
+// PADI and PADR itself (AC-Name, Service-Name, Host-Uniq and
+// Relay-Session-Id echoed) and starts a pppd per session attached to it
+// in the kernel (rp-pppoe.so's rp_pppoe_sess, as pppoe-server -k does;
+// Debian's pppoe-server is built without -k, and its user-mode pty relay
+// drops 1500-byte packets). It sends a PADT when a session's pppd exits
+// and ends the pppd on the client's PADT. With it Config.MRU may be RFC
+// 4638's 1500: acd then echoes a client's PPP-Max-Payload tag and eth0
+// runs at MTU 1508 (the caller's tap and bridge must carry 1508 too).
+// Without KernelMode Config refuses an MRU above 1492.
+//
+// The upstream host also runs an iperf3 server (port 5201).
 package ispvm

@@ -230,6 +230,10 @@ func TestRunArchive(t *testing.T) {
 			"etc/ispvm/dibbler.conf": {"\toption dns-server 2001:db8::53"},
 			"etc/ispvm/hosts":        {"198.51.100.1 " + UpstreamName, "2001:db8:ffff::1 " + UpstreamName},
 		}},
+		{name: "kernel mode at 1500", cfg: Config{Tap: "t", KernelMode: true, MRU: 1500}, files: map[string][]string{
+			"etc/ppp/isp-options": {"mru 1500", "mtu 1500"},
+			"etc/ispvm/env":       {"KERNEL=1", "MRU=1500"},
+		}},
 		{name: "DNS on Local and lo, hosts", cfg: Config{Tap: "t", DNS: []netip.Addr{mustAddr("10.64.0.1"), mustAddr("192.0.2.53")},
 			Hosts: map[string][]netip.Addr{"b.example": {mustAddr("192.0.2.2")}, "a.example": {mustAddr("192.0.2.1"), mustAddr("2001:db8::1")}}},
 			files: map[string][]string{
@@ -264,6 +268,9 @@ func TestRunArchive(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "etc/inittab")); err != nil {
 				t.Errorf("the scripts are missing: %v", err)
 			}
+			if fi, err := os.Stat(filepath.Join(dir, "usr/sbin/acd")); c.KernelMode != (err == nil) || err == nil && fi.Mode()&0o111 == 0 {
+				t.Errorf("usr/sbin/acd: %v, %v; want an executable with KernelMode %v", fi, err, c.KernelMode)
+			}
 		})
 	}
 }
@@ -289,6 +296,8 @@ func TestValidate(t *testing.T) {
 		{name: "bad MAC", cfg: Config{Tap: "t", MAC: "52:54"}, err: "MAC"},
 		{name: "VLAN", cfg: Config{Tap: "t", VLAN: 4095}, err: "VLAN 4095"},
 		{name: "MRU", cfg: Config{Tap: "t", MRU: 1500}, err: "MRU 1500"},
+		{name: "RFC 4638 in kernel mode", cfg: Config{Tap: "t", MRU: 1500, KernelMode: true}},
+		{name: "MRU above 1500", cfg: Config{Tap: "t", MRU: 1501, KernelMode: true}, err: "MRU 1501"},
 		{name: "quote", cfg: Config{Tap: "t", Password: `a"b`}, err: "quotes"},
 		{name: "Link6", cfg: Config{Tap: "t", Link6: mustPrefix("2001:db8::/48")}, err: "Link6"},
 		{name: "host name", cfg: Config{Tap: "t", Hosts: map[string][]netip.Addr{"a b": {mustAddr("192.0.2.1")}}}, err: "Hosts"},
