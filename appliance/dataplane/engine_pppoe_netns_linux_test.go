@@ -52,16 +52,30 @@ func newPPPoEBox(t *testing.T, vmc ispvm.Config, fp FastPathMode) *pppoeBox {
 		b.cfg.NAT.WANVLAN = WANVLAN{ID: uint16(vmc.VLAN), ControlPCP: 6}
 	}
 	b.e = tp.engine(&b.cfg)
+	b.runClient(slog.LevelInfo, nil)
+	return b
+}
+
+// runClient runs a PPPoE client for the VM's user over the engine's
+// endpoint until the test's end, logging from level on, its events to
+// b.events; cc, if not nil, adjusts its config.
+func (b *pppoeBox) runClient(level slog.Level, cc func(*pppoe.Config)) {
+	t := b.t
+	t.Helper()
 	link := b.e.PPPoE()
-	c, err := pppoe.New(link, pppoe.Config{User: vm.Config.User, Password: vm.Config.Password, MAC: link.MAC(),
+	cfg := pppoe.Config{User: b.vm.Config.User, Password: b.vm.Config.Password, MAC: link.MAC(),
 		EchoInterval: time.Second, EchoFailures: 3, Backoff: 200 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(t.Output(), nil)),
+		Log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level})),
 		OnEvent: func(ev pppoe.Event) {
 			select {
 			case b.events <- ev:
 			default:
 			}
-		}})
+		}}
+	if cc != nil {
+		cc(&cfg)
+	}
+	c, err := pppoe.New(link, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +85,6 @@ func newPPPoEBox(t *testing.T, vmc ispvm.Config, fp FastPathMode) *pppoeBox {
 	go func() { c.Run(ctx); done <- struct{}{} }()
 	go func() { link.Receive(ctx, c.Input); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
-	return b
 }
 
 // apply makes the engine's WAN the session of st, as plane.SetPPPoE does.

@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"context"
 	"encoding/binary"
 	"log/slog"
 	"math/rand/v2"
@@ -54,29 +53,7 @@ func newHostileWAN(t *testing.T, vmc ispvm.Config, cc func(*pppoe.Config)) *host
 		NAT:   &NAT{LANAddr: netip.MustParsePrefix("10.42.0.254/24"), WANPPPoE: true},
 	}
 	b.e = tp.engine(&b.cfg)
-	link := b.e.PPPoE()
-	ccfg := pppoe.Config{User: vm.Config.User, Password: vm.Config.Password, MAC: link.MAC(),
-		EchoInterval: time.Second, EchoFailures: 3, Backoff: 200 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-		OnEvent: func(ev pppoe.Event) {
-			select {
-			case b.events <- ev:
-			default:
-			}
-		}}
-	if cc != nil {
-		cc(&ccfg)
-	}
-	c, err := pppoe.New(link, ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.client = c
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { c.Run(ctx); done <- struct{}{} }()
-	go func() { link.Receive(ctx, c.Input); done <- struct{}{} }()
-	t.Cleanup(func() { cancel(); <-done; <-done })
+	b.runClient(slog.LevelWarn, cc)
 	return &hostileWAN{pppoeBox: b, isp: isp, inject: isp.OpenPackets(t, "wan0", false)}
 }
 

@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"context"
 	"log/slog"
 	"net/netip"
 	"testing"
@@ -46,25 +45,7 @@ func TestEnginePPPoESwitchOn(t *testing.T) {
 			}
 			t.Logf("PPPoE switched on in %v", time.Since(start).Round(time.Millisecond))
 			b.cfg = on
-			link := b.e.PPPoE()
-			c, err := pppoe.New(link, pppoe.Config{User: vm.Config.User, Password: vm.Config.Password, MAC: link.MAC(),
-				EchoInterval: time.Second, EchoFailures: 3, Backoff: 200 * time.Millisecond,
-				Log: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-				OnEvent: func(ev pppoe.Event) {
-					select {
-					case b.events <- ev:
-					default:
-					}
-				}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.client = c
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{}, 2)
-			go func() { c.Run(ctx); done <- struct{}{} }()
-			go func() { link.Receive(ctx, c.Input); done <- struct{}{} }()
-			t.Cleanup(func() { cancel(); <-done; <-done })
+			b.runClient(slog.LevelWarn, nil)
 			st := b.waitUp(60 * time.Second)
 			t.Logf("session up %v after the switch", time.Since(start).Round(time.Millisecond))
 			if err := tp.ping(1, vm.Config.Upstream4.String()); err != nil {

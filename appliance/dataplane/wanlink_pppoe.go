@@ -187,6 +187,15 @@ func (w *fwd) pppoeAdmit(b []byte) bool {
 // the WAN VLAN's tag, if any, the session header, b's IP packet.
 func (w *fwd) pppoeEmit(tx txPort, b []byte) bool {
 	l := &w.set.wan
+	n := l.sessionFrame(tx.TxSlot(), b, l.tci)
+	return n > 0 && tx.TxCommit(n)
+}
+
+// sessionFrame writes the untagged IPv4 or IPv6 frame b into out as a
+// session frame to the AC, from b's source MAC: tagged with tci on a
+// VLAN, the session header, b's IP packet. It returns the frame's length,
+// 0 when out is too short.
+func (l *wanLink) sessionFrame(out, b []byte, tci uint16) int {
 	proto := uint16(pppIPv4)
 	if binary.BigEndian.Uint16(b[12:]) == frame.EtherTypeIPv6 {
 		proto = pppIPv6
@@ -197,18 +206,17 @@ func (w *fwd) pppoeEmit(tx txPort, b []byte) bool {
 	}
 	ip := b[frame.EthernetHeaderLen:]
 	n := hl + 2 + pppoeHeaderLen + len(ip)
-	slot := tx.TxSlot()
-	if len(slot) < n {
-		return false
+	if len(out) < n {
+		return 0
 	}
-	copy(slot[0:6], l.ppp.ac[:])
-	copy(slot[6:12], b[6:12])
+	copy(out[0:6], l.ppp.ac[:])
+	copy(out[6:12], b[6:12])
 	if l.vid != 0 {
-		binary.BigEndian.PutUint16(slot[12:], frame.EtherTypeVLAN)
-		binary.BigEndian.PutUint16(slot[14:], l.tci)
+		binary.BigEndian.PutUint16(out[12:], frame.EtherTypeVLAN)
+		binary.BigEndian.PutUint16(out[14:], tci)
 	}
-	binary.BigEndian.PutUint16(slot[hl:], EtherTypePPPoESession)
-	putPPPoESession(slot[hl+2:], l.ppp.sid, proto, len(ip))
-	copy(slot[hl+2+pppoeHeaderLen:], ip)
-	return tx.TxCommit(n)
+	binary.BigEndian.PutUint16(out[hl:], EtherTypePPPoESession)
+	putPPPoESession(out[hl+2:], l.ppp.sid, proto, len(ip))
+	copy(out[hl+2+pppoeHeaderLen:], ip)
+	return n
 }

@@ -69,25 +69,11 @@ func (l *PPPoELink) sendIPv6(b []byte) error {
 	if w.ppp.sid == 0 {
 		return errors.New("dataplane: PPPoE endpoint: no session up")
 	}
-	hl := 12
-	if w.vid != 0 {
-		hl += frame.VLANTagLen
-	}
-	ip := b[eth:]
-	n := hl + 2 + pppoeHeaderLen + len(ip)
-	if n > len(l.buf) {
-		return fmt.Errorf("dataplane: PPPoE endpoint: an IPv6 packet of %d bytes", len(ip))
+	n := w.sessionFrame(l.buf, b, w.ctlTCI)
+	if n == 0 {
+		return fmt.Errorf("dataplane: PPPoE endpoint: an IPv6 packet of %d bytes", len(b)-eth)
 	}
 	out := l.buf[:n]
-	copy(out[0:6], w.ppp.ac[:])
-	copy(out[6:12], b[6:12])
-	if w.vid != 0 {
-		binary.BigEndian.PutUint16(out[12:], frame.EtherTypeVLAN)
-		binary.BigEndian.PutUint16(out[14:], w.ctlTCI)
-	}
-	binary.BigEndian.PutUint16(out[hl:], EtherTypePPPoESession)
-	putPPPoESession(out[hl+2:], w.ppp.sid, pppIPv6, len(ip))
-	copy(out[hl+2+pppoeHeaderLen:], ip)
 	to := &unix.SockaddrLinklayer{Ifindex: l.ifindex, Halen: 6}
 	copy(to.Addr[:], w.ppp.ac[:])
 	if err := unix.Sendto(l.fd, out, 0, to); err != nil {

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"bytes"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,17 +36,24 @@ func TestRoute6PPPoE(t *testing.T) {
 		{"Ethernet WAN", NAT{IPv6Gateway: netip.MustParseAddr("fe80::1"), WANMTU: 1400},
 			want{Gateway: netip.MustParseAddr("fe80::1"), LL: macLL, MTU: 1400}},
 		{"PPPoE, no session", NAT{WANPPPoE: true, IPv6Gateway: netip.MustParseAddr("fe80::1")},
-			want{PtP: true, LL: macLL, MTU: 1500}},
+			want{PtP: true, LL: macLL, MTU: 1492}}, // the session header's 8 bytes off the port's
 		{"PPPoE, IPv4 only", NAT{WANPPPoE: true, WANMTU: 1492, PPPoESession: PPPoESession{ID: 7, ACMAC: macAC}},
 			want{PtP: true, LL: macLL, MTU: 1492}},
 		{"PPPoE with IPv6CP", NAT{WANPPPoE: true, WANMTU: 1492,
 			PPPoESession: PPPoESession{ID: 7, ACMAC: macAC, LocalLinkLocal: local, PeerLinkLocal: peer}},
+			want{PtP: true, PeerMAC: macAC, Gateway: peer, LL: local, MTU: 1492}},
+		{"PPPoE with IPv6CP, RFC 4638 on a 1500-byte port", NAT{WANPPPoE: true, WANMTU: 1500,
+			PPPoESession: PPPoESession{ID: 8, ACMAC: macAC, LocalLinkLocal: local, PeerLinkLocal: peer}},
 			want{PtP: true, PeerMAC: macAC, Gateway: peer, LL: local, MTU: 1492}},
 		{"PPPoE with IPv6CP, RFC 4638", NAT{WANPPPoE: true, WANMTU: 1500,
 			PPPoESession: PPPoESession{ID: 8, ACMAC: macAC, LocalLinkLocal: local, PeerLinkLocal: peer}},
 			want{PtP: true, PeerMAC: macAC, Gateway: peer, LL: local, MTU: 1500}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			p := p
+			if strings.HasSuffix(tc.name, "RFC 4638") {
+				p.wanMTU = 1508 // plane gives the port the session's MRU + 8
+			}
 			r, err := newRoute6(p, &NAT{})
 			if err != nil {
 				t.Fatal(err)
