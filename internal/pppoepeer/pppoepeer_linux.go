@@ -38,8 +38,8 @@ type Counts struct {
 const (
 	tcxNext     = -1 // on to the interface's next tcx program (vlanpeer's), if any
 	tcActShot   = 2
-	offLen      = 0  // offsetof(struct __sk_buff, len)
-	offProtocol = 16 // offsetof(struct __sk_buff, protocol)
+	offLen      = 0   // offsetof(struct __sk_buff, len)
+	offProtocol = 16  // offsetof(struct __sk_buff, protocol)
 	hdr         = -32 // the 22 bytes of MACs and session header on the stack
 	pppoeLen    = 8
 )

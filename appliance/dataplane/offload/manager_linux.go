@@ -137,7 +137,7 @@ type Manager struct {
 	gw6ok   bool
 	ppp     pppSession // the PPPoE session the program was told of (pppoe_linux.go)
 	gen     uint64     // the rule table the bridged flows were judged by
-	flagsOK bool   // its forward chain does not match TCP flags
+	flagsOK bool       // its forward chain does not match TCP flags
 	slots   slotTable
 
 	// mark counts, by connection hash, the NAT and IPv6 flows installed
