@@ -191,3 +191,83 @@ func diffPunts(a, b [NumPunts]uint64) map[Punt]uint64 {
 	}
 	return d
 }
+
+// FuzzFastPathPPPoE feeds arbitrary frames, mostly PPPoE session frames
+// from the AC, to the tcx program with the session set and a NAT flow
+// (PPPoEIn) installed for the key of the IPv4 frame the slow path's
+// pppoeIn would make of it. Whatever the program forwards must be a frame
+// of the session, from the AC, of PPP IPv4, unpadded, that package nat
+// accepts, and come out as the slow path's decapsulation and rewrite,
+// byte for byte; the socket filter must decide as the tcx program does.
+// Run as root.
+func FuzzFastPathPPPoE(f *testing.F) {
+	h := frametest.IPv4{Src: server, Dst: wanAddr, TTL: 64}
+	in := func(ip []byte) []byte { return pppoeFrame(frametest.Frame(routerWAN, acMAC, frame.EtherTypeIPv4, ip), testSession) }
+	for _, seed := range [][]byte{
+		in(h.UDPPacket(53, 1024, make([]byte, 20))),
+		in(h.TCPPacket(frametest.TCP{SrcPort: 443, DstPort: 1024, Seq: 1, Ack: 2, Flags: frame.TCPAck, Window: 100}, []byte("data"))),
+		in(h.ICMPPacket(frame.ICMPEchoReply, 0, 0x12340001, nil)),
+		append(in(h.UDPPacket(53, 1024, nil)), 0, 0),
+		make([]byte, 70),
+	} {
+		f.Add(seed, uint16(4321))
+	}
+	p := load(f, ModeTCX)
+	if err := p.SetPPPoE(testSession, acMAC); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, newPort uint16) {
+		if len(b) < 22 || len(b) > 2000 {
+			return
+		}
+		// The slow path's view: pppoeIn's checks and decapsulation.
+		sid, proto, n := binary.BigEndian.Uint16(b[16:]), binary.BigEndian.Uint16(b[20:]), int(binary.BigEndian.Uint16(b[18:]))-2
+		session := binary.BigEndian.Uint16(b[12:]) == 0x8864 && b[14] == 0x11 && b[15] == 0 && n >= 0 && 22+n <= len(b) &&
+			sid == testSession && proto == 0x0021 && [6]byte(b[6:12]) == acMAC
+		var u []byte
+		var pf frame.Frame
+		var key NATKey
+		var fl NATFlow
+		nat := false
+		if session {
+			u = unpppoe(b[:22+n])
+			if frame.Parse(u, &pf) == nil && pf.IsIPv4() && pf.L4Off != 0 && pf.NTags == 0 &&
+				(pf.Proto == frame.ProtoTCP || pf.Proto == frame.ProtoUDP) {
+				nat = true
+				key = NATKey{Ifindex: 1, Src: pf.IPv4.Src, Dst: pf.IPv4.Dst, Proto: pf.Proto}
+				if pf.Proto == frame.ProtoTCP {
+					key.SrcPort, key.DstPort = pf.TCP.SrcPort, pf.TCP.DstPort
+				} else {
+					key.SrcPort, key.DstPort = pf.UDP.SrcPort, pf.UDP.DstPort
+				}
+				fl = NATFlow{DstMAC: hostMAC, SrcMAC: routerLAN, InDstMAC: pf.Dst, Src: pf.IPv4.Src, Dst: lanHost,
+					SrcPort: key.SrcPort, DstPort: newPort, OutIfindex: 3, Slot: 5, MaxFrame: 1514, MaxIP: 1500,
+					PPPoEIn: true, PPPoESession: testSession}
+				if err := p.PutNAT(key, fl); err != nil {
+					t.Fatal(err)
+				}
+				defer p.DeleteNAT(key)
+			}
+		}
+		ret, out, err := tryRun(p.progs.TCX, b)
+		if err != nil {
+			return // the kernel's test harness refuses some short frames
+		}
+		fret, _, ferr := tryRun(p.progs.Filter, asTapped(b))
+		if ferr == nil && (fret == 0) != (ret == retRedirect) {
+			t.Fatalf("the filter returned %d (0: kept out of the rings), the tcx program %d\nframe % x", fret, ret, b)
+		}
+		if ret != retRedirect {
+			if !bytes.Equal(out, b) {
+				t.Fatalf("a frame left to the slow path was changed:\nin  % x\nout % x", b, out)
+			}
+			return
+		}
+		if !nat || 22+n != len(b) || !natAcceptable(u, &pf, fl) {
+			t.Fatalf("forwarded a frame the slow path would not forward as an established session frame: % x", b)
+		}
+		if want := slowRewrite(t, u, fl); !bytes.Equal(out, want) {
+			t.Fatalf("decapsulation and rewrite differ\nframe % x\nslow  % x\nfast  % x", b, want, out)
+		}
+	})
+}
