@@ -203,7 +203,9 @@ func diffPunts(a, b [NumPunts]uint64) map[Punt]uint64 {
 // Run as root.
 func FuzzFastPathPPPoE(f *testing.F) {
 	h := frametest.IPv4{Src: server, Dst: wanAddr, TTL: 64}
-	in := func(ip []byte) []byte { return pppoeFrame(frametest.Frame(routerWAN, acMAC, frame.EtherTypeIPv4, ip), testSession) }
+	in := func(ip []byte) []byte {
+		return pppoeFrame(frametest.Frame(routerWAN, acMAC, frame.EtherTypeIPv4, ip), testSession)
+	}
 	for _, seed := range [][]byte{
 		in(h.UDPPacket(53, 1024, make([]byte, 20))),
 		in(h.TCPPacket(frametest.TCP{SrcPort: 443, DstPort: 1024, Seq: 1, Ack: 2, Flags: frame.TCPAck, Window: 100}, []byte("data"))),
