@@ -25,7 +25,8 @@ type pppSession struct {
 
 // syncPPPoE tells the program the WAN link's PPPoE session in set (none
 // when the WAN is no PPPoE link) if it changed, and evicts the NAT flows
-// of another session. It runs under the manager's lock.
+// of another session (all of them for a new AC). It runs under the
+// manager's lock.
 func (m *Manager) syncPPPoE(set Settings) {
 	on, sid, ac := set.WANPPPoE()
 	if !on {
@@ -35,15 +36,17 @@ func (m *Manager) syncPPPoE(set Settings) {
 	if next == m.ppp {
 		return
 	}
+	newAC := m.ppp.set && m.ppp.ac != ac // the flows name their session, not its AC
 	if err := m.prog.SetPPPoE(sid, ac); err != nil {
 		m.fail(fmt.Errorf("offload: %w", err))
-		// Without the program knowing, no flow of any session may
-		// stay: it checks them against the session it knows.
+		// The program still forwards the session it knows: no
+		// flow over PPPoE may stay, and none is installed (m.ppp
+		// stays, pppRoute refuses).
 		sid = 0
 	} else {
 		m.ppp = next
 	}
-	m.evictRoutes(func(r *route) bool { return (r.pppIn || r.pppOut) && r.ppp != sid })
+	m.evictRoutes(func(r *route) bool { return (r.pppIn || r.pppOut) && (r.ppp != sid || newAC) })
 }
 
 // pppRoute is the PPPoE session a routed flow takes under set: 0 off a
