@@ -3,6 +3,7 @@ package pppoeac
 import (
 	"encoding/binary"
 	"sync"
+	"time"
 )
 
 // EtherTypes, codes, tags and PPP protocols it speaks.
@@ -63,7 +64,8 @@ type AC struct {
 	client   [6]byte
 	up       bool // a session (PADS sent)
 	id       byte
-	lcpAcked bool // our LCP request acknowledged
+	reqAt    time.Time // when our last LCP request went out
+	lcpAcked bool      // our LCP request acknowledged
 	ipcpUp   bool
 	echoes   int
 }
@@ -103,11 +105,16 @@ func (a *AC) Input(f []byte) {
 	}
 }
 
-// Tick resends what is unanswered: LCP's and IPCP's requests.
+// resend is how long an LCP request waits for its Ack before it is sent
+// again: a request that overtook the client's Ack of the one before would
+// renegotiate an open link (RFC 1661), taking the session down.
+const resend = 3 * time.Second
+
+// Tick resends our LCP request when it is unanswered.
 func (a *AC) Tick() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.up && !a.lcpAcked {
+	if a.up && !a.lcpAcked && time.Since(a.reqAt) >= resend {
 		a.lcpReq()
 	}
 }
@@ -181,6 +188,7 @@ func (a *AC) lcpReq() {
 	a.id++
 	opts := []byte{lcpOptMRU, 4, 0x05, 0xd4, lcpOptAuth, 4, 0xc0, 0x23, lcpOptMagic, 6, 0xac, 0x0c, 0xac, 0x0c}
 	a.sendPPP(protoLCP, confReq, a.id, opts)
+	a.reqAt = time.Now()
 }
 
 func (a *AC) ppp(proto uint16, p []byte) {
