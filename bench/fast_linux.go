@@ -215,8 +215,12 @@ type fastState struct {
 		Packets    uint64            `json:"packets"`
 		Installed  uint64            `json:"installed"`
 		Evicted    uint64            `json:"evicted"`
+		Refused    uint64            `json:"refused"`
+		Dropped    uint64            `json:"dropped"`
 		Punts      map[string]uint64 `json:"punts"`
 	} `json:"fastPath"`
+	// Drops are the dataplane's drops by reason (a failure says them).
+	Drops map[string]uint64 `json:"drops"`
 }
 
 // fastFlows is how many flows the fast path must hold before an e1kbox
@@ -270,8 +274,14 @@ func (h *harness) warmFast(ctx context.Context, p Path, pl cpuPlace) (fastState,
 		case fs.NATFlows+fs.Pairs+fs.Microflows+fs.IPv6Flows >= want*99/100:
 			return st, nil
 		case time.Now().After(deadline) || ctx.Err() != nil:
-			return st, fmt.Errorf("%s: the fast path holds %d NAT flows, %d pairs, %d microflows, %d IPv6 flows after 15 s; want %d (punts %v)",
-				p.Name, fs.NATFlows, fs.Pairs, fs.Microflows, fs.IPv6Flows, want, fs.Punts)
+			for k, v := range st.Drops {
+				if v == 0 {
+					delete(st.Drops, k)
+				}
+			}
+			return st, fmt.Errorf("%s: the fast path holds %d NAT flows, %d pairs, %d microflows, %d IPv6 flows after 15 s; want %d "+
+				"(punts %v; installed %d, evicted %d, refused %d, offers dropped %d; dataplane drops %v)",
+				p.Name, fs.NATFlows, fs.Pairs, fs.Microflows, fs.IPv6Flows, want, fs.Punts, fs.Installed, fs.Evicted, fs.Refused, fs.Dropped, st.Drops)
 		}
 	}
 }
