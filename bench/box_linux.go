@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"e1kbox/internal/pppoeac"
 	"e1kbox/internal/vlanpeer"
 )
 
@@ -95,6 +96,14 @@ func (h *harness) setup(ctx context.Context, p Path, pl cpuPlace) (*box, error) 
 		}
 		undoNAT := undo
 		undo = func() error { return errors.Join(peer.Close(), undoNAT()) }
+	}
+	if p.WANPPPoE {
+		ac, err := sinkAC(h.t.sink)
+		if err != nil {
+			return nil, errors.Join(err, undo())
+		}
+		undoAC := undo
+		undo = func() error { return errors.Join(ac.Close(), undoAC()) }
 	}
 	if p.IPv6 {
 		undo4 := undo
@@ -394,6 +403,26 @@ func tail(path string, n int) string {
 		return err.Error()
 	}
 	return logTail(string(b), n)
+}
+
+// benchSession is the PPPoE session of the paths with WANPPPoE.
+const benchSession = 0x0b0e
+
+// sinkAC makes the sink's s0 the access concentrator of the paths with
+// WANPPPoE: it hands the box natWAN's address with natGatewayIP as the
+// peer in session benchSession.
+func sinkAC(sink string) (*pppoeac.Server, error) {
+	var s *pppoeac.Server
+	err := inNetns(sink, func() error {
+		var err error
+		s, err = pppoeac.Serve("s0", pppoeac.Config{MAC: [6]byte(macS0), Name: "e1kbench", Session: benchSession,
+			Addr: natWAN.Addr().As4(), Peer: natGatewayIP.As4(), DNS: natGatewayIP.As4()})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink as PPPoE AC: %w", err)
+	}
+	return s, nil
 }
 
 // sinkVLAN makes the sink's s0 speak VLAN vid (the WAN link of a path with

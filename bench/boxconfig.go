@@ -83,6 +83,13 @@ func applianceConfig(p Path) ([]byte, error) {
 		// the connection-rate rows.
 		c.NAT.Conntrack.Size = natConntrackSize
 		c.NAT.WAN.VLAN = config.LinkVLAN{ID: p.WANVLAN}
+		if p.WANPPPoE {
+			// The session (the sink's AC) gives the WAN address and
+			// the gateway: natWAN's address and natGatewayIP.
+			c.NAT.WAN.PPPoE = &config.WANPPPoE{Username: "bench", Password: "bench"}
+			c.Ports[1].Addresses, c.NAT.Gateway = nil, netip.Addr{}
+			c.IPv6.Enabled = &p.IPv6 // false: IPv6 over PPPoE is not the appliance's yet
+		}
 	}
 	if p.IPv6 {
 		// The static prefix and the sink as the next hop: no DHCPv6, no

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,9 @@ func (h *harness) establish(ctx context.Context, p Path, pl cpuPlace) error {
 		setFlow(f, i)
 		// Swap the ports: from the server's discard port to the flow's.
 		f[sportOff], f[sportOff+1], f[sportOff+2], f[sportOff+3] = 0, udpDport, f[sportOff], f[sportOff+1]
+		if p.WANPPPoE {
+			f = withPPPoE(f)
+		}
 		replies[i] = withVLAN(f, p.WANVLAN)
 	}
 	// In chunks with pauses, and twice: a reply lost in a full ring
@@ -76,6 +80,16 @@ func (h *harness) establish(ctx context.Context, p Path, pl cpuPlace) error {
 	}
 	sleep(ctx, 2100*time.Millisecond)
 	return ctx.Err()
+}
+
+// withPPPoE is the untagged IPv4 frame f in the bench's PPPoE session
+// (the AC's frame to the box: f's MACs, the session header, f's IP
+// packet).
+func withPPPoE(f []byte) []byte {
+	out := append(f[:12:12], 0x88, 0x64, 0x11, 0, byte(benchSession>>8), byte(benchSession&0xff))
+	out = binary.BigEndian.AppendUint16(out, uint16(len(f)-ethLen+2))
+	out = append(out, 0x00, 0x21)
+	return append(out, f[ethLen:]...)
 }
 
 // withVLAN is frame f tagged with 802.1Q VLAN vid (f itself for 0):
@@ -201,8 +215,12 @@ type fastState struct {
 		Packets    uint64            `json:"packets"`
 		Installed  uint64            `json:"installed"`
 		Evicted    uint64            `json:"evicted"`
+		Refused    uint64            `json:"refused"`
+		Dropped    uint64            `json:"dropped"`
 		Punts      map[string]uint64 `json:"punts"`
 	} `json:"fastPath"`
+	// Drops are the dataplane's drops by reason (a failure says them).
+	Drops map[string]uint64 `json:"drops"`
 }
 
 // fastFlows is how many flows the fast path must hold before an e1kbox
@@ -256,8 +274,14 @@ func (h *harness) warmFast(ctx context.Context, p Path, pl cpuPlace) (fastState,
 		case fs.NATFlows+fs.Pairs+fs.Microflows+fs.IPv6Flows >= want*99/100:
 			return st, nil
 		case time.Now().After(deadline) || ctx.Err() != nil:
-			return st, fmt.Errorf("%s: the fast path holds %d NAT flows, %d pairs, %d microflows, %d IPv6 flows after 15 s; want %d (punts %v)",
-				p.Name, fs.NATFlows, fs.Pairs, fs.Microflows, fs.IPv6Flows, want, fs.Punts)
+			for k, v := range st.Drops {
+				if v == 0 {
+					delete(st.Drops, k)
+				}
+			}
+			return st, fmt.Errorf("%s: the fast path holds %d NAT flows, %d pairs, %d microflows, %d IPv6 flows after 15 s; want %d "+
+				"(punts %v; installed %d, evicted %d, refused %d, offers dropped %d; dataplane drops %v)",
+				p.Name, fs.NATFlows, fs.Pairs, fs.Microflows, fs.IPv6Flows, want, fs.Punts, fs.Installed, fs.Evicted, fs.Refused, fs.Dropped, st.Drops)
 		}
 	}
 }

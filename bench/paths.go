@@ -62,6 +62,10 @@ type Path struct {
 	// WANVLAN (with NAT, e1kbox) tags the WAN with this 802.1Q VLAN
 	// (nat.wan.vlan), the sink's s0 speaking it (internal/vlanpeer).
 	WANVLAN uint16
+	// WANPPPoE (with NAT, e1kbox) makes the WAN a PPPoE link
+	// (nat.wan.pppoe), inside WANVLAN if set: the sink's s0 is the access
+	// concentrator (internal/pppoeac), session benchSession.
+	WANPPPoE bool
 }
 
 // Path names of the reference rows.
@@ -94,8 +98,8 @@ func countName(n int) string {
 // ruleset; the appliance in NAT mode at the first placement bare, with
 // the rules, with the fw4-like rules, with the fast path off and on XDP;
 // ratios against the kernel NAT; also with its router services, against
-// itself without, and over a WAN tagged VLAN wanVLAN, against itself
-// untagged) and the default-placement e1kbox bridge, with the
+// itself without, and over a WAN tagged VLAN wanVLAN, over a PPPoE WAN
+// and over PPPoE in that VLAN, each against itself untagged) and the default-placement e1kbox bridge, with the
 // fast path on and off, with wsClients dashboard clients (ratio against
 // the same bridge without them; with the fast path off every frame
 // crosses the worker, so the clients' cost shows in its rate). Latency is measured on the bare kernel and default-placement
@@ -155,6 +159,8 @@ func buildPaths(ruleCounts []int, placements []tuning.Placement) []Path {
 		nat("", func(p *Path) { p.Latency, p.ConnRate = def, def })
 		nat(" + services", func(p *Path) { p.Services, p.Baseline = true, name })
 		nat(wanVLANSuffix, func(p *Path) { p.WANVLAN, p.Baseline = wanVLAN, name })
+		nat(wanPPPoESuffix, func(p *Path) { p.WANPPPoE, p.Baseline = true, name })
+		nat(wanPPPoESuffix+inVLANSuffix, func(p *Path) { p.WANPPPoE, p.WANVLAN, p.Baseline = true, wanVLAN, name })
 		if most > 0 {
 			nat(" + "+countName(most)+" rules", func(p *Path) { p.Rules = most })
 		}
@@ -198,6 +204,8 @@ const (
 	blocksSuffix      = ", blocks ring" // TPACKET_V3 blocks, the rings before the fast path
 	fw4Suffix         = " + fw4 rules"
 	wanVLANSuffix     = " over VLAN"
+	wanPPPoESuffix    = " over PPPoE"
+	inVLANSuffix      = " in VLAN"
 )
 
 // wanVLAN is the VLAN of the NAT row over a tagged WAN.

@@ -44,6 +44,8 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox nat",
 		"e1kbox nat + services",
 		"e1kbox nat over VLAN",
+		"e1kbox nat over PPPoE",
+		"e1kbox nat over PPPoE in VLAN",
 		"e1kbox nat + 10k rules",
 		"e1kbox nat + fw4 rules",
 		"e1kbox nat, fast path off",
@@ -70,7 +72,13 @@ func TestBuildPaths(t *testing.T) {
 		"e1kbox nat":             func(p Path) bool { return p.Latency && p.ConnRate && p.FastPath == "" },
 		"e1kbox nat + services":  func(p Path) bool { return p.Services && p.Baseline == "e1kbox nat" && p.Rules == 0 },
 		"e1kbox nat over VLAN": func(p Path) bool {
-			return p.NAT && p.WANVLAN == 7 && p.Baseline == "e1kbox nat" && !p.Services && p.FastPath == ""
+			return p.NAT && p.WANVLAN == 7 && !p.WANPPPoE && p.Baseline == "e1kbox nat" && !p.Services && p.FastPath == ""
+		},
+		"e1kbox nat over PPPoE": func(p Path) bool {
+			return p.NAT && p.WANPPPoE && p.WANVLAN == 0 && p.Baseline == "e1kbox nat" && !p.Services && p.FastPath == ""
+		},
+		"e1kbox nat over PPPoE in VLAN": func(p Path) bool {
+			return p.NAT && p.WANPPPoE && p.WANVLAN == 7 && p.Baseline == "e1kbox nat" && !p.Services && p.FastPath == ""
 		},
 		"e1kbox nat, fast path off, blocks ring": func(p Path) bool {
 			return p.FastPath == "off" && p.RxRing == "blocks" && p.Latency && !p.ConnRate
@@ -110,7 +118,8 @@ func TestBuildPaths(t *testing.T) {
 			sameNames = append(sameNames, p.Name)
 		}
 	}
-	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "kernel NAT + fw4 rules", "e1kbox nat same", "e1kbox nat same + services", "e1kbox nat same over VLAN", "e1kbox nat same + 10 rules",
+	wantSame := []string{"kernel NAT", "kernel NAT + 10 rules", "kernel NAT + fw4 rules", "e1kbox nat same", "e1kbox nat same + services", "e1kbox nat same over VLAN", "e1kbox nat same over PPPoE",
+		"e1kbox nat same over PPPoE in VLAN", "e1kbox nat same + 10 rules",
 		"e1kbox nat same + fw4 rules", "e1kbox nat same, fast path off", "e1kbox nat same, fast path off, blocks ring", "e1kbox nat same, fast path xdp",
 		"kernel IPv6 routing + nft stateful", "e1kbox ipv6 same", "e1kbox ipv6 same + 10 rules"}
 	if diff := cmp.Diff(wantSame, sameNames); diff != "" {
@@ -302,8 +311,8 @@ func TestSelectPaths(t *testing.T) {
 		want []string
 	}{
 		{"", nil}, // all
-		{"(?i)nat|ws", []string{"e1kbox bridge", "e1kbox bridge, fast path off", "kernel NAT", "kernel NAT + 10k rules", "kernel NAT + fw4 rules", "e1kbox nat", "e1kbox nat + services", "e1kbox nat over VLAN", "e1kbox nat + 10k rules",
-			"e1kbox nat + fw4 rules", "e1kbox nat, fast path off", "e1kbox nat, fast path off, blocks ring", "e1kbox nat, fast path xdp",
+		{"(?i)nat|ws", []string{"e1kbox bridge", "e1kbox bridge, fast path off", "kernel NAT", "kernel NAT + 10k rules", "kernel NAT + fw4 rules", "e1kbox nat", "e1kbox nat + services", "e1kbox nat over VLAN", "e1kbox nat over PPPoE",
+			"e1kbox nat over PPPoE in VLAN", "e1kbox nat + 10k rules", "e1kbox nat + fw4 rules", "e1kbox nat, fast path off", "e1kbox nat, fast path off, blocks ring", "e1kbox nat, fast path xdp",
 			"e1kbox bridge + 100 ws clients", "e1kbox bridge, fast path off + 100 ws clients"}},
 		{"^e1kbox nat$", []string{"kernel NAT", "e1kbox nat"}},
 		{"ws", []string{"e1kbox bridge", "e1kbox bridge, fast path off", "e1kbox bridge + 100 ws clients", "e1kbox bridge, fast path off + 100 ws clients"}},
@@ -337,6 +346,8 @@ func TestSelectPaths(t *testing.T) {
 		"e1kbox nat":                                    "kernel NAT",
 		"e1kbox nat + services":                         "e1kbox nat",
 		"e1kbox nat over VLAN":                          "e1kbox nat",
+		"e1kbox nat over PPPoE":                         "e1kbox nat",
+		"e1kbox nat over PPPoE in VLAN":                 "e1kbox nat",
 		"e1kbox nat + 10k rules":                        "kernel NAT",
 		"e1kbox nat + fw4 rules":                        "kernel NAT + fw4 rules",
 		"e1kbox nat, fast path off":                     "kernel NAT",
@@ -403,6 +414,43 @@ func TestApplianceConfigNAT(t *testing.T) {
 	}
 	if len(c.Rules.Rules) != 10 {
 		t.Errorf("%d rules, want 10", len(c.Rules.Rules))
+	}
+}
+
+// TestApplianceConfigPPPoE: the PPPoE rows' appliance config dials the
+// sink's AC over the WAN (in VLAN 7 for the tagged row), with no static
+// WAN address or gateway, and the appliance accepts it.
+func TestApplianceConfigPPPoE(t *testing.T) {
+	for _, vid := range []uint16{0, wanVLAN} {
+		b, err := applianceConfig(Path{Kind: kindE1kbox, NAT: true, WANPPPoE: true, WANVLAN: vid, Placement: tuning.PlacementSplit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Parse(b)
+		if err != nil {
+			t.Fatalf("the appliance does not parse it: %v\n%s", err, b)
+		}
+		if err := c.Validate(config.Env{Interfaces: []string{"b0", "b1"}}); err != nil {
+			t.Fatalf("the appliance does not accept it: %v\n%s", err, b)
+		}
+		if !c.IsPPPoE() || c.NAT.WAN.VLAN.ID != vid || len(c.Ports[1].Addresses) != 0 || c.NAT.Gateway.IsValid() {
+			t.Errorf("VLAN %d: PPPoE %v, WAN %+v, VLAN %+v, gateway %v", vid, c.IsPPPoE(), c.Ports[1], c.NAT.WAN.VLAN, c.NAT.Gateway)
+		}
+	}
+}
+
+// TestWithPPPoE: the AC's replies are the frames in the session, as the
+// box's dataplane parses them.
+func TestWithPPPoE(t *testing.T) {
+	f, err := udpFrame(minFrame, macS0, macB1, natServerIP, natWAN.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := withPPPoE(f)
+	want := append(append(append([]byte(nil), f[:12]...), 0x88, 0x64, 0x11, 0, benchSession>>8, benchSession&0xff,
+		byte((len(f)-12)>>8), byte(len(f)-12), 0x00, 0x21), f[14:]...)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 

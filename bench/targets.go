@@ -67,6 +67,12 @@ func EvalTargets(r *Report) []Target {
 	boxRatio("box CPU per packet, bridge", "e1kbox bridge ≤ 0.7x kernel bridge", 0.7, e1kboxName, kernelName)
 	boxRatio("box CPU per packet, fw4-like rules", "e1kbox nat + fw4 rules ≤ 0.5x kernel NAT + fw4 rules", 0.5,
 		"e1kbox nat"+fw4Suffix, kernelNATName+fw4Suffix)
+	// The PPPoE issue's: the fast path frames the session at little cost.
+	for _, p := range []string{"e1kbox nat" + wanPPPoESuffix, "e1kbox nat" + wanPPPoESuffix + inVLANSuffix} {
+		if _, ok := box[p]; ok {
+			boxRatio("box CPU per packet, "+p, p+" ≤ 1.15x e1kbox nat", 1.15, p, "e1kbox nat")
+		}
+	}
 	// The box figures above must hold still: each is a difference of two
 	// all-CPU figures, paired per repetition.
 	for _, c := range r.CPURows {

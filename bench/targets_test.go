@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -56,4 +57,34 @@ func TestEvalTargetsByRepetition(t *testing.T) {
 		return
 	}
 	t.Fatal("no NAT box target")
+}
+
+// TestEvalTargetsPPPoE: the PPPoE rows' box CPU per packet is judged
+// against e1kbox nat's (≤ 1.15x), only where the row was measured.
+func TestEvalTargetsPPPoE(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pppoe float64 // 0: not measured
+		want  map[string]bool
+	}{
+		{"within", 1100, map[string]bool{"box CPU per packet, e1kbox nat over PPPoE": true}},
+		{"over", 1200, map[string]bool{"box CPU per packet, e1kbox nat over PPPoE": false}},
+		{"not measured", 0, map[string]bool{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Settings: Settings{Sizes: []int{64}}, CPURows: []CPURow{{Path: "e1kbox nat", Size: 64, Runs: 3, BoxNsPerPkt: 1000}}}
+			if tc.pppoe > 0 {
+				r.CPURows = append(r.CPURows, CPURow{Path: "e1kbox nat over PPPoE", Size: 64, Runs: 3, BoxNsPerPkt: tc.pppoe})
+			}
+			got := map[string]bool{}
+			for _, tg := range EvalTargets(r) {
+				if strings.Contains(tg.Name, "PPPoE") {
+					got[tg.Name] = tg.Met
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -112,6 +112,11 @@ func (s *settings) IngressVLAN(in uint16, tag fastpath.Tag, vid uint16) (uint16,
 // WANLink is the WAN link's VLAN and data tag (wanlink.go).
 func (s *settings) WANLink() (vid, tci uint16) { return s.wan.vid, s.wan.tci }
 
+// WANPPPoE is the WAN link's PPPoE session (wanlink_pppoe.go).
+func (s *settings) WANPPPoE() (on bool, sid uint16, ac [6]byte) {
+	return s.wan.ppp.on, s.wan.ppp.sid, s.wan.ppp.ac
+}
+
 // Egress is forward's egress form on port out for VLAN vid.
 func (s *settings) Egress(out, vid uint16) (fastpath.Egress, bool) {
 	v := s.ports[out].vlan
@@ -154,9 +159,9 @@ func (e *Engine) SyncFastPath() { e.fp.Sync() }
 // fpBefore takes into p the flow of the routed frame in w.f (arriving on
 // the router's side of port id side) before the router rewrites it.
 func (w *fwd) fpBefore(side int, p *offload.Pre) {
-	// The fast path pops and pushes a WAN VLAN's tag; it does not frame
-	// PPPoE sessions (yet): their flows stay on the rings.
-	if w.fp != nil && !w.in.host && !w.set.wan.ppp.on {
+	// The fast path pops and pushes a WAN VLAN's tag and frames the
+	// IPv4 of a PPPoE session; routed IPv6 over PPPoE stays on the rings.
+	if w.fp != nil && !w.in.host && (!w.set.wan.ppp.on || w.f.IsIPv4()) {
 		w.fp.Before(&w.f, side == int(w.wanID), p)
 	}
 }

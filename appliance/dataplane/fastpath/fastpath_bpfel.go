@@ -56,7 +56,7 @@ type fastpathFwd struct {
 	IcmpType   uint8
 	InVid      uint16
 	OutTci     uint16
-	_          [2]byte
+	PppSid     uint16
 }
 
 type fastpathMicroKey struct {
@@ -102,6 +102,12 @@ type fastpathNatVal struct {
 	Win     uint32
 }
 
+type fastpathPppSession struct {
+	_   structs.HostLayout
+	Sid uint16
+	Ac  [6]uint8
+}
+
 type fastpathR6Key struct {
 	_       structs.HostLayout
 	Ifindex uint32
@@ -130,6 +136,7 @@ const (
 	fastpathMapPunts     = "punts"
 	fastpathMapR6Flows   = "r6_flows"
 	fastpathMapStats     = "stats"
+	fastpathMapWanPpp    = "wan_ppp"
 	fastpathProgFpFilter = "fp_filter"
 	fastpathProgFpTcx    = "fp_tcx"
 	fastpathProgFpXdp    = "fp_xdp"
@@ -195,6 +202,7 @@ type fastpathMapSpecs struct {
 	Punts    *ebpf.MapSpec `ebpf:"punts"`
 	R6Flows  *ebpf.MapSpec `ebpf:"r6_flows"`
 	Stats    *ebpf.MapSpec `ebpf:"stats"`
+	WanPpp   *ebpf.MapSpec `ebpf:"wan_ppp"`
 }
 
 // fastpathVariableSpecs contains global variables before they are loaded into the kernel.
@@ -232,6 +240,7 @@ type fastpathMaps struct {
 	Punts    *ebpf.Map `ebpf:"punts"`
 	R6Flows  *ebpf.Map `ebpf:"r6_flows"`
 	Stats    *ebpf.Map `ebpf:"stats"`
+	WanPpp   *ebpf.Map `ebpf:"wan_ppp"`
 }
 
 func (m *fastpathMaps) Close() error {
@@ -244,6 +253,7 @@ func (m *fastpathMaps) Close() error {
 		m.Punts,
 		m.R6Flows,
 		m.Stats,
+		m.WanPpp,
 	)
 }
 

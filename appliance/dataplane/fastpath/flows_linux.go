@@ -44,6 +44,13 @@ type NATFlow struct {
 	// tag they leave with, 0 none. The program pops the one and pushes
 	// the other.
 	InVID, OutTCI uint16
+	// PPPoEIn says the flow's frames arrive in the WAN link's PPPoE
+	// session PPPoESession (the program takes its header off), PPPoEOut
+	// that they leave in it (the program puts it on). The program
+	// forwards them only while PPPoESession is the session SetPPPoE
+	// names, to (or from) its AC.
+	PPPoEIn, PPPoEOut bool
+	PPPoESession      uint16
 	// Ack is, for TCP, the highest acknowledgment the router tracked in
 	// this direction before (0: none), Win its last window (unscaled) and
 	// WinScale the direction's scale shift. The program's tracking goes
@@ -66,9 +73,9 @@ func (k *NATKey) raw() *fastpathNatKey {
 // PutNAT installs (or replaces) a NAT flow.
 func (p *Program) PutNAT(k NATKey, f NATFlow) error {
 	v := fastpathNatVal{
-		Fwd: fastpathFwd{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC, Flags: checkFlags(f.CheckSrcMAC),
+		Fwd: fastpathFwd{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC, Flags: checkFlags(f.CheckSrcMAC) | pppFlags(f.PPPoEIn, f.PPPoEOut),
 			OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP), IcmpType: f.ICMPType,
-			InVid: f.InVID, OutTci: f.OutTCI},
+			InVid: f.InVID, OutTci: f.OutTCI, PppSid: f.PPPoESession},
 		Saddr: ne32(f.Src), Daddr: ne32(f.Dst), Sport: ne16(f.SrcPort), Dport: ne16(f.DstPort),
 		Ack: f.Ack, Win: uint32(f.Win), Wscale: min(f.WinScale, 14)}
 	return p.put(p.maps.NatFlows, "NAT flow", f.Slot, liveNAT, k.raw(), &v)
@@ -107,6 +114,29 @@ func checkFlags(checkSrcMAC bool) uint8 {
 		return 1 // NAT_CHECK_SMAC
 	}
 	return 0
+}
+
+// pppFlags are fwd.flags for a flow whose frames arrive in the PPPoE
+// session (in) or leave in it (out).
+func pppFlags(in, out bool) uint8 {
+	var f uint8
+	if in {
+		f |= 2 // FWD_PPP_IN
+	}
+	if out {
+		f |= 4 // FWD_PPP_OUT
+	}
+	return f
+}
+
+// SetPPPoE makes sid, with the access concentrator ac, the WAN link's
+// PPPoE session (0: none): from now on the program forwards the frames
+// of the flows of this session only (NATFlow.PPPoESession).
+func (p *Program) SetPPPoE(sid uint16, ac [6]byte) error {
+	if err := p.maps.WanPpp.Put(uint32(0), &fastpathPppSession{Sid: sid, Ac: ac}); err != nil {
+		return fmt.Errorf("fastpath: PPPoE session: %w", err)
+	}
+	return nil
 }
 
 // put installs (or replaces) k → v in m, a flow whose frames count in

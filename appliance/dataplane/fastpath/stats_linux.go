@@ -142,11 +142,12 @@ const (
 	PuntError                 // a helper failed: the frame was dropped
 	PuntExtHeader             // IPv6: a next header other than TCP, UDP and ICMPv6 (an extension header)
 	PuntScope                 // IPv6: a link-local, multicast or unspecified address
+	PuntPPPoE                 // a PPPoE frame of another session, or a flow of a session no longer current
 	NumPunts
 )
 
 var puntNames = [NumPunts]string{"miss", "ether", "ip", "fragment", "ttl", "checksum", "tcp_flags", "mtu", "mac", "icmp", "vlan",
-	"reinject", "ring", "error", "ext_header", "scope"}
+	"reinject", "ring", "error", "ext_header", "scope", "pppoe"}
 
 func (p Punt) String() string {
 	if p >= 0 && p < NumPunts {

@@ -166,9 +166,10 @@ func (m *Manager) SwapRules(t *rules.Table, swap func()) {
 }
 
 // Revalidate takes out the flows an applied configuration changed: NAT
-// and IPv6 connections whose translation, next hop or MTU differ (or
-// that are gone), pairs whose ports' VLAN settings or FDB entries
-// changed.
+// flows of another PPPoE session (the program stops forwarding them
+// first: syncPPPoE), NAT and IPv6 connections whose translation, next
+// hop or MTU differ (or that are gone), pairs whose ports' VLAN settings
+// or FDB entries changed.
 func (m *Manager) Revalidate() {
 	if !m.On() {
 		return
@@ -177,6 +178,7 @@ func (m *Manager) Revalidate() {
 	defer m.mu.Unlock()
 	clk := m.clock()
 	set := m.o.View.Settings()
+	m.syncPPPoE(set)
 	m.revalidateNAT(clk)
 	m.revalidateV6(clk)
 	for _, p := range m.pairs {

@@ -78,6 +78,9 @@ type Settings interface {
 	// WANLink is the WAN link's 802.1Q VLAN and the tag of its data
 	// frames; 0, 0: an untagged WAN.
 	WANLink() (vid, tci uint16)
+	// WANPPPoE is the WAN link's PPPoE session: on, the WAN is a PPPoE
+	// link; sid 0, no session is up; ac the access concentrator's MAC.
+	WANPPPoE() (on bool, sid uint16, ac [6]byte)
 }
 
 // Options are what a Manager works with: the engine's tables and ports.
@@ -132,8 +135,9 @@ type Manager struct {
 	hops6   map[hop[[16]byte]]bool
 	gw6     [16]byte // a harvest's route6 gateway, when gw6ok
 	gw6ok   bool
-	gen     uint64 // the rule table the bridged flows were judged by
-	flagsOK bool   // its forward chain does not match TCP flags
+	ppp     pppSession // the PPPoE session the program was told of (pppoe_linux.go)
+	gen     uint64     // the rule table the bridged flows were judged by
+	flagsOK bool       // its forward chain does not match TCP flags
 	slots   slotTable
 
 	// mark counts, by connection hash, the NAT and IPv6 flows installed

@@ -45,7 +45,8 @@ func (m *Manager) installNAT(o *offer) bool {
 	f.flow = fastpath.NATFlow{DstMAC: off.NextHopMAC, SrcMAC: off.OutMAC, InDstMAC: off.InMAC, InSrcMAC: rt.srcMAC,
 		CheckSrcMAC: rt.fromLAN, Src: off.Src, Dst: off.Dst, SrcPort: off.SrcPort, DstPort: off.DstPort,
 		OutIfindex: m.ifindex[rt.out], Slot: rt.slot, MaxFrame: mtu + frame.EthernetHeaderLen,
-		MaxIP: off.OutMTU, ICMPType: o.pre.icmp, Ack: off.Ack, Win: off.Win, WinScale: off.WinScale, InVID: rt.inVID, OutTCI: rt.outTCI}
+		MaxIP: off.OutMTU, ICMPType: o.pre.icmp, Ack: off.Ack, Win: off.Win, WinScale: off.WinScale, InVID: rt.inVID, OutTCI: rt.outTCI,
+		PPPoEIn: rt.pppIn, PPPoEOut: rt.pppOut, PPPoESession: rt.ppp}
 	if err := m.prog.PutNAT(f.key, f.flow); err != nil {
 		m.fail(err)
 		m.slots.unused(rt.slot)

@@ -22,6 +22,10 @@ type route struct {
 	// inVID and outTCI are the WAN link's VLAN, when the flow comes from
 	// a tagged WAN, and its data frames' tag, when it goes to one.
 	inVID, outTCI uint16
+	// pppIn and pppOut: the flow comes from, or goes to, a PPPoE WAN in
+	// session ppp.
+	pppIn, pppOut bool
+	ppp           uint16
 	srcMAC        [6]byte // the source station's
 	nhMAC         [6]byte // the next hop's, the flow's destination MAC
 	slot          uint32
@@ -101,8 +105,8 @@ func current[K comparable, F any, P routedPtr[F]](t *table[K, F], k K, o *offer,
 }
 
 // uses reports whether the flow goes from or to port id.
-// tagDelta is the bytes a frame gains on egress: the WAN link's tag it
-// gets, less the one it came with.
+// tagDelta is the bytes a frame gains on egress: the WAN link's tag and
+// PPPoE header it gets, less those it came with.
 func (r *route) tagDelta() int32 {
 	var d int32
 	if r.outTCI != 0 {
@@ -110,6 +114,12 @@ func (r *route) tagDelta() int32 {
 	}
 	if r.inVID != 0 {
 		d -= frame.VLANTagLen
+	}
+	if r.pppOut {
+		d += pppoeHeaderLen
+	}
+	if r.pppIn {
+		d -= pppoeHeaderLen
 	}
 	return d
 }
@@ -138,19 +148,26 @@ func (m *Manager) routeOf(o *offer, toLAN bool, nhMAC [6]byte, timeout uint32, r
 			return route{}, 0, false
 		}
 	}
+	set := m.o.View.Settings()
+	ppp, pppOK := m.pppRoute(set, o.pre.v6)
+	if !pppOK {
+		return route{}, 0, false
+	}
 	s, ok := m.alloc()
 	if !ok {
 		return route{}, 0, false
 	}
 	var inVID, outTCI uint16
-	if vid, tci := m.o.View.Settings().WANLink(); vid != 0 {
+	if vid, tci := set.WANLink(); vid != 0 {
 		if toLAN {
 			inVID = vid
 		} else {
 			outTCI = tci
 		}
 	}
+	pppOn := ppp != 0
 	return route{in: o.path.In, out: o.path.Out, fromLAN: o.pre.fromLAN(), toLAN: toLAN, vid: o.path.VID, inVID: inVID, outTCI: outTCI,
+		pppIn: pppOn && toLAN, pppOut: pppOn && !toLAN, ppp: ppp,
 		srcMAC: o.pre.srcMAC, nhMAC: nhMAC, slot: s, active: clk.eng, mark: markOf(o.pre.hash()), revMark: markOf(revHash),
 		idle: min(int64(timeout)*int64(time.Second)/2, int64(Idle))}, min(inMTU, outMTU), true
 }

@@ -28,6 +28,7 @@ enum punt {
 	PUNT_ERR,	// a helper failed (frame dropped by the tcx program)
 	PUNT_EXT,	// IPv6: a next header other than TCP, UDP or ICMPv6 (extension headers)
 	PUNT_SCOPE,	// IPv6: a link-local, multicast or unspecified address
+	PUNT_PPPOE,	// a PPPoE frame of another session or protocol, or a flow of a session no longer current
 	NUM_PUNTS,
 };
 
@@ -59,6 +60,7 @@ struct fwd {
 	__u8 icmp_type;	 // the echo type of this direction
 	__u16 in_vid;	 // the 802.1Q VLAN the frames arrive tagged with (the WAN link's), 0 untagged
 	__u16 out_tci;	 // the 802.1Q tag the frames leave with (the WAN link's), 0 untagged
+	__u16 ppp_sid;	 // FWD_PPP_IN, FWD_PPP_OUT: the PPPoE session of the WAN link
 };
 
 // nat_val is what a NAT flow's frames become.
@@ -76,6 +78,18 @@ struct nat_val {
 };
 
 #define NAT_CHECK_SMAC 1
+// The flow's frames arrive in the WAN link's PPPoE session (fwd.ppp_sid),
+// or leave in it.
+#define FWD_PPP_IN 2
+#define FWD_PPP_OUT 4
+
+// ppp_session is the WAN link's PPPoE session now (the wan_ppp map; sid
+// 0: none): the flows of another session are punted (ppp.h), so that a
+// new session or none takes the fast path off the old one at once.
+struct ppp_session {
+	__u16 sid;
+	__u8 ac[6]; // the access concentrator's MAC
+};
 
 // ACK_ADVANCE is nat.AckAdvance: how far past the highest acknowledgment
 // one may move at least.
@@ -219,6 +233,8 @@ struct live {
 };
 
 MAP(BPF_MAP_TYPE_ARRAY, live, 1, __u32, struct live);
+
+MAP(BPF_MAP_TYPE_ARRAY, wan_ppp, 1, __u32, struct ppp_session);
 
 // punts counts the frames left to the slow path, by reason (Punts).
 MAP(BPF_MAP_TYPE_PERCPU_ARRAY, punts, NUM_PUNTS, __u32, __u64);

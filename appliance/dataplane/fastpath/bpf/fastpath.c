@@ -34,6 +34,7 @@
 //   counters.h  the punt and per-flow counters
 //   routed.h    what NAT and routed IPv6 flows share
 //   nat.h       NAT flows: classify, rewrite, TCP tracking
+//   ppp.h       NAT flows over a PPPoE WAN: the session, its header
 //   ipv6.h      routed IPv6 flows: classify, rewrite
 //   bridge.h    bridged MAC pairs and microflows, VLAN egress
 //
@@ -76,6 +77,8 @@ static __always_inline int classify(struct pkt *p, struct cls *c)
 	struct live *l = bpf_map_lookup_elem(&live, &zero);
 	// Routed flows: untagged, or a tagged WAN's (fwd_vlan_ok).
 	int routable = !p->vlan_present || p->vlan_proto == bpf_htons(ETH_P_8021Q);
+	if (p->ppp) // a PPPoE WAN's IPv4 (load_ppp): only a NAT flow's
+		return routable && !(b[0] & 1) && (!l || l->nat) ? classify_nat(p, c) : PUNT_MISS + 1;
 	if (routable && et == ETH_P_IP && !(b[0] & 1) && (!l || l->nat)) {
 		int r = classify_nat(p, c);
 		if (r != PUNT_MISS + 1)
@@ -216,13 +219,22 @@ int fp_tcx(struct __sk_buff *skb)
 		count_punt(PUNT_CSUM);
 		return TCX_NEXT;
 	}
-	if (bpf_skb_store_bytes(skb, 0, p.b, n, 0) < 0) {
+	// The WAN link's PPPoE session header and tag (the tag in the
+	// skb's metadata): off the frames from the WAN, onto those to it.
+	if (p.ppp && ppp_pop(skb, &p) < 0) {
 		count_punt(PUNT_ERR);
 		return 2; // TC_ACT_SHOT
 	}
-	// The WAN link's tag (in the skb's metadata): off the frames from a
-	// tagged WAN, onto those to it.
-	if ((p.vlan_present && bpf_skb_vlan_pop(skb) < 0) ||
+	int err;
+	if (f->flags & FWD_PPP_OUT)
+		err = ppp_push(skb, &p, f, n);
+	else
+		err = bpf_skb_store_bytes(skb, 0, p.b, n, 0);
+	if (err < 0) {
+		count_punt(PUNT_ERR);
+		return 2; // TC_ACT_SHOT
+	}
+	if ((p.vlan_present && !p.ppp && bpf_skb_vlan_pop(skb) < 0) ||
 	    (f->out_tci && bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), f->out_tci) < 0)) {
 		count_punt(PUNT_ERR);
 		return 2; // TC_ACT_SHOT
@@ -265,6 +277,10 @@ int fp_xdp(struct xdp_md *ctx)
 	}
 	if (f->out_tci) { // a tag XDP cannot push
 		count_punt(PUNT_VLAN);
+		return XDP_PASS_;
+	}
+	if (f->flags & FWD_PPP_OUT) { // a PPPoE header this program does not push
+		count_punt(PUNT_PPPOE);
 		return XDP_PASS_;
 	}
 	if (bpf_xdp_store_bytes(ctx, 0, p.b, n) < 0) {

@@ -10,6 +10,7 @@
 #include "csum.h"
 #include "parse.h"
 #include "routed.h"
+#include "ppp.h"
 
 // nat_echo_id is the identifier a NAT flow gives the echo in b.
 static __always_inline __u16 nat_echo_id(const __u8 *b, const struct nat_val *v)
@@ -44,6 +45,8 @@ static __always_inline int classify_nat(struct pkt *p, struct cls *c)
 		return r;
 	if (!fwd_vlan_ok(p, &v->fwd))
 		return PUNT_VLAN + 1;
+	if (!fwd_ppp_ok(p, &v->fwd))
+		return PUNT_PPPOE + 1;
 	if (!fwd_mac_ok(b, &v->fwd))
 		return PUNT_MAC + 1;
 	r = fwd_l4_ok(b, 34, proto, IPPROTO_ICMP_, &v->fwd);

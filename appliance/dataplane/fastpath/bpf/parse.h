@@ -13,6 +13,9 @@
 #define ETH_P_IPV6 0x86dd
 #define ETH_P_8021Q 0x8100
 #define ETH_P_8021AD 0x88a8
+#define ETH_P_PPP_SES 0x8864
+#define PPP_IP 0x0021
+#define PPPOE_HLEN 8 // the PPPoE session header and the PPP protocol
 
 #define IPPROTO_ICMP_ 1
 #define IPPROTO_TCP_ 6
@@ -49,6 +52,8 @@ struct pkt {
 	__u8 vlan_present;
 	__u8 l4;       // L4 offset (IPv4 34, IPv6 54)
 	__u16 iplen;   // IP packet length
+	__u8 ppp;      // a PPPoE session frame of IPv4: b and len are the frame without its 8 bytes (load_ppp)
+	__u16 ppp_sid; // its session
 };
 
 // cls is what the classifier decided for a frame.
@@ -171,7 +176,10 @@ static __always_inline void mac_cpy(__u8 *d, const __u8 *s)
 
 // wire is the frame's length on the wire: with the outer tag the kernel
 // holds in metadata.
-static __always_inline __u32 wire(const struct pkt *p) { return p->len + (p->vlan_present ? 4 : 0); }
+static __always_inline __u32 wire(const struct pkt *p)
+{
+	return p->len + (p->vlan_present ? 4 : 0) + (p->ppp ? PPPOE_HLEN : 0);
+}
 
 // load_len is how much of a frame of len bytes, at least 34, the
 // classifier reads: up to HDR_MAX.
@@ -185,6 +193,33 @@ static __always_inline __u32 load_len(__u32 len)
 	return 34 + extra;
 }
 
+// load_ppp reads a PPPoE session frame of IPv4 (RFC 2516: version and
+// type 0x11, code 0, a length that ends the frame, PPP protocol 0x0021)
+// into p as the untagged IPv4 frame the slow path makes of it (pppoeIn):
+// the MACs, EtherType IPv4, then the IP packet, read from after the
+// PPPoE header; p->ppp and p->ppp_sid say what it was. Any other PPPoE
+// frame stays as it is (no flow matches its EtherType). A frame padded
+// beyond its PPPoE length stays too: the slow path cuts the padding.
+static __always_inline int load_ppp(struct __sk_buff *skb, struct pkt *p)
+{
+	__u8 *b = p->b;
+	if (b[14] != 0x11 || b[15] != 0 || be16(&b[20]) != PPP_IP || p->len != 20 + (__u32)be16(&b[18]))
+		return 0;
+	__u32 len = p->len - PPPOE_HLEN;
+	if (len < 34)
+		return 0;
+	p->ppp_sid = be16(&b[16]);
+	// load_len(len) - 12 bytes from the PPP protocol on: 22..85, which
+	// fit in b after the MACs and end inside the frame.
+	if (bpf_skb_load_bytes(skb, 20, &b[12], load_len(len) - 12) < 0)
+		return -1;
+	b[12] = ETH_P_IP >> 8;
+	b[13] = ETH_P_IP & 0xff;
+	p->len = len;
+	p->ppp = 1;
+	return 0;
+}
+
 // load_skb reads the start of an skb into p.
 static __always_inline int load_skb(struct __sk_buff *skb, struct pkt *p)
 {
@@ -195,6 +230,8 @@ static __always_inline int load_skb(struct __sk_buff *skb, struct pkt *p)
 	p->vlan_proto = skb->vlan_proto;
 	if (p->len < 34 || bpf_skb_load_bytes(skb, 0, p->b, load_len(p->len)) < 0)
 		return -1;
+	if (be16(&p->b[12]) == ETH_P_PPP_SES)
+		return load_ppp(skb, p);
 	return 0;
 }
 
