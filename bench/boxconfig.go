@@ -88,7 +88,7 @@ func applianceConfig(p Path) ([]byte, error) {
 			// the gateway: natWAN's address and natGatewayIP.
 			c.NAT.WAN.PPPoE = &config.WANPPPoE{Username: "bench", Password: "bench"}
 			c.Ports[1].Addresses, c.NAT.Gateway = nil, netip.Addr{}
-			c.IPv6.Enabled = &p.IPv6 // false: IPv6 over PPPoE is not the appliance's yet
+			c.IPv6.Enabled = &p.IPv6 // false: the bench's AC (pppoeac) has no IPv6CP
 		}
 	}
 	if p.IPv6 {
