@@ -18,22 +18,31 @@ const testSession = 0x2a17
 // pppoeFrame is the untagged Ethernet frame b as a PPPoE session frame of
 // session sid, as the slow path's pppoeEmit builds it: b's MACs, the
 // session header with the length of b's IP bytes (padding included) and
-// PPP protocol IPv4, then those bytes.
+// PPP protocol IPv4 or IPv6 (as b's EtherType), then those bytes.
 func pppoeFrame(b []byte, sid uint16) []byte {
+	proto := uint16(0x0021)
+	if binary.BigEndian.Uint16(b[12:]) == frame.EtherTypeIPv6 {
+		proto = 0x0057
+	}
 	out := make([]byte, 0, len(b)+8)
 	out = append(out, b[:12]...)
 	out = binary.BigEndian.AppendUint16(out, 0x8864)
 	out = append(out, 0x11, 0)
 	out = binary.BigEndian.AppendUint16(out, sid)
 	out = binary.BigEndian.AppendUint16(out, uint16(len(b)-14+2))
-	out = binary.BigEndian.AppendUint16(out, 0x0021)
+	out = binary.BigEndian.AppendUint16(out, proto)
 	return append(out, b[14:]...)
 }
 
-// unpppoe is the PPPoE session frame b without its session header.
+// unpppoe is the PPPoE session frame b without its session header: the
+// EtherType IPv6 for PPP protocol 0x0057, else IPv4.
 func unpppoe(b []byte) []byte {
+	et := uint16(frame.EtherTypeIPv4)
+	if binary.BigEndian.Uint16(b[20:]) == 0x0057 {
+		et = frame.EtherTypeIPv6
+	}
 	out := append([]byte(nil), b[:12]...)
-	out = binary.BigEndian.AppendUint16(out, frame.EtherTypeIPv4)
+	out = binary.BigEndian.AppendUint16(out, et)
 	return append(out, b[22:]...)
 }
 
