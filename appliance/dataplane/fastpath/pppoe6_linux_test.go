@@ -171,3 +171,49 @@ func TestPPPoEPunts6(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkPPPoE6 is BenchmarkPPPoE for routed IPv6 flows: a frame of an
+// installed flow to and from a PPPoE WAN against the same flows on a
+// plain WAN.
+func BenchmarkPPPoE6(b *testing.B) {
+	p := load(b, ModeTCX)
+	if err := p.SetPPPoE(testSession, acMAC); err != nil {
+		b.Fatal(err)
+	}
+	outKey := IPv6Key{Ifindex: 1, Src: lanHost6, Dst: server6, SrcPort: 40000, DstPort: 53, Proto: frame.ProtoUDP}
+	inKey := IPv6Key{Ifindex: 1, Src: server6, Dst: lanHost6, SrcPort: 53, DstPort: 40000, Proto: frame.ProtoUDP}
+	inFlow := IPv6Flow{DstMAC: hostMAC, SrcMAC: routerLAN, InDstMAC: routerWAN, OutIfindex: 3, Slot: 6, MaxFrame: 1514, MaxIP: 1500}
+	h := frametest.IPv6{Src: server6, Dst: lanHost6, HopLimit: 64}
+	reply := frametest.Frame(routerWAN, acMAC, frame.EtherTypeIPv6, h.UDPPacket(53, 40000, make([]byte, 18)))
+	for _, tc := range []struct {
+		name  string
+		ppp   bool
+		in    bool
+		frame []byte
+	}{
+		{"to the WAN", false, false, r6UDP(nil, 18)},
+		{"to the WAN in PPPoE", true, false, r6UDP(nil, 18)},
+		{"from the WAN", false, true, reply},
+		{"from the WAN in PPPoE", true, true, pppoeFrame(reply, testSession)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var err error
+			if tc.in {
+				fl := inFlow
+				fl.PPPoEIn, fl.PPPoESession = tc.ppp, testSession
+				err = p.PutIPv6(inKey, fl)
+			} else {
+				fl := r6Flow()
+				fl.PPPoEOut, fl.PPPoESession = tc.ppp, testSession
+				if tc.ppp {
+					fl.DstMAC = acMAC
+				}
+				err = p.PutIPv6(outKey, fl)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchRedirect(b, p, tc.frame)
+		})
+	}
+}
