@@ -160,8 +160,9 @@ func (e *Engine) SyncFastPath() { e.fp.Sync() }
 // the router's side of port id side) before the router rewrites it.
 func (w *fwd) fpBefore(side int, p *offload.Pre) {
 	// The fast path pops and pushes a WAN VLAN's tag and frames the
-	// IPv4 of a PPPoE session; routed IPv6 over PPPoE stays on the rings.
-	if w.fp != nil && !w.in.host && (!w.set.wan.ppp.on || w.f.IsIPv4()) {
+	// IPv4 and IPv6 of a PPPoE session (the manager takes routed IPv6
+	// over PPPoE while route6 routes the WAN point-to-point).
+	if w.fp != nil && !w.in.host {
 		w.fp.Before(&w.f, side == int(w.wanID), p)
 	}
 }

@@ -14,10 +14,10 @@ import (
 	"e1kbox/internal/netnstest"
 )
 
-// Peer is a veth end's attachment: IPv4 frames the namespace sends
-// through it leave as PPPoE session frames of Session (their MACs, the
-// session header, PPP protocol IPv4, the frame's bytes after its
-// EtherType); other frames leave as they are. Its ingress program counts
+// Peer is a veth end's attachment: IPv4 and IPv6 frames the namespace
+// sends through it leave as PPPoE session frames of Session (their MACs,
+// the session header, PPP protocol IPv4 or IPv6, the frame's bytes after
+// its EtherType); other frames leave as they are. Its ingress program counts
 // what arrives (Counts). Close detaches it.
 type Peer struct {
 	Iface   string
@@ -29,9 +29,9 @@ type Peer struct {
 }
 
 // Counts are the frames the ingress program saw: IPv4 in the session,
-// and any other.
+// any other, and IPv6 in the session.
 type Counts struct {
-	Session, Other uint64
+	Session, Other, Session6 uint64
 }
 
 // Offsets in struct __sk_buff and values the programs use.
@@ -55,7 +55,7 @@ func Attach(iface string, sid uint16) (*Peer, error) {
 		return nil, fmt.Errorf("pppoepeer: %w", err)
 	}
 	p := &Peer{Iface: iface, Session: sid}
-	p.counts, err = ebpf.NewMap(&ebpf.MapSpec{Name: "pppoepeer_seen", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2})
+	p.counts, err = ebpf.NewMap(&ebpf.MapSpec{Name: "pppoepeer_seen", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 3})
 	if err != nil {
 		return nil, fmt.Errorf("pppoepeer: %s: counts map: %w", iface, err)
 	}
@@ -103,17 +103,20 @@ func attach(ifindex int, name string, at ebpf.AttachType, insns asm.Instructions
 	return l, nil
 }
 
-// egress frames an IPv4 frame in the session: 8 bytes of head room
-// (bpf_skb_change_head), the MACs moved there, then the session header
-// with the length of the frame's bytes after its EtherType plus the PPP
-// protocol, and PPP protocol IPv4 where the EtherType was. A frame it
-// cannot frame is dropped.
+// egress frames an IPv4 or IPv6 frame in the session: 8 bytes of head
+// room (bpf_skb_change_head), the MACs moved there, then the session
+// header with the length of the frame's bytes after its EtherType plus
+// the PPP protocol, and PPP protocol IPv4 (0x0021) or IPv6 (0x0057) where
+// the EtherType was. A frame it cannot frame is dropped.
 func egress(sid uint16) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R6, offProtocol, asm.Word),
-		asm.JNE.Imm(asm.R2, int32(htons(unix.ETH_P_IP)), "pass"),
-		asm.LoadMem(asm.R7, asm.R6, offLen, asm.Word),
+		asm.Mov.Imm(asm.R8, 0x21), // the PPP protocol's low byte (R8 survives the calls)
+		asm.JEq.Imm(asm.R2, int32(htons(unix.ETH_P_IP)), "frame"),
+		asm.Mov.Imm(asm.R8, 0x57),
+		asm.JNE.Imm(asm.R2, int32(htons(unix.ETH_P_IPV6)), "pass"),
+		asm.LoadMem(asm.R7, asm.R6, offLen, asm.Word).WithSymbol("frame"),
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.Mov.Imm(asm.R2, pppoeLen),
 		asm.Mov.Imm(asm.R3, 0),
@@ -138,7 +141,7 @@ func egress(sid uint16) asm.Instructions {
 		asm.RSh.Imm(asm.R7, 8),
 		asm.StoreMem(asm.R10, hdr+18, asm.R7, asm.Byte),
 		asm.StoreImm(asm.R10, hdr+20, 0x00, asm.Byte),
-		asm.StoreImm(asm.R10, hdr+21, 0x21, asm.Byte),
+		asm.StoreMem(asm.R10, hdr+21, asm.R8, asm.Byte),
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.Mov.Reg(asm.R3, asm.R10),
@@ -154,9 +157,9 @@ func egress(sid uint16) asm.Instructions {
 	}
 }
 
-// ingress counts a frame as the session's (EtherType PPPoE session,
-// version and type 0x11, code 0, the session, PPP protocol IPv4) or
-// another, and passes it on.
+// ingress counts a frame as the session's IPv4 or IPv6 (EtherType PPPoE
+// session, version and type 0x11, code 0, the session, PPP protocol IPv4
+// or IPv6) or another, and passes it on.
 func ingress(counts int, sid uint16) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
@@ -175,8 +178,11 @@ func ingress(counts int, sid uint16) asm.Instructions {
 		asm.JNE.Imm32(asm.R2, int32(uint32(htons(sid))<<16|0x0011), "count"),
 		asm.LoadMem(asm.R2, asm.R10, -20, asm.Word),
 		asm.RSh.Imm(asm.R2, 16),
-		asm.JNE.Imm(asm.R2, int32(htons(0x0021)), "count"),
-		asm.StoreImm(asm.R10, -8, 0, asm.Word), // the session's
+		asm.JNE.Imm(asm.R2, int32(htons(0x0021)), "v6"),
+		asm.StoreImm(asm.R10, -8, 0, asm.Word), // the session's IPv4
+		asm.Ja.Label("count"),
+		asm.JNE.Imm(asm.R2, int32(htons(0x0057)), "count").WithSymbol("v6"),
+		asm.StoreImm(asm.R10, -8, 2, asm.Word), // the session's IPv6
 		asm.LoadMapPtr(asm.R1, counts).WithSymbol("count"),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, -8),
@@ -194,7 +200,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // Counts returns what the ingress program counted.
 func (p *Peer) Counts() (Counts, error) {
 	var c Counts
-	for i, v := range []*uint64{&c.Session, &c.Other} {
+	for i, v := range []*uint64{&c.Session, &c.Other, &c.Session6} {
 		if err := p.counts.Lookup(uint32(i), v); err != nil {
 			return c, fmt.Errorf("pppoepeer: %s: reading counts: %w", p.Iface, err)
 		}

@@ -34,6 +34,11 @@ type IPv6Flow struct {
 	// tag they leave with, 0 none. The program pops the one and pushes
 	// the other.
 	InVID, OutTCI uint16
+	// PPPoEIn, PPPoEOut and PPPoESession are NATFlow's: the flow's
+	// frames arrive in, or leave in, the WAN link's PPPoE session (PPP
+	// protocol IPv6).
+	PPPoEIn, PPPoEOut bool
+	PPPoESession      uint16
 }
 
 func (k *IPv6Key) raw() *fastpathR6Key {
@@ -42,9 +47,9 @@ func (k *IPv6Key) raw() *fastpathR6Key {
 
 // PutIPv6 installs (or replaces) a routed IPv6 flow.
 func (p *Program) PutIPv6(k IPv6Key, f IPv6Flow) error {
-	v := fastpathR6Val{Fwd: fastpathFwd{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC, Flags: checkFlags(f.CheckSrcMAC),
+	v := fastpathR6Val{Fwd: fastpathFwd{Dmac: f.DstMAC, Smac: f.SrcMAC, InDmac: f.InDstMAC, InSmac: f.InSrcMAC, Flags: checkFlags(f.CheckSrcMAC) | pppFlags(f.PPPoEIn, f.PPPoEOut),
 		OutIfindex: uint32(f.OutIfindex), Slot: f.Slot, MaxFrame: clamp16(f.MaxFrame), MaxIp: clamp16(f.MaxIP), IcmpType: f.ICMPType,
-		InVid: f.InVID, OutTci: f.OutTCI}}
+		InVid: f.InVID, OutTci: f.OutTCI, PppSid: f.PPPoESession}}
 	return p.put(p.maps.R6Flows, "IPv6 flow", f.Slot, liveIPv6, k.raw(), &v)
 }
 

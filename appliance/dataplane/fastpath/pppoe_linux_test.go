@@ -18,22 +18,31 @@ const testSession = 0x2a17
 // pppoeFrame is the untagged Ethernet frame b as a PPPoE session frame of
 // session sid, as the slow path's pppoeEmit builds it: b's MACs, the
 // session header with the length of b's IP bytes (padding included) and
-// PPP protocol IPv4, then those bytes.
+// PPP protocol IPv4 or IPv6 (as b's EtherType), then those bytes.
 func pppoeFrame(b []byte, sid uint16) []byte {
+	proto := uint16(0x0021)
+	if binary.BigEndian.Uint16(b[12:]) == frame.EtherTypeIPv6 {
+		proto = 0x0057
+	}
 	out := make([]byte, 0, len(b)+8)
 	out = append(out, b[:12]...)
 	out = binary.BigEndian.AppendUint16(out, 0x8864)
 	out = append(out, 0x11, 0)
 	out = binary.BigEndian.AppendUint16(out, sid)
 	out = binary.BigEndian.AppendUint16(out, uint16(len(b)-14+2))
-	out = binary.BigEndian.AppendUint16(out, 0x0021)
+	out = binary.BigEndian.AppendUint16(out, proto)
 	return append(out, b[14:]...)
 }
 
-// unpppoe is the PPPoE session frame b without its session header.
+// unpppoe is the PPPoE session frame b without its session header: the
+// EtherType IPv6 for PPP protocol 0x0057, else IPv4.
 func unpppoe(b []byte) []byte {
+	et := uint16(frame.EtherTypeIPv4)
+	if binary.BigEndian.Uint16(b[20:]) == 0x0057 {
+		et = frame.EtherTypeIPv6
+	}
 	out := append([]byte(nil), b[:12]...)
-	out = binary.BigEndian.AppendUint16(out, frame.EtherTypeIPv4)
+	out = binary.BigEndian.AppendUint16(out, et)
 	return append(out, b[22:]...)
 }
 
@@ -194,19 +203,26 @@ func diffPunts(a, b [NumPunts]uint64) map[Punt]uint64 {
 }
 
 // FuzzFastPathPPPoE feeds arbitrary frames, mostly PPPoE session frames
-// from the AC, to the tcx program with the session set and a NAT flow
-// (PPPoEIn) installed for the key of the IPv4 frame the slow path's
-// pppoeIn would make of it. Whatever the program forwards must be a frame
-// of the session, from the AC, of PPP IPv4, unpadded, that package nat
-// accepts, and come out as the slow path's decapsulation and rewrite,
-// byte for byte; the socket filter must decide as the tcx program does.
-// Run as root.
+// from the AC, to the tcx program with the session set and a NAT flow or
+// a routed IPv6 flow (PPPoEIn) installed for the key of the IPv4 or IPv6
+// frame the slow path's pppoeIn would make of it. Whatever the program
+// forwards must be a frame of the session, from the AC, of PPP IPv4 or
+// IPv6, unpadded, that package nat (route6) accepts, and come out as the
+// slow path's decapsulation and rewrite, byte for byte; the socket filter
+// must decide as the tcx program does. Run as root.
 func FuzzFastPathPPPoE(f *testing.F) {
 	h := frametest.IPv4{Src: server, Dst: wanAddr, TTL: 64}
 	in := func(ip []byte) []byte {
 		return pppoeFrame(frametest.Frame(routerWAN, acMAC, frame.EtherTypeIPv4, ip), testSession)
 	}
+	h6 := frametest.IPv6{Src: server6, Dst: lanHost6, HopLimit: 64}
+	in6 := func(ip []byte) []byte {
+		return pppoeFrame(frametest.Frame(routerWAN, acMAC, frame.EtherTypeIPv6, ip), testSession)
+	}
 	for _, seed := range [][]byte{
+		in6(h6.UDPPacket(53, 1024, make([]byte, 20))),
+		in6(h6.TCPPacket(frametest.TCP{SrcPort: 443, DstPort: 1024, Seq: 1, Ack: 2, Flags: frame.TCPAck, Window: 100}, []byte("data"))),
+		in6(h6.ICMPPacket(frame.ICMPv6EchoReply, 0, 0x12340001, nil)),
 		in(h.UDPPacket(53, 1024, make([]byte, 20))),
 		in(h.TCPPacket(frametest.TCP{SrcPort: 443, DstPort: 1024, Seq: 1, Ack: 2, Flags: frame.TCPAck, Window: 100}, []byte("data"))),
 		in(h.ICMPPacket(frame.ICMPEchoReply, 0, 0x12340001, nil)),
@@ -226,15 +242,42 @@ func FuzzFastPathPPPoE(f *testing.F) {
 		// The slow path's view: pppoeIn's checks and decapsulation.
 		sid, proto, n := binary.BigEndian.Uint16(b[16:]), binary.BigEndian.Uint16(b[20:]), int(binary.BigEndian.Uint16(b[18:]))-2
 		session := binary.BigEndian.Uint16(b[12:]) == 0x8864 && b[14] == 0x11 && b[15] == 0 && n >= 0 && 22+n <= len(b) &&
-			sid == testSession && proto == 0x0021 && [6]byte(b[6:12]) == acMAC
+			sid == testSession && (proto == 0x0021 || proto == 0x0057) && [6]byte(b[6:12]) == acMAC
 		var u []byte
 		var pf frame.Frame
 		var key NATKey
 		var fl NATFlow
-		nat := false
+		var key6 IPv6Key
+		var fl6 IPv6Flow
+		nat, v6 := false, false
 		if session {
 			u = unpppoe(b[:22+n])
-			if frame.Parse(u, &pf) == nil && pf.IsIPv4() && pf.L4Off != 0 && pf.NTags == 0 &&
+			perr := frame.Parse(u, &pf)
+			if perr == nil && pf.IsIPv6() && pf.L4Off != 0 && pf.NTags == 0 {
+				key6 = IPv6Key{Ifindex: 1, Src: pf.IPv6.Src, Dst: pf.IPv6.Dst, Proto: pf.Proto}
+				fl6 = IPv6Flow{DstMAC: hostMAC, SrcMAC: routerLAN, InDstMAC: pf.Dst, OutIfindex: 3, Slot: 5, MaxFrame: 1514, MaxIP: 1500,
+					ICMPType: pf.ICMP.Type, PPPoEIn: true, PPPoESession: testSession}
+				v6 = true
+				switch {
+				case pf.Proto == frame.ProtoTCP:
+					key6.SrcPort, key6.DstPort = pf.TCP.SrcPort, pf.TCP.DstPort
+				case pf.Proto == frame.ProtoUDP:
+					key6.SrcPort, key6.DstPort = pf.UDP.SrcPort, pf.UDP.DstPort
+				case pf.Proto == frame.ProtoICMPv6 && pf.ICMP.Type == frame.ICMPv6EchoRequest:
+					key6.SrcPort = pf.ICMP.ID
+				case pf.Proto == frame.ProtoICMPv6 && pf.ICMP.Type == frame.ICMPv6EchoReply:
+					key6.DstPort = pf.ICMP.ID
+				default:
+					v6 = false
+				}
+				if v6 {
+					if err := p.PutIPv6(key6, fl6); err != nil {
+						t.Fatal(err)
+					}
+					defer p.DeleteIPv6(key6)
+				}
+			}
+			if perr == nil && pf.IsIPv4() && pf.L4Off != 0 && pf.NTags == 0 &&
 				(pf.Proto == frame.ProtoTCP || pf.Proto == frame.ProtoUDP) {
 				nat = true
 				key = NATKey{Ifindex: 1, Src: pf.IPv4.Src, Dst: pf.IPv4.Dst, Proto: pf.Proto}
@@ -266,7 +309,16 @@ func FuzzFastPathPPPoE(f *testing.F) {
 			}
 			return
 		}
-		if !nat || 22+n != len(b) || !natAcceptable(u, &pf, fl) {
+		if v6 {
+			if 22+n != len(b) || proto != 0x0057 || !r6Acceptable(u, &pf, fl6) {
+				t.Fatalf("forwarded an IPv6 frame route6 would not forward as an established session frame: % x", b)
+			}
+			if want := r6Slow(t, u, fl6); !bytes.Equal(out, want) {
+				t.Fatalf("IPv6 decapsulation and rewrite differ\nframe % x\nslow  % x\nfast  % x", b, want, out)
+			}
+			return
+		}
+		if !nat || 22+n != len(b) || proto != 0x0021 || !natAcceptable(u, &pf, fl) {
 			t.Fatalf("forwarded a frame the slow path would not forward as an established session frame: % x", b)
 		}
 		if want := slowRewrite(t, u, fl); !bytes.Equal(out, want) {
@@ -320,20 +372,26 @@ func BenchmarkPPPoE(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var sum time.Duration
-			n := 0
-			for b.Loop() {
-				verdict, d, err := p.progs.TCX.Benchmark(tc.frame, 1, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if verdict != retRedirect {
-					b.Fatalf("verdict %d, want TC_ACT_REDIRECT (%d)", verdict, retRedirect)
-				}
-				sum += d
-				n++
-			}
-			b.ReportMetric(float64(sum.Nanoseconds())/float64(n), "ns/frame")
+			benchRedirect(b, p, tc.frame)
 		})
 	}
+}
+
+// benchRedirect reports the tcx program's time for frame, one run per
+// frame, each of which must be redirected.
+func benchRedirect(b *testing.B, p *Program, frame []byte) {
+	var sum time.Duration
+	n := 0
+	for b.Loop() {
+		verdict, d, err := p.progs.TCX.Benchmark(frame, 1, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if verdict != retRedirect {
+			b.Fatalf("verdict %d, want TC_ACT_REDIRECT (%d)", verdict, retRedirect)
+		}
+		sum += d
+		n++
+	}
+	b.ReportMetric(float64(sum.Nanoseconds())/float64(n), "ns/frame")
 }

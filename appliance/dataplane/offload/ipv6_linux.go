@@ -44,7 +44,8 @@ func (m *Manager) installV6(o *offer) bool {
 	f.key = fastpath.IPv6Key{Ifindex: m.ifindex[rt.in], Src: fl.Src, Dst: fl.Dst, SrcPort: fl.SrcPort, DstPort: fl.DstPort, Proto: fl.Proto}
 	f.flow = fastpath.IPv6Flow{DstMAC: off.NextHopMAC, SrcMAC: off.OutMAC, InDstMAC: off.InMAC, InSrcMAC: rt.srcMAC,
 		CheckSrcMAC: rt.fromLAN, OutIfindex: m.ifindex[rt.out], Slot: rt.slot,
-		MaxFrame: mtu + frame.EthernetHeaderLen, MaxIP: off.OutMTU, ICMPType: o.pre.icmp, InVID: rt.inVID, OutTCI: rt.outTCI}
+		MaxFrame: mtu + frame.EthernetHeaderLen, MaxIP: off.OutMTU, ICMPType: o.pre.icmp, InVID: rt.inVID, OutTCI: rt.outTCI,
+		PPPoEIn: rt.pppIn, PPPoEOut: rt.pppOut, PPPoESession: rt.ppp}
 	if err := m.prog.PutIPv6(f.key, f.flow); err != nil {
 		m.fail(err)
 		m.slots.unused(rt.slot)

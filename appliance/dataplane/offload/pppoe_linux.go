@@ -6,12 +6,13 @@ import (
 	"e1kbox/appliance/dataplane/fastpath"
 )
 
-// NAT flows over a PPPoE WAN: the program frames them in the session the
-// manager told it of (fastpath.Program.SetPPPoE) and forwards the flows
-// of that session only, so that a new session, or none, takes the old
-// session's flows off the fast path with the map write, before the
-// manager evicts them. Routed IPv6 flows stay on the rings on a PPPoE
-// WAN (the program frames IPv4 only).
+// Routed flows over a PPPoE WAN, NAT and IPv6: the program frames them
+// in the session the manager told it of (fastpath.Program.SetPPPoE) and
+// forwards the flows of that session only, so that a new session, or
+// none, takes the old session's flows off the fast path with the map
+// write, before the manager evicts them. A routed IPv6 flow takes the
+// fast path there only while route6 treats the WAN as the point-to-point
+// link it is (route6.Config.WANPointToPoint: the AC's MAC the next hop's).
 
 // pppoeHeaderLen is the PPPoE session header and the PPP protocol.
 const pppoeHeaderLen = 8
@@ -50,16 +51,27 @@ func (m *Manager) syncPPPoE(set Settings) {
 }
 
 // pppRoute is the PPPoE session a routed flow takes under set: 0 off a
-// PPPoE WAN. ok is false for a flow the fast path cannot take there: an
-// IPv6 one, or any while no session is up.
+// PPPoE WAN. ok is false for a flow the fast path cannot take there: any
+// while no session is up or in XDP mode, an IPv6 one while route6 does
+// not route the WAN point-to-point.
 func (m *Manager) pppRoute(set Settings, v6 bool) (sid uint16, ok bool) {
 	on, sid, _ := set.WANPPPoE()
 	if !on {
 		return 0, true
 	}
 	m.syncPPPoE(set)
-	if v6 || sid == 0 || m.ppp.sid != sid || m.prog.Mode() == fastpath.ModeXDP {
+	if (v6 && !m.v6PointToPoint()) || sid == 0 || m.ppp.sid != sid || m.prog.Mode() == fastpath.ModeXDP {
 		return 0, false
 	}
 	return sid, true
+}
+
+// v6PointToPoint reports whether route6 routes the WAN as a
+// point-to-point link (a PPPoE session's, with the AC's MAC).
+func (m *Manager) v6PointToPoint() bool {
+	if m.o.IPv6 == nil {
+		return false
+	}
+	c := m.o.IPv6.Config()
+	return c.WANPointToPoint && c.WANPeerMAC != [6]byte{}
 }

@@ -34,7 +34,7 @@
 //   counters.h  the punt and per-flow counters
 //   routed.h    what NAT and routed IPv6 flows share
 //   nat.h       NAT flows: classify, rewrite, TCP tracking
-//   ppp.h       NAT flows over a PPPoE WAN: the session, its header
+//   ppp.h       routed flows over a PPPoE WAN: the session, its header
 //   ipv6.h      routed IPv6 flows: classify, rewrite
 //   bridge.h    bridged MAC pairs and microflows, VLAN egress
 //
@@ -77,11 +77,12 @@ static __always_inline int classify(struct pkt *p, struct cls *c)
 	struct live *l = bpf_map_lookup_elem(&live, &zero);
 	// Routed flows: untagged, or a tagged WAN's (fwd_vlan_ok).
 	int routable = !p->vlan_present || p->vlan_proto == bpf_htons(ETH_P_8021Q);
-	if (p->ppp) // a PPPoE WAN's IPv4 (load_ppp): only a NAT flow's
-		return routable && !(b[0] & 1) && (!l || l->nat) ? classify_nat(p, c) : PUNT_MISS + 1;
+	// A PPPoE WAN's IP (load_ppp) is only a routed flow's.
+	if (p->ppp && (!routable || b[0] & 1))
+		return PUNT_MISS + 1;
 	if (routable && et == ETH_P_IP && !(b[0] & 1) && (!l || l->nat)) {
 		int r = classify_nat(p, c);
-		if (r != PUNT_MISS + 1)
+		if (r != PUNT_MISS + 1 || p->ppp)
 			return r;
 	}
 	c->r6why = 0;
@@ -90,6 +91,8 @@ static __always_inline int classify(struct pkt *p, struct cls *c)
 		if (r != PUNT_MISS + 1)
 			return r;
 	}
+	if (p->ppp)
+		return c->r6why ? c->r6why : PUNT_MISS + 1;
 	if (b[0] & 1)
 		return c->r6why ? c->r6why : PUNT_MISS + 1;
 	int r = classify_bridge(p, c);

@@ -8,6 +8,7 @@
 #include "abi.h"
 #include "parse.h"
 #include "routed.h"
+#include "ppp.h"
 
 // v6_scoped: a link-local (fe80::/10), multicast (ff00::/8) or
 // unspecified address, which route6 never forwards.
@@ -23,7 +24,7 @@ static __always_inline int v6_scoped(const __u8 *a)
 }
 
 // classify_r6 looks p up as a routed IPv6 flow (an untagged IPv6 frame to
-// a unicast MAC). A frame it cannot key (another next header, ICMPv6
+// a unicast MAC, or one of a PPPoE WAN's session: load_ppp). A frame it cannot key (another next header, ICMPv6
 // other than echo, a scoped address) or whose key it does not know goes
 // on to the bridge's pairs; c->r6why keeps why, for the punt count when no
 // pair takes it either.
@@ -59,6 +60,8 @@ static __always_inline int classify_r6(struct pkt *p, struct cls *c)
 		return PUNT_IP + 1;
 	if (!fwd_vlan_ok(p, &v->fwd))
 		return PUNT_VLAN + 1;
+	if (!fwd_ppp_ok(p, &v->fwd))
+		return PUNT_PPPOE + 1;
 	if (!fwd_mac_ok(b, &v->fwd))
 		return PUNT_MAC + 1;
 	if (b[L3 + 7] <= 1)

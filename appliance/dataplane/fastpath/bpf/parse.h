@@ -15,6 +15,7 @@
 #define ETH_P_8021AD 0x88a8
 #define ETH_P_PPP_SES 0x8864
 #define PPP_IP 0x0021
+#define PPP_IPV6 0x0057
 #define PPPOE_HLEN 8 // the PPPoE session header and the PPP protocol
 
 #define IPPROTO_ICMP_ 1
@@ -52,7 +53,7 @@ struct pkt {
 	__u8 vlan_present;
 	__u8 l4;       // L4 offset (IPv4 34, IPv6 54)
 	__u16 iplen;   // IP packet length
-	__u8 ppp;      // a PPPoE session frame of IPv4: b and len are the frame without its 8 bytes (load_ppp)
+	__u8 ppp;      // a PPPoE session frame of IPv4 or IPv6: b and len are the frame without its 8 bytes (load_ppp)
 	__u16 ppp_sid; // its session
 };
 
@@ -193,17 +194,19 @@ static __always_inline __u32 load_len(__u32 len)
 	return 34 + extra;
 }
 
-// load_ppp reads a PPPoE session frame of IPv4 (RFC 2516: version and
-// type 0x11, code 0, a length that ends the frame, PPP protocol 0x0021)
-// into p as the untagged IPv4 frame the slow path makes of it (pppoeIn):
-// the MACs, EtherType IPv4, then the IP packet, read from after the
-// PPPoE header; p->ppp and p->ppp_sid say what it was. Any other PPPoE
-// frame stays as it is (no flow matches its EtherType). A frame padded
-// beyond its PPPoE length stays too: the slow path cuts the padding.
+// load_ppp reads a PPPoE session frame of IPv4 or IPv6 (RFC 2516:
+// version and type 0x11, code 0, a length that ends the frame, PPP
+// protocol 0x0021 or 0x0057) into p as the untagged IP frame the slow
+// path makes of it (pppoeIn): the MACs, EtherType IPv4 or IPv6, then the
+// IP packet, read from after the PPPoE header; p->ppp and p->ppp_sid say
+// what it was. Any other PPPoE frame stays as it is (no flow matches its
+// EtherType). A frame padded beyond its PPPoE length stays too: the slow
+// path cuts the padding.
 static __always_inline int load_ppp(struct __sk_buff *skb, struct pkt *p)
 {
 	__u8 *b = p->b;
-	if (b[14] != 0x11 || b[15] != 0 || be16(&b[20]) != PPP_IP || p->len != 20 + (__u32)be16(&b[18]))
+	__u16 proto = be16(&b[20]);
+	if (b[14] != 0x11 || b[15] != 0 || (proto != PPP_IP && proto != PPP_IPV6) || p->len != 20 + (__u32)be16(&b[18]))
 		return 0;
 	__u32 len = p->len - PPPOE_HLEN;
 	if (len < 34)
@@ -213,8 +216,7 @@ static __always_inline int load_ppp(struct __sk_buff *skb, struct pkt *p)
 	// fit in b after the MACs and end inside the frame.
 	if (bpf_skb_load_bytes(skb, 20, &b[12], load_len(len) - 12) < 0)
 		return -1;
-	b[12] = ETH_P_IP >> 8;
-	b[13] = ETH_P_IP & 0xff;
+	put16(&b[12], proto == PPP_IP ? ETH_P_IP : ETH_P_IPV6);
 	p->len = len;
 	p->ppp = 1;
 	return 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// NAT flows over a PPPoE WAN (RFC 2516): the session check and, in tcx,
+// Routed flows (NAT and IPv6) over a PPPoE WAN (RFC 2516): the session
+// check and, in tcx,
 // taking the 8-byte session header off the frames from the WAN and
 // putting it on the frames to it, as the slow path's pppoeIn and
 // pppoeEmit do (appliance/dataplane/wanlink_pppoe.go).
@@ -33,12 +34,13 @@ static __always_inline int fwd_ppp_ok(const struct pkt *p, const struct fwd *f)
 
 // ppp_pop takes the PPPoE session header (and the WAN link's tag, which
 // the kernel holds in metadata) off the skb of frame p: the frame becomes
-// the MACs, EtherType IPv4 and the IP packet. bpf_skb_adjust_room, which
-// cuts bytes after the MAC header, takes only IPv4 and IPv6 skbs, and the
-// skb is a PPPoE one; the VLAN helpers make it IPv4: a tag pushed twice
-// puts the first into the frame (the skb's protocol becomes 802.1Q), its
-// inner EtherType is set to IPv4, and popping it makes the skb IPv4 with
-// the session header after the MAC header.
+// the MACs, EtherType IPv4 or IPv6 (p->b's, from load_ppp) and the IP
+// packet. bpf_skb_adjust_room, which cuts bytes after the MAC header,
+// takes only IPv4 and IPv6 skbs, and the skb is a PPPoE one; the VLAN
+// helpers make it IP: a tag pushed twice puts the first into the frame
+// (the skb's protocol becomes 802.1Q), its inner EtherType is set to the
+// IP version's, and popping it makes the skb IPv4 or IPv6 with the
+// session header after the MAC header.
 static __always_inline int ppp_pop(struct __sk_buff *skb, const struct pkt *p)
 {
 	if (p->vlan_present && bpf_skb_vlan_pop(skb) < 0)
@@ -46,8 +48,7 @@ static __always_inline int ppp_pop(struct __sk_buff *skb, const struct pkt *p)
 	if (bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), 0) < 0 ||
 	    bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), 0) < 0)
 		return -1;
-	__be16 ip = bpf_htons(ETH_P_IP);
-	if (bpf_skb_store_bytes(skb, 16, &ip, 2, 0) < 0)
+	if (bpf_skb_store_bytes(skb, 16, &p->b[12], 2, 0) < 0)
 		return -1;
 	if (bpf_skb_vlan_pop(skb) < 0 || bpf_skb_vlan_pop(skb) < 0)
 		return -1;
@@ -58,7 +59,7 @@ static __always_inline int ppp_pop(struct __sk_buff *skb, const struct pkt *p)
 // of the skb, whose first n bytes are p->b (rewritten): MACs, EtherType
 // PPPoE session, version and type 0x11, code 0, the session, the length
 // (the IP packet, as the slow path counts it, and the PPP protocol), PPP
-// protocol IPv4, then the rest of p->b.
+// protocol IPv4 or IPv6 (as p->b's EtherType), then the rest of p->b.
 static __always_inline int ppp_push(struct __sk_buff *skb, const struct pkt *p, const struct fwd *f, int n)
 {
 	if (bpf_skb_change_head(skb, PPPOE_HLEN, 0) < 0)
@@ -71,7 +72,7 @@ static __always_inline int ppp_push(struct __sk_buff *skb, const struct pkt *p, 
 	h[15] = 0;
 	put16(&h[16], f->ppp_sid);
 	put16(&h[18], p->len - L3 + 2);
-	put16(&h[20], PPP_IP);
+	put16(&h[20], be16(&p->b[12]) == ETH_P_IPV6 ? PPP_IPV6 : PPP_IP);
 	if (bpf_skb_store_bytes(skb, 0, h, sizeof(h), 0) < 0)
 		return -1;
 	__u32 rest = n - L3;

@@ -1,0 +1,123 @@
+package dataplane
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"e1kbox/appliance/dataplane/frame"
+	"e1kbox/appliance/dataplane/offload"
+	"e1kbox/internal/pppoepeer"
+	"e1kbox/internal/vlanpeer"
+)
+
+// Routed IPv6 over a PPPoE WAN in the fast path: the engine's session is
+// static with IPv6CP's link-local addresses (route6 routes the WAN
+// point-to-point, to the AC's MAC), G is the AC and the session's peer
+// fe80::99, and G's end of the cable frames its IPv6 in the session
+// (pppoepeer, PPP protocol 0x0057), inside VLAN 7 where the WAN is
+// tagged (vlanpeer).
+
+var fp6PPPLocalLL = netip.MustParseAddr("fe80::e1")
+
+// TestFastPathIPv6OverPPPoEDifferential is TestFastPathIPv6Differential
+// over a PPPoE WAN, untagged and in VLAN 7: the tcx fast path takes the
+// IPv6 flows from and to the session (the session header off and on),
+// and the frames, counters, route6's connections and counters agree with
+// the rings'; the fast path's counters show it carried most established
+// frames both ways.
+func TestFastPathIPv6OverPPPoEDifferential(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vlan WANVLAN
+	}{
+		{"untagged", WANVLAN{}},
+		{"VLAN 7", WANVLAN{ID: 7, PCP: 2, ControlPCP: 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			off := pppoe6Run(t, FastPathOff, tc.vlan)
+			on := map[FastPathMode]fpRun{FastPathTCX: pppoe6Run(t, FastPathTCX, tc.vlan)}
+			compareRuns(t, off, on)
+			compareV6(t, off, on)
+		})
+	}
+}
+
+// pppoe6Run runs the IPv6 conversations of v6Run through a PPPoE WAN
+// (the session MTU 1392, pppoeBoxConfig's).
+func pppoe6Run(t *testing.T, mode FastPathMode, vlan WANVLAN) fpRun {
+	t.Helper()
+	tp := quietTopo(t)
+	for _, h := range tp.hosts {
+		h.IP(t, "addr", "flush", "dev", "eth0")
+	}
+	peer := pppoepeer.In(t, tp.hosts[1], "eth0", fpSession)
+	if vlan.ID != 0 {
+		vp := vlanpeer.In(t, tp.hosts[1], "eth0", vlan.ID, 3)
+		t.Cleanup(func() {
+			if n, err := vp.Dropped(); n != 0 || err != nil {
+				t.Errorf("G got %d frames off VLAN %d (%v)", n, vlan.ID, err)
+			}
+			if n := vp.Frames(t, vlanpeer.Key{Tagged: 1, VID: vlan.ID, PCP: vlan.PCP, EtherType: EtherTypePPPoESession}); n < 100 {
+				t.Errorf("G got %d PPPoE session frames with VLAN %d's data priority %d, want the conversations'", n, vlan.ID, vlan.PCP)
+			}
+		})
+	}
+	cfg := pppoeBoxConfig(mode, vlan, fpSession)
+	cfg.NAT.IPv6 = true
+	cfg.NAT.PPPoESession.LocalLinkLocal, cfg.NAT.PPPoESession.PeerLinkLocal = fp6PPPLocalLL, fp6GwLL
+	e := tp.engine(cfg)
+	v6 := e.IPv6()
+	c6 := v6.Config()
+	if !c6.WANPointToPoint || c6.Gateway != fp6GwLL || c6.WANPeerMAC != fpGwMAC {
+		t.Fatalf("route6 on the PPPoE WAN: point-to-point %v, gateway %v, peer MAC %x; want the session's", c6.WANPointToPoint, c6.Gateway, c6.WANPeerMAC)
+	}
+	c6.LANPrefixes, c6.Delegated = []netip.Prefix{fp6LAN}, []netip.Prefix{fp6Deleg}
+	if err := v6.SetConfig(c6); err != nil {
+		t.Fatal(err)
+	}
+	lanMAC, wanMAC := linkMAC(t, tp.box, "p1"), linkMAC(t, tp.box, "p2")
+	h1 := tp.hosts[0].OpenPackets(t, "eth0", true)
+	h2 := tp.hosts[1].OpenPackets(t, "eth0", true)
+	c := v6Conv{&conv{t: t, r: rand.New(rand.NewPCG(10, 8864)), lanMAC: lanMAC, wanMAC: wanMAC, h1: h1, h2: h2,
+		etherType: frame.EtherTypeIPv6, outIP: fp6Out, inIP: fp6In, echoReq: frame.ICMPv6EchoRequest, echoRe: frame.ICMPv6EchoReply}}
+	// route6 learns A from its solicitation; the WAN has no neighbours.
+	c.step([][]byte{ns(fpHostA, lanMAC, fp6Host.As16(), LinkLocal(lanMAC).As16())}, nil)
+	c.open()
+	c.exchange(1)
+	time.Sleep(offload.Reoffer + 100*time.Millisecond)
+	c.exchange(1)
+	waitFast(t, e, 6)
+	most := 0
+	if fs := e.Snapshot().FastPath; fs != nil {
+		most = fs.IPv6Flows
+	}
+
+	fastBefore := fastPorts(e)
+	c.exchange(60)
+	h2.Wait(100*time.Millisecond, 2*time.Second)
+	if mode != FastPathOff {
+		// 60 rounds carry 7 frames of the established flows from
+		// each side: most must be the fast path's.
+		after := fastPorts(e)
+		wan, lan := e.wanID(), uint16(1)
+		fromWAN, fromLAN := after[wan].RxPackets-fastBefore[wan].RxPackets, after[lan].RxPackets-fastBefore[lan].RxPackets
+		t.Logf("60 rounds: the fast path forwarded %d of 420 IPv6 frames from the PPPoE WAN and %d of 420 from the LAN", fromWAN, fromLAN)
+		if fromWAN < 420/2 || fromLAN < 420/2 {
+			t.Errorf("the fast path forwarded %d IPv6 frames from the PPPoE WAN and %d from the LAN in 60 rounds, want most of 420 each", fromWAN, fromLAN)
+		}
+		if ws := after[wan].TxPackets - fastBefore[wan].TxPackets; ws != fromLAN {
+			t.Errorf("the fast path sent %d frames to the WAN, received %d from the LAN", ws, fromLAN)
+		}
+	}
+	c.exceptions()
+	c.blast(300)
+	c.close()
+	end := time.Now()
+	h2.Wait(300*time.Millisecond, 5*time.Second)
+	if n, err := peer.Counts(); err != nil || n.Session6 < 400 {
+		t.Errorf("G received %+v frames (%v), want the conversations' in the session as IPv6", n, err)
+	}
+	return collect6(t, e, h1, h2, end, most)
+}
