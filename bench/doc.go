@@ -10,7 +10,9 @@
 // batches, pinned to one CPU; -gen-ring sends from a mapped TX ring, whose
 // frames carry a destructor that updates the ring on whichever CPU frees
 // them — for a userspace forwarder, the box's) sends UDP/IPv4 frames
-// from g0 to s0's MAC; the sink namespace counts
+// from g0 to s0's MAC (g0 is a port of a bridge of the generator's own
+// next to a VXLAN device, only so that its frames keep a NIC's 64 bytes
+// of headroom: nicHeadroom); the sink namespace counts
 // what arrives with an nftables netdev ingress counter and drops it. The
 // paths under test are: the kernel bridge (br0), the kernel bridge with N
 // linear non-matching nftables rules in a bridge-family forward chain,

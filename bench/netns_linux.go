@@ -131,6 +131,9 @@ func newTopo(ctx context.Context, pid, seq int) (t *topo, err error) {
 			}
 		}
 	}
+	if err := nicHeadroom(ctx, t.gen, "g0"); err != nil {
+		return nil, err
+	}
 	sink := `table netdev sink {
 	counter rx { }
 	chain in0 { type filter hook ingress device "s0" priority 0; counter name "rx" drop; }
@@ -298,4 +301,28 @@ func ourNamespaces() []string {
 		}
 	}
 	return out
+}
+
+// nicHeadroom gives the frames a packet socket sends on the veth dev in
+// ns the headroom a NIC's receive skbs have (NET_SKB_PAD, 64 bytes): on
+// a plain veth they keep 2 bytes before the MAC header, and a fast path
+// that grows the head (PPPoE's session header, bpf_skb_change_head) would
+// reallocate every frame, which no NIC makes the box do. Only a bridge
+// (or Open vSwitch) raises a veth's needed_headroom (both ends'): a
+// bridge of the namespace's own with dev and a VXLAN device (50 bytes of
+// headroom) as ports gives dev's frames 66. The VXLAN device sends
+// nothing anyone receives (the bridge floods the box's rare frames to it).
+func nicHeadroom(ctx context.Context, ns, dev string) error {
+	for _, args := range [][]string{
+		{"link", "add", "hr0", "type", "bridge"},
+		{"link", "add", "hrvx0", "type", "vxlan", "id", "42", "dstport", "4789", "local", "127.0.0.1", "nolearning"},
+		{"link", "set", "hrvx0", "master", "hr0"},
+		{"link", "set", dev, "master", "hr0"},
+		{"link", "set", "hr0", "up"},
+	} {
+		if _, err := run(ctx, "ip", append([]string{"-n", ns}, args...)...); err != nil {
+			return fmt.Errorf("NIC-like headroom on %s: %w", dev, err)
+		}
+	}
+	return nil
 }
