@@ -142,27 +142,7 @@ func TestPPPoEPunts6(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before, err := p.Punts()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ret, _ := run(t, p.progs.TCX, tc.frame)
-			after, err := p.Punts()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.want < 0 {
-				if ret != retRedirect {
-					t.Errorf("returned %d, want redirect; punts %v", ret, diffPunts(before, after))
-				}
-			} else {
-				if ret != retTCXNext {
-					t.Errorf("returned %d, want TCX_NEXT", ret)
-				}
-				if d := diffPunts(before, after); d[tc.want] != 1 {
-					t.Errorf("punts %v, want one %v", d, tc.want)
-				}
-			}
+			checkPunt(t, p, tc.frame, tc.want)
 			// XDP frames no PPPoE: every frame of these flows is
 			// the rings'.
 			if ret, _ := run(t, px.progs.XDP, tc.frame); ret != retXDPPass {

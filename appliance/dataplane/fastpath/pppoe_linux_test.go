@@ -167,28 +167,35 @@ func TestPPPoEPunts(t *testing.T) {
 			if err := p.SetPPPoE(tc.session, tc.ac); err != nil {
 				t.Fatal(err)
 			}
-			before, err := p.Punts()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ret, _ := run(t, p.progs.TCX, tc.frame)
-			after, err := p.Punts()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.want < 0 {
-				if ret != retRedirect {
-					t.Errorf("returned %d, want redirect; punts %v", ret, diffPunts(before, after))
-				}
-				return
-			}
-			if ret != retTCXNext {
-				t.Errorf("returned %d, want TCX_NEXT", ret)
-			}
-			if d := diffPunts(before, after); d[tc.want] != 1 {
-				t.Errorf("punts %v, want one %v", d, tc.want)
-			}
+			checkPunt(t, p, tc.frame, tc.want)
 		})
+	}
+}
+
+// checkPunt runs frame through p's tcx program: a want below 0 expects
+// it forwarded (redirected), else punted once for want.
+func checkPunt(t *testing.T, p *Program, frame []byte, want Punt) {
+	t.Helper()
+	before, err := p.Punts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret, _ := run(t, p.progs.TCX, frame)
+	after, err := p.Punts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want < 0 {
+		if ret != retRedirect {
+			t.Errorf("returned %d, want redirect; punts %v", ret, diffPunts(before, after))
+		}
+		return
+	}
+	if ret != retTCXNext {
+		t.Errorf("returned %d, want TCX_NEXT", ret)
+	}
+	if d := diffPunts(before, after); d[want] != 1 {
+		t.Errorf("punts %v, want one %v", d, want)
 	}
 }
 
