@@ -8,8 +8,6 @@ import (
 
 	"e1kbox/appliance/dataplane/frame"
 	"e1kbox/appliance/dataplane/offload"
-	"e1kbox/internal/pppoepeer"
-	"e1kbox/internal/vlanpeer"
 )
 
 // Routed IPv6 over a PPPoE WAN in the fast path: the engine's session is
@@ -48,22 +46,7 @@ func TestFastPathIPv6OverPPPoEDifferential(t *testing.T) {
 // (the session MTU 1392, pppoeBoxConfig's).
 func pppoe6Run(t *testing.T, mode FastPathMode, vlan WANVLAN) fpRun {
 	t.Helper()
-	tp := quietTopo(t)
-	for _, h := range tp.hosts {
-		h.IP(t, "addr", "flush", "dev", "eth0")
-	}
-	peer := pppoepeer.In(t, tp.hosts[1], "eth0", fpSession)
-	if vlan.ID != 0 {
-		vp := vlanpeer.In(t, tp.hosts[1], "eth0", vlan.ID, 3)
-		t.Cleanup(func() {
-			if n, err := vp.Dropped(); n != 0 || err != nil {
-				t.Errorf("G got %d frames off VLAN %d (%v)", n, vlan.ID, err)
-			}
-			if n := vp.Frames(t, vlanpeer.Key{Tagged: 1, VID: vlan.ID, PCP: vlan.PCP, EtherType: EtherTypePPPoESession}); n < 100 {
-				t.Errorf("G got %d PPPoE session frames with VLAN %d's data priority %d, want the conversations'", n, vlan.ID, vlan.PCP)
-			}
-		})
-	}
+	tp, peer := pppoeTopo(t, vlan)
 	cfg := pppoeBoxConfig(mode, vlan, fpSession)
 	cfg.NAT.IPv6 = true
 	cfg.NAT.PPPoESession.LocalLinkLocal, cfg.NAT.PPPoESession.PeerLinkLocal = fp6PPPLocalLL, fp6GwLL
@@ -85,6 +68,7 @@ func pppoe6Run(t *testing.T, mode FastPathMode, vlan WANVLAN) fpRun {
 	// route6 learns A from its solicitation; the WAN has no neighbours.
 	c.step([][]byte{ns(fpHostA, lanMAC, fp6Host.As16(), LinkLocal(lanMAC).As16())}, nil)
 	c.open()
+	c.step([][]byte{na(fpHostA, lanMAC, fp6Host.As16(), LinkLocal(lanMAC).As16())}, nil)
 	c.exchange(1)
 	time.Sleep(offload.Reoffer + 100*time.Millisecond)
 	c.exchange(1)

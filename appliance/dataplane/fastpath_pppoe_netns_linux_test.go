@@ -71,8 +71,11 @@ type pppoeStart struct {
 	h1, h2 *netnstest.Packets
 }
 
-// startPPPoE builds a PPPoE run and opens the conversations.
-func startPPPoE(t *testing.T, mode FastPathMode, vlan WANVLAN) *pppoeStart {
+// pppoeTopo is the topology of the PPPoE runs: the hosts without
+// addresses, G the AC's end of the static session fpSession (in VLAN
+// vlan, if any: afterwards G got nothing off it, and the conversations'
+// frames with its data priority).
+func pppoeTopo(t *testing.T, vlan WANVLAN) (*topo, *pppoepeer.Peer) {
 	t.Helper()
 	tp := quietTopo(t)
 	for _, h := range tp.hosts {
@@ -90,6 +93,13 @@ func startPPPoE(t *testing.T, mode FastPathMode, vlan WANVLAN) *pppoeStart {
 			}
 		})
 	}
+	return tp, peer
+}
+
+// startPPPoE builds a PPPoE run and opens the conversations.
+func startPPPoE(t *testing.T, mode FastPathMode, vlan WANVLAN) *pppoeStart {
+	t.Helper()
+	tp, peer := pppoeTopo(t, vlan)
 	cfg := pppoeBoxConfig(mode, vlan, fpSession)
 	e := tp.engine(cfg)
 	lanMAC, wanMAC := linkMAC(t, tp.box, "p1"), linkMAC(t, tp.box, "p2")
